@@ -1,0 +1,42 @@
+#pragma once
+// The coordinator drives training: per step it sends every stage actor its action list,
+// gathers their reports, computes the loss, the global gradient norm and the clip scale,
+// has every stage take its optimizer step together (a step is atomic), evaluates on the
+// held-out split every `eval_every` steps, and finally gathers the weights. It monitors
+// every stage: a stage failure ends the run with that stage's reason.
+#include <caf/all.hpp>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "actors/runtime/training_job.hpp"
+
+namespace conveyor {
+
+struct CoordinatorState {
+  std::shared_ptr<const TrainingJob> job;
+  TrainingObserver* observer = nullptr;
+  std::vector<caf::actor> stages;
+  std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans, eval_plans;
+
+  caf::response_promise done;
+  std::int64_t round = 0;
+  std::int64_t step = 0;
+  Phase phase = Phase::train;
+  std::vector<StageReport> reports;
+  std::chrono::steady_clock::time_point step_start;
+  StepMetrics last_step;
+  EvalMetrics last_eval;
+  bool finishing = false;
+  std::vector<WeightsReply> weights;
+  static inline const char* name = "coordinator";
+};
+
+caf::behavior coordinator_actor(caf::stateful_actor<CoordinatorState>* self,
+                                std::shared_ptr<const TrainingJob> job,
+                                std::vector<caf::actor> stages, TrainingObserver* observer);
+
+}  // namespace conveyor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::TrainResult)

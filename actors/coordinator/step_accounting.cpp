@@ -1,0 +1,77 @@
+#include "actors/coordinator/step_accounting.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace conveyor {
+
+double mean_loss(const std::vector<StageReport>& reports, int micro_batches) {
+  std::vector<double> by_mb(micro_batches, std::numeric_limits<double>::quiet_NaN());
+  int seen = 0;
+  for (const auto& r : reports)
+    for (const auto& [mb, loss] : r.losses) {
+      if (mb < 0 || mb >= micro_batches || !std::isnan(by_mb[mb]))
+        throw std::logic_error("mean_loss: unexpected loss for micro-batch " + std::to_string(mb));
+      by_mb[mb] = loss;
+      ++seen;
+    }
+  if (seen != micro_batches)
+    throw std::logic_error("mean_loss: " + std::to_string(seen) + " losses for " +
+                           std::to_string(micro_batches) + " micro-batches");
+  double sum = 0.0;
+  for (double l : by_mb) sum += l;
+  return sum / micro_batches;
+}
+
+double global_grad_norm(const std::vector<StageReport>& reports) {
+  std::vector<const ModelStageGradSquares*> stages;
+  for (const auto& r : reports)
+    for (const auto& g : r.grad_squares) stages.push_back(&g);
+  std::sort(stages.begin(), stages.end(),
+            [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
+  double sum = 0.0;
+  for (const auto* g : stages)
+    for (double s : g->squares) sum += s;
+  return std::sqrt(sum);
+}
+
+MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks) {
+  MeasuredBubble m;
+  m.busy_ms.assign(ranks, 0.0);
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
+  for (const auto& r : reports)
+    for (const auto& t : r.timings) {
+      if (r.rank >= 0 && r.rank < ranks) m.busy_ms[r.rank] += (t.end_ns - t.start_ns) / 1e6;
+      first = std::min(first, t.start_ns);
+      last = std::max(last, t.end_ns);
+    }
+  if (last <= first) return m;
+  m.span_ms = (last - first) / 1e6;
+  double busy = 0.0;
+  for (double b : m.busy_ms) busy += b;
+  m.bubble = std::clamp(1.0 - busy / (ranks * m.span_ms), 0.0, 1.0);
+  return m;
+}
+
+std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_batches) {
+  std::vector<const ChunkPlacement*> chunks;
+  for (const auto& c : rank.chunks) chunks.push_back(&c);
+  std::sort(chunks.begin(), chunks.end(),
+            [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
+  std::vector<sched::Action> actions;
+  for (const auto* c : chunks)
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      sched::Action a;
+      a.stage = rank.rank;
+      a.kind = sched::ActionKind::F;
+      a.micro_batch = mb;
+      a.chunk = c->chunk;
+      actions.push_back(a);
+    }
+  return actions;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,32 @@
+#pragma once
+// Pure functions the coordinator applies to the stage reports of one step. Each sums in
+// an order fixed by the model (micro-batch, model stage, parameter), never by the
+// split or by arrival, so results are bitwise identical for any number of stages.
+#include <vector>
+
+#include "actors/placement.hpp"
+#include "actors/protocol.hpp"
+
+namespace conveyor {
+
+/// Mean of the per-micro-batch losses, summed in micro-batch order.
+/// REQUIRES: exactly `micro_batches` losses across the reports, one per micro-batch.
+double mean_loss(const std::vector<StageReport>& reports, int micro_batches);
+
+/// sqrt of the sum of squared gradients, summed by model stage then parameter.
+double global_grad_norm(const std::vector<StageReport>& reports);
+
+/// Busy time per rank (ms) and the idle share of all ranks over the step's compute span
+/// (first action start to last action end).
+struct MeasuredBubble {
+  std::vector<double> busy_ms;
+  double span_ms = 0.0;
+  double bubble = 0.0;
+};
+MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks);
+
+/// A forward-only plan for evaluation: on each rank, its chunks in model-stage order,
+/// micro-batches ascending. Deadlock-free: every dependency points to a lower model stage.
+std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_batches);
+
+}  // namespace conveyor

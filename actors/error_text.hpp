@@ -1,0 +1,13 @@
+#pragma once
+#include <caf/all.hpp>
+#include <string>
+
+namespace conveyor {
+
+/// The message of an error made with make_error(code, "text"), or CAF's rendering.
+std::string error_text(const caf::actor_system& system, const caf::error& error);
+
+/// An actor failure carrying a human-readable message.
+caf::error failure(std::string text);
+
+}  // namespace conveyor

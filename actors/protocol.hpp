@@ -1,0 +1,100 @@
+#pragma once
+// The data of the pipeline protocol, as plain values (no CAF here, so the stage and
+// coordinator logic can be tested without an actor system; actors/messages.hpp makes
+// them CAF messages).
+// Tensors travel as handles (shared storage): a hand-off, never a copy or a
+// serialisation inside one process.
+//
+// Protocol for one step (coordinator C, stage actors S_r):
+//   C → S_r   StepPlan        (one per rank per step: the rank's action list)
+//   S_r → S_q PipeMessage     (activation forward, gradient backward; as actions finish)
+//   S_r → C   StageReport     (when the rank's list is done: losses, gradient norms, timings)
+//   C → S_r   OptimizerStep   (train steps only; every rank steps together) → OptimizerDone
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/schedule/action.hpp"
+#include "kernels/io/safetensors.hpp"
+#include "kernels/tensor/tensor.hpp"
+
+namespace conveyor {
+
+
+enum class Phase : std::uint8_t { train, eval };
+
+inline const char* phase_name(Phase p) { return p == Phase::train ? "train" : "eval"; }
+
+struct StepPlan {
+  std::int64_t round = 0;  // counts plans of the run (train and eval), from 1
+  std::int64_t step = 0;
+  Phase phase = Phase::train;
+  std::shared_ptr<const std::vector<sched::Action>> actions;  // this rank's list
+};
+
+enum class PipeKind : std::uint8_t { activation, gradient };
+
+inline const char* pipe_kind_name(PipeKind k) {
+  return k == PipeKind::activation ? "activation" : "gradient";
+}
+
+/// An activation going to model stage `to_model_stage` (forward) or a gradient going
+/// back to it (backward), for one micro-batch of one step.
+struct PipeMessage {
+  PipeKind kind = PipeKind::activation;
+  std::int64_t round = 0;  // the StepPlan it belongs to
+  std::int64_t step = 0;
+  Phase phase = Phase::train;
+  int micro_batch = 0;
+  int from_model_stage = 0;
+  int to_model_stage = 0;
+  Tensor tensor;
+};
+
+/// Start and end of one executed action, nanoseconds since the run's epoch.
+struct ActionTiming {
+  sched::Action action;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// Sum of squared gradients per parameter of one model stage, in parameter order.
+struct ModelStageGradSquares {
+  int model_stage = 0;
+  std::vector<double> squares;
+};
+
+struct StageReport {
+  int rank = 0;
+  std::int64_t step = 0;
+  Phase phase = Phase::train;
+  std::vector<std::pair<int, double>> losses;     // (micro-batch, loss) from the last model stage
+  std::vector<ModelStageGradSquares> grad_squares;  // train only
+  std::vector<ActionTiming> timings;
+};
+
+struct OptimizerStep {
+  std::int64_t step = 0;
+  double lr = 0.0;
+  float grad_scale = 1.0f;
+};
+
+struct OptimizerDone {
+  int rank = 0;
+  std::int64_t step = 0;
+};
+
+/// The final parameters of one model stage, in parameter order (handles, not copies).
+struct ModelStageWeights {
+  int model_stage = 0;
+  std::vector<NamedTensor> tensors;
+};
+
+struct WeightsReply {
+  int rank = 0;
+  std::vector<ModelStageWeights> model_stages;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,26 @@
+#include "actors/runtime/pipeline_layout.hpp"
+
+#include <fmt/format.h>
+
+#include "kernels/common/error.hpp"
+
+namespace conveyor {
+
+PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers) {
+  PipelineLayout layout;
+  layout.schedule = sched::make_schedule(spec);
+  const auto& schedule = layout.schedule;
+  const int ranks = spec.stages;
+  const int chunks = schedule.chunks_per_rank();
+  if (layers < ranks * chunks)
+    throw InputError(fmt::format(
+        "model.layers: {} layers cannot fill {} model stages ({} stages × {} chunks each); "
+        "use at least {} layers or fewer stages",
+        layers, ranks * chunks, ranks, chunks, ranks * chunks));
+  layout.placement =
+      make_placement(uniform_block_counts(layers, ranks * chunks), ranks, chunks,
+                     [&](int r, int c) { return schedule.model_stage(r, c); });
+  return layout;
+}
+
+}  // namespace conveyor

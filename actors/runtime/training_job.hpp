@@ -1,0 +1,66 @@
+#pragma once
+// Everything one training run needs, resolved from the config: the model, where each
+// piece runs, the schedule, the data and the optimizer. Plain data, built by the app.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "actors/placement.hpp"
+#include "actors/schedule/schedule.hpp"
+#include "actors/stage/stage_worker.hpp"
+#include "kernels/model/gpt_config.hpp"
+#include "kernels/optim/adamw.hpp"
+#include "kernels/optim/lr_schedule.hpp"
+
+namespace conveyor {
+
+struct TrainingJob {
+  GptConfig model;
+  Placement placement;
+  sched::Schedule schedule;  // compute actions per rank
+  StageData data;
+  AdamWConfig adamw;
+  LrSchedule lr;
+  double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
+  std::int64_t steps = 1;
+  std::int64_t eval_every = 0;  // 0: evaluate only after the last step
+  int eval_batches = 1;
+  int threads_per_stage = 1;  // CPU kernel threads of each stage actor
+
+  std::int64_t tokens_per_step() const {
+    return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;
+  }
+};
+
+/// What the coordinator reports after each train step.
+struct StepMetrics {
+  std::int64_t step = 0;
+  double loss = 0.0;         // mean over the step's micro-batches
+  double lr = 0.0;
+  double grad_norm = 0.0;    // before clipping
+  double step_ms = 0.0;      // plans sent → every optimizer step done
+  double tokens_per_s = 0.0;
+  double bubble = 0.0;       // measured: idle share of ranks over the step's compute span
+  std::vector<double> stage_busy_ms;  // per rank
+};
+
+struct EvalMetrics {
+  std::int64_t step = 0;  // evaluated after this train step
+  double val_loss = 0.0;
+};
+
+/// Receives progress from the coordinator's thread, in step order.
+class TrainingObserver {
+ public:
+  virtual ~TrainingObserver() = default;
+  virtual void on_step(const StepMetrics&, const std::vector<StageReport>& reports) = 0;
+  virtual void on_eval(const EvalMetrics&) = 0;
+};
+
+struct TrainResult {
+  std::vector<NamedTensor> weights;  // the whole model, in global parameter order
+  double final_loss = 0.0;
+  double final_val_loss = 0.0;
+};
+
+}  // namespace conveyor

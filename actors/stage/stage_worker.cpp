@@ -1,0 +1,265 @@
+#include "actors/stage/stage_worker.hpp"
+
+#include <fmt/format.h>
+
+namespace conveyor {
+namespace {
+
+std::int64_t since(StageWorker::Clock::time_point epoch) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(StageWorker::Clock::now() - epoch)
+      .count();
+}
+
+bool is_backward_input(sched::ActionKind k) {
+  return k == sched::ActionKind::B || k == sched::ActionKind::I;
+}
+
+}  // namespace
+
+StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
+                         int model_stages, StageData data, Clock::time_point epoch)
+    : model_(model),
+      rank_(placement.rank),
+      model_stages_(model_stages),
+      data_(std::move(data)),
+      epoch_(epoch) {
+  for (const auto& c : placement.chunks)
+    chunks_.push_back(Chunk{c.model_stage, GptStage(model, c.slice, data_.seed), AdamWState{}});
+}
+
+bool StageWorker::holds_model_stage(int model_stage) const {
+  for (const auto& c : chunks_)
+    if (c.model_stage == model_stage) return true;
+  return false;
+}
+
+StageWorker::Chunk& StageWorker::chunk(int index) {
+  if (index < 0 || index >= static_cast<int>(chunks_.size()))
+    throw ProtocolError(fmt::format("{}: the plan names chunk {}, this stage holds {}", where(),
+                                    index, chunks_.size()));
+  return chunks_[index];
+}
+
+std::string StageWorker::where() const {
+  if (!plan_) return fmt::format("stage {}", rank_);
+  return fmt::format("stage {} ({} step {})", rank_, phase_name(plan_->phase), plan_->step);
+}
+
+void StageWorker::begin(const StepPlan& plan) {
+  if (plan_) throw ProtocolError(fmt::format("{}: got a plan for step {} before finishing", where(),
+                                             plan.step));
+  if (!plan.actions) throw ProtocolError(fmt::format("stage {}: plan without actions", rank_));
+  if (plan.round != last_round_ + 1)
+    throw ProtocolError(fmt::format("stage {}: plan round {} after round {}", rank_, plan.round,
+                                    last_round_));
+  plan_ = plan;
+  next_ = 0;
+  report_ = StageReport{};
+  report_.rank = rank_;
+  report_.step = plan.step;
+  report_.phase = plan.phase;
+  auto early = std::move(early_);
+  early_.clear();
+  for (auto& m : early) check_and_store(std::move(m));
+}
+
+const sched::Action* StageWorker::pending_consumer(const PipeMessage& m) const {
+  const auto& actions = *plan_->actions;
+  for (std::size_t i = next_; i < actions.size(); ++i) {
+    const auto& a = actions[i];
+    if (a.micro_batch != m.micro_batch || a.chunk < 0 ||
+        a.chunk >= static_cast<int>(chunks_.size()) ||
+        chunks_[a.chunk].model_stage != m.to_model_stage)
+      continue;
+    if (m.kind == PipeKind::activation && a.kind == sched::ActionKind::F) return &a;
+    if (m.kind == PipeKind::gradient && is_backward_input(a.kind)) return &a;
+  }
+  return nullptr;
+}
+
+void StageWorker::accept(PipeMessage m) {
+  const std::int64_t next_round = (plan_ ? plan_->round : last_round_) + 1;
+  if (m.round == next_round) {  // for the plan after this one: hold it until then
+    early_.push_back(std::move(m));
+    return;
+  }
+  if (!plan_ || m.round != plan_->round)
+    throw ProtocolError(fmt::format(
+        "{}: {} for {} step {} micro-batch {} from model stage {} does not belong to the "
+        "current plan",
+        where(), pipe_kind_name(m.kind), phase_name(m.phase), m.step, m.micro_batch,
+        m.from_model_stage));
+  check_and_store(std::move(m));
+}
+
+void StageWorker::check_and_store(PipeMessage m) {
+  const auto what = fmt::format("{} for step {} micro-batch {} to model stage {}",
+                                pipe_kind_name(m.kind), m.step, m.micro_batch, m.to_model_stage);
+  if (!holds_model_stage(m.to_model_stage))
+    throw ProtocolError(fmt::format("{}: {}: this stage does not hold that model stage", where(),
+                                    what));
+  if (m.step != plan_->step || m.phase != plan_->phase)
+    throw ProtocolError(fmt::format("{}: {} is for {} step {}", where(), what,
+                                    phase_name(m.phase), m.step));
+  if (!pending_consumer(m))
+    throw ProtocolError(fmt::format("{}: {}: no pending {} action of this plan consumes it",
+                                    where(), what,
+                                    m.kind == PipeKind::activation ? "F" : "B or I"));
+  const Shape expected{data_.micro_batch_size, model_.seq_len, model_.d_model};
+  if (m.tensor.dtype() != DType::f32 || m.tensor.shape() != expected)
+    throw ProtocolError(fmt::format("{}: {}: expected f32 {}, got {}", where(), what,
+                                    expected.str(), m.tensor.describe()));
+  auto& box = m.kind == PipeKind::activation ? activations_ : gradients_;
+  Key key{m.to_model_stage, m.micro_batch};
+  if (box.count(key))
+    throw ProtocolError(fmt::format("{}: {} arrived twice", where(), what));
+  box.emplace(key, std::move(m));
+}
+
+bool StageWorker::ready(const sched::Action& a) const {
+  if (a.chunk < 0 || a.chunk >= static_cast<int>(chunks_.size())) return true;  // run() reports it
+  const int ms = chunks_[a.chunk].model_stage;
+  const Key key{ms, a.micro_batch};
+  switch (a.kind) {
+    case sched::ActionKind::F:
+      return ms == 0 || activations_.count(key) > 0;
+    case sched::ActionKind::B:
+    case sched::ActionKind::I:
+      return ms == model_stages_ - 1 || gradients_.count(key) > 0;
+    default:
+      return true;
+  }
+}
+
+bool StageWorker::finished() const { return plan_ && next_ == plan_->actions->size(); }
+
+void StageWorker::run_ready(const Outbox& outbox) {
+  if (!plan_) return;
+  const auto& actions = *plan_->actions;
+  while (next_ < actions.size() && ready(actions[next_])) {
+    const auto& a = actions[next_];
+    const auto start = since(epoch_);
+    run(a, outbox);
+    report_.timings.push_back(ActionTiming{a, start, since(epoch_)});
+    ++next_;
+  }
+}
+
+MicroBatch StageWorker::batch_for(int micro_batch) const {
+  const bool train = plan_->phase == Phase::train;
+  SampleKey key{data_.seed, train ? plan_->step : 0, micro_batch, train ? 0u : 1u};
+  return sample_micro_batch(*data_.corpus, train ? data_.splits.train : data_.splits.val, key,
+                            data_.micro_batch_size, model_.seq_len);
+}
+
+void StageWorker::run(const sched::Action& a, const Outbox& outbox) {
+  Chunk& c = chunk(a.chunk);
+  switch (a.kind) {
+    case sched::ActionKind::F:
+      forward(a, c, outbox);
+      break;
+    case sched::ActionKind::B:
+    case sched::ActionKind::I:
+    case sched::ActionKind::W:
+      backward(a, c, outbox);
+      break;
+    default:
+      break;  // communication is implicit: outputs are sent as soon as they exist
+  }
+}
+
+void StageWorker::forward(const sched::Action& a, Chunk& c, const Outbox& outbox) {
+  const int ms = c.model_stage;
+  const Key key{ms, a.micro_batch};
+  const bool first = ms == 0, last = ms == model_stages_ - 1;
+  const bool train = plan_->phase == Phase::train;
+  if (train && stash_.count(key))
+    throw ProtocolError(fmt::format("{}: forward of micro-batch {} ran twice", where(),
+                                    a.micro_batch));
+  MicroBatch batch;
+  if (first || last) batch = batch_for(a.micro_batch);
+  Tensor input;
+  if (first) {
+    input = batch.tokens;
+  } else {
+    auto it = activations_.find(key);
+    input = std::move(it->second.tensor);
+    activations_.erase(it);
+  }
+  StageForward out = c.model.forward(input, last ? batch.targets : Tensor{}, train);
+  if (train) stash_.emplace(key, std::move(out.stash));
+  if (last) {
+    report_.losses.emplace_back(a.micro_batch, out.loss);
+  } else {
+    outbox(PipeMessage{PipeKind::activation, plan_->round, plan_->step, plan_->phase,
+                       a.micro_batch, ms, ms + 1, std::move(out.activation)});
+  }
+}
+
+void StageWorker::backward(const sched::Action& a, Chunk& c, const Outbox& outbox) {
+  const int ms = c.model_stage;
+  const Key key{ms, a.micro_batch};
+  auto stashed = stash_.find(key);
+  if (plan_->phase != Phase::train || stashed == stash_.end())
+    throw ProtocolError(fmt::format("{}: {} before its forward", where(), a.str()));
+  if (a.kind == sched::ActionKind::W) {
+    c.model.backward_weight(*stashed->second);
+    stash_.erase(stashed);
+    return;
+  }
+  Tensor grad_output;
+  if (ms != model_stages_ - 1) {
+    auto it = gradients_.find(key);
+    grad_output = std::move(it->second.tensor);
+    gradients_.erase(it);
+  }
+  const float loss_scale = 1.0f / static_cast<float>(data_.micro_batches);
+  Tensor grad_input;
+  if (a.kind == sched::ActionKind::B) {
+    grad_input = c.model.backward(*stashed->second, grad_output, loss_scale);
+    stash_.erase(stashed);
+  } else {
+    grad_input = c.model.backward_input(*stashed->second, grad_output, loss_scale);
+  }
+  if (ms > 0)
+    outbox(PipeMessage{PipeKind::gradient, plan_->round, plan_->step, plan_->phase,
+                       a.micro_batch, ms, ms - 1, std::move(grad_input)});
+}
+
+StageReport StageWorker::take_report() {
+  if (!finished()) throw std::logic_error(where() + ": report taken before the plan finished");
+  if (!stash_.empty() || !activations_.empty() || !gradients_.empty())
+    throw ProtocolError(fmt::format(
+        "{}: plan finished with {} stashed activations and {} unconsumed messages", where(),
+        stash_.size(), activations_.size() + gradients_.size()));
+  if (plan_->phase == Phase::train) {
+    for (const auto& c : chunks_) {
+      ModelStageGradSquares g{c.model_stage, {}};
+      for (const auto& p : c.model.params()) g.squares.push_back(grad_square_sum(p));
+      report_.grad_squares.push_back(std::move(g));
+    }
+  }
+  last_round_ = plan_->round;
+  plan_.reset();
+  return std::move(report_);
+}
+
+void StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
+  for (auto& c : chunks_) {
+    adamw_step(c.model.params(), c.optim, config, static_cast<float>(lr), grad_scale);
+    c.model.zero_grads();
+  }
+}
+
+WeightsReply StageWorker::weights() const {
+  WeightsReply reply;
+  reply.rank = rank_;
+  for (const auto& c : chunks_) {
+    ModelStageWeights w{c.model_stage, {}};
+    for (const auto& p : c.model.params()) w.tensors.push_back(NamedTensor{p.name, p.value});
+    reply.model_stages.push_back(std::move(w));
+  }
+  return reply;
+}
+
+}  // namespace conveyor

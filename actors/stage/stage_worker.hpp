@@ -1,0 +1,118 @@
+#pragma once
+// The logic of one pipeline stage (rank), free of CAF so it can be tested directly:
+// it holds the rank's model chunks and optimizer state, runs its action list for a step
+// in order, and checks every incoming message against that list.
+//
+// Invariants:
+// - Actions run strictly in list order; an action whose input has not arrived blocks
+//   the ones after it (the schedule, not arrival order, decides the order of work).
+// - A message is accepted only if a not-yet-run action of the current plan consumes it
+//   and its shape and dtype are the ones that action expects; anything else is a
+//   ProtocolError naming what arrived and what was expected.
+// - Weight gradients accumulate in the order the plan runs W (or B): generated
+//   schedules keep micro-batch order, which makes weights independent of the split.
+// Thread-safety: none; one actor owns a worker.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "actors/placement.hpp"
+#include "actors/protocol.hpp"
+#include "kernels/data/micro_batch_sampler.hpp"
+#include "kernels/data/token_corpus.hpp"
+#include "kernels/model/gpt_stage.hpp"
+#include "kernels/optim/adamw.hpp"
+
+namespace conveyor {
+
+/// A message that the stage's plan does not expect: wrong step, micro-batch, shape,
+/// dtype, or a duplicate.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a stage needs to draw its own micro-batches (first and last model stage).
+struct StageData {
+  std::shared_ptr<const TokenCorpus> corpus;
+  CorpusSplits splits;
+  std::uint64_t seed = 0;
+  std::int64_t micro_batch_size = 1;
+  int micro_batches = 1;  // per train step: the loss is their mean
+};
+
+class StageWorker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Called for every message the worker produces; the actor routes it.
+  using Outbox = std::function<void(PipeMessage)>;
+
+  StageWorker(const GptConfig& model, const RankPlacement& placement, int model_stages,
+              StageData data, Clock::time_point epoch);
+
+  int rank() const { return rank_; }
+  bool holds_model_stage(int model_stage) const;
+
+  /// Starts a step. REQUIRES: the previous plan has finished.
+  void begin(const StepPlan& plan);
+  /// Checks and stores a message for the current plan; throws ProtocolError.
+  void accept(PipeMessage message);
+  /// Runs every action that can run now, in order; returns when the next one waits
+  /// for a message or the list is done.
+  void run_ready(const Outbox& outbox);
+  bool active() const { return plan_.has_value(); }
+  bool finished() const;
+  /// The report of the finished plan; ends the plan.
+  StageReport take_report();
+
+  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
+  /// Parameter handles by model stage, for the final weights file.
+  WeightsReply weights() const;
+
+  /// Stashed activations now held (micro-batches with forward done, backward pending).
+  std::size_t stashed() const { return stash_.size(); }
+
+ private:
+  struct Chunk {
+    int model_stage;
+    GptStage model;
+    AdamWState optim;
+  };
+  using Key = std::pair<int, int>;  // (model stage, micro-batch)
+
+  Chunk& chunk(int index);
+  void run(const sched::Action& action, const Outbox& outbox);
+  void forward(const sched::Action& a, Chunk& c, const Outbox& outbox);
+  void backward(const sched::Action& a, Chunk& c, const Outbox& outbox);
+  bool ready(const sched::Action& a) const;
+  const sched::Action* pending_consumer(const PipeMessage& m) const;
+  void check_and_store(PipeMessage m);
+  MicroBatch batch_for(int micro_batch) const;
+  std::string where() const;
+
+  GptConfig model_;
+  int rank_;
+  int model_stages_;
+  StageData data_;
+  Clock::time_point epoch_;
+  std::vector<Chunk> chunks_;
+
+  std::optional<StepPlan> plan_;
+  std::int64_t last_round_ = 0;
+  std::size_t next_ = 0;
+  // Messages for the next plan that arrived before it (a neighbour may get its plan
+  // and send before ours is delivered); checked when that plan begins.
+  std::vector<PipeMessage> early_;
+  std::map<Key, PipeMessage> activations_;  // arrived, not yet consumed
+  std::map<Key, PipeMessage> gradients_;
+  std::map<Key, std::unique_ptr<StageStash>> stash_;
+  StageReport report_;
+};
+
+}  // namespace conveyor

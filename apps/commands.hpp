@@ -1,0 +1,11 @@
+#pragma once
+// Every subcommand of `conveyor` adds itself to the top-level CLI here, one file each.
+#include <CLI/CLI.hpp>
+
+namespace conveyor {
+
+/// Each adds a subcommand whose callback runs it; errors a user can fix are thrown as
+/// InputError (exit code 2), anything else is a bug (exit code 1).
+void add_train_command(CLI::App& app);
+
+}  // namespace conveyor

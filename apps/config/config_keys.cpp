@@ -1,0 +1,159 @@
+#include "apps/config/config_keys.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "apps/config/config_rules.hpp"
+#include "apps/config/known_names.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace config_rules;
+
+// KEY(model.layers, ...) names the key and the RunConfig field with one token, so the two
+// cannot drift apart. A key stored elsewhere is written with make_key directly.
+#define KEY(field, ...) \
+  make_key(#field, [](auto& c) -> auto& { return c.field; }, __VA_ARGS__)
+
+std::vector<ConfigKey> build_keys() {
+  return {
+      KEY(model.layers, "transformer blocks in the model", at_least(1)),
+      KEY(model.d_model, "width of the residual stream", at_least(1)),
+      KEY(model.heads, "attention heads per block (must divide model.d_model)", at_least(1)),
+      KEY(model.seq_len, "tokens per training sequence (context length)", at_least(1)),
+      KEY(model.vocab, "vocabulary size (>= 256 for data.format text)", at_least(1),
+          at_most(65536, "token ids are uint16")),
+
+      KEY(pipeline.stages, "pipeline stages (at most model.layers)", at_least(1)),
+      KEY(pipeline.schedule, "pipeline schedule", one_of(&known_schedule_names)),
+      KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1)),
+      KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
+
+      KEY(train.steps, "optimizer steps", at_least(1)),
+      KEY(train.lr, "peak learning rate", greater_than(0)),
+      KEY(train.lr_min, "learning rate at the end of the cosine decay (<= train.lr)",
+          at_least(0.0)),
+      KEY(train.warmup_steps, "steps of linear warm-up to train.lr", at_least(0)),
+      KEY(train.seed, "seed of initialisation and data order"),
+      KEY(train.weight_decay, "AdamW weight decay", at_least(0.0)),
+      KEY(train.beta1, "AdamW beta1", closed_open_interval(0, 1)),
+      KEY(train.beta2, "AdamW beta2", closed_open_interval(0, 1)),
+      KEY(train.grad_clip, "global gradient-norm clip (0 disables)", at_least(0.0)),
+      KEY(train.eval_every, "steps between evaluations (0 disables)", at_least(0)),
+      KEY(train.eval_batches, "micro-batches per evaluation", at_least(1)),
+
+      KEY(data.path, "corpus file, relative to the working directory", non_empty()),
+      KEY(data.format, "text: each byte a token; tokens: uint16 ids or llm.c .bin"),
+      KEY(data.val_fraction, "fraction of the corpus held out for evaluation",
+          open_interval(0, 1)),
+
+      KEY(devices.kind, "device kind of the stages", one_of(&known_device_kinds)),
+      KEY(devices.ids, "device ids to place the stages on (empty: chosen by the runtime)", at_least(0),
+          distinct()),
+
+      KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
+  };
+}
+
+#undef KEY
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string section_of(std::string_view name) {
+  const auto dot = name.rfind('.');
+  return std::string(dot == std::string_view::npos ? std::string_view{} : name.substr(0, dot));
+}
+
+std::string default_value(const ConfigKey& key) {
+  YAML::Emitter out;
+  out << YAML::Flow << key.get(RunConfig{});
+  return out.c_str();
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = build_keys();
+  return keys;
+}
+
+const ConfigKey* find_config_key(std::string_view name) {
+  for (const auto& k : config_keys())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+bool is_config_section(std::string_view prefix) {
+  for (const auto& k : config_keys())
+    if (k.name.size() > prefix.size() && k.name.compare(0, prefix.size(), prefix) == 0 &&
+        k.name[prefix.size()] == '.')
+      return true;
+  return false;
+}
+
+std::string unknown_key_message(std::string_view name) {
+  std::string msg = "unknown key '" + std::string(name) + "'";
+  const ConfigKey* best = nullptr;
+  std::size_t best_d = 0;
+  for (const auto& k : config_keys()) {
+    const std::size_t d = edit_distance(name, k.name);
+    if (!best || d < best_d) best = &k, best_d = d;
+  }
+  // Close enough to be a typo: a few edits, or the same leaf name in another section.
+  const auto leaf = [](std::string_view n) { return n.substr(n.rfind('.') + 1); };
+  if (best && best_d <= std::max<std::size_t>(2, name.size() / 4))
+    return msg + " (did you mean '" + best->name + "'?)";
+  for (const auto& k : config_keys())
+    if (leaf(k.name) == leaf(name)) return msg + " (did you mean '" + k.name + "'?)";
+  const std::string section = section_of(name);
+  std::string list;
+  if (!section.empty() && is_config_section(section)) {
+    for (const auto& k : config_keys())
+      if (section_of(k.name) == section) list += (list.empty() ? "" : ", ") + k.name;
+    return msg + " (" + section + " keys: " + list + ")";
+  }
+  std::vector<std::string> sections;
+  for (const auto& k : config_keys()) {
+    auto s = k.name.substr(0, k.name.find('.'));
+    if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
+  }
+  return msg + " (sections: " + join_names(sections) + ")";
+}
+
+std::string config_reference(bool markdown) {
+  std::ostringstream out;
+  if (markdown) {
+    out << "| key | default | allowed | meaning |\n| --- | --- | --- | --- |\n";
+    for (const auto& k : config_keys())
+      out << "| `" << k.name << "` | `" << default_value(k) << "` | " << k.allowed << " | "
+          << k.help << " |\n";
+    return out.str();
+  }
+  std::size_t w_name = 0, w_default = 0;
+  for (const auto& k : config_keys()) {
+    w_name = std::max(w_name, k.name.size());
+    w_default = std::max(w_default, default_value(k).size());
+  }
+  for (const auto& k : config_keys()) {
+    const std::string d = default_value(k);
+    out << k.name << std::string(w_name - k.name.size() + 2, ' ') << d
+        << std::string(w_default - d.size() + 2, ' ') << k.help << " [" << k.allowed << "]\n";
+  }
+  return out.str();
+}
+
+}  // namespace conveyor

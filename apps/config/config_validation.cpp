@@ -1,0 +1,39 @@
+#include "apps/config/config_validation.hpp"
+
+#include "apps/config/config_value.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor {
+
+std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
+  using std::to_string;
+  const auto& m = c.model;
+  if (m.heads > 0 && m.d_model % m.heads != 0)
+    return ConfigProblem{"model.heads", to_string(m.heads) + " does not divide model.d_model " +
+                                            to_string(m.d_model) +
+                                            " (choose heads that divide d_model)",
+                         "model.d_model"};
+  if (c.pipeline.stages > m.layers)
+    return ConfigProblem{"pipeline.stages",
+                         to_string(c.pipeline.stages) + " is more than model.layers " +
+                             to_string(m.layers) + " (every stage needs at least one layer)",
+                         "model.layers"};
+  if (c.data.format == DataFormat::text && m.vocab < 256)
+    return ConfigProblem{"model.vocab",
+                         to_string(m.vocab) +
+                             " is too small for data.format text (every byte is a token: "
+                             "needs >= 256)",
+                         "data.format"};
+  if (c.train.lr_min > c.train.lr)
+    return ConfigProblem{"train.lr_min", format_number(c.train.lr_min) + " is above train.lr " +
+                                             format_number(c.train.lr) +
+                                             " (the decay ends at lr_min: keep it <= lr)",
+                         "train.lr"};
+  return std::nullopt;
+}
+
+void validate_run_config(const RunConfig& config) {
+  if (auto p = check_run_config(config)) throw InputError(p->key + ": " + p->message);
+}
+
+}  // namespace conveyor

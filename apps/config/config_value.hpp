@@ -1,0 +1,90 @@
+#pragma once
+// Typed reading and printing of one YAML value of a config key. Readers are strict: an
+// integer key takes a plain (unquoted) YAML integer that fits its type, a number key a
+// finite number, a string key any scalar; a list key also takes one scalar as a
+// one-element list, or nothing as the empty list. A reader throws ConfigValueError with
+// a message that does not name the key ("expected an integer, got '2.5'"); the loader
+// adds the key and where the value came from.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/error.hpp"
+#include "kernels/data/token_corpus.hpp"
+
+namespace conveyor {
+
+/// A bad value for some key; what() lacks the key (the loader prefixes it).
+class ConfigValueError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+/// How a value reads in an error message: 'abc', the list [1, 2], the mapping {a: 1},
+/// nothing (for YAML null).
+std::string describe_yaml(const YAML::Node& node);
+
+/// "gpipe, 1f1b": a list of allowed names for messages.
+std::string join_names(const std::vector<std::string>& names);
+
+/// The shortest decimal text that reads back as exactly `v` ("0.003", "1e-08").
+std::string format_number(double v);
+
+/// One codec per value type a key may have: read (strict, see above), write (the form
+/// written to the resolved config.yaml, which reads back to the same value), and the
+/// type's name for the reference ("integer"). A new value type is one more codec here.
+template <class T>
+struct ConfigCodec;
+
+template <>
+struct ConfigCodec<std::int64_t> {
+  static std::string type_name() { return "integer"; }
+  static std::int64_t read(const YAML::Node& node);
+  static YAML::Node write(std::int64_t v);
+};
+
+template <>
+struct ConfigCodec<std::uint64_t> {
+  static std::string type_name() { return "integer >= 0"; }
+  static std::uint64_t read(const YAML::Node& node);
+  static YAML::Node write(std::uint64_t v);
+};
+
+template <>
+struct ConfigCodec<double> {
+  static std::string type_name() { return "number"; }
+  static double read(const YAML::Node& node);
+  static YAML::Node write(double v);
+};
+
+template <>
+struct ConfigCodec<bool> {
+  static std::string type_name() { return "true | false"; }
+  static bool read(const YAML::Node& node);
+  static YAML::Node write(bool v);
+};
+
+template <>
+struct ConfigCodec<std::string> {
+  static std::string type_name() { return "string"; }
+  static std::string read(const YAML::Node& node);
+  static YAML::Node write(const std::string& v);
+};
+
+template <>
+struct ConfigCodec<std::vector<std::int64_t>> {
+  static std::string type_name() { return "list of integers"; }
+  static std::vector<std::int64_t> read(const YAML::Node& node);
+  static YAML::Node write(const std::vector<std::int64_t>& v);
+};
+
+template <>
+struct ConfigCodec<DataFormat> {
+  static std::string type_name();  // "one of text, tokens"
+  static DataFormat read(const YAML::Node& node);
+  static YAML::Node write(DataFormat v);
+};
+
+}  // namespace conveyor

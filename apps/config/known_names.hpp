@@ -1,0 +1,17 @@
+#pragma once
+// The names a config may choose from, each list in one place. Validation, error messages
+// and the key reference all read these, so a new schedule or device kind is one line here
+// (or, later, one redirect to the library that implements it).
+#include <string>
+#include <vector>
+
+namespace conveyor {
+
+/// `pipeline.schedule` values. TODO(lead): return the schedule library's registry once
+/// actors/schedule has one (interleaved-1f1b, zb-h1, zbv, ...).
+const std::vector<std::string>& known_schedule_names();
+
+/// `devices.kind` values.
+const std::vector<std::string>& known_device_kinds();
+
+}  // namespace conveyor

@@ -1,0 +1,58 @@
+#pragma once
+// The resolved configuration of one run: defaults, then the YAML file, then --set
+// overrides, then validation. Key names are part of the interface (scripts use them).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/data/token_corpus.hpp"
+#include "kernels/model/gpt_config.hpp"
+
+namespace conveyor {
+
+struct PipelineSection {
+  std::int64_t stages = 4;                  // pipeline.stages
+  std::string schedule = "1f1b";            // pipeline.schedule: gpipe | 1f1b
+  std::int64_t micro_batches = 8;           // pipeline.micro_batches
+  std::int64_t micro_batch_size = 4;        // pipeline.micro_batch_size
+};
+
+struct TrainSection {
+  std::int64_t steps = 200;                 // train.steps
+  double lr = 3e-3;                         // train.lr (peak)
+  double lr_min = 3e-4;                     // train.lr_min
+  std::int64_t warmup_steps = 10;           // train.warmup_steps
+  std::uint64_t seed = 1234;                // train.seed
+  double weight_decay = 0.1;                // train.weight_decay
+  double beta1 = 0.9;                       // train.beta1
+  double beta2 = 0.95;                      // train.beta2
+  double grad_clip = 1.0;                   // train.grad_clip (0 disables)
+  std::int64_t eval_every = 50;             // train.eval_every (0 disables)
+  std::int64_t eval_batches = 4;            // train.eval_batches (micro-batches per eval)
+};
+
+struct DataSection {
+  std::string path = "data/tiny_corpus.txt"; // data.path (relative to the working dir)
+  DataFormat format = DataFormat::text;      // data.format: text | tokens
+  double val_fraction = 0.1;                 // data.val_fraction, in (0, 1)
+};
+
+struct DevicesSection {
+  std::string kind = "cpu";                  // devices.kind: cpu (cuda later)
+  std::vector<std::int64_t> ids;             // devices.ids
+};
+
+struct RuntimeSection {
+  std::int64_t threads_per_stage = 1;        // runtime.threads_per_stage (CPU kernels)
+};
+
+struct RunConfig {
+  GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
+  PipelineSection pipeline;
+  TrainSection train;
+  DataSection data;
+  DevicesSection devices;
+  RuntimeSection runtime;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,41 @@
+#include "apps/train/job_builder.hpp"
+
+#include <memory>
+
+#include "actors/runtime/pipeline_layout.hpp"
+
+namespace conveyor {
+
+TrainingJob build_training_job(const RunConfig& config) {
+  TrainingJob job;
+  job.model = config.model;
+
+  auto corpus = std::make_shared<TokenCorpus>(
+      TokenCorpus::load(config.data.path, config.data.format, config.model.vocab));
+  job.data.splits = split_corpus(*corpus, config.data.val_fraction, config.model.seq_len);
+  job.data.corpus = std::move(corpus);
+  job.data.seed = config.train.seed;
+  job.data.micro_batch_size = config.pipeline.micro_batch_size;
+  job.data.micro_batches = static_cast<int>(config.pipeline.micro_batches);
+
+  auto layout = make_pipeline_layout(
+      sched::ScheduleSpec{config.pipeline.schedule, static_cast<int>(config.pipeline.stages),
+                          static_cast<int>(config.pipeline.micro_batches), 1},
+      static_cast<int>(config.model.layers));
+  job.schedule = std::move(layout.schedule);
+  job.placement = std::move(layout.placement);
+
+  job.adamw.beta1 = static_cast<float>(config.train.beta1);
+  job.adamw.beta2 = static_cast<float>(config.train.beta2);
+  job.adamw.weight_decay = static_cast<float>(config.train.weight_decay);
+  job.lr = LrSchedule{config.train.lr, config.train.lr_min, config.train.warmup_steps,
+                      config.train.steps};
+  job.grad_clip = config.train.grad_clip;
+  job.steps = config.train.steps;
+  job.eval_every = config.train.eval_every;
+  job.eval_batches = static_cast<int>(config.train.eval_batches);
+  job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
+  return job;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,13 @@
+#pragma once
+// Resolves a validated RunConfig into a TrainingJob: loads and splits the corpus,
+// generates the schedule, places the model on the ranks.
+#include "actors/runtime/training_job.hpp"
+#include "apps/config/run_config.hpp"
+
+namespace conveyor {
+
+/// Throws InputError for problems the config validation cannot see alone (a data file
+/// that is missing, empty or holds tokens outside the vocabulary; a corpus too short).
+TrainingJob build_training_job(const RunConfig& config);
+
+}  // namespace conveyor

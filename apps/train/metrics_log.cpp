@@ -1,0 +1,55 @@
+#include "apps/train/metrics_log.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace conveyor {
+
+MetricsLog::MetricsLog(const std::filesystem::path& file, Progress& progress)
+    : path_(file), file_(std::fopen(file.c_str(), "a")), progress_(progress) {
+  if (!file_)
+    throw std::runtime_error(fmt::format("{}: cannot open: {}", path_.string(),
+                                         std::strerror(errno)));
+}
+
+MetricsLog::~MetricsLog() { std::fclose(file_); }
+
+void MetricsLog::append(const nlohmann::json& row) {
+  const std::string line = row.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw std::runtime_error(fmt::format("{}: write failed: {}", path_.string(),
+                                         std::strerror(errno)));
+}
+
+void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>&) {
+  append({{"step", m.step},
+          {"loss", m.loss},
+          {"lr", m.lr},
+          {"grad_norm", m.grad_norm},
+          {"tokens_per_s", m.tokens_per_s},
+          {"step_ms", m.step_ms},
+          {"bubble", m.bubble},
+          {"stage_busy_ms", m.stage_busy_ms}});
+  if (m.step >= 2) {  // the first steps pay for allocation and page faults
+    tokens_per_s_sum_ += m.tokens_per_s;
+    bubble_sum_ += m.bubble;
+    ++counted_;
+  }
+  progress_.step(m.step, m.loss, m.tokens_per_s);
+}
+
+void MetricsLog::on_eval(const EvalMetrics& m) {
+  append({{"event", "eval"}, {"after_step", m.step}, {"val_loss", m.val_loss}});
+  progress_.note(fmt::format("eval after step {}: val_loss {:.4f}", m.step + 1, m.val_loss));
+}
+
+void MetricsLog::event(const nlohmann::json& row) { append(row); }
+
+double MetricsLog::mean_tokens_per_s() const {
+  return counted_ ? tokens_per_s_sum_ / counted_ : 0.0;
+}
+double MetricsLog::mean_bubble() const { return counted_ ? bubble_sum_ / counted_ : 0.0; }
+
+}  // namespace conveyor

@@ -1,0 +1,39 @@
+#pragma once
+// metrics.jsonl: one JSON object per line, appended and flushed after every step so a
+// crash loses nothing already reported. Step rows carry `step`; other rows (evaluations,
+// the summary, events added later) carry `event` instead.
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "actors/runtime/training_job.hpp"
+#include "apps/train/progress.hpp"
+
+namespace conveyor {
+
+class MetricsLog final : public TrainingObserver {
+ public:
+  MetricsLog(const std::filesystem::path& file, Progress& progress);
+  ~MetricsLog() override;
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void on_step(const StepMetrics& m, const std::vector<StageReport>& reports) override;
+  void on_eval(const EvalMetrics& m) override;
+  /// Any other row; REQUIRES: row has an "event" key.
+  void event(const nlohmann::json& row);
+
+  /// Mean of the per-step figures over the run, skipping the first (warm-up) steps.
+  double mean_tokens_per_s() const;
+  double mean_bubble() const;
+
+ private:
+  void append(const nlohmann::json& row);
+  std::filesystem::path path_;
+  std::FILE* file_;
+  Progress& progress_;
+  double tokens_per_s_sum_ = 0, bubble_sum_ = 0;
+  std::int64_t counted_ = 0;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,34 @@
+#include "apps/train/plan_json.hpp"
+
+namespace conveyor {
+
+nlohmann::json plan_json(const TrainingJob& job) {
+  using nlohmann::json;
+  json stages = json::array();
+  for (const auto& rank : job.placement.ranks) {
+    json layers = json::array();
+    json chunks = json::array();
+    for (const auto& c : rank.chunks) {
+      auto names = slice_layer_names(c.slice);
+      chunks.push_back({{"chunk", c.chunk},
+                        {"model_stage", c.model_stage},
+                        {"first_block", c.slice.first_block},
+                        {"blocks", c.slice.num_blocks},
+                        {"layers", names}});
+      for (auto& n : names) layers.push_back(n);
+    }
+    stages.push_back({{"stage", rank.rank},
+                      {"replica", rank.replica},
+                      {"device", rank.device.str()},
+                      {"layers", layers},
+                      {"chunks", chunks}});
+  }
+  return {{"schedule", job.schedule.spec.name},
+          {"stages", job.schedule.spec.stages},
+          {"micro_batches", job.schedule.spec.micro_batches},
+          {"virtual_stages", job.schedule.chunks_per_rank()},
+          {"partition", "uniform"},
+          {"placement", stages}};
+}
+
+}  // namespace conveyor

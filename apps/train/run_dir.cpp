@@ -1,0 +1,79 @@
+#include "apps/train/run_dir.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "kernels/common/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace conveyor {
+namespace {
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+fs::path create_run_dir(const std::optional<std::string>& out) {
+  fs::path dir;
+  if (out) {
+    dir = *out;
+    if (fs::exists(dir / "metrics.jsonl"))
+      throw InputError(fmt::format("--out {}: already holds a run (metrics.jsonl); choose another "
+                                   "folder",
+                                   dir.string()));
+  } else {
+    const fs::path base = fs::path("runs") / utc_timestamp();
+    dir = base;
+    for (int n = 2; fs::exists(dir); ++n) dir = base.string() + "-" + std::to_string(n);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw InputError(fmt::format("--out {}: cannot create the folder ({})", dir.string(),
+                                 ec ? ec.message() : "not a directory"));
+  return dir;
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  auto fail = [&](const char* what) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: {} failed: {}", path.string(), what, why));
+  };
+  if (fd < 0) fail("open");
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    fd = -1;
+    fail("close");
+  }
+  fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+}
+
+}  // namespace conveyor

@@ -1,0 +1,19 @@
+#pragma once
+// The run folder: where `conveyor train` writes config.yaml, plan.json, metrics.jsonl
+// and weights.safetensors. It is created only after every input has been validated, so a
+// bad config leaves nothing behind.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace conveyor {
+
+/// `out` if given, else runs/<UTC timestamp>/. Throws InputError when `out` already
+/// holds a run (a metrics.jsonl) or cannot be created.
+std::filesystem::path create_run_dir(const std::optional<std::string>& out);
+
+/// Writes a whole file atomically (temporary beside it, fsync, rename).
+/// Throws std::runtime_error naming the file on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace conveyor

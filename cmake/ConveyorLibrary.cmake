@@ -1,0 +1,45 @@
+# conveyor_library(NAME DIR DEPS...): a static library of every .cpp under DIR
+# (CUDA sources under DIR/cuda only when the CUDA backend is on).
+function(conveyor_library name dir)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  if(CONVEYOR_WITH_CUDA)
+    file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${dir}/*.cu)
+    list(APPEND sources ${cuda_sources})
+  else()
+    list(FILTER sources EXCLUDE REGEX "/cuda/")
+  endif()
+  if(NOT sources)  # a layer with headers only so far
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} INTERFACE ${ARGN})
+    return()
+  endif()
+  add_library(${name} STATIC ${sources})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+  target_link_libraries(${name} PUBLIC ${ARGN})
+  if(CONVEYOR_WITH_CUDA)
+    target_compile_definitions(${name} PUBLIC CONVEYOR_WITH_CUDA=1)
+  endif()
+endfunction()
+
+# conveyor_test(NAME DIR LIBS...): one doctest executable of every .cpp under tests/DIR,
+# each TEST_CASE registered with ctest on its own. Tests that run the `conveyor`
+# command find it at CONVEYOR_BINARY (built first only for suites that say NEEDS_BINARY).
+function(conveyor_test name dir)
+  cmake_parse_arguments(arg "NEEDS_BINARY" "" "" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(${name} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${sources})
+  target_link_libraries(${name} PRIVATE ${arg_UNPARSED_ARGUMENTS} doctest::doctest)
+  target_compile_definitions(${name} PRIVATE
+    CONVEYOR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    CONVEYOR_BINARY="$<TARGET_FILE:conveyor>")
+  if(arg_NEEDS_BINARY)
+    add_dependencies(${name} conveyor)
+  endif()
+  doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    PROPERTIES TIMEOUT 600)
+endfunction()

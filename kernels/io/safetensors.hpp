@@ -1,0 +1,40 @@
+#pragma once
+// The safetensors format (as the Python `safetensors` package reads it):
+//   u64 little-endian N | N bytes of JSON header | raw data
+// The header maps each tensor name to {"dtype": "F32"|"BF16"|"I32", "shape": [...],
+// "data_offsets": [begin, end]} (offsets relative to the data section, tensors packed
+// in the order written) and may hold "__metadata__": {string: string}. The header is
+// padded with spaces to a multiple of 8 bytes.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor/tensor.hpp"
+
+namespace conveyor {
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;  // host tensor
+};
+
+/// Writes atomically: a temporary file beside `path`, fsync, rename, fsync of the folder.
+/// Throws std::runtime_error naming the file on any I/O failure (and leaves no file).
+/// REQUIRES: distinct non-empty names other than "__metadata__", defined host tensors
+/// (std::invalid_argument otherwise).
+void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+/// Reads a whole file. Throws InputError naming the file when it is not valid safetensors
+/// (header length past the end, bad JSON, an unsupported dtype, offsets outside the data,
+/// not matching shape * dtype size, or overlapping). Tensors come back in file order.
+std::vector<NamedTensor> read_safetensors(const std::string& path);
+
+/// read_safetensors plus the header's "__metadata__" map.
+struct SafetensorsContents {
+  std::vector<NamedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+SafetensorsContents read_safetensors_with_metadata(const std::string& path);
+
+}  // namespace conveyor

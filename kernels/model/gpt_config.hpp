@@ -1,0 +1,18 @@
+#pragma once
+#include <cstdint>
+
+namespace conveyor {
+
+/// The shape of a GPT-2 style decoder (pre-norm blocks, learned positions, untied head).
+struct GptConfig {
+  std::int64_t layers = 4;
+  std::int64_t d_model = 64;
+  std::int64_t heads = 4;
+  std::int64_t seq_len = 64;
+  std::int64_t vocab = 256;
+
+  std::int64_t head_dim() const { return d_model / heads; }
+  std::int64_t mlp_hidden() const { return 4 * d_model; }
+};
+
+}  // namespace conveyor

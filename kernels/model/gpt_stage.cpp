@@ -1,0 +1,506 @@
+// GptStage on the CPU: the layers of kernels/cpu/ composed into GPT-2 blocks.
+//
+// Exactness across splits: every block runs the same kernels on the same shapes whether it
+// sits in a one-stage or a many-stage pipeline, every parameter gradient is accumulated by
+// its own kernel call (nothing reduces across blocks or stages), and parameters are
+// initialised from (seed, name). So losses and gradients are bitwise independent of the
+// split; tests/kernels/model/gpt_stage_test.cpp checks it.
+//
+// Memory: the stash of a micro-batch holds, per block and token, 16C + heads*T + 4 floats
+// after forward; backward_input frees qkv, the attention probabilities and the pre-GELU
+// activation and adds the output gradients that backward_weight needs (20C + 4 floats per
+// block and token); backward_weight frees everything. StageStash::bytes() reports it.
+#include "kernels/model/gpt_stage.hpp"
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/cross_entropy.hpp"
+#include "kernels/cpu/embedding.hpp"
+#include "kernels/cpu/gelu.hpp"
+#include "kernels/cpu/layernorm.hpp"
+#include "kernels/cpu/linear.hpp"
+#include "kernels/cpu/residual.hpp"
+#include "kernels/model/param_init.hpp"
+
+namespace conveyor {
+namespace {
+
+constexpr double kInitStd = 0.02;
+
+// The parameters of one block, in params() order.
+// clang-format off
+enum BlockParam : std::size_t {
+  ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b,
+  kParamsPerBlock
+};
+// clang-format on
+
+// What one block keeps between forward, backward_input and backward_weight.
+// Shapes: x, ln1, atty, res2, ln2 and every d_* except d_qkv, d_fc1 are (B, T, C).
+struct BlockActs {
+  // forward
+  Tensor x;                        // (B, T, C) block input, the residual stream
+  Tensor ln1, ln1_mean, ln1_rstd;  // (B, T, C), (B, T), (B, T)
+  Tensor qkv;                      // (B, T, 3C); freed by backward_input
+  Tensor att;                      // (B, NH, T, T); freed by backward_input
+  Tensor atty;                     // (B, T, C) attention output, input of attn.proj
+  Tensor res2;                     // (B, T, C) x + attn.proj(atty)
+  Tensor ln2, ln2_mean, ln2_rstd;  // (B, T, C), (B, T), (B, T)
+  Tensor fc1;                      // (B, T, 4C) pre-GELU; freed by backward_input
+  Tensor gelu;                     // (B, T, 4C) input of mlp.fc2
+  // backward_input, for backward_weight
+  Tensor d_out;   // (B, T, C) gradient of the block output
+  Tensor d_fc1;   // (B, T, 4C) gradient of the pre-GELU activation
+  Tensor d_ln2;   // (B, T, C)
+  Tensor d_res2;  // (B, T, C)
+  Tensor d_qkv;   // (B, T, 3C)
+  Tensor d_ln1;   // (B, T, C)
+
+  std::array<const Tensor*, 19> all() const {
+    return {&x,     &ln1,   &ln1_mean, &ln1_rstd, &qkv,  &att,  &atty,
+            &res2,  &ln2,   &ln2_mean, &ln2_rstd, &fc1,  &gelu, &d_out,
+            &d_fc1, &d_ln2, &d_res2,   &d_qkv,    &d_ln1};
+  }
+};
+
+// What the final LayerNorm, the LM head and the loss keep.
+struct HeadActs {
+  Tensor targets;                  // (B, T) i32
+  Tensor x;                        // (B, T, C) input of ln_f
+  Tensor lnf, lnf_mean, lnf_rstd;  // (B, T, C), (B, T), (B, T)
+  Tensor logits;                   // (B, T, V): logits, then probabilities, then dlogits
+  Tensor d_lnf;                    // (B, T, C)
+};
+
+enum class Phase { forward_done, input_done, weight_done };
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::forward_done:
+      return "after forward";
+    case Phase::input_done:
+      return "after backward_input";
+    case Phase::weight_done:
+      return "after backward_weight (spent)";
+  }
+  return "?";
+}
+
+// One micro-batch's stash: plain data, filled and consumed by GptStage::Impl.
+struct GptStash final : StageStash {
+  GptStash(const void* owner_stage, std::int64_t batch, std::int64_t seq, int num_blocks)
+      : owner(owner_stage), B(batch), T(seq), blocks(static_cast<std::size_t>(num_blocks)) {}
+
+  std::size_t bytes() const override {
+    std::size_t n = held(tokens) + held(d_embed);
+    for (const BlockActs& a : blocks)
+      for (const Tensor* t : a.all()) n += held(*t);
+    for (const Tensor* t : {&head.targets, &head.x, &head.lnf, &head.lnf_mean, &head.lnf_rstd,
+                            &head.logits, &head.d_lnf})
+      n += held(*t);
+    return n;
+  }
+
+  void release() {
+    tokens = {};
+    d_embed = {};
+    blocks.clear();
+    head = {};
+  }
+
+  static std::size_t held(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+
+  const void* owner;  // the GptStage::Impl that made it
+  std::int64_t B, T;
+  Phase phase = Phase::forward_done;
+  Tensor tokens;   // (B, T) i32, on the embedding slice
+  Tensor d_embed;  // (B, T, C) gradient of the embedding output
+  std::vector<BlockActs> blocks;
+  HeadActs head;
+};
+
+std::string block_name(int block, const char* rest) {
+  return "blocks." + std::to_string(block) + "." + rest;
+}
+
+}  // namespace
+
+struct GptStage::Impl {
+  GptConfig config;
+  StageSlice slice;
+  std::vector<Param> params;
+  std::vector<Shape> shapes;  // the shape every params[i] must keep
+
+  Impl(const GptConfig& c, const StageSlice& s, std::uint64_t seed) : config(c), slice(s) {
+    validate();
+    const std::int64_t C = c.d_model, V = c.vocab, H = c.mlp_hidden();
+    const double resid_std = kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers));
+    auto normal = [&](std::string name, Shape shape, double std, bool decay) {
+      Param& p = add(std::move(name), std::move(shape), decay);
+      fill_normal(p.value, param_stream_key(seed, p.name), std);
+    };
+    auto constant = [&](std::string name, Shape shape, float value) {
+      Param& p = add(std::move(name), std::move(shape), false);
+      fill_constant(p.value, value);
+    };
+    if (s.has_embedding) {
+      normal("wte.weight", {V, C}, kInitStd, false);
+      normal("wpe.weight", {c.seq_len, C}, kInitStd, false);
+    }
+    for (int b = s.first_block; b < s.end_block(); ++b) {
+      constant(block_name(b, "ln1.weight"), {C}, 1.0f);
+      constant(block_name(b, "ln1.bias"), {C}, 0.0f);
+      normal(block_name(b, "attn.qkv.weight"), {3 * C, C}, kInitStd, true);
+      constant(block_name(b, "attn.qkv.bias"), {3 * C}, 0.0f);
+      normal(block_name(b, "attn.proj.weight"), {C, C}, resid_std, true);
+      constant(block_name(b, "attn.proj.bias"), {C}, 0.0f);
+      constant(block_name(b, "ln2.weight"), {C}, 1.0f);
+      constant(block_name(b, "ln2.bias"), {C}, 0.0f);
+      normal(block_name(b, "mlp.fc1.weight"), {H, C}, kInitStd, true);
+      constant(block_name(b, "mlp.fc1.bias"), {H}, 0.0f);
+      normal(block_name(b, "mlp.fc2.weight"), {C, H}, resid_std, true);
+      constant(block_name(b, "mlp.fc2.bias"), {C}, 0.0f);
+    }
+    if (s.has_head) {
+      constant("ln_f.weight", {C}, 1.0f);
+      constant("ln_f.bias", {C}, 0.0f);
+      normal("lm_head.weight", {V, C}, kInitStd, true);
+    }
+  }
+
+  Param& add(std::string name, Shape shape, bool decay) {
+    Param p;
+    p.name = std::move(name);
+    p.value = Tensor::zeros(shape);
+    p.grad = Tensor::zeros(shape);
+    p.decay = decay;
+    shapes.push_back(std::move(shape));
+    params.push_back(std::move(p));
+    return params.back();
+  }
+
+  void validate() const {
+    const GptConfig& c = config;
+    if (c.layers < 1 || c.d_model < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1)
+      throw std::invalid_argument(
+          "GptStage: layers, d_model, heads, seq_len and vocab must be >= 1");
+    if (c.d_model % c.heads != 0)
+      throw std::invalid_argument("GptStage: d_model " + std::to_string(c.d_model) +
+                                  " is not a multiple of heads " + std::to_string(c.heads));
+    const StageSlice& s = slice;
+    if (s.first_block < 0 || s.num_blocks < 0 || s.end_block() > c.layers)
+      throw std::invalid_argument("GptStage: blocks [" + std::to_string(s.first_block) + ", " +
+                                  std::to_string(s.end_block()) + ") outside the model's " +
+                                  std::to_string(c.layers) + " layers");
+    if (s.num_blocks == 0 && !s.has_embedding && !s.has_head)
+      throw std::invalid_argument(
+          "GptStage: a slice with no blocks must hold the embedding or the head");
+  }
+
+  // Parameter access by position in params(). Values are looked up on every call, so a
+  // caller may replace a Param's tensors (e.g. when loading weights) between calls.
+  std::size_t block_base() const { return slice.has_embedding ? 2 : 0; }
+  std::size_t head_base() const {
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(slice.num_blocks);
+  }
+  std::size_t at(int local_block, BlockParam k) const {
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k;
+  }
+  const float* w(std::size_t i) const { return params[i].value.f32(); }
+  float* g(std::size_t i) { return params[i].grad.f32(); }
+
+  void check_params() const {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Param& p = params[i];
+      for (const Tensor* t : {&p.value, &p.grad}) {
+        if (!t->defined() || t->dtype() != DType::f32 || !t->device().is_cpu() ||
+            t->shape() != shapes[i])
+          throw std::logic_error("GptStage: parameter " + p.name + " must be f32 " +
+                                 shapes[i].str() + " on cpu, got " + t->describe());
+      }
+    }
+  }
+
+  // Returns (B, T) of a valid input; throws std::invalid_argument naming both shapes.
+  std::pair<std::int64_t, std::int64_t> check_input(const Tensor& input) const {
+    const std::string seq = "1 <= T <= " + std::to_string(config.seq_len);
+    const auto& d = input.shape().dims();
+    const bool cpu = input.defined() && input.device().is_cpu();
+    if (slice.has_embedding) {
+      if (!cpu || input.dtype() != DType::i32 || d.size() != 2 || d[0] < 1 || d[1] < 1 ||
+          d[1] > config.seq_len)
+        throw std::invalid_argument(
+            "GptStage::forward: input must be i32 (B, T) token ids on cpu with " + seq + ", got " +
+            input.describe());
+      const std::int32_t* tok = input.i32();
+      for (std::int64_t i = 0; i < input.numel(); ++i)
+        if (tok[i] < 0 || tok[i] >= config.vocab)
+          throw std::invalid_argument("GptStage::forward: token id " + std::to_string(tok[i]) +
+                                      " at flat position " + std::to_string(i) +
+                                      " is outside the vocabulary [0, " +
+                                      std::to_string(config.vocab) + ")");
+    } else {
+      if (!cpu || input.dtype() != DType::f32 || d.size() != 3 || d[0] < 1 || d[1] < 1 ||
+          d[1] > config.seq_len || d[2] != config.d_model)
+        throw std::invalid_argument("GptStage::forward: input must be f32 (B, T, " +
+                                    std::to_string(config.d_model) + ") on cpu with " + seq +
+                                    ", got " + input.describe());
+    }
+    return {d[0], d[1]};
+  }
+
+  void check_targets(const Tensor& targets, std::int64_t B, std::int64_t T) const {
+    if (!targets.defined() || !targets.device().is_cpu() || targets.dtype() != DType::i32 ||
+        targets.shape() != Shape{B, T})
+      throw std::invalid_argument("GptStage::forward: targets must be i32 " + Shape{B, T}.str() +
+                                  " on cpu, got " + targets.describe());
+    const std::int32_t* t = targets.i32();
+    for (std::int64_t i = 0; i < targets.numel(); ++i)
+      if (t[i] < 0 || t[i] >= config.vocab)
+        throw std::invalid_argument("GptStage::forward: target " + std::to_string(t[i]) +
+                                    " at flat position " + std::to_string(i) +
+                                    " is outside the vocabulary [0, " +
+                                    std::to_string(config.vocab) + ")");
+  }
+
+  void check_grad_output(const Tensor& grad, std::int64_t B, std::int64_t T) const {
+    const Shape want{B, T, config.d_model};
+    if (!grad.defined() || !grad.device().is_cpu() || grad.dtype() != DType::f32 ||
+        grad.shape() != want)
+      throw std::invalid_argument("GptStage::backward: grad_output must be f32 " + want.str() +
+                                  " on cpu, got " + grad.describe());
+  }
+
+  GptStash& own(StageStash& stash, Phase want, const char* who) const {
+    auto* s = dynamic_cast<GptStash*>(&stash);
+    if (!s || s->owner != this)
+      throw std::invalid_argument(std::string("GptStage::") + who +
+                                  ": the stash was not made by this stage");
+    if (s->phase != want)
+      throw std::logic_error(std::string("GptStage::") + who + ": the stash is " +
+                             phase_name(s->phase) + ", expected " + phase_name(want));
+    return *s;
+  }
+
+  Tensor block_forward(int j, const Tensor& x, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
+    a.x = x;
+    a.ln1 = Tensor::zeros({B, T, C});
+    a.ln1_mean = Tensor::zeros({B, T});
+    a.ln1_rstd = Tensor::zeros({B, T});
+    cpu::layernorm_forward(a.ln1.f32(), a.ln1_mean.f32(), a.ln1_rstd.f32(), x.f32(),
+                           w(at(j, ln1_w)), w(at(j, ln1_b)), N, C);
+    a.qkv = Tensor::zeros({B, T, 3 * C});
+    cpu::linear_forward(a.qkv.f32(), a.ln1.f32(), w(at(j, qkv_w)), w(at(j, qkv_b)), N, C, 3 * C);
+    a.att = Tensor::zeros({B, NH, T, T});
+    a.atty = Tensor::zeros({B, T, C});
+    cpu::attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, C, NH);
+    a.res2 = Tensor::zeros({B, T, C});
+    cpu::linear_forward(a.res2.f32(), a.atty.f32(), w(at(j, proj_w)), w(at(j, proj_b)), N, C, C);
+    cpu::residual_forward(a.res2.f32(), x.f32(), a.res2.f32(), N * C);
+    a.ln2 = Tensor::zeros({B, T, C});
+    a.ln2_mean = Tensor::zeros({B, T});
+    a.ln2_rstd = Tensor::zeros({B, T});
+    cpu::layernorm_forward(a.ln2.f32(), a.ln2_mean.f32(), a.ln2_rstd.f32(), a.res2.f32(),
+                           w(at(j, ln2_w)), w(at(j, ln2_b)), N, C);
+    a.fc1 = Tensor::zeros({B, T, H});
+    cpu::linear_forward(a.fc1.f32(), a.ln2.f32(), w(at(j, fc1_w)), w(at(j, fc1_b)), N, C, H);
+    a.gelu = Tensor::zeros({B, T, H});
+    cpu::gelu_forward(a.gelu.f32(), a.fc1.f32(), N * H);
+    Tensor out = Tensor::zeros({B, T, C});
+    cpu::linear_forward(out.f32(), a.gelu.f32(), w(at(j, fc2_w)), w(at(j, fc2_b)), N, H, C);
+    cpu::residual_forward(out.f32(), a.res2.f32(), out.f32(), N * C);
+    return out;
+  }
+
+  // Returns the gradient of the block input; keeps in `a` what block_backward_weight needs.
+  Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
+                              std::int64_t T) {
+    const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
+    a.d_out = d_out;
+    a.d_fc1 = Tensor::zeros({B, T, H});
+    cpu::linear_backward_input(a.d_fc1.f32(), d_out.f32(), w(at(j, fc2_w)), N, H, C);
+    cpu::gelu_backward_input(a.d_fc1.f32(), a.d_fc1.f32(), a.fc1.f32(), N * H);
+    a.fc1 = {};
+    a.d_ln2 = Tensor::zeros({B, T, C});
+    cpu::linear_backward_input(a.d_ln2.f32(), a.d_fc1.f32(), w(at(j, fc1_w)), N, C, H);
+    a.d_res2 = d_out.clone();
+    cpu::layernorm_backward_input(a.d_res2.f32(), a.d_ln2.f32(), a.res2.f32(), w(at(j, ln2_w)),
+                                  a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+    Tensor d_atty = Tensor::zeros({B, T, C});
+    cpu::linear_backward_input(d_atty.f32(), a.d_res2.f32(), w(at(j, proj_w)), N, C, C);
+    a.d_qkv = Tensor::zeros({B, T, 3 * C});
+    cpu::attention_backward_input(a.d_qkv.f32(), d_atty.f32(), a.qkv.f32(), a.att.f32(), B, T, C,
+                                  NH);
+    a.qkv = {};
+    a.att = {};
+    a.d_ln1 = Tensor::zeros({B, T, C});
+    cpu::linear_backward_input(a.d_ln1.f32(), a.d_qkv.f32(), w(at(j, qkv_w)), N, C, 3 * C);
+    Tensor dx = a.d_res2.clone();
+    cpu::layernorm_backward_input(dx.f32(), a.d_ln1.f32(), a.x.f32(), w(at(j, ln1_w)),
+                                  a.ln1_mean.f32(), a.ln1_rstd.f32(), N, C);
+    return dx;
+  }
+
+  void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
+    cpu::linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), a.d_out.f32(), a.gelu.f32(), N, H,
+                                C);
+    cpu::linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), a.d_fc1.f32(), a.ln2.f32(), N, C,
+                                H);
+    cpu::layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), a.d_ln2.f32(), a.res2.f32(),
+                                   a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+    cpu::linear_backward_weight(g(at(j, proj_w)), g(at(j, proj_b)), a.d_res2.f32(), a.atty.f32(), N,
+                                C, C);
+    cpu::linear_backward_weight(g(at(j, qkv_w)), g(at(j, qkv_b)), a.d_qkv.f32(), a.ln1.f32(), N, C,
+                                3 * C);
+    cpu::layernorm_backward_weight(g(at(j, ln1_w)), g(at(j, ln1_b)), a.d_ln1.f32(), a.x.f32(),
+                                   a.ln1_mean.f32(), a.ln1_rstd.f32(), N, C);
+  }
+
+  double head_forward(const Tensor& x, const Tensor& targets, HeadActs& h, std::int64_t B,
+                      std::int64_t T) {
+    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
+    const std::size_t base = head_base();
+    h.targets = targets.clone();
+    h.x = x;
+    h.lnf = Tensor::zeros({B, T, C});
+    h.lnf_mean = Tensor::zeros({B, T});
+    h.lnf_rstd = Tensor::zeros({B, T});
+    cpu::layernorm_forward(h.lnf.f32(), h.lnf_mean.f32(), h.lnf_rstd.f32(), x.f32(), w(base),
+                           w(base + 1), N, C);
+    h.logits = Tensor::zeros({B, T, V});
+    cpu::linear_forward<float>(h.logits.f32(), h.lnf.f32(), w(base + 2), nullptr, N, C, V);
+    return cpu::cross_entropy_forward(h.logits.f32(), h.logits.f32(), h.targets.i32(), N, V);
+  }
+
+  Tensor head_backward_input(HeadActs& h, float loss_scale, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
+    const std::size_t base = head_base();
+    float* dlogits = h.logits.f32();  // (B, T, V), over the probabilities
+    cpu::cross_entropy_backward_input(dlogits, dlogits, h.targets.i32(),
+                                      loss_scale / static_cast<float>(N), N, V);
+    h.d_lnf = Tensor::zeros({B, T, C});
+    cpu::linear_backward_input(h.d_lnf.f32(), dlogits, w(base + 2), N, C, V);
+    Tensor dx = Tensor::zeros({B, T, C});
+    cpu::layernorm_backward_input(dx.f32(), h.d_lnf.f32(), h.x.f32(), w(base), h.lnf_mean.f32(),
+                                  h.lnf_rstd.f32(), N, C);
+    return dx;
+  }
+
+  void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
+    const std::size_t base = head_base();
+    cpu::linear_backward_weight<float>(g(base + 2), nullptr, h.logits.f32(), h.lnf.f32(), N, C, V);
+    cpu::layernorm_backward_weight(g(base), g(base + 1), h.d_lnf.f32(), h.x.f32(), h.lnf_mean.f32(),
+                                   h.lnf_rstd.f32(), N, C);
+  }
+};
+
+GptStage::GptStage(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(config, slice, seed)) {}
+GptStage::~GptStage() = default;
+GptStage::GptStage(GptStage&&) noexcept = default;
+GptStage& GptStage::operator=(GptStage&&) noexcept = default;
+
+const GptConfig& GptStage::config() const { return impl_->config; }
+const StageSlice& GptStage::slice() const { return impl_->slice; }
+std::vector<Param>& GptStage::params() { return impl_->params; }
+const std::vector<Param>& GptStage::params() const { return impl_->params; }
+
+void GptStage::zero_grads() {
+  for (Param& p : impl_->params) p.grad.zero();
+}
+
+StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool keep_stash) {
+  Impl& s = *impl_;
+  s.check_params();
+  const auto [B, T] = s.check_input(input);
+  if (s.slice.has_head) s.check_targets(targets, B, T);
+  const std::int64_t C = s.config.d_model;
+
+  auto stash = keep_stash ? std::make_unique<GptStash>(&s, B, T, s.slice.num_blocks) : nullptr;
+  Tensor x;  // (B, T, C) the residual stream
+  if (s.slice.has_embedding) {
+    x = Tensor::zeros({B, T, C});
+    cpu::embedding_forward(x.f32(), input.i32(), s.w(0), s.w(1), B, T, C);
+    if (stash) stash->tokens = input.clone();
+  } else {
+    // The stash owns a copy, so the caller may reuse its buffer once forward returns.
+    x = keep_stash ? input.clone() : input;
+  }
+  for (int j = 0; j < s.slice.num_blocks; ++j) {
+    BlockActs scratch;
+    x = s.block_forward(j, x, stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch, B, T);
+  }
+  StageForward result;
+  if (s.slice.has_head) {
+    HeadActs scratch;
+    result.loss = s.head_forward(x, targets, stash ? stash->head : scratch, B, T);
+  } else {
+    result.activation = x;
+  }
+  result.stash = std::move(stash);
+  return result;
+}
+
+Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) {
+  Impl& s = *impl_;
+  s.check_params();
+  GptStash& st = s.own(stash, Phase::forward_done, "backward_input");
+  const std::int64_t B = st.B, T = st.T;
+  Tensor d;  // (B, T, C) gradient of the residual stream
+  if (s.slice.has_head) {
+    d = s.head_backward_input(st.head, loss_scale, B, T);
+  } else {
+    s.check_grad_output(grad_output, B, T);
+    d = grad_output.clone();
+  }
+  for (int j = s.slice.num_blocks - 1; j >= 0; --j)
+    d = s.block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
+  st.phase = Phase::input_done;
+  if (s.slice.has_embedding) {
+    st.d_embed = d;
+    return {};
+  }
+  return d;
+}
+
+void GptStage::backward_weight(StageStash& stash) {
+  Impl& s = *impl_;
+  s.check_params();
+  GptStash& st = s.own(stash, Phase::input_done, "backward_weight");
+  const std::int64_t B = st.B, T = st.T;
+  if (s.slice.has_embedding)
+    cpu::embedding_backward_weight(s.g(0), s.g(1), st.d_embed.f32(), st.tokens.i32(), B, T,
+                                   s.config.d_model);
+  for (int j = 0; j < s.slice.num_blocks; ++j)
+    s.block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
+  if (s.slice.has_head) s.head_backward_weight(st.head, B, T);
+  st.release();
+  st.phase = Phase::weight_done;
+}
+
+Tensor GptStage::backward(StageStash& stash, const Tensor& grad_output, float loss_scale) {
+  Tensor dx = backward_input(stash, grad_output, loss_scale);
+  backward_weight(stash);
+  return dx;
+}
+
+// Matmul FLOPs of one token's forward, counting a multiply-add as 2:
+//   per layer: 2 * 12 C^2 for the qkv (3C^2), proj (C^2), fc1 (4C^2) and fc2 (4C^2) weights,
+//              plus 2 * 2 * T * C for the attention scores (q k^T) and att @ v over the full
+//              context T (the causal mask is ignored, as in the usual 6N + 12LTC estimate);
+//   head:      2 * V C for lm_head.
+// Embedding lookups, norms, GELU and softmax are not counted. Backward is about 2x this.
+double gpt_forward_flops_per_token(const GptConfig& c) {
+  const double L = static_cast<double>(c.layers), C = static_cast<double>(c.d_model),
+               T = static_cast<double>(c.seq_len), V = static_cast<double>(c.vocab);
+  return L * (2.0 * 12.0 * C * C + 2.0 * 2.0 * T * C) + 2.0 * V * C;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,48 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "actors/coordinator/step_accounting.hpp"
+
+using namespace conveyor;
+
+TEST_CASE("the mean loss is summed in micro-batch order whatever order reports arrive in") {
+  StageReport a, b;
+  a.losses = {{2, 0.3}, {0, 0.1}};
+  b.losses = {{1, 0.2}, {3, 0.7}};
+  const double ab = mean_loss({a, b}, 4), ba = mean_loss({b, a}, 4);
+  CHECK(ab == ba);
+  CHECK(ab == doctest::Approx(0.325));
+  CHECK_THROWS(mean_loss({a}, 4));
+  CHECK_THROWS(mean_loss({a, a}, 4));
+}
+
+TEST_CASE("the global gradient norm sums model stages in model order") {
+  StageReport r0, r1;
+  r0.grad_squares = {{1, {4.0, 1e-17}}};
+  r1.grad_squares = {{0, {1.0}}, {2, {4.0}}};
+  CHECK(global_grad_norm({r0, r1}) == global_grad_norm({r1, r0}));
+  CHECK(global_grad_norm({r0, r1}) == doctest::Approx(3.0));
+}
+
+TEST_CASE("the measured bubble is the idle share of ranks over the compute span") {
+  StageReport r0, r1;
+  r0.rank = 0;
+  r1.rank = 1;
+  r0.timings = {{{}, 0, 2'000'000}};            // busy 2 ms of 4
+  r1.timings = {{{}, 2'000'000, 4'000'000}};    // busy 2 ms of 4
+  const auto m = measure_bubble({r0, r1}, 2);
+  CHECK(m.span_ms == doctest::Approx(4.0));
+  CHECK(m.bubble == doctest::Approx(0.5));
+}
+
+TEST_CASE("an eval plan runs each chunk's forwards in model-stage order") {
+  RankPlacement rank;
+  rank.rank = 1;
+  rank.chunks = {ChunkPlacement{5, 1, 0, {}}, ChunkPlacement{1, 1, 1, {}}};
+  const auto actions = eval_actions(rank, 2);
+  REQUIRE(actions.size() == 4);
+  CHECK(actions[0].chunk == 1);  // model stage 1 first
+  CHECK(actions[2].chunk == 0);
+  CHECK(actions[1].micro_batch == 1);
+}

@@ -1,0 +1,65 @@
+#pragma once
+// A small training job on a synthetic corpus, for actor and runtime tests.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/runtime/pipeline_layout.hpp"
+#include "actors/runtime/training_job.hpp"
+
+namespace conveyor::testing {
+
+/// A corpus of `n` tokens with some structure (a noisy repeating phrase), so losses move.
+inline std::shared_ptr<const TokenCorpus> synthetic_corpus(std::size_t n, int vocab) {
+  std::vector<std::uint16_t> tokens(n);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::size_t i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const bool noise = (x % 8) == 0;
+    tokens[i] = static_cast<std::uint16_t>(noise ? (x >> 8) % vocab : (i * 7 + i / 13) % vocab);
+  }
+  return std::make_shared<const TokenCorpus>(TokenCorpus::from_tokens(std::move(tokens)));
+}
+
+struct TinyJobOptions {
+  int stages = 2;
+  std::string schedule = "1f1b";
+  int micro_batches = 4;
+  int layers = 4;
+  std::int64_t steps = 3;
+  int virtual_stages = 1;
+};
+
+inline TrainingJob tiny_job(const TinyJobOptions& o) {
+  TrainingJob job;
+  job.model = GptConfig{o.layers, 32, 4, 16, 64};
+  auto corpus = synthetic_corpus(4096, static_cast<int>(job.model.vocab));
+  job.data.splits = split_corpus(*corpus, 0.1, job.model.seq_len);
+  job.data.corpus = corpus;
+  job.data.seed = 7;
+  job.data.micro_batch_size = 2;
+  job.data.micro_batches = o.micro_batches;
+  auto layout = make_pipeline_layout(
+      sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches, o.virtual_stages}, o.layers);
+  job.schedule = std::move(layout.schedule);
+  job.placement = std::move(layout.placement);
+  job.lr = LrSchedule{1e-2, 1e-3, 1, o.steps};
+  job.grad_clip = 1.0;
+  job.steps = o.steps;
+  job.eval_every = 0;
+  job.eval_batches = 2;
+  return job;
+}
+
+/// Collects what the coordinator reports.
+struct RecordingObserver final : TrainingObserver {
+  std::vector<StepMetrics> steps;
+  std::vector<EvalMetrics> evals;
+  void on_step(const StepMetrics& m, const std::vector<StageReport>&) override {
+    steps.push_back(m);
+  }
+  void on_eval(const EvalMetrics& m) override { evals.push_back(m); }
+};
+
+}  // namespace conveyor::testing

@@ -1,0 +1,292 @@
+// The config loader: defaults, file, --set in order; every key by its dotted name; the
+// resolved config reads back to the same config; every user mistake is one line naming
+// where, the key, the bad value and what is allowed.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "apps/config/config_keys.hpp"
+#include "apps/config/config_loader.hpp"
+#include "apps/config/known_names.hpp"
+#include "kernels/common/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace conveyor;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() /
+           ("conveyor_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name, const std::string& text) const {
+    const auto p = path / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+};
+
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError thrown>";
+}
+
+std::string set_error(const std::vector<std::string>& sets) {
+  return input_error([&] { load_run_config("", sets); });
+}
+
+bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
+// CHECKs that `msg` is one line holding every part.
+void check_message(const std::string& msg, std::initializer_list<std::string> parts) {
+  INFO("message: " << msg);
+  CHECK(msg.find('\n') == std::string::npos);
+  for (const auto& p : parts) CHECK_MESSAGE(has(msg, p), "missing: " << p);
+}
+
+}  // namespace
+
+TEST_CASE("no file and no overrides give the defaults of RunConfig") {
+  CHECK(to_yaml(load_run_config("", {})) == to_yaml(RunConfig{}));
+}
+
+TEST_CASE("every key of run_config.hpp exists under its dotted name") {
+  for (const char* name :
+       {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.vocab",
+        "pipeline.stages", "pipeline.schedule", "pipeline.micro_batches",
+        "pipeline.micro_batch_size", "train.steps", "train.lr", "train.lr_min",
+        "train.warmup_steps", "train.seed", "train.weight_decay", "train.beta1", "train.beta2",
+        "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format",
+        "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage"}) {
+    INFO(name);
+    CHECK(find_config_key(name) != nullptr);
+    CHECK(has(config_reference(), name));
+    CHECK(has(config_reference(true), name));
+  }
+  CHECK(config_keys().size() == 26);
+}
+
+TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
+  TempDir dir;
+  const auto path = dir.file("c.yaml",
+                             "model:\n  layers: 8\n  d_model: 32\npipeline:\n  stages: 2\n"
+                             "train:\n  lr: 0.01\n");
+  const auto c = load_run_config(path, {"model.layers=6", "train.lr=1e-3", "model.layers=5"});
+  CHECK(c.model.layers == 5);  // the last --set wins
+  CHECK(c.model.d_model == 32);
+  CHECK(c.pipeline.stages == 2);
+  CHECK(c.train.lr == 1e-3);
+  CHECK(c.model.heads == RunConfig{}.model.heads);
+}
+
+TEST_CASE("--set values are YAML: lists, a scalar for a list, strings, numbers") {
+  CHECK(load_run_config("", {"devices.ids=[0,1]"}).devices.ids == std::vector<std::int64_t>{0, 1});
+  CHECK(load_run_config("", {"devices.ids=0"}).devices.ids == std::vector<std::int64_t>{0});
+  CHECK(load_run_config("", {"devices.ids=[]"}).devices.ids.empty());
+  CHECK(load_run_config("", {"train.lr=1e-3"}).train.lr == 1e-3);
+  CHECK(load_run_config("", {"train.lr=2"}).train.lr == 2.0);
+  CHECK(load_run_config("", {"data.path=foo.txt"}).data.path == "foo.txt");
+  CHECK(load_run_config("", {"data.path=a=b.txt"}).data.path == "a=b.txt");
+  CHECK(load_run_config("", {" train.steps = 7"}).train.steps == 7);
+  CHECK(load_run_config("", {"train.seed=18446744073709551615"}).train.seed == 18446744073709551615ULL);
+  CHECK(load_run_config("", {"data.format=tokens", "model.vocab=50257"}).data.format == DataFormat::tokens);
+  const auto c = load_run_config("", {"model={layers: 8, d_model: 128}"});
+  CHECK(c.model.layers == 8);
+  CHECK(c.model.d_model == 128);
+}
+
+TEST_CASE("data.path is kept as given and not checked here") {
+  CHECK(load_run_config("", {"data.path=does/not/exist.bin"}).data.path == "does/not/exist.bin");
+}
+
+TEST_CASE("a scalar in the file is a one-element list for a list key") {
+  TempDir dir;
+  CHECK(load_run_config(dir.file("c.yaml", "devices:\n  ids: 3\n"), {}).devices.ids ==
+        std::vector<std::int64_t>{3});
+}
+
+TEST_CASE("an empty file or one of comments only means the defaults") {
+  TempDir dir;
+  CHECK(to_yaml(load_run_config(dir.file("e.yaml", ""), {})) == to_yaml(RunConfig{}));
+  CHECK(to_yaml(load_run_config(dir.file("c.yaml", "# nothing\n"), {})) == to_yaml(RunConfig{}));
+}
+
+TEST_CASE("the resolved config reads back to the same config") {
+  RunConfig c;
+  c.model = {6, 96, 3, 32, 50257};
+  c.pipeline = {3, "gpipe", 5, 2};
+  c.train.lr = 1e-3 / 3;  // no short decimal: must still come back bit for bit
+  c.train.lr_min = 1e-9;
+  c.train.seed = 18446744073709551615ULL;
+  c.train.beta2 = 0.999;
+  c.data = {"null", DataFormat::tokens, 0.25};
+  c.devices = {"cuda", {2, 0, 1}};
+  c.runtime.threads_per_stage = 3;
+
+  const std::string text = to_yaml(c);
+  const RunConfig back = parse_run_config(YAML::Load(text), "config.yaml");
+  CHECK(to_yaml(back) == text);
+  CHECK(back.train.lr == c.train.lr);
+  CHECK(back.train.seed == c.train.seed);
+  CHECK(back.data.path == "null");
+  CHECK(back.devices.ids == c.devices.ids);
+
+  // The node form and a file written from the text give the same config too.
+  CHECK(to_yaml(parse_run_config(resolved_yaml(c))) == text);
+  TempDir dir;
+  CHECK(to_yaml(load_run_config(dir.file("config.yaml", text), {})) == text);
+
+  for (const char* path : {"123", "true", "~", " lead", "a: b", "#x", "data/x y.txt"}) {
+    RunConfig p;
+    p.data.path = path;
+    INFO(path);
+    CHECK(parse_run_config(YAML::Load(to_yaml(p))).data.path == path);
+  }
+}
+
+TEST_CASE("an unknown key is named with the nearest known key") {
+  check_message(set_error({"model.layer=3"}),
+                {"--set", "unknown key 'model.layer'", "did you mean 'model.layers'"});
+  check_message(set_error({"layers=3"}), {"unknown key 'layers'", "'model.layers'"});
+  check_message(set_error({"train.learning_rate=3"}), {"'train.learning_rate'", "train.lr"});
+  check_message(set_error({"foo.bar=1"}), {"'foo.bar'", "model", "pipeline"});
+  TempDir dir;
+  const auto path = dir.file("c.yaml", "model:\n  layers: 4\n  d_modle: 64\n");
+  check_message(input_error([&] { load_run_config(path, {}); }),
+                {path + ":3", "unknown key 'model.d_modle'", "did you mean 'model.d_model'"});
+}
+
+TEST_CASE("a value of the wrong type names the key, the value and the type wanted") {
+  check_message(set_error({"train.lr=abc"}), {"train.lr", "expected a number", "'abc'"});
+  check_message(set_error({"model.layers=four"}), {"model.layers", "expected an integer", "'four'"});
+  check_message(set_error({"model.layers=2.5"}), {"model.layers", "expected an integer", "'2.5'"});
+  check_message(set_error({"model.layers=[1,2]"}), {"model.layers", "the list [1, 2]"});
+  check_message(set_error({"model.layers={a: 1}"}), {"model.layers", "the mapping {a: 1}"});
+  check_message(set_error({"pipeline.schedule=[gpipe]"}), {"pipeline.schedule", "expected a string"});
+  check_message(set_error({"model.layers=\"4\""}), {"model.layers", "the string '4'"});
+  check_message(set_error({"data.path="}), {"data.path", "expected a string", "nothing"});
+  check_message(set_error({"devices.ids=[0, x]"}), {"devices.ids", "element 1", "'x'"});
+  check_message(set_error({"train.lr=.inf"}), {"train.lr", "'.inf'"});
+  check_message(set_error({"model=3"}), {"model", "expected a mapping", "'3'"});
+  TempDir dir;
+  const auto path = dir.file("c.yaml", "train:\n  steps:\n    a: 1\n");
+  check_message(input_error([&] { load_run_config(path, {}); }),
+                {path + ":2", "train.steps", "expected an integer", "the mapping {a: 1}"});
+  const auto block = dir.file("b.yaml", "model:\n  layers: |\n    4\n    5\n");
+  check_message(input_error([&] { load_run_config(block, {}); }),
+                {block + ":2", "model.layers", "'4\\n5\\n'"});
+}
+
+TEST_CASE("integers must fit their type") {
+  check_message(set_error({"model.layers=9223372036854775808"}),
+                {"model.layers", "9223372036854775808", "does not fit"});
+  check_message(set_error({"train.seed=-1"}), {"train.seed", "non-negative", "'-1'"});
+  check_message(set_error({"train.seed=18446744073709551616"}), {"train.seed", "does not fit"});
+}
+
+TEST_CASE("zero or negative sizes are rejected") {
+  check_message(set_error({"model.layers=0"}), {"model.layers", "must be >= 1, got 0"});
+  check_message(set_error({"model.d_model=-64"}), {"model.d_model", ">= 1", "-64"});
+  check_message(set_error({"pipeline.micro_batches=0"}), {"pipeline.micro_batches", "got 0"});
+  check_message(set_error({"pipeline.micro_batch_size=0"}), {"pipeline.micro_batch_size", "got 0"});
+  check_message(set_error({"model.seq_len=0"}), {"model.seq_len", "got 0"});
+  check_message(set_error({"train.steps=-1"}), {"train.steps", "got -1"});
+  check_message(set_error({"train.lr=0"}), {"train.lr", "must be > 0", "got 0"});
+  check_message(set_error({"train.warmup_steps=-2"}), {"train.warmup_steps", ">= 0", "-2"});
+  check_message(set_error({"runtime.threads_per_stage=0"}), {"runtime.threads_per_stage", "got 0"});
+  check_message(set_error({"devices.ids=[0,-1]"}), {"devices.ids", ">= 0", "-1"});
+  check_message(set_error({"devices.ids=[1,1]"}), {"devices.ids", "1 twice"});
+  check_message(set_error({"model.vocab=70000"}), {"model.vocab", "70000", "65536"});
+  check_message(set_error({"train.beta1=1"}), {"train.beta1", "[0, 1)", "got 1"});
+}
+
+TEST_CASE("checks across keys blame the key and where its value came from") {
+  check_message(set_error({"model.heads=5"}),
+                {"--set", "model.heads: 5 does not divide model.d_model 64",
+                 "choose heads that divide d_model"});
+  check_message(set_error({"pipeline.stages=5"}),
+                {"pipeline.stages", "5", "model.layers 4"});
+  check_message(set_error({"model.layers=2"}), {"--set", "pipeline.stages", "model.layers 2"});
+  check_message(set_error({"model.vocab=100"}), {"model.vocab", "100", "data.format text", "256"});
+  check_message(set_error({"train.lr_min=0.1"}), {"train.lr_min", "0.1", "train.lr 0.003"});
+  TempDir dir;
+  const auto path = dir.file("x.yaml", "model:\n  d_model: 64\n  heads: 5\n");
+  check_message(input_error([&] { load_run_config(path, {}); }),
+                {path + ":3: model.heads: 5 does not divide model.d_model 64"});
+  // An override can repair what the file got wrong: checks run after every --set.
+  CHECK(load_run_config(path, {"model.heads=8"}).model.heads == 8);
+}
+
+TEST_CASE("names outside their lists are rejected with the allowed names") {
+  std::string allowed;
+  for (const auto& n : known_schedule_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  check_message(set_error({"pipeline.schedule=foo"}),
+                {"pipeline.schedule", "'foo' is not one of " + allowed});
+  check_message(set_error({"data.format=csv"}), {"data.format", "'csv'", "text, tokens"});
+  check_message(set_error({"devices.kind=tpu"}), {"devices.kind", "'tpu'", "cpu"});
+  for (const auto& n : known_schedule_names())
+    CHECK(load_run_config("", {"pipeline.schedule=" + n}).pipeline.schedule == n);
+}
+
+TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {
+  for (const char* v : {"0", "1", "-0.5", "1.5"}) {
+    INFO(v);
+    check_message(set_error({std::string("data.val_fraction=") + v}),
+                  {"data.val_fraction", "(0, 1)", std::string("got ") + v});
+  }
+  CHECK(load_run_config("", {"data.val_fraction=0.5"}).data.val_fraction == 0.5);
+}
+
+TEST_CASE("a config file that is missing, not YAML or not a mapping is named") {
+  TempDir dir;
+  const auto missing = (dir.path / "none.yaml").string();
+  check_message(input_error([&] { load_run_config(missing, {}); }),
+                {missing, "cannot read config file", "No such file"});
+  const auto broken = dir.file("broken.yaml", "model:\n  layers: [1,\n  heads: 2\n");
+  check_message(input_error([&] { load_run_config(broken, {}); }), {broken + ":", "not valid YAML"});
+  const auto tabs = dir.file("tabs.yaml", "model:\n  layers: 4\n bad: : :\n");
+  check_message(input_error([&] { load_run_config(tabs, {}); }), {tabs + ":3", "not valid YAML"});
+  const auto list = dir.file("list.yaml", "- model\n- train\n");
+  check_message(input_error([&] { load_run_config(list, {}); }),
+                {list, "top level must be a mapping", "the list [model, train]"});
+}
+
+TEST_CASE("a key given twice in one file is an error") {
+  TempDir dir;
+  const auto path = dir.file("d.yaml", "model:\n  layers: 4\n  layers: 6\n");
+  check_message(input_error([&] { load_run_config(path, {}); }),
+                {path + ":3", "model.layers", "given twice", path + ":2"});
+}
+
+TEST_CASE("a --set without '=' or with broken YAML is rejected") {
+  check_message(set_error({"model.layers"}), {"--set 'model.layers'", "KEY=VALUE"});
+  check_message(set_error({"=4"}), {"KEY=VALUE"});
+  check_message(set_error({"devices.ids=[0,"}), {"--set", "devices.ids", "[0,", "not valid YAML"});
+  const auto [key, value] = parse_set_argument("devices.ids=[0, 1]");
+  CHECK(key == "devices.ids");
+  CHECK(value.IsSequence());
+}
+
+TEST_CASE("every shipped config in configs/ loads and validates") {
+  const fs::path dir = fs::path(CONVEYOR_SOURCE_DIR) / "configs";
+  if (!fs::exists(dir)) return;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    CHECK_NOTHROW(load_run_config(entry.path().string(), {}));
+  }
+}

@@ -1,0 +1,234 @@
+// TokenCorpus: the formats it reads, every way a data file can be wrong, and the splits.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kernels/common/error.hpp"
+#include "kernels/data/token_corpus.hpp"
+
+namespace fs = std::filesystem;
+using namespace conveyor;
+
+namespace {
+
+// A fresh folder under the system temp dir, removed with everything in it.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() /
+           ("conveyor_corpus_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name, const std::string& bytes) const {
+    const auto p = path / name;
+    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return p.string();
+  }
+};
+
+std::string u16le(const std::vector<std::uint16_t>& ids) {
+  std::string s;
+  for (auto id : ids) s += static_cast<char>(id & 0xff), s += static_cast<char>(id >> 8);
+  return s;
+}
+
+std::string llmc_file(std::int32_t version, std::int32_t count, const std::vector<std::uint16_t>& ids) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = 20240520;
+  header[1] = version;
+  header[2] = count;
+  std::string s(reinterpret_cast<const char*>(header.data()), 1024);
+  return s + u16le(ids);
+}
+
+// The InputError message of f(), or a marker when f() does not throw one.
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError thrown>";
+}
+
+bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a text corpus makes every byte a token") {
+  TempDir dir;
+  const auto path = dir.file("t.txt", std::string("Hi!\n\xff", 5));
+  const auto c = TokenCorpus::load(path, DataFormat::text, 256);
+  CHECK(c.tokens() == std::vector<std::uint16_t>{'H', 'i', '!', '\n', 255});
+}
+
+TEST_CASE("the text format refuses a vocabulary below 256") {
+  TempDir dir;
+  const auto path = dir.file("t.txt", "abc");
+  const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::text, 100); });
+  INFO(msg);
+  CHECK(has(msg, path));
+  CHECK(has(msg, "model.vocab"));
+  CHECK(has(msg, "256"));
+  CHECK(has(msg, "100"));
+}
+
+TEST_CASE("raw uint16 tokens are read little-endian") {
+  TempDir dir;
+  const auto path = dir.file("t.bin", u16le({1, 256, 65535, 0}));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
+  CHECK(c.tokens() == std::vector<std::uint16_t>{1, 256, 65535, 0});
+}
+
+TEST_CASE("an llm.c file is recognised by its header and holds the counted tokens") {
+  TempDir dir;
+  const auto path = dir.file("t.bin", llmc_file(1, 3, {50256, 7, 9}));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 50257);
+  CHECK(c.tokens() == std::vector<std::uint16_t>{50256, 7, 9});
+}
+
+TEST_CASE("an llm.c file whose token count disagrees with its size is rejected") {
+  TempDir dir;
+  SUBCASE("fewer tokens than the header says: truncated") {
+    const auto path = dir.file("short.bin", llmc_file(1, 5, {1, 2, 3}));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "truncated"));
+    CHECK(has(msg, "5 tokens"));
+  }
+  SUBCASE("bytes after the counted tokens") {
+    const auto path = dir.file("long.bin", llmc_file(1, 2, {1, 2, 3}));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "does not match the file size"));
+  }
+  SUBCASE("a header cut short") {
+    const auto path = dir.file("cut.bin", llmc_file(1, 3, {1, 2, 3}).substr(0, 600));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "truncated"));
+  }
+  SUBCASE("an unknown version") {
+    const auto path = dir.file("v2.bin", llmc_file(2, 3, {1, 2, 3}));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "version 2"));
+  }
+}
+
+TEST_CASE("raw tokens of odd byte length are rejected") {
+  TempDir dir;
+  const auto path = dir.file("odd.bin", "abc");
+  const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 65536); });
+  INFO(msg);
+  CHECK(has(msg, path));
+  CHECK(has(msg, "odd byte length 3"));
+}
+
+TEST_CASE("a token id at or above the vocabulary names the id, its position and model.vocab") {
+  TempDir dir;
+  const auto path = dir.file("t.bin", u16le({1, 2, 300, 4}));
+  const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 256); });
+  INFO(msg);
+  CHECK(has(msg, path));
+  CHECK(has(msg, "token id 300"));
+  CHECK(has(msg, "position 2"));
+  CHECK(has(msg, "model.vocab 256"));
+}
+
+TEST_CASE("an empty data file is rejected in either format") {
+  TempDir dir;
+  const auto path = dir.file("empty.txt", "");
+  for (auto format : {DataFormat::text, DataFormat::tokens}) {
+    const auto msg = input_error([&] { TokenCorpus::load(path, format, 65536); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "empty"));
+  }
+}
+
+TEST_CASE("a missing data file or a folder is named in the error") {
+  TempDir dir;
+  const auto missing = (dir.path / "nope.txt").string();
+  auto msg = input_error([&] { TokenCorpus::load(missing, DataFormat::text, 256); });
+  INFO(msg);
+  CHECK(has(msg, missing));
+  CHECK(has(msg, "No such file"));
+  CHECK(has(msg, "data.path"));
+  msg = input_error([&] { TokenCorpus::load(dir.path.string(), DataFormat::text, 256); });
+  CHECK(has(msg, "is a directory"));
+}
+
+TEST_CASE("a large token file loads completely") {
+  TempDir dir;
+  std::vector<std::uint16_t> ids(3'000'000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>(i * 7919u);
+  const auto path = dir.file("big.bin", u16le(ids));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
+  CHECK(c.tokens() == ids);
+}
+
+TEST_CASE("the default corpus is English prose that a byte model can learn from") {
+  const auto c = TokenCorpus::load(std::string(CONVEYOR_SOURCE_DIR) + "/data/tiny_corpus.txt",
+                                   DataFormat::text, 256);
+  CHECK(c.size() >= 200'000);
+  CHECK(c.size() <= 600'000);
+  const double h = unigram_entropy(c);
+  CHECK(h > 2.5);  // English bytes: about 3 nats
+  CHECK(h < 3.5);
+}
+
+TEST_CASE("split_corpus trains on the front and validates on the rest") {
+  std::vector<std::uint16_t> ids(1000, 1);
+  const auto c = TokenCorpus::from_tokens(ids);
+  const auto s = split_corpus(c, 0.1, 16);
+  CHECK(s.train.begin == 0);
+  CHECK(s.train.end == 900);
+  CHECK(s.val.begin == 900);
+  CHECK(s.val.end == 1000);
+}
+
+TEST_CASE("split_corpus rejects splits shorter than one window") {
+  const auto c = TokenCorpus::from_tokens(std::vector<std::uint16_t>(1000, 1));
+  auto msg = input_error([&] { split_corpus(c, 0.01, 16); });
+  INFO(msg);
+  CHECK(has(msg, "data.val_fraction 0.01"));
+  CHECK(has(msg, "validation split of 10 tokens"));
+  CHECK(has(msg, "1000 tokens"));
+  msg = input_error([&] { split_corpus(c, 0.99, 16); });
+  CHECK(has(msg, "training split of 10 tokens"));
+  msg = input_error([&] { split_corpus(c, 1.5, 16); });
+  CHECK(has(msg, "data.val_fraction"));
+  CHECK(has(msg, "1.5"));
+}
+
+TEST_CASE("unigram entropy is measured in nats") {
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({0, 1, 2, 3})) == doctest::Approx(std::log(4.0)));
+  const double h = -(0.75 * std::log(0.75) + 0.25 * std::log(0.25));
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({5, 5, 5, 9})) == doctest::Approx(h));
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({7, 7})) == doctest::Approx(0.0));
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({})) == 0.0);
+}
+
+TEST_CASE("data.format names parse back to their formats") {
+  for (const auto& name : known_data_format_names()) {
+    auto f = parse_data_format(name);
+    REQUIRE(f.has_value());
+    CHECK(data_format_name(*f) == name);
+  }
+  CHECK_FALSE(parse_data_format("csv").has_value());
+}

@@ -47,7 +47,7 @@ void run_train(const TrainOptions& opt) {
              job.data.corpus->size(), entropy, dir.string());
 
   Progress progress(job.steps, stderr_is_terminal());
-  MetricsLog log(dir / "metrics.jsonl", progress);
+  MetricsLog log(dir / "metrics.jsonl", job.schedule, progress);
   const TrainResult result = run_training(job, log);
   progress.finish();
 
@@ -60,13 +60,14 @@ void run_train(const TrainOptions& opt) {
                                   {"unigram_entropy", entropy},
                                   {"tokens_per_s", log.mean_tokens_per_s()},
                                   {"bubble", log.mean_bubble()},
+                                  {"simulated_bubble", log.simulated_bubble()},
                                   {"run_dir", dir.string()}};
   log.event(summary);
   fmt::print(stderr,
              "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {:.0f} tokens/s, "
-             "measured bubble {:.1f}%; weights in {}\n",
+             "bubble {:.1f}% measured, {:.1f}% simulated for the measured durations; weights in {}\n",
              result.final_loss, result.final_val_loss, entropy, log.mean_tokens_per_s(),
-             100 * log.mean_bubble(), (dir / "weights.safetensors").string());
+             100 * log.mean_bubble(), 100 * log.simulated_bubble(), (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
 }
 

@@ -58,16 +58,16 @@ void validate_spec(const ScheduleSpec& spec) {
     throw InputError("schedule: unknown name \"" + spec.name + "\" (known: " + known_names() +
                      ")");
   }
-  if (spec.stages < 1) bad_spec(spec, "stages = " + std::to_string(spec.stages) + " must be >= 1");
+  if (spec.stages < 1) bad_spec(spec, "pipeline.stages = " + std::to_string(spec.stages) + " must be >= 1");
   if (spec.micro_batches < 1) {
-    bad_spec(spec, "micro_batches = " + std::to_string(spec.micro_batches) + " must be >= 1");
+    bad_spec(spec, "pipeline.micro_batches = " + std::to_string(spec.micro_batches) + " must be >= 1");
   }
-  const std::string v = "virtual_stages = " + std::to_string(spec.virtual_stages);
+  const std::string v = "pipeline.virtual_stages = " + std::to_string(spec.virtual_stages);
   if (spec.name == "interleaved-1f1b") {
     if (spec.virtual_stages < 2) bad_spec(spec, v + " must be >= 2 (chunks per rank)");
     if (spec.micro_batches % spec.stages != 0) {
-      bad_spec(spec, "micro_batches = " + std::to_string(spec.micro_batches) +
-                         " must be a multiple of stages = " + std::to_string(spec.stages));
+      bad_spec(spec, "pipeline.micro_batches = " + std::to_string(spec.micro_batches) +
+                         " must be a multiple of pipeline.stages = " + std::to_string(spec.stages));
     }
   } else if (spec.name == "zbv") {
     if (spec.virtual_stages != 1 && spec.virtual_stages != 2) {

@@ -1,7 +1,6 @@
 #include "actors/schedule/validator.hpp"
 
 #include <map>
-#include <tuple>
 
 #include "actors/schedule/activations.hpp"
 #include "actors/schedule/comm_pass.hpp"

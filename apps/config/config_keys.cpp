@@ -27,6 +27,9 @@ std::vector<ConfigKey> build_keys() {
 
       KEY(pipeline.stages, "pipeline stages (at most model.layers)", at_least(1)),
       KEY(pipeline.schedule, "pipeline schedule", one_of(&known_schedule_names)),
+      KEY(pipeline.virtual_stages,
+          "model chunks per stage for interleaved-1f1b (>= 2 there; zbv always uses 2)",
+          at_least(1)),
       KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1)),
       KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
 

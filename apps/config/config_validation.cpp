@@ -1,5 +1,6 @@
 #include "apps/config/config_validation.hpp"
 
+#include "actors/schedule/schedule.hpp"
 #include "apps/config/config_value.hpp"
 #include "kernels/common/error.hpp"
 
@@ -17,6 +18,21 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
     return ConfigProblem{"pipeline.stages",
                          to_string(c.pipeline.stages) + " is more than model.layers " +
                              to_string(m.layers) + " (every stage needs at least one layer)",
+                         "model.layers"};
+  const auto& pl = c.pipeline;
+  try {
+    sched::validate_spec(sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages),
+                                             static_cast<int>(pl.micro_batches),
+                                             static_cast<int>(pl.virtual_stages)});
+  } catch (const InputError& e) {
+    return ConfigProblem{"pipeline.schedule", e.what(), ""};
+  }
+  const std::int64_t chunks = pl.schedule == "zbv" ? 2 : pl.virtual_stages;
+  if (pl.stages * chunks > m.layers)
+    return ConfigProblem{"pipeline.stages",
+                         to_string(pl.stages) + " stages × " + to_string(chunks) +
+                             " chunks need at least " + to_string(pl.stages * chunks) +
+                             " layers, model.layers is " + to_string(m.layers),
                          "model.layers"};
   if (c.data.format == DataFormat::text && m.vocab < 256)
     return ConfigProblem{"model.vocab",

@@ -1,10 +1,11 @@
 #include "apps/config/known_names.hpp"
 
+#include "actors/schedule/schedule.hpp"
+
 namespace conveyor {
 
 const std::vector<std::string>& known_schedule_names() {
-  static const std::vector<std::string> names = {"gpipe", "1f1b"};
-  return names;
+  return sched::schedule_names();  // the schedule library is the one list
 }
 
 const std::vector<std::string>& known_device_kinds() {

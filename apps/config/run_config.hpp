@@ -12,7 +12,8 @@ namespace conveyor {
 
 struct PipelineSection {
   std::int64_t stages = 4;                  // pipeline.stages
-  std::string schedule = "1f1b";            // pipeline.schedule: gpipe | 1f1b
+  std::string schedule = "1f1b";            // pipeline.schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
+  std::int64_t virtual_stages = 1;          // pipeline.virtual_stages: chunks per stage (interleaved-1f1b)
   std::int64_t micro_batches = 8;           // pipeline.micro_batches
   std::int64_t micro_batch_size = 4;        // pipeline.micro_batch_size
 };

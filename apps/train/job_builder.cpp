@@ -20,7 +20,8 @@ TrainingJob build_training_job(const RunConfig& config) {
 
   auto layout = make_pipeline_layout(
       sched::ScheduleSpec{config.pipeline.schedule, static_cast<int>(config.pipeline.stages),
-                          static_cast<int>(config.pipeline.micro_batches), 1},
+                          static_cast<int>(config.pipeline.micro_batches),
+                          static_cast<int>(config.pipeline.virtual_stages)},
       static_cast<int>(config.model.layers));
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);

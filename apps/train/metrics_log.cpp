@@ -7,8 +7,13 @@
 
 namespace conveyor {
 
-MetricsLog::MetricsLog(const std::filesystem::path& file, Progress& progress)
-    : path_(file), file_(std::fopen(file.c_str(), "a")), progress_(progress) {
+MetricsLog::MetricsLog(const std::filesystem::path& file, const sched::Schedule& schedule,
+                       Progress& progress)
+    : path_(file),
+      file_(std::fopen(file.c_str(), "a")),
+      schedule_(schedule),
+      progress_(progress),
+      durations_(schedule.spec.stages) {
   if (!file_)
     throw std::runtime_error(fmt::format("{}: cannot open: {}", path_.string(),
                                          std::strerror(errno)));
@@ -23,7 +28,7 @@ void MetricsLog::append(const nlohmann::json& row) {
                                          std::strerror(errno)));
 }
 
-void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>&) {
+void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& reports) {
   append({{"step", m.step},
           {"loss", m.loss},
           {"lr", m.lr},
@@ -36,6 +41,7 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>&) 
     tokens_per_s_sum_ += m.tokens_per_s;
     bubble_sum_ += m.bubble;
     ++counted_;
+    durations_.add(reports);
   }
   progress_.step(m.step, m.loss, m.tokens_per_s);
 }
@@ -51,5 +57,15 @@ double MetricsLog::mean_tokens_per_s() const {
   return counted_ ? tokens_per_s_sum_ / counted_ : 0.0;
 }
 double MetricsLog::mean_bubble() const { return counted_ ? bubble_sum_ / counted_ : 0.0; }
+
+}  // namespace conveyor
+
+namespace conveyor {
+
+double MetricsLog::simulated_bubble() const {
+  if (durations_.steps() == 0) return 0.0;
+  const auto sim = sched::simulate(schedule_, durations_.costs());
+  return sim.ok() ? sim.bubble : 0.0;
+}
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "actors/runtime/action_duration_stats.hpp"
 #include "actors/runtime/training_job.hpp"
 #include "apps/train/progress.hpp"
 
@@ -13,7 +14,8 @@ namespace conveyor {
 
 class MetricsLog final : public TrainingObserver {
  public:
-  MetricsLog(const std::filesystem::path& file, Progress& progress);
+  MetricsLog(const std::filesystem::path& file, const sched::Schedule& schedule,
+             Progress& progress);
   ~MetricsLog() override;
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -26,12 +28,16 @@ class MetricsLog final : public TrainingObserver {
   /// Mean of the per-step figures over the run, skipping the first (warm-up) steps.
   double mean_tokens_per_s() const;
   double mean_bubble() const;
+  /// The simulator's bubble for this schedule fed the mean measured action durations.
+  double simulated_bubble() const;
 
  private:
   void append(const nlohmann::json& row);
   std::filesystem::path path_;
   std::FILE* file_;
+  const sched::Schedule& schedule_;
   Progress& progress_;
+  ActionDurationStats durations_;
   double tokens_per_s_sum_ = 0, bubble_sum_ = 0;
   std::int64_t counted_ = 0;
 };

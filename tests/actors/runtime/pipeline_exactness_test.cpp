@@ -70,3 +70,31 @@ TEST_CASE("training changes the weights and reports finite losses") {
   GptStage fresh(job.model, job.placement.ranks[0].chunks[0].slice, job.data.seed);
   CHECK_FALSE(bitwise_equal(fresh.params()[0].value, result.weights[0].tensor));
 }
+
+TEST_CASE("every schedule, interleaved and zero-bubble included, gives the weights of 1f1b") {
+  RecordingObserver ref_obs;
+  const TrainResult ref = train(1, "1f1b", ref_obs);
+  struct Case {
+    int stages;
+    const char* schedule;
+    int virtual_stages;
+  };
+  for (const Case& c : {Case{2, "zb-h1", 1}, Case{4, "zb-h1", 1}, Case{2, "interleaved-1f1b", 2},
+                        Case{2, "zbv", 1}, Case{3, "gpipe", 1}}) {
+    CAPTURE(c.stages);
+    CAPTURE(c.schedule);
+    TinyJobOptions o;
+    o.stages = c.stages;
+    o.schedule = c.schedule;
+    o.virtual_stages = c.virtual_stages;
+    RecordingObserver obs;
+    const TrainResult got = run_training(tiny_job(o), obs);
+    REQUIRE(got.weights.size() == ref.weights.size());
+    for (std::size_t i = 0; i < ref.weights.size(); ++i) {
+      CAPTURE(ref.weights[i].name);
+      CHECK(got.weights[i].name == ref.weights[i].name);
+      CHECK(bitwise_equal(got.weights[i].tensor, ref.weights[i].tensor));
+    }
+    CHECK(got.final_val_loss == ref.final_val_loss);
+  }
+}

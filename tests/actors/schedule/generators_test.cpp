@@ -123,7 +123,7 @@ TEST_CASE("make_schedule rejects a bad spec with an InputError naming the field"
   CHECK_THROWS_WITH_AS(make_schedule({"interleaved-1f1b", 2, 4, 1}),
                        doctest::Contains("virtual_stages = 1"), InputError);
   CHECK_THROWS_WITH_AS(make_schedule({"interleaved-1f1b", 4, 6, 2}),
-                       doctest::Contains("micro_batches = 6 must be a multiple of stages = 4"),
+                       doctest::Contains("micro_batches = 6 must be a multiple of pipeline.stages = 4"),
                        InputError);
   CHECK_THROWS_WITH_AS(make_schedule({"1f1b", 2, 4, 2}), doctest::Contains("virtual_stages = 2"),
                        InputError);

@@ -7,5 +7,7 @@ namespace conveyor {
 /// Each adds a subcommand whose callback runs it; errors a user can fix are thrown as
 /// InputError (exit code 2), anything else is a bug (exit code 1).
 void add_train_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_sched_command(CLI::App& app);
 
 }  // namespace conveyor

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
   conveyor::add_train_command(app);
+  conveyor::add_bench_command(app);
+  conveyor::add_sched_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

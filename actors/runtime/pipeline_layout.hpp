@@ -1,6 +1,8 @@
 #pragma once
 // The schedule and the placement of model pieces on ranks, built together because the
 // schedule decides which (rank, chunk) holds which model stage.
+#include <vector>
+
 #include "actors/placement.hpp"
 #include "actors/schedule/schedule.hpp"
 
@@ -13,5 +15,11 @@ struct PipelineLayout {
 
 /// Throws InputError when the spec is invalid or `layers` cannot fill every model stage.
 PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers);
+
+/// The same with the blocks of each model stage given (pipeline.partition: an explicit list
+/// or what the partitioner chose). Throws InputError naming pipeline.partition unless there
+/// is one count per model stage, each >= 1, summing to `layers`.
+PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers,
+                                    const std::vector<int>& blocks_per_model_stage);
 
 }  // namespace conveyor

@@ -3,6 +3,7 @@
 // piece runs, the schedule, the data and the optimizer. Plain data, built by the app.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actors/placement.hpp"
@@ -26,6 +27,9 @@ struct TrainingJob {
   std::int64_t eval_every = 0;  // 0: evaluate only after the last step
   int eval_batches = 1;
   int threads_per_stage = 1;  // CPU kernel threads of each stage actor
+  std::string partition = "uniform";  // how blocks were split: uniform | explicit | auto
+  std::string partition_reason;       // what was chosen and why (plan.json, the log)
+  StageModelFactory make_model = make_cpu_stage_model;  // per device kind
 
   std::int64_t tokens_per_step() const {
     return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;

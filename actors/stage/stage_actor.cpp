@@ -43,7 +43,8 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
   st.job = job;
   guarded(self, [&] {
     st.worker = std::make_unique<StageWorker>(job->model, job->placement.ranks.at(rank),
-                                              job->placement.model_stages(), job->data, epoch);
+                                              job->placement.model_stages(), job->data, epoch,
+                                              job->make_model);
   });
   return {
       [=](const PeerTable& peers) { self->state.peers = peers; },

@@ -17,14 +17,15 @@ bool is_backward_input(sched::ActionKind k) {
 }  // namespace
 
 StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
-                         int model_stages, StageData data, Clock::time_point epoch)
+                         int model_stages, StageData data, Clock::time_point epoch,
+                         const StageModelFactory& make_model)
     : model_(model),
       rank_(placement.rank),
       model_stages_(model_stages),
       data_(std::move(data)),
       epoch_(epoch) {
   for (const auto& c : placement.chunks)
-    chunks_.push_back(Chunk{c.model_stage, GptStage(model, c.slice, data_.seed), AdamWState{}});
+    chunks_.push_back(Chunk{c.model_stage, make_model(model, c.slice, data_.seed)});
 }
 
 bool StageWorker::holds_model_stage(int model_stage) const {
@@ -186,7 +187,7 @@ void StageWorker::forward(const sched::Action& a, Chunk& c, const Outbox& outbox
     input = std::move(it->second.tensor);
     activations_.erase(it);
   }
-  StageForward out = c.model.forward(input, last ? batch.targets : Tensor{}, train);
+  StageForward out = c.model->forward(input, last ? batch.targets : Tensor{}, train);
   if (train) stash_.emplace(key, std::move(out.stash));
   if (last) {
     report_.losses.emplace_back(a.micro_batch, out.loss);
@@ -203,7 +204,7 @@ void StageWorker::backward(const sched::Action& a, Chunk& c, const Outbox& outbo
   if (plan_->phase != Phase::train || stashed == stash_.end())
     throw ProtocolError(fmt::format("{}: {} before its forward", where(), a.str()));
   if (a.kind == sched::ActionKind::W) {
-    c.model.backward_weight(*stashed->second);
+    c.model->backward_weight(*stashed->second);
     stash_.erase(stashed);
     return;
   }
@@ -216,10 +217,10 @@ void StageWorker::backward(const sched::Action& a, Chunk& c, const Outbox& outbo
   const float loss_scale = 1.0f / static_cast<float>(data_.micro_batches);
   Tensor grad_input;
   if (a.kind == sched::ActionKind::B) {
-    grad_input = c.model.backward(*stashed->second, grad_output, loss_scale);
+    grad_input = c.model->backward(*stashed->second, grad_output, loss_scale);
     stash_.erase(stashed);
   } else {
-    grad_input = c.model.backward_input(*stashed->second, grad_output, loss_scale);
+    grad_input = c.model->backward_input(*stashed->second, grad_output, loss_scale);
   }
   if (ms > 0)
     outbox(PipeMessage{PipeKind::gradient, plan_->round, plan_->step, plan_->phase,
@@ -234,9 +235,7 @@ StageReport StageWorker::take_report() {
         stash_.size(), activations_.size() + gradients_.size()));
   if (plan_->phase == Phase::train) {
     for (const auto& c : chunks_) {
-      ModelStageGradSquares g{c.model_stage, {}};
-      for (const auto& p : c.model.params()) g.squares.push_back(grad_square_sum(p));
-      report_.grad_squares.push_back(std::move(g));
+      report_.grad_squares.push_back(ModelStageGradSquares{c.model_stage, c.model->grad_squares()});
     }
   }
   last_round_ = plan_->round;
@@ -245,20 +244,14 @@ StageReport StageWorker::take_report() {
 }
 
 void StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
-  for (auto& c : chunks_) {
-    adamw_step(c.model.params(), c.optim, config, static_cast<float>(lr), grad_scale);
-    c.model.zero_grads();
-  }
+  for (auto& c : chunks_) c.model->optimizer_step(config, lr, grad_scale);
 }
 
 WeightsReply StageWorker::weights() const {
   WeightsReply reply;
   reply.rank = rank_;
-  for (const auto& c : chunks_) {
-    ModelStageWeights w{c.model_stage, {}};
-    for (const auto& p : c.model.params()) w.tensors.push_back(NamedTensor{p.name, p.value});
-    reply.model_stages.push_back(std::move(w));
-  }
+  for (const auto& c : chunks_)
+    reply.model_stages.push_back(ModelStageWeights{c.model_stage, c.model->weights()});
   return reply;
 }
 

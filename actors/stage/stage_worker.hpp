@@ -26,8 +26,7 @@
 #include "actors/protocol.hpp"
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
-#include "kernels/model/gpt_stage.hpp"
-#include "kernels/optim/adamw.hpp"
+#include "kernels/model/stage_model.hpp"
 
 namespace conveyor {
 
@@ -53,8 +52,10 @@ class StageWorker {
   /// Called for every message the worker produces; the actor routes it.
   using Outbox = std::function<void(PipeMessage)>;
 
+  /// Builds one model per chunk of `placement` with `make_model` (CPU by default).
   StageWorker(const GptConfig& model, const RankPlacement& placement, int model_stages,
-              StageData data, Clock::time_point epoch);
+              StageData data, Clock::time_point epoch,
+              const StageModelFactory& make_model = make_cpu_stage_model);
 
   int rank() const { return rank_; }
   bool holds_model_stage(int model_stage) const;
@@ -81,8 +82,7 @@ class StageWorker {
  private:
   struct Chunk {
     int model_stage;
-    GptStage model;
-    AdamWState optim;
+    std::unique_ptr<StageModel> model;
   };
   using Key = std::pair<int, int>;  // (model stage, micro-batch)
 

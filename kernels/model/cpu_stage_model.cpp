@@ -1,0 +1,49 @@
+#include "kernels/model/stage_model.hpp"
+
+namespace conveyor {
+namespace {
+
+class CpuStageModel final : public StageModel {
+ public:
+  CpuStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
+      : model_(config, slice, seed) {}
+
+  StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash) override {
+    return model_.forward(input, targets, keep_stash);
+  }
+  Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    return model_.backward(stash, grad_output, loss_scale);
+  }
+  Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    return model_.backward_input(stash, grad_output, loss_scale);
+  }
+  void backward_weight(StageStash& stash) override { model_.backward_weight(stash); }
+
+  std::vector<double> grad_squares() const override {
+    std::vector<double> squares;
+    for (const auto& p : model_.params()) squares.push_back(grad_square_sum(p));
+    return squares;
+  }
+  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override {
+    adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
+    model_.zero_grads();
+  }
+  std::vector<NamedTensor> weights() const override {
+    std::vector<NamedTensor> out;
+    for (const auto& p : model_.params()) out.push_back(NamedTensor{p.name, p.value});
+    return out;
+  }
+
+ private:
+  GptStage model_;
+  AdamWState optim_;
+};
+
+}  // namespace
+
+std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
+                                                 std::uint64_t seed) {
+  return std::make_unique<CpuStageModel>(config, slice, seed);
+}
+
+}  // namespace conveyor

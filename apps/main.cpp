@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
@@ -11,9 +12,23 @@
 int main(int argc, char** argv) {
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
+  app.allow_extras(false);
   conveyor::add_train_command(app);
   conveyor::add_bench_command(app);
   conveyor::add_sched_command(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      std::fprintf(stderr, "error: unknown command '%s' (commands: %s; see --help)\n", argv[1],
+                   known.c_str());
+      return conveyor::kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -21,7 +36,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
     return conveyor::kExitBadInput;
   } catch (const conveyor::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

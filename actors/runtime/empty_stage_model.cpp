@@ -34,7 +34,8 @@ class EmptyStageModel final : public StageModel {
 }  // namespace
 
 StageModelFactory empty_stage_model_factory(std::int64_t micro_batch_size) {
-  return [micro_batch_size](const GptConfig& config, const StageSlice& slice, std::uint64_t) {
+  return [micro_batch_size](const GptConfig& config, const StageSlice& slice, std::uint64_t,
+                            Device) {
     return std::make_unique<EmptyStageModel>(config, slice, micro_batch_size);
   };
 }

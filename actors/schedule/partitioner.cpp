@@ -277,8 +277,12 @@ void check_partition(const std::vector<int>& blocks, int layers, int model_stage
   }
 }
 
-PartitionEval evaluate_partition(const Schedule& schedule, const ModelCosts& costs,
-                                 const std::vector<int>& blocks, double message_us) {
+namespace {
+
+// evaluate_partition with the schedule's dependencies resolved once (`sim` is built from
+// the compute-only `schedule`).
+PartitionEval evaluate_with(const Schedule& schedule, const StageSimulator& sim, const ModelCosts& costs,
+                            const std::vector<int>& blocks, double message_us) {
   const int S = schedule.model_stages();
   if (costs.units.size() < 3) {
     throw InputError("partition: costs need the embedding, at least one block and the head, got " +
@@ -309,10 +313,17 @@ PartitionEval evaluate_partition(const Schedule& schedule, const ModelCosts& cos
     act.push_back(sums.activation(s, a, b));
     params.push_back(sums.params(s, a, b));
   }
-  const Schedule compute = has_communication(schedule) ? strip_communication(schedule) : schedule;
-  e.sim = simulate_stages(compute, StageCosts::from_fiw(e.stage_f_us, e.stage_i_us, e.stage_w_us, message_us));
-  e.rank_memory_bytes = rank_memory(compute, act, params);
+  e.sim = sim.run(StageCosts::from_fiw(e.stage_f_us, e.stage_i_us, e.stage_w_us, message_us));
+  e.rank_memory_bytes = rank_memory(schedule, act, params);
   return e;
+}
+
+}  // namespace
+
+PartitionEval evaluate_partition(const Schedule& schedule, const ModelCosts& costs,
+                                 const std::vector<int>& blocks, double message_us) {
+  const Schedule compute = has_communication(schedule) ? strip_communication(schedule) : schedule;
+  return evaluate_with(compute, StageSimulator(compute), costs, blocks, message_us);
 }
 
 PartitionResult auto_partition(const PartitionRequest& req) {
@@ -332,8 +343,9 @@ PartitionResult auto_partition(const PartitionRequest& req) {
   }
   const StageSums sums(req.costs, S);
   const std::vector<int> peaks = chunk_peaks(schedule);
+  const StageSimulator sim(schedule);
   const auto evaluate = [&](const std::vector<int>& blocks) {
-    return evaluate_partition(schedule, req.costs, blocks, req.message_us);
+    return evaluate_with(schedule, sim, req.costs, blocks, req.message_us);
   };
 
   PartitionResult result;

@@ -21,6 +21,14 @@ void check_sizes(const std::vector<double>& v, const char* name, int stages) {
   }
 }
 
+void check_costs(const StageCosts& costs, int stages) {
+  check_sizes(costs.f_us, "f_us", stages);
+  check_sizes(costs.b_us, "b_us", stages);
+  check_sizes(costs.i_us, "i_us", stages);
+  check_sizes(costs.w_us, "w_us", stages);
+  if (!(costs.message_us >= 0)) throw InputError("simulate_stages: costs.message_us must be >= 0");
+}
+
 // Slot of (rank, kind, micro-batch, chunk) in its rank's list, or -1; compute kinds only.
 class ComputeIndex {
  public:
@@ -47,17 +55,15 @@ class ComputeIndex {
   std::vector<std::vector<int>> slots_;
 };
 
-struct Dep {
-  int rank = 0;
-  int slot = -1;  // -1: no rank runs it (the schedule cannot finish)
-  double delay = 0.0;
-};
-
 void check_actions(const Schedule& s) {
+  if (s.spec.stages < 1 || s.spec.micro_batches < 1 || s.ranks.size() != static_cast<std::size_t>(s.spec.stages)) {
+    throw InputError("simulate_stages: schedule " + s.spec.name + " has " + std::to_string(s.ranks.size()) +
+                     " rank lists for stages = " + std::to_string(s.spec.stages));
+  }
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
     for (const Action& a : s.ranks[r]) {
-      if (a.stage != static_cast<int>(r) || !is_compute(a.kind) || a.micro_batch < 0 ||
-          a.micro_batch >= s.spec.micro_batches || a.chunk < 0 || a.chunk >= s.chunks_per_rank()) {
+      if (a.stage != static_cast<int>(r) || a.micro_batch < 0 || a.micro_batch >= s.spec.micro_batches ||
+          a.chunk < 0 || a.chunk >= s.chunks_per_rank()) {
         throw InputError("simulate_stages: action " + a.str() + " on rank " + std::to_string(r) +
                          " is outside the schedule; run validate() for details");
       }
@@ -65,90 +71,113 @@ void check_actions(const Schedule& s) {
   }
 }
 
-SimResult simulate_chunked(const Schedule& s, const StageCosts& costs) {
-  check_actions(s);
-  const int p = s.spec.stages;
-  const bool split = splits_backward(s);
-  const ComputeIndex index(s);
-  const auto duration = [&](const Action& a) {
-    const auto stage = static_cast<std::size_t>(s.model_stage(a.stage, a.chunk));
-    switch (a.kind) {
-      case ActionKind::F: return costs.f_us[stage];
-      case ActionKind::B: return costs.b_us[stage];
-      case ActionKind::I: return costs.i_us[stage];
-      default: return costs.w_us[stage];
-    }
-  };
-  const auto deps_of = [&](const Action& a) {
-    std::vector<Dep> deps;
-    const auto add = [&](const Action& needs, double delay) {
-      deps.push_back({needs.stage, index.slot(needs), delay});
-    };
-    if (a.kind == ActionKind::W) {
-      add({a.stage, ActionKind::I, a.micro_batch, a.chunk}, 0.0);
-      return deps;
-    }
-    if (a.kind != ActionKind::F) add({a.stage, ActionKind::F, a.micro_batch, a.chunk}, 0.0);
-    if (const auto from = detail::producer_of(s, a, split)) {
-      add(*from, from->stage == a.stage ? 0.0 : costs.message_us);
-    }
-    return deps;
+}  // namespace
+
+// The compute-only schedule with, per action, its model stage and what it waits for,
+// flattened: deps of ranks[r][k] are deps[first[r][k] .. first[r][k + 1]).
+struct StageSimulator::Impl {
+  struct Dep {
+    int rank = 0;
+    int slot = -1;         // -1: no rank runs it (the schedule cannot finish)
+    bool message = false;  // crosses ranks: arrives message_us after its end
   };
 
-  std::vector<std::vector<std::vector<Dep>>> deps(p);
-  for (int r = 0; r < p; ++r) {
-    for (const Action& a : s.ranks[r]) deps[r].push_back(deps_of(a));
+  Schedule schedule;
+  bool single_chunk = false;  // then run() is simulate() with per-rank costs
+  std::vector<std::vector<int>> stage;  // model stage of each action
+  std::vector<std::vector<std::size_t>> first;
+  std::vector<Dep> deps;
+  std::vector<int> peaks;
+
+  explicit Impl(const Schedule& s) : schedule(has_communication(s) ? strip_communication(s) : s) {
+    check_actions(schedule);
+    single_chunk = schedule.chunks_per_rank() == 1;
+    if (single_chunk) return;
+    const Schedule& c = schedule;
+    const bool split = splits_backward(c);
+    const ComputeIndex index(c);
+    const auto add = [&](const Action& needs, bool message) {
+      deps.push_back({needs.stage, index.slot(needs), message});
+    };
+    for (std::size_t r = 0; r < c.ranks.size(); ++r) {
+      stage.emplace_back();
+      first.emplace_back();
+      for (const Action& a : c.ranks[r]) {
+        stage.back().push_back(c.model_stage(a.stage, a.chunk));
+        first.back().push_back(deps.size());
+        if (a.kind == ActionKind::W) {
+          add({a.stage, ActionKind::I, a.micro_batch, a.chunk}, false);
+          continue;
+        }
+        if (a.kind != ActionKind::F) add({a.stage, ActionKind::F, a.micro_batch, a.chunk}, false);
+        if (const auto from = detail::producer_of(c, a, split)) add(*from, from->stage != a.stage);
+      }
+      first.back().push_back(deps.size());
+    }
+    peaks = peak_activations(c);
   }
-  SimResult out;
-  out.timings.resize(p);
-  out.busy.assign(p, 0.0);
-  std::vector<std::size_t> next(p, 0);
-  std::vector<double> free_at(p, 0.0);
-  const auto done = [&](const Dep& d) {
-    return d.slot >= 0 && static_cast<std::size_t>(d.slot) < next[d.rank];
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      while (next[r] < s.ranks[r].size()) {
-        const auto& need = deps[r][next[r]];
-        if (!std::all_of(need.begin(), need.end(), done)) break;
-        double start = free_at[r];
-        for (const Dep& d : need) start = std::max(start, out.timings[d.rank][d.slot].end_us + d.delay);
-        const Action& a = s.ranks[r][next[r]];
-        const double took = duration(a);
-        out.timings[r].push_back({a, start, start + took});
-        out.busy[r] += took;
-        free_at[r] = start + took;
-        ++next[r];
-        progress = true;
+
+  SimResult run_chunked(const StageCosts& costs) const {
+    const Schedule& s = schedule;
+    const int p = s.spec.stages;
+    SimResult out;
+    out.timings.resize(p);
+    out.busy.assign(p, 0.0);
+    std::vector<std::size_t> next(p, 0);
+    std::vector<double> free_at(p, 0.0);
+    const auto done = [&](const Dep& d) { return d.slot >= 0 && static_cast<std::size_t>(d.slot) < next[d.rank]; };
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int r = 0; r < p; ++r) {
+        const auto& list = s.ranks[r];
+        while (next[r] < list.size()) {
+          const std::size_t k = next[r];
+          const Dep* begin = deps.data() + first[r][k];
+          const Dep* end = deps.data() + first[r][k + 1];
+          if (!std::all_of(begin, end, done)) break;
+          double start = free_at[r];
+          for (const Dep* d = begin; d != end; ++d) {
+            start = std::max(start, out.timings[d->rank][d->slot].end_us + (d->message ? costs.message_us : 0.0));
+          }
+          const auto m = static_cast<std::size_t>(stage[r][k]);
+          double took = 0.0;
+          switch (list[k].kind) {
+            case ActionKind::F: took = costs.f_us[m]; break;
+            case ActionKind::B: took = costs.b_us[m]; break;
+            case ActionKind::I: took = costs.i_us[m]; break;
+            default: took = costs.w_us[m]; break;
+          }
+          out.timings[r].push_back({list[k], start, start + took});
+          out.busy[r] += took;
+          free_at[r] = start + took;
+          ++next[r];
+          progress = true;
+        }
       }
     }
-  }
-  std::string stuck;
-  for (int r = 0; r < p; ++r) {
-    if (next[r] == s.ranks[r].size()) continue;
-    out.waits.push_back({r, next[r], s.ranks[r][next[r]], s.ranks[r][next[r]], true});
-    stuck += (stuck.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " cannot run " +
-             s.ranks[r][next[r]].str(s.chunks_per_rank() > 1);
-  }
-  if (!stuck.empty()) out.deadlock = "deadlock: " + stuck + " (simulate() names what each waits for)";
+    std::string stuck;
+    for (int r = 0; r < p; ++r) {
+      if (next[r] == s.ranks[r].size()) continue;
+      const Action& a = s.ranks[r][next[r]];
+      out.waits.push_back({r, next[r], a, a, true});
+      stuck += (stuck.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " cannot run " + a.str(true);
+    }
+    if (!stuck.empty()) out.deadlock = "deadlock: " + stuck + " (simulate() names what each waits for)";
 
-  for (const auto& list : out.timings) {
-    for (const TimedAction& t : list) out.makespan = std::max(out.makespan, t.end_us);
+    for (const auto& list : out.timings) {
+      for (const TimedAction& t : list) out.makespan = std::max(out.makespan, t.end_us);
+    }
+    double idle_total = 0.0;
+    for (int r = 0; r < p; ++r) {
+      out.idle.push_back(out.makespan - out.busy[r]);
+      out.stage_bubble.push_back(out.makespan > 0 ? out.idle[r] / out.makespan : 0.0);
+      idle_total += out.idle[r];
+    }
+    out.bubble = out.makespan > 0 ? idle_total / (p * out.makespan) : 0.0;
+    out.peak_activations = peaks;
+    return out;
   }
-  double idle_total = 0.0;
-  for (int r = 0; r < p; ++r) {
-    out.idle.push_back(out.makespan - out.busy[r]);
-    out.stage_bubble.push_back(out.makespan > 0 ? out.idle[r] / out.makespan : 0.0);
-    idle_total += out.idle[r];
-  }
-  out.bubble = out.makespan > 0 ? idle_total / (p * out.makespan) : 0.0;
-  out.peak_activations = peak_activations(s);
-  return out;
-}
-
-}  // namespace
+};
 
 StageCosts StageCosts::from_fiw(std::vector<double> f, std::vector<double> i, std::vector<double> w,
                                 double message_us) {
@@ -162,30 +191,25 @@ StageCosts StageCosts::from_fiw(std::vector<double> f, std::vector<double> i, st
   return c;
 }
 
-SimResult simulate_stages(const Schedule& schedule, const StageCosts& costs) {
-  if (schedule.spec.stages < 1 || schedule.ranks.size() != static_cast<std::size_t>(schedule.spec.stages)) {
-    throw InputError("simulate_stages: schedule " + schedule.spec.name + " has " +
-                     std::to_string(schedule.ranks.size()) + " rank lists for stages = " +
-                     std::to_string(schedule.spec.stages));
-  }
-  const int stages = schedule.model_stages();
-  check_sizes(costs.f_us, "f_us", stages);
-  check_sizes(costs.b_us, "b_us", stages);
-  check_sizes(costs.i_us, "i_us", stages);
-  check_sizes(costs.w_us, "w_us", stages);
-  if (!(costs.message_us >= 0)) throw InputError("simulate_stages: costs.message_us must be >= 0");
+StageSimulator::StageSimulator(const Schedule& schedule) : impl_(std::make_unique<Impl>(schedule)) {}
+StageSimulator::~StageSimulator() = default;
+StageSimulator::StageSimulator(StageSimulator&&) noexcept = default;
+StageSimulator& StageSimulator::operator=(StageSimulator&&) noexcept = default;
 
-  if (schedule.chunks_per_rank() == 1) {  // model stage r is rank r
-    SimCosts per_rank;
-    per_rank.f_us = costs.f_us;
-    per_rank.b_us = costs.b_us;
-    per_rank.i_us = costs.i_us;
-    per_rank.w_us = costs.w_us;
-    per_rank.latency_us = costs.message_us;
-    return simulate(schedule, per_rank);
-  }
-  return simulate_chunked(has_communication(schedule) ? strip_communication(schedule) : schedule,
-                          costs);
+SimResult StageSimulator::run(const StageCosts& costs) const {
+  check_costs(costs, impl_->schedule.model_stages());
+  if (!impl_->single_chunk) return impl_->run_chunked(costs);
+  SimCosts per_rank;  // model stage r is rank r
+  per_rank.f_us = costs.f_us;
+  per_rank.b_us = costs.b_us;
+  per_rank.i_us = costs.i_us;
+  per_rank.w_us = costs.w_us;
+  per_rank.latency_us = costs.message_us;
+  return simulate(impl_->schedule, per_rank);
+}
+
+SimResult simulate_stages(const Schedule& schedule, const StageCosts& costs) {
+  return StageSimulator(schedule).run(costs);
 }
 
 }  // namespace conveyor::sched

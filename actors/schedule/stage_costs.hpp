@@ -8,7 +8,7 @@
 // chunk)), and simulate_stages() looks each action's duration up by its chunk.
 //
 // - With one chunk per rank model stage r is rank r: simulate_stages() builds the per-rank
-//   SimCosts and calls simulate(), so the two agree exactly.
+//   SimCosts and calls simulate() on the compute-only schedule, so the two agree exactly.
 // - With several chunks it runs the same event model as simulate() (see simulator.hpp)
 //   on the compute-only schedule: a message between two ranks arrives message_us after
 //   its producer ends, a hand-off between two chunks of one rank is free. That is also
@@ -17,6 +17,7 @@
 //   the compute actions only. With equal costs for every chunk of a rank the result equals
 //   simulate()'s (tests/actors/schedule/partitioner_test.cpp checks every generator).
 // Pure logic: no CAF.
+#include <memory>
 #include <vector>
 
 #include "actors/schedule/schedule.hpp"
@@ -41,5 +42,23 @@ struct StageCosts {
 /// not schedule.model_stages() or a value is negative; a deadlock is reported in the result
 /// (SimResult::deadlock), as simulate() does.
 SimResult simulate_stages(const Schedule& schedule, const StageCosts& costs);
+
+/// simulate_stages for many cost vectors on one schedule (the partitioner's search): the
+/// dependencies are resolved once, in the constructor. run(c) == simulate_stages(s, c).
+/// Thread-compatible: run() is const.
+class StageSimulator {
+ public:
+  /// Throws InputError for an action outside the schedule's spec.
+  explicit StageSimulator(const Schedule& schedule);
+  ~StageSimulator();
+  StageSimulator(StageSimulator&&) noexcept;
+  StageSimulator& operator=(StageSimulator&&) noexcept;
+
+  SimResult run(const StageCosts& costs) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace conveyor::sched

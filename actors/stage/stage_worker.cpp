@@ -23,9 +23,10 @@ StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
       rank_(placement.rank),
       model_stages_(model_stages),
       data_(std::move(data)),
-      epoch_(epoch) {
+      epoch_(epoch),
+      channel_(make_in_process_channel(placement.device)) {
   for (const auto& c : placement.chunks)
-    chunks_.push_back(Chunk{c.model_stage, make_model(model, c.slice, data_.seed)});
+    chunks_.push_back(Chunk{c.model_stage, make_model(model, c.slice, data_.seed, placement.device)});
 }
 
 bool StageWorker::holds_model_stage(int model_stage) const {
@@ -107,9 +108,10 @@ void StageWorker::check_and_store(PipeMessage m) {
                                     where(), what,
                                     m.kind == PipeKind::activation ? "F" : "B or I"));
   const Shape expected{data_.micro_batch_size, model_.seq_len, model_.d_model};
-  if (m.tensor.dtype() != DType::f32 || m.tensor.shape() != expected)
-    throw ProtocolError(fmt::format("{}: {}: expected f32 {}, got {}", where(), what,
-                                    expected.str(), m.tensor.describe()));
+  if (m.tensor.dtype() != data_.activation_dtype || m.tensor.shape() != expected)
+    throw ProtocolError(fmt::format("{}: {}: expected {} {}, got {}", where(), what,
+                                    dtype_name(data_.activation_dtype), expected.str(),
+                                    m.tensor.describe()));
   auto& box = m.kind == PipeKind::activation ? activations_ : gradients_;
   Key key{m.to_model_stage, m.micro_batch};
   if (box.count(key))
@@ -184,7 +186,7 @@ void StageWorker::forward(const sched::Action& a, Chunk& c, const Outbox& outbox
     input = batch.tokens;
   } else {
     auto it = activations_.find(key);
-    input = std::move(it->second.tensor);
+    input = channel_->receive(it->second.tensor);
     activations_.erase(it);
   }
   StageForward out = c.model->forward(input, last ? batch.targets : Tensor{}, train);
@@ -211,7 +213,7 @@ void StageWorker::backward(const sched::Action& a, Chunk& c, const Outbox& outbo
   Tensor grad_output;
   if (ms != model_stages_ - 1) {
     auto it = gradients_.find(key);
-    grad_output = std::move(it->second.tensor);
+    grad_output = channel_->receive(it->second.tensor);
     gradients_.erase(it);
   }
   const float loss_scale = 1.0f / static_cast<float>(data_.micro_batches);

@@ -27,6 +27,7 @@
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/stage_model.hpp"
+#include "transport/tensor_channel.hpp"
 
 namespace conveyor {
 
@@ -44,6 +45,7 @@ struct StageData {
   std::uint64_t seed = 0;
   std::int64_t micro_batch_size = 1;
   int micro_batches = 1;  // per train step: the loss is their mean
+  DType activation_dtype = DType::f32;  // of activations and gradients between stages
 };
 
 class StageWorker {
@@ -102,6 +104,7 @@ class StageWorker {
   StageData data_;
   Clock::time_point epoch_;
   std::vector<Chunk> chunks_;
+  std::unique_ptr<TensorChannel> channel_;  // brings received tensors onto this device
 
   std::optional<StepPlan> plan_;
   std::int64_t last_round_ = 0;

@@ -5,6 +5,7 @@
 
 #include "apps/config/config_rules.hpp"
 #include "apps/config/known_names.hpp"
+#include "apps/config/partition_key.hpp"
 
 namespace conveyor {
 namespace {
@@ -32,6 +33,7 @@ std::vector<ConfigKey> build_keys() {
           at_least(1)),
       KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1)),
       KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
+      partition_config_key(),  // pipeline.partition: a name or a list
 
       KEY(train.steps, "optimizer steps", at_least(1)),
       KEY(train.lr, "peak learning rate", greater_than(0)),

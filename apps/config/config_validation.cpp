@@ -2,6 +2,7 @@
 
 #include "actors/schedule/schedule.hpp"
 #include "apps/config/config_value.hpp"
+#include "apps/config/partition_key.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -34,6 +35,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              " chunks need at least " + to_string(pl.stages * chunks) +
                              " layers, model.layers is " + to_string(m.layers),
                          "model.layers"};
+  if (auto p = check_partition_key(c)) return p;
   if (c.data.format == DataFormat::text && m.vocab < 256)
     return ConfigProblem{"model.vocab",
                          to_string(m.vocab) +

@@ -16,6 +16,9 @@ struct PipelineSection {
   std::int64_t virtual_stages = 1;          // pipeline.virtual_stages: chunks per stage (interleaved-1f1b)
   std::int64_t micro_batches = 8;           // pipeline.micro_batches
   std::int64_t micro_batch_size = 4;        // pipeline.micro_batch_size
+  // pipeline.partition: uniform | auto | [n1, n2, ...] (blocks per model stage)
+  std::string partition_mode = "uniform";   // uniform | auto | explicit (a list was given)
+  std::vector<std::int64_t> partition_blocks;  // the list, when partition_mode is explicit
 };
 
 struct TrainSection {

@@ -1,8 +1,12 @@
 #include "apps/train/job_builder.hpp"
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <memory>
 
 #include "actors/runtime/pipeline_layout.hpp"
+#include "apps/train/partition_choice.hpp"
 
 namespace conveyor {
 
@@ -18,11 +22,12 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.data.micro_batch_size = config.pipeline.micro_batch_size;
   job.data.micro_batches = static_cast<int>(config.pipeline.micro_batches);
 
-  auto layout = make_pipeline_layout(
-      sched::ScheduleSpec{config.pipeline.schedule, static_cast<int>(config.pipeline.stages),
-                          static_cast<int>(config.pipeline.micro_batches),
-                          static_cast<int>(config.pipeline.virtual_stages)},
-      static_cast<int>(config.model.layers));
+  const PartitionChoice partition = choose_partition(config);
+  auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),
+                                     partition.blocks_per_stage);
+  job.partition = partition.mode;
+  job.partition_reason = partition.reason;
+  if (partition.mode == "auto") fmt::print(stderr, "conveyor train: {}\n", partition.reason);
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);
 

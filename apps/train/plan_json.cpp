@@ -23,11 +23,16 @@ nlohmann::json plan_json(const TrainingJob& job) {
                       {"layers", layers},
                       {"chunks", chunks}});
   }
+  json blocks_per_stage = json::array();
+  for (int s = 0; s < job.placement.model_stages(); ++s)
+    blocks_per_stage.push_back(job.placement.chunk_of(s).slice.num_blocks);
   return {{"schedule", job.schedule.spec.name},
           {"stages", job.schedule.spec.stages},
           {"micro_batches", job.schedule.spec.micro_batches},
           {"virtual_stages", job.schedule.chunks_per_rank()},
-          {"partition", "uniform"},
+          {"partition", job.partition},
+          {"blocks_per_stage", blocks_per_stage},
+          {"partition_reason", job.partition_reason},
           {"placement", stages}};
 }
 

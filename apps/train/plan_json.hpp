@@ -8,7 +8,9 @@
 
 namespace conveyor {
 
-/// {"schedule", "stages", "micro_batches", "virtual_stages", "partition",
+/// {"schedule", "stages", "micro_batches", "virtual_stages",
+///  "partition" (uniform | explicit | auto), "blocks_per_stage" (per model stage),
+///  "partition_reason" (what was chosen and why),
 ///  "placement": [{"stage", "replica", "device", "layers", "chunks": [...]}]}
 nlohmann::json plan_json(const TrainingJob& job);
 

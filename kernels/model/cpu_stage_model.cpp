@@ -1,5 +1,7 @@
 #include "kernels/model/stage_model.hpp"
 
+#include <stdexcept>
+
 namespace conveyor {
 namespace {
 
@@ -42,7 +44,9 @@ class CpuStageModel final : public StageModel {
 }  // namespace
 
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
-                                                 std::uint64_t seed) {
+                                                 std::uint64_t seed, Device device) {
+  if (!device.is_cpu())
+    throw std::invalid_argument("make_cpu_stage_model: device " + device.str() + " is not the CPU");
   return std::make_unique<CpuStageModel>(config, slice, seed);
 }
 

@@ -35,11 +35,12 @@ class StageModel {
 };
 
 /// Builds the model of one chunk; chosen by device when the job is built.
-using StageModelFactory =
-    std::function<std::unique_ptr<StageModel>(const GptConfig&, const StageSlice&, std::uint64_t seed)>;
+using StageModelFactory = std::function<std::unique_ptr<StageModel>(
+    const GptConfig&, const StageSlice&, std::uint64_t seed, Device device)>;
 
 /// The CPU reference: GptStage and fp32 AdamW in host memory.
+/// REQUIRES: device is the CPU.
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
-                                                 std::uint64_t seed);
+                                                 std::uint64_t seed, Device device = Device::cpu());
 
 }  // namespace conveyor

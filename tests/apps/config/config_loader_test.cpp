@@ -77,7 +77,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 26);
+  CHECK(config_keys().size() == 28);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -128,7 +128,11 @@ TEST_CASE("an empty file or one of comments only means the defaults") {
 TEST_CASE("the resolved config reads back to the same config") {
   RunConfig c;
   c.model = {6, 96, 3, 32, 50257};
-  c.pipeline = {3, "gpipe", 5, 2};
+  c.pipeline.stages = 3;
+  c.pipeline.schedule = "interleaved-1f1b";
+  c.pipeline.virtual_stages = 2;
+  c.pipeline.micro_batches = 6;
+  c.pipeline.micro_batch_size = 2;
   c.train.lr = 1e-3 / 3;  // no short decimal: must still come back bit for bit
   c.train.lr_min = 1e-9;
   c.train.seed = 18446744073709551615ULL;
@@ -238,8 +242,12 @@ TEST_CASE("names outside their lists are rejected with the allowed names") {
                 {"pipeline.schedule", "'foo' is not one of " + allowed});
   check_message(set_error({"data.format=csv"}), {"data.format", "'csv'", "text, tokens"});
   check_message(set_error({"devices.kind=tpu"}), {"devices.kind", "'tpu'", "cpu"});
-  for (const auto& n : known_schedule_names())
-    CHECK(load_run_config("", {"pipeline.schedule=" + n}).pipeline.schedule == n);
+  for (const auto& n : known_schedule_names()) {  // interleaved and zbv: 2 chunks per stage
+    const std::string v = n == "interleaved-1f1b" ? "2" : "1";
+    CHECK(load_run_config("", {"pipeline.schedule=" + n, "pipeline.virtual_stages=" + v,
+                               "model.layers=8"})
+              .pipeline.schedule == n);
+  }
 }
 
 TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {

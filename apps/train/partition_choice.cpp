@@ -1,0 +1,51 @@
+#include "apps/train/partition_choice.hpp"
+
+#include "actors/runtime/layer_profiler.hpp"
+#include "actors/schedule/cost_model.hpp"
+
+namespace conveyor {
+
+sched::ScheduleSpec schedule_spec_of(const RunConfig& config) {
+  const auto& pl = config.pipeline;
+  return sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages), static_cast<int>(pl.micro_batches),
+                             static_cast<int>(pl.virtual_stages)};
+}
+
+sched::ModelCosts planning_costs(const RunConfig& config) {
+  if (config.devices.kind == "cpu") {
+    ProfileOptions options;
+    options.micro_batch_size = config.pipeline.micro_batch_size;
+    options.seed = config.train.seed;
+    return profile_layers(config.model, options);
+  }
+  return sched::model_costs(config.model, config.pipeline.micro_batch_size,
+                            sched::assumed_throughput(config.devices.kind));
+}
+
+PartitionChoice choose_partition(const RunConfig& config, const sched::ModelCosts* costs) {
+  const sched::ScheduleSpec spec = schedule_spec_of(config);
+  const int layers = static_cast<int>(config.model.layers);
+  PartitionChoice choice;
+  choice.mode = config.pipeline.partition_mode;
+  if (choice.mode == "explicit") {
+    choice.blocks_per_stage.assign(config.pipeline.partition_blocks.begin(),
+                                   config.pipeline.partition_blocks.end());
+    choice.reason = "explicit: " + sched::format_blocks(choice.blocks_per_stage) +
+                    " blocks per model stage, as pipeline.partition gives them";
+  } else if (choice.mode == "auto") {
+    sched::PartitionRequest request;
+    request.spec = spec;
+    request.costs = costs ? *costs : planning_costs(config);
+    choice.search = sched::auto_partition(request);
+    choice.blocks_per_stage = choice.search->blocks_per_stage;
+    choice.reason = choice.search->explanation;
+  } else {
+    const int model_stages = sched::make_schedule(spec).model_stages();
+    choice.blocks_per_stage = sched::uniform_partition(layers, model_stages);
+    choice.reason = "uniform: " + sched::format_blocks(choice.blocks_per_stage) +
+                    " blocks per model stage, as even as possible (pipeline.partition: uniform)";
+  }
+  return choice;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,18 @@
+# The CUDA backend of conveyor_kernels: runtime, cuBLAS and cuBLASLt, C++20 for nvcc.
+# Included at the end of kernels/CMakeLists.txt; does nothing without CUDA.
+if(CONVEYOR_WITH_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  target_link_libraries(conveyor_kernels PUBLIC CUDA::cudart CUDA::cublas CUDA::cublasLt)
+  # CUDA sources take the C++ standard (20). CMake 3.25 does not know nvcc's flag for it;
+  # teach it (this directory's scope only; newer CMake knows it already).
+  if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+  endif()
+  set_target_properties(conveyor_kernels PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)
+  # -lineinfo keeps source lines for compute-sanitizer and profilers at no runtime cost.
+  target_compile_options(conveyor_kernels PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
+endif()

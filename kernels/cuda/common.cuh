@@ -1,0 +1,57 @@
+#pragma once
+// Device helpers for the .cu files of kernels/cuda (not for host-compiled code).
+// Reductions here combine values in a fixed order (xor butterflies within a warp, then
+// warp results in warp order), so they are deterministic for a fixed launch shape.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/types.hpp"
+
+namespace conveyor::cuda_detail {
+
+constexpr int kWarpSize = 32;
+
+__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// Sum over the block; every thread gets the result. `scratch` holds >= 32 floats.
+/// REQUIRES: blockDim.x a multiple of 32; called by every thread of the block.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = blockDim.x / kWarpSize;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+inline unsigned ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<unsigned>((a + b - 1) / b);
+}
+
+/// Throws std::invalid_argument("<what>: <message>") unless `ok`.
+inline void require(bool ok, const char* what, const std::string& message) {
+  if (!ok) throw std::invalid_argument(std::string(what) + ": " + message);
+}
+
+}  // namespace conveyor::cuda_detail

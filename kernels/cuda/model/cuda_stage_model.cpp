@@ -1,0 +1,661 @@
+// CudaStageModel: GptStage's computation on one GPU (see cuda_stage_model.hpp).
+//
+// Block structure (pre-norm GPT-2), with the residual adds fused into the LayerNorm that
+// follows them (residual_layernorm_forward):
+//   x_j -> ln1 -> qkv -> attention -> proj -> [res2 = x_j + proj] ln2 -> fc1+GELU -> fc2
+//   x_{j+1} = res2 + fc2 is formed by the next block's ln1 (or ln_f) in the same kernel;
+//   after the stage's last block (no head) a residual_forward materialises it.
+// The rounding is the same either way, so the losses and gradients do not depend on how
+// the model is split into slices (bitwise, on one GPU model and library version).
+//
+// Memory of one micro-batch's stash, per block and token: after forward 12C + 3 * NH...
+// precisely: x, ln1, atty, res2, ln2 (5C bf16), qkv (3C bf16), pre-GELU and GELU (8C
+// bf16), 4 floats of LayerNorm statistics and NH floats of attention logsumexp.
+// backward_input frees qkv, the logsumexp and the pre-GELU activation and adds d_out,
+// d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and d_fc1 (4C); backward_weight frees
+// everything. The head keeps x, ln_f's output (2C), the logits (V bf16, overwritten by
+// their gradient) and d_lnf (C). StageStash::bytes() reports what is held.
+//
+// Host syncs: only the loss readback at the end of a head slice's forward.
+#include "kernels/cuda/model/cuda_stage_model.hpp"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/cuda/allocator.hpp"
+#include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/copy.hpp"
+#include "kernels/cuda/cross_entropy.hpp"
+#include "kernels/cuda/device_guard.hpp"
+#include "kernels/cuda/device_storage.hpp"
+#include "kernels/cuda/embedding.hpp"
+#include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/layernorm.hpp"
+#include "kernels/cuda/model/deferred_release.hpp"
+#include "kernels/cuda/model/param_store.hpp"
+#include "kernels/cuda/model/residual.hpp"
+
+namespace conveyor {
+namespace {
+
+// The parameters of one block, in params() order (as GptStage).
+// clang-format off
+enum BlockParam : std::size_t {
+  ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b,
+  kParamsPerBlock
+};
+// clang-format on
+
+bf16* bf(Tensor& t) { return static_cast<bf16*>(t.raw()); }
+const bf16* bf(const Tensor& t) { return static_cast<const bf16*>(t.raw()); }
+float* f32(Tensor& t) { return static_cast<float*>(t.raw()); }
+const float* f32(const Tensor& t) { return static_cast<const float*>(t.raw()); }
+const std::int32_t* i32(const Tensor& t) { return static_cast<const std::int32_t*>(t.raw()); }
+
+std::size_t held(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+
+// What one block keeps between forward, backward_input and backward_weight (device).
+struct BlockActs {
+  // forward
+  Tensor x;                        // (B, T, C) bf16 block input, the residual stream
+  Tensor ln1, ln1_mean, ln1_rstd;  // (B, T, C) bf16, (B, T) f32, (B, T) f32
+  Tensor qkv;                      // (B, T, 3C) bf16; freed by backward_input
+  Tensor lse;                      // (B, NH, T) f32 attention logsumexp; freed by backward_input
+  Tensor atty;                     // (B, T, C) bf16 attention output, input of attn.proj
+  Tensor res2;                     // (B, T, C) bf16 x + attn.proj(atty)
+  Tensor ln2, ln2_mean, ln2_rstd;  // (B, T, C) bf16, (B, T), (B, T)
+  Tensor pre_gelu;                 // (B, T, 4C) bf16 fc1 output; freed by backward_input
+  Tensor gelu;                     // (B, T, 4C) bf16 input of mlp.fc2
+  // backward_input, for backward_weight
+  Tensor d_out;   // (B, T, C) gradient of the block output
+  Tensor d_fc1;   // (B, T, 4C) gradient of the pre-GELU activation
+  Tensor d_ln2;   // (B, T, C)
+  Tensor d_res2;  // (B, T, C)
+  Tensor d_qkv;   // (B, T, 3C)
+  Tensor d_ln1;   // (B, T, C)
+
+  std::array<const Tensor*, 19> all() const {
+    return {&x,    &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &lse,   &atty,
+            &res2, &ln2,      &ln2_mean, &ln2_rstd, &pre_gelu, &gelu, &d_out,
+            &d_fc1, &d_ln2,   &d_res2,   &d_qkv,    &d_ln1};
+  }
+};
+
+// What the final LayerNorm, the LM head and the loss keep (device).
+struct HeadActs {
+  Tensor targets;                  // (B, T) i32
+  Tensor x;                        // (B, T, C) bf16 input of ln_f
+  Tensor lnf, lnf_mean, lnf_rstd;  // (B, T, C) bf16, (B, T), (B, T)
+  Tensor logits;                   // (B, T, V) bf16: logits, then dlogits (backward_input)
+  Tensor d_lnf;                    // (B, T, C) bf16
+};
+
+enum class Phase { forward_done, input_done, weight_done };
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::forward_done:
+      return "after forward";
+    case Phase::input_done:
+      return "after backward_input";
+    case Phase::weight_done:
+      return "after backward_weight (spent)";
+  }
+  return "?";
+}
+
+// One micro-batch's stash. Every tensor in it was allocated on the owner's compute stream,
+// so it may be released at any time (the allocator orders reuse on that stream).
+struct CudaStash final : StageStash {
+  CudaStash(const void* owner_model, std::int64_t batch, std::int64_t seq, int num_blocks)
+      : owner(owner_model), B(batch), T(seq), blocks(static_cast<std::size_t>(num_blocks)) {}
+
+  std::size_t bytes() const override {
+    std::size_t n = held(tokens) + held(d_embed);
+    for (const BlockActs& a : blocks)
+      for (const Tensor* t : a.all()) n += held(*t);
+    for (const Tensor* t : {&head.targets, &head.x, &head.lnf, &head.lnf_mean, &head.lnf_rstd,
+                            &head.logits, &head.d_lnf})
+      n += held(*t);
+    return n;
+  }
+
+  void release() {
+    tokens = {};
+    d_embed = {};
+    blocks.clear();
+    head = {};
+  }
+
+  const void* owner;  // the CudaStageModel that made it
+  std::int64_t B, T;
+  Phase phase = Phase::forward_done;
+  Tensor tokens;   // (B, T) i32 on the device, on the embedding slice
+  Tensor d_embed;  // (B, T, C) bf16 gradient of the embedding output
+  std::vector<BlockActs> blocks;
+  HeadActs head;
+};
+
+// The model's compute stream: created on its device, destroyed after a final sync.
+class OwnedStream {
+ public:
+  explicit OwnedStream(int device) : device_(device) {
+    DeviceGuard guard(device_);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~OwnedStream() {
+    DeviceGuard guard(device_);
+    (void)cudaStreamSynchronize(stream_);
+    (void)cudaStreamDestroy(stream_);
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+};
+
+bool is_oom(const CudaError& e) {
+  return dynamic_cast<const CudaOutOfMemory*>(&e) != nullptr ||
+         e.error().find("cudaErrorMemoryAllocation") != std::string::npos;
+}
+
+void validate(const GptConfig& c, const StageSlice& s, const CudaStageOptions& o) {
+  const std::string who = "make_cuda_stage_model (" + describe_slice(s) + "): ";
+  if (!cuda_device_available(o.device))
+    throw std::invalid_argument(who + "cuda:" + std::to_string(o.device) +
+                                " is not available (no GPU, no such device, or no driver)");
+  if (c.d_model % 8 != 0)
+    throw std::invalid_argument(who + "d_model " + std::to_string(c.d_model) +
+                                " must be a multiple of 8 (tensor-core GEMMs)");
+  if (s.has_head && c.vocab % 8 != 0)
+    throw std::invalid_argument(who + "vocab " + std::to_string(c.vocab) +
+                                " must be a multiple of 8 on the head slice (pad the vocabulary)");
+  if (s.num_blocks > 0 && c.heads > 0 && c.d_model % c.heads == 0 && c.head_dim() != 64 &&
+      c.head_dim() != 128)
+    throw std::invalid_argument(who + "head_dim d_model / heads = " +
+                                std::to_string(c.head_dim()) +
+                                " must be 64 or 128 for the CUDA attention kernels");
+}
+
+class CudaStageModel final : public StageModel {
+ public:
+  CudaStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed,
+                 const CudaStageOptions& options)
+      : config_(config),
+        slice_(slice),
+        options_(options),
+        device_(options.device),
+        stream_(options.device),
+        release_(stream_.get(), options.device) {
+    DeviceGuard guard(device_);
+    try {
+      // The CPU reference builds (and validates) the parameters: the same names, order,
+      // decay flags and bits by construction. Its host copies are dropped at once.
+      GptStage host(config, slice, seed);
+      params_ = std::make_unique<ParamStore>(host.params(), options.master_fp32, device_,
+                                             stream_.get());
+      loss_host_ = zeros_pinned({1});
+    } catch (const CudaError& e) {
+      rethrow_with_context(e, "construction");
+    }
+  }
+
+  ~CudaStageModel() override {
+    try {
+      DeviceGuard guard(device_);
+      release_.drain();
+    } catch (...) {
+    }
+  }
+
+  StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash) override {
+    return guarded("forward", [&] { return forward_impl(input, targets, keep_stash); });
+  }
+
+  Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    Tensor dx = backward_input(stash, grad_output, loss_scale);
+    backward_weight(stash);
+    return dx;
+  }
+
+  Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    return guarded("backward_input",
+                   [&] { return backward_input_impl(stash, grad_output, loss_scale); });
+  }
+
+  void backward_weight(StageStash& stash) override {
+    guarded("backward_weight", [&] { backward_weight_impl(stash); });
+  }
+
+  std::vector<double> grad_squares() const override {
+    DeviceGuard guard(device_);
+    return params_->grad_squares();
+  }
+
+  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override {
+    DeviceGuard guard(device_);
+    params_->step(config, lr, grad_scale);
+  }
+
+  std::vector<NamedTensor> weights() const override {
+    DeviceGuard guard(device_);
+    return params_->weights();
+  }
+
+  std::vector<NamedTensor> gradients() const {
+    DeviceGuard guard(device_);
+    return params_->gradients();
+  }
+
+ private:
+  // ---- plumbing
+
+  // Makes the device current, frees finished inputs, and names the stage in CUDA errors.
+  template <class F>
+  std::invoke_result_t<F&> guarded(const char* method, F&& body) {
+    DeviceGuard guard(device_);
+    try {
+      release_.collect();
+      return body();
+    } catch (const CudaError& e) {
+      rethrow_with_context(e, method);
+    }
+  }
+
+  [[noreturn]] void rethrow_with_context(const CudaError& e, const char* method) const {
+    const std::string where = "stage " + describe_slice(slice_) + " on cuda:" +
+                              std::to_string(device_) + ", " + method + ": ";
+    if (!is_oom(e)) throw;
+    const std::string advice =
+        ". Reduce pipeline.micro_batch_size, use more pipeline.stages, or model.recompute";
+    if (const auto* oom = dynamic_cast<const CudaOutOfMemory*>(&e))
+      throw CudaOutOfMemory(where + oom->what() + advice, oom->requested(), oom->free_bytes());
+    throw CudaError(e.file().c_str(), e.line(), e.call(), e.error() + " (" + where + "out of memory" + advice + ")");
+  }
+
+  cudaStream_t stream() const { return stream_.get(); }
+
+  Tensor alloc(Shape shape, DType dtype, const char* what) const {
+    return empty_cuda(std::move(shape), dtype, device_, stream(), what);
+  }
+  Tensor zeros(Shape shape, DType dtype, const char* what) const {
+    return zeros_cuda(std::move(shape), dtype, device_, stream(), what);
+  }
+  // A copy on the compute stream. REQUIRES: wait_ready(src, stream()) already queued.
+  Tensor copy_of(const Tensor& src, const char* what) const {
+    Tensor dst = alloc(src.shape(), src.dtype(), what);
+    copy_tensor(dst, src, stream());
+    return dst;
+  }
+
+  std::size_t block_base() const { return slice_.has_embedding ? 2 : 0; }
+  std::size_t head_base() const {
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(slice_.num_blocks);
+  }
+  std::size_t at(int local_block, BlockParam k) const {
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k;
+  }
+  const bf16* w(std::size_t i) const { return params_->value(i); }
+  float* g(std::size_t i) const { return params_->grad(i); }
+
+  // ---- argument checks (std::invalid_argument naming what was expected and got)
+
+  std::pair<std::int64_t, std::int64_t> check_input(const Tensor& input) const {
+    const std::string seq = "1 <= T <= " + std::to_string(config_.seq_len);
+    const auto& d = input.shape().dims();
+    if (slice_.has_embedding) {
+      if (!input.defined() || !input.device().is_cpu() || input.dtype() != DType::i32 ||
+          d.size() != 2 || d[0] < 1 || d[1] < 1 || d[1] > config_.seq_len)
+        throw std::invalid_argument(
+            "CudaStageModel::forward: input must be i32 (B, T) token ids on cpu with " + seq +
+            ", got " + input.describe());
+      check_ids(input, "token id");
+    } else {
+      const Device here = Device::cuda(device_);
+      if (!input.defined() || input.device() != here || input.dtype() != DType::bf16 ||
+          d.size() != 3 || d[0] < 1 || d[1] < 1 || d[1] > config_.seq_len ||
+          d[2] != config_.d_model)
+        throw std::invalid_argument("CudaStageModel::forward: input must be bf16 (B, T, " +
+                                    std::to_string(config_.d_model) + ") on " + here.str() +
+                                    " with " + seq + ", got " + input.describe());
+    }
+    return {d[0], d[1]};
+  }
+
+  void check_ids(const Tensor& ids, const char* what) const {
+    const std::int32_t* p = ids.i32();
+    for (std::int64_t i = 0; i < ids.numel(); ++i)
+      if (p[i] < 0 || p[i] >= config_.vocab)
+        throw std::invalid_argument(std::string("CudaStageModel::forward: ") + what + " " +
+                                    std::to_string(p[i]) + " at flat position " +
+                                    std::to_string(i) + " is outside the vocabulary [0, " +
+                                    std::to_string(config_.vocab) + ")");
+  }
+
+  void check_targets(const Tensor& targets, std::int64_t B, std::int64_t T) const {
+    if (!targets.defined() || !targets.device().is_cpu() || targets.dtype() != DType::i32 ||
+        targets.shape() != Shape{B, T})
+      throw std::invalid_argument("CudaStageModel::forward: targets must be i32 " +
+                                  Shape{B, T}.str() + " on cpu, got " + targets.describe());
+    check_ids(targets, "target");
+  }
+
+  void check_grad_output(const Tensor& grad, std::int64_t B, std::int64_t T) const {
+    const Shape want{B, T, config_.d_model};
+    const Device here = Device::cuda(device_);
+    if (!grad.defined() || grad.device() != here || grad.dtype() != DType::bf16 ||
+        grad.shape() != want)
+      throw std::invalid_argument("CudaStageModel::backward: grad_output must be bf16 " +
+                                  want.str() + " on " + here.str() + ", got " + grad.describe());
+  }
+
+  CudaStash& own(StageStash& stash, Phase want, const char* who) const {
+    auto* s = dynamic_cast<CudaStash*>(&stash);
+    if (!s || s->owner != this)
+      throw std::invalid_argument(std::string("CudaStageModel::") + who +
+                                  ": the stash was not made by this model");
+    if (s->phase != want)
+      throw std::logic_error(std::string("CudaStageModel::") + who + ": the stash is " +
+                             phase_name(s->phase) + ", expected " + phase_name(want));
+    return *s;
+  }
+
+  // ---- forward
+
+  StageForward forward_impl(const Tensor& input, const Tensor& targets, bool keep_stash) {
+    const auto [B, T] = check_input(input);
+    if (slice_.has_head) check_targets(targets, B, T);
+    const std::int64_t C = config_.d_model;
+
+    auto stash = keep_stash ? std::make_unique<CudaStash>(this, B, T, slice_.num_blocks) : nullptr;
+    // The residual stream is `x`, or res_a + res_b when res_a is defined (a block's output,
+    // formed by the kernel that reads it next).
+    Tensor x, res_a, res_b;
+    if (slice_.has_embedding) {
+      Tensor tokens = to_device(input, device_, stream());  // pageable: staged by the driver
+      x = alloc({B, T, C}, DType::bf16, "embedding output (B, T, C)");
+      embedding_forward(bf(x), i32(tokens), w(0), w(1), int(B), int(T), int(C), stream());
+      if (stash) stash->tokens = std::move(tokens);
+    } else {
+      wait_ready(input, stream());
+      // The stash owns a copy made on this stream (the caller may reuse its tensor); the
+      // caller's tensor itself is held below until the stream has read it.
+      x = keep_stash ? copy_of(input, "stage input copy (B, T, C)") : input;
+    }
+
+    for (int j = 0; j < slice_.num_blocks; ++j) {
+      BlockActs scratch;
+      BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
+      Tensor fc2 = block_forward(j, x, res_a, res_b, a, B, T);
+      x = {};
+      res_a = a.res2;
+      res_b = std::move(fc2);
+    }
+
+    StageForward result;
+    if (slice_.has_head) {
+      HeadActs scratch;
+      result.loss = head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch, B, T);
+    } else if (res_a.defined()) {
+      Tensor out = alloc({B, T, C}, DType::bf16, "stage output activation (B, T, C)");
+      residual_forward(bf(out), bf(res_a), bf(res_b), B * T * C, stream());
+      record_ready(out, stream());
+      result.activation = std::move(out);
+    } else {
+      // An embedding-only slice: the embedding output is fresh and not stashed.
+      record_ready(x, stream());
+      result.activation = std::move(x);
+    }
+    // After every launch that reads it (the copy, or the whole forward without a stash).
+    if (!slice_.has_embedding) release_.hold(input);
+    result.stash = std::move(stash);
+    return result;
+  }
+
+  // Block j's forward; its input is `x`, or res_a + res_b when res_a is defined (fused into
+  // ln1). Fills `a` and returns fc2's output: the block's output is a.res2 + that.
+  Tensor block_forward(int j, const Tensor& x, const Tensor& res_a, const Tensor& res_b,
+                       BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, NH = config_.heads, H = config_.mlp_hidden();
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
+    a.ln1 = alloc({B, T, C}, DType::bf16, "ln1 output (B, T, C)");
+    a.ln1_mean = alloc({B, T}, DType::f32, "ln1 mean (B, T)");
+    a.ln1_rstd = alloc({B, T}, DType::f32, "ln1 rstd (B, T)");
+    if (res_a.defined()) {
+      a.x = alloc({B, T, C}, DType::bf16, "block input (B, T, C)");
+      residual_layernorm_forward(bf(a.x), bf(a.ln1), f32(a.ln1_mean), f32(a.ln1_rstd), bf(res_a),
+                                 bf(res_b), w(at(j, ln1_w)), w(at(j, ln1_b)), n, c, stream());
+    } else {
+      a.x = x;
+      layernorm_forward(bf(a.ln1), f32(a.ln1_mean), f32(a.ln1_rstd), bf(a.x), w(at(j, ln1_w)),
+                        w(at(j, ln1_b)), n, c, stream());
+    }
+    a.qkv = alloc({B, T, 3 * C}, DType::bf16, "attention qkv (B, T, 3C)");
+    linear_forward(bf(a.qkv), nullptr, bf(a.ln1), w(at(j, qkv_w)), w(at(j, qkv_b)), n, c, 3 * c,
+                   stream());
+    a.lse = alloc({B, NH, T}, DType::f32, "attention logsumexp (B, NH, T)");
+    a.atty = alloc({B, T, C}, DType::bf16, "attention output (B, T, C)");
+    attention_forward(bf(a.atty), f32(a.lse), bf(a.qkv), int(B), int(T), c, int(NH), stream());
+    Tensor proj = alloc({B, T, C}, DType::bf16, "attention projection (B, T, C)");
+    linear_forward(bf(proj), nullptr, bf(a.atty), w(at(j, proj_w)), w(at(j, proj_b)), n, c, c,
+                   stream());
+    a.res2 = alloc({B, T, C}, DType::bf16, "attention residual (B, T, C)");
+    a.ln2 = alloc({B, T, C}, DType::bf16, "ln2 output (B, T, C)");
+    a.ln2_mean = alloc({B, T}, DType::f32, "ln2 mean (B, T)");
+    a.ln2_rstd = alloc({B, T}, DType::f32, "ln2 rstd (B, T)");
+    residual_layernorm_forward(bf(a.res2), bf(a.ln2), f32(a.ln2_mean), f32(a.ln2_rstd), bf(a.x),
+                               bf(proj), w(at(j, ln2_w)), w(at(j, ln2_b)), n, c, stream());
+    a.pre_gelu = alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
+    a.gelu = alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
+    linear_forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), w(at(j, fc1_w)), w(at(j, fc1_b)), n, c,
+                   h, stream());
+    Tensor fc2 = alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
+    linear_forward(bf(fc2), nullptr, bf(a.gelu), w(at(j, fc2_w)), w(at(j, fc2_b)), n, h, c,
+                   stream());
+    return fc2;
+  }
+
+  // ln_f (fused with the last block's residual add when res_a is defined), the LM head and
+  // the mean cross-entropy, read back to the host.
+  double head_forward(const Tensor& x, const Tensor& res_a, const Tensor& res_b,
+                      const Tensor& targets, HeadActs& h, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, V = config_.vocab;
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
+    const std::size_t base = head_base();
+    h.targets = to_device(targets, device_, stream());
+    h.lnf = alloc({B, T, C}, DType::bf16, "ln_f output (B, T, C)");
+    h.lnf_mean = alloc({B, T}, DType::f32, "ln_f mean (B, T)");
+    h.lnf_rstd = alloc({B, T}, DType::f32, "ln_f rstd (B, T)");
+    if (res_a.defined()) {
+      h.x = alloc({B, T, C}, DType::bf16, "ln_f input (B, T, C)");
+      residual_layernorm_forward(bf(h.x), bf(h.lnf), f32(h.lnf_mean), f32(h.lnf_rstd), bf(res_a),
+                                 bf(res_b), w(base), w(base + 1), n, c, stream());
+    } else {
+      h.x = x;
+      layernorm_forward(bf(h.lnf), f32(h.lnf_mean), f32(h.lnf_rstd), bf(h.x), w(base),
+                        w(base + 1), n, c, stream());
+    }
+    h.logits = alloc({B, T, V}, DType::bf16, "logits (B, T, V)");
+    linear_forward(bf(h.logits), nullptr, bf(h.lnf), w(base + 2), nullptr, n, c, v, stream());
+    Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
+    cross_entropy_forward_backward(f32(losses), nullptr, bf(h.logits), i32(h.targets), 0.0f, n,
+                                   v, stream());
+    Tensor mean = alloc({1}, DType::f32, "mean loss");
+    mean_loss(f32(mean), f32(losses), n, stream());
+    // The one host sync of a micro-batch (see the header).
+    CUDA_CHECK(cudaMemcpyAsync(loss_host_.raw(), mean.raw(), sizeof(float),
+                               cudaMemcpyDeviceToHost, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return static_cast<double>(*static_cast<const float*>(loss_host_.raw()));
+  }
+
+  // ---- backward
+
+  Tensor backward_input_impl(StageStash& stash, const Tensor& grad_output, float loss_scale) {
+    CudaStash& st = own(stash, Phase::forward_done, "backward_input");
+    const std::int64_t B = st.B, T = st.T;
+    Tensor d;  // (B, T, C) gradient of the residual stream
+    if (slice_.has_head) {
+      d = head_backward_input(st.head, loss_scale, B, T);
+    } else {
+      check_grad_output(grad_output, B, T);
+      wait_ready(grad_output, stream());
+      d = copy_of(grad_output, "stage output gradient copy (B, T, C)");
+      release_.hold(grad_output);
+    }
+    for (int j = slice_.num_blocks - 1; j >= 0; --j)
+      d = block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
+    st.phase = Phase::input_done;
+    if (slice_.has_embedding) {
+      st.d_embed = std::move(d);
+      return {};
+    }
+    record_ready(d, stream());
+    return d;
+  }
+
+  // Returns the gradient of the block input (fresh); keeps in `a` what
+  // block_backward_weight needs.
+  Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
+                              std::int64_t T) {
+    const std::int64_t C = config_.d_model, NH = config_.heads, H = config_.mlp_hidden();
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
+    a.d_out = d_out;
+    a.d_fc1 = alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
+    linear_backward_input(bf(a.d_fc1), bf(d_out), w(at(j, fc2_w)), bf(a.pre_gelu), n, h, c,
+                          stream());
+    a.pre_gelu = {};
+    a.d_ln2 = alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
+    linear_backward_input(bf(a.d_ln2), bf(a.d_fc1), w(at(j, fc1_w)), nullptr, n, c, h, stream());
+    a.d_res2 = copy_of(d_out, "d attention residual (B, T, C)");
+    layernorm_backward_input(bf(a.d_res2), bf(a.d_ln2), bf(a.res2), w(at(j, ln2_w)),
+                             f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
+    Tensor d_atty = alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
+    linear_backward_input(bf(d_atty), bf(a.d_res2), w(at(j, proj_w)), nullptr, n, c, c, stream());
+    a.d_qkv = alloc({B, T, 3 * C}, DType::bf16, "d attention qkv (B, T, 3C)");
+    attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse), int(B),
+                             int(T), c, int(NH), stream());
+    a.qkv = {};
+    a.lse = {};
+    a.d_ln1 = alloc({B, T, C}, DType::bf16, "d ln1 output (B, T, C)");
+    linear_backward_input(bf(a.d_ln1), bf(a.d_qkv), w(at(j, qkv_w)), nullptr, n, c, 3 * c,
+                          stream());
+    Tensor dx = copy_of(a.d_res2, "d block input (B, T, C)");
+    layernorm_backward_input(bf(dx), bf(a.d_ln1), bf(a.x), w(at(j, ln1_w)), f32(a.ln1_mean),
+                             f32(a.ln1_rstd), n, c, stream());
+    return dx;
+  }
+
+  Tensor head_backward_input(HeadActs& h, float loss_scale, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, V = config_.vocab;
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
+    const std::size_t base = head_base();
+    // The logits become their gradient in place; the losses are recomputed and unused.
+    Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
+    cross_entropy_forward_backward(f32(losses), bf(h.logits), bf(h.logits), i32(h.targets),
+                                   loss_scale / static_cast<float>(n), n, v, stream());
+    h.d_lnf = alloc({B, T, C}, DType::bf16, "d ln_f output (B, T, C)");
+    linear_backward_input(bf(h.d_lnf), bf(h.logits), w(base + 2), nullptr, n, c, v, stream());
+    Tensor dx = zeros({B, T, C}, DType::bf16, "d ln_f input (B, T, C)");
+    layernorm_backward_input(bf(dx), bf(h.d_lnf), bf(h.x), w(base), f32(h.lnf_mean),
+                             f32(h.lnf_rstd), n, c, stream());
+    return dx;
+  }
+
+  void backward_weight_impl(StageStash& stash) {
+    CudaStash& st = own(stash, Phase::input_done, "backward_weight");
+    const std::int64_t B = st.B, T = st.T;
+    const int C = static_cast<int>(config_.d_model);
+    if (slice_.has_embedding)
+      embedding_backward_weight(g(0), g(1), bf(st.d_embed), i32(st.tokens), int(B), int(T), C,
+                                int(config_.vocab), stream());
+    for (int j = 0; j < slice_.num_blocks; ++j)
+      block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
+    if (slice_.has_head) head_backward_weight(st.head, B, T);
+    // Every tensor of the stash was allocated on this stream: releasing them now is
+    // ordered after the launches above by the allocator.
+    st.release();
+    st.phase = Phase::weight_done;
+  }
+
+  void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
+    const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
+              h = static_cast<int>(config_.mlp_hidden());
+    linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h, c,
+                           stream());
+    linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c, h,
+                           stream());
+    layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
+                              f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
+    linear_backward_weight(g(at(j, proj_w)), g(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n, c, c,
+                           stream());
+    linear_backward_weight(g(at(j, qkv_w)), g(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c, 3 * c,
+                           stream());
+    layernorm_backward_weight(g(at(j, ln1_w)), g(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
+                              f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
+  }
+
+  void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T) {
+    const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
+              v = static_cast<int>(config_.vocab);
+    const std::size_t base = head_base();
+    linear_backward_weight(g(base + 2), nullptr, bf(h.logits), bf(h.lnf), n, c, v, stream());
+    layernorm_backward_weight(g(base), g(base + 1), bf(h.d_lnf), bf(h.x), f32(h.lnf_mean),
+                              f32(h.lnf_rstd), n, c, stream());
+  }
+
+  // ---- state (declaration order is destruction order reversed: the stream goes last)
+
+  GptConfig config_;
+  StageSlice slice_;
+  CudaStageOptions options_;
+  int device_;
+  OwnedStream stream_;
+  DeferredRelease release_;         // handed-in tensors still read by the stream
+  std::unique_ptr<ParamStore> params_;
+  Tensor loss_host_;                // pinned f32 (1) for the loss readback
+};
+
+}  // namespace
+
+std::string describe_slice(const StageSlice& s) {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : " + ") + part; };
+  if (s.has_embedding) add("embedding");
+  if (s.num_blocks > 0)
+    add("blocks " + std::to_string(s.first_block) + ".." + std::to_string(s.end_block()));
+  if (s.has_head) add("head");
+  return out.empty() ? "empty slice" : out;
+}
+
+std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model) {
+  const auto* cuda = dynamic_cast<const CudaStageModel*>(&model);
+  if (!cuda)
+    throw std::invalid_argument("cuda_stage_gradients: the model was not made by make_cuda_stage_model");
+  return cuda->gradients();
+}
+
+bool cuda_device_available(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return device >= 0 && device < count;
+}
+
+std::unique_ptr<StageModel> make_cuda_stage_model(const GptConfig& config, const StageSlice& slice,
+                                                  std::uint64_t seed,
+                                                  const CudaStageOptions& options) {
+  validate(config, slice, options);
+  return std::make_unique<CudaStageModel>(config, slice, seed, options);
+}
+
+}  // namespace conveyor

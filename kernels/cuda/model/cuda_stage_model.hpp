@@ -1,0 +1,69 @@
+#pragma once
+// StageModel on one CUDA device: one GPT chunk (a StageSlice) with its AdamW state, the
+// same parameters (names, order, decay flags, initial values) as GptStage, computed in bf16
+// with fp32 accumulation by the launchers of kernels/cuda.
+//
+// Tensors at the interface:
+//   forward input     i32 (B, T) tokens on the host when the slice has the embedding,
+//                     else bf16 (B, T, C) on this model's device
+//   forward targets   i32 (B, T) on the host (head slice only)
+//   activation out    bf16 (B, T, C) on this device, fresh (empty on the head slice)
+//   loss              mean cross-entropy, read back to the host (one float per micro-batch:
+//                     the only host sync in forward/backward)
+//   grad_output in    bf16 (B, T, C) on this device (ignored on the head slice, where
+//                     d(loss)/d(logit) is scaled by loss_scale / (B * T) as on the CPU)
+//   input grad out    bf16 (B, T, C) on this device, fresh (empty on the embedding slice)
+//   weights()         host f32 tensors (the fp32 master, or the bf16 weights widened)
+//
+// Ordering without host syncs: every model owns a non-blocking compute stream on its
+// device. It calls wait_ready(t, stream) (device_storage.hpp) on every device tensor it is
+// handed, and record_ready(t, stream) on every tensor it hands out, so a consumer on another
+// stream or GPU orders itself on the tensor's ready event. Handed-in device tensors are
+// kept alive until the compute stream has finished reading them (DeferredRelease), so the
+// producer's allocator cannot reuse them early. Tensors handed out were allocated on the
+// compute stream: a consumer on another stream must likewise keep them until its reads are
+// complete (or synchronise) before dropping its last handle.
+//
+// Errors: CUDA failures throw CudaError; running out of device memory throws
+// CudaOutOfMemory (or CudaError) whose message names the stage slice, the method, what was
+// being allocated, and what to change in the configuration.
+//
+// Threading: every method may be called from any one thread at a time (the stage actor's);
+// each makes the model's device current for its duration and restores the previous one.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/model/stage_model.hpp"
+
+namespace conveyor {
+
+struct CudaStageOptions {
+  int device = 0;
+  /// optim.master: true = fp32 master weights and fp32 AdamW moments with a bf16 compute
+  /// copy; false = weights and moments in bf16 only (as the PyTorch reference).
+  bool master_fp32 = true;
+  /// Bitwise reproducible runs. Every launcher used is deterministic today, so this has
+  /// no effect yet; it is where faster non-deterministic kernels would be switched off.
+  bool deterministic = true;
+};
+
+/// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),
+/// d_model a multiple of 8, vocab a multiple of 8 on a head slice, head_dim 64 or 128 when
+/// the slice has blocks, and cuda_device_available(options.device).
+std::unique_ptr<StageModel> make_cuda_stage_model(const GptConfig& config, const StageSlice& slice,
+                                                  std::uint64_t seed,
+                                                  const CudaStageOptions& options);
+
+/// The f32 weight gradients accumulated so far, host tensors in parameter order (tests and
+/// debugging; waits for the device). Throws std::invalid_argument unless `model` was made
+/// by make_cuda_stage_model.
+std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model);
+
+/// True when the CUDA runtime works and `device` exists; never throws.
+bool cuda_device_available(int device);
+
+/// "embedding + blocks 0..4", "blocks 4..8 + head" (blocks [first, end)): for messages.
+std::string describe_slice(const StageSlice& slice);
+
+}  // namespace conveyor

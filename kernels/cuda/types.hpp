@@ -1,0 +1,21 @@
+#pragma once
+// Types shared by the launcher headers. These headers are plain C++ (no device code):
+// tests and the stage code include them from .cpp files compiled by the host compiler.
+//
+// Conventions of every launcher in kernels/cuda:
+// - It runs on the current device; every pointer must be device memory of that device.
+// - It queues work on `stream` and returns without waiting.
+// - It checks shapes (std::invalid_argument naming the values) and the launch (CudaError).
+// - Activations are bf16 and are written with =; parameter gradients are fp32 and are
+//   accumulated with +=; a few input gradients are accumulated (said in the comment).
+// - No reduction uses atomics: the same inputs give bitwise identical outputs.
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace conveyor {
+
+using bf16 = __nv_bfloat16;
+
+}  // namespace conveyor

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs the CUDA kernel tests (doctest TEST_CASEs named "cuda ...") on the GPU machine, one
+# test case per process, and prints a table: result, seconds, name. Exit status 1 when any
+# test fails (or none ran). Logs of failing tests are printed after the table.
+#
+# Usage: scripts/gpu_kernels_check.sh [path/to/kernels_tests]   (default build-cuda/tests/kernels_tests)
+# Env:   SANITIZE=1  run each test under compute-sanitizer memcheck instead (API errors are
+#                    not reported: the out-of-memory test provokes one on purpose).
+#        VERBOSE=1   print every test's log (the measured errors against the tolerances).
+#        FILTER='cuda attention*'  a doctest -tc pattern narrowing the set (no commas).
+set -u
+BIN=${1:-build-cuda/tests/kernels_tests}
+FILTER=${FILTER:-cuda *}
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/.gpu/lib:/usr/local/cuda/lib64"
+export NCCL_NVLS_ENABLE=0
+
+if [[ ! -x "$BIN" ]]; then
+  echo "gpu_kernels_check: no test binary at $BIN (build with: ninja -C build-cuda kernels_tests)" >&2
+  exit 2
+fi
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null \
+  || echo "(nvidia-smi unavailable)"
+
+mapfile -t cases < <("$BIN" --list-test-cases --no-version -tc="$FILTER" 2>/dev/null | grep '^cuda ')
+if [[ ${#cases[@]} -eq 0 ]]; then
+  echo "gpu_kernels_check: no test case matches '$FILTER' (was the binary built with CUDA?)" >&2
+  exit 1
+fi
+
+logdir=$(mktemp -d)
+pass=0 fail=0 skip=0
+failed=()
+printf '%-6s %8s  %s\n' result seconds "test case"
+printf '%-6s %8s  %s\n' ------ -------- ---------
+for i in "${!cases[@]}"; do
+  name=${cases[$i]}
+  log="$logdir/$i.log"
+  start=$(date +%s.%N)
+  if [[ "${SANITIZE:-0}" == 1 ]]; then
+    compute-sanitizer --tool memcheck --report-api-errors no --require-cuda-init no \
+      --error-exitcode 3 "$BIN" --no-version -tc="$name" >"$log" 2>&1
+  else
+    "$BIN" --no-version -tc="$name" >"$log" 2>&1
+  fi
+  rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+  if [[ $rc -eq 0 ]] && grep -q 'skipped: no GPU' "$log"; then
+    result=SKIP; skip=$((skip + 1))
+  elif [[ $rc -eq 0 ]]; then
+    result=PASS; pass=$((pass + 1))
+  else
+    result=FAIL; fail=$((fail + 1)); failed+=("$i")
+  fi
+  printf '%-6s %8.2f  %s\n' "$result" "$secs" "$name"
+  if [[ "${VERBOSE:-0}" == 1 ]]; then grep -E 'MESSAGE|scaled error' "$log" | sed 's/^/         /'; fi
+done
+echo "passed $pass, failed $fail, skipped (no GPU) $skip of ${#cases[@]}"
+for i in "${failed[@]}"; do
+  echo
+  echo "=== FAIL: ${cases[$i]}"
+  tail -n 60 "$logdir/$i.log"
+done
+rm -rf "$logdir"
+[[ $fail -eq 0 && $pass -gt 0 ]]

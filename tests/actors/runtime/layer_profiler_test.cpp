@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "actors/runtime/layer_profiler.hpp"
+#include "actors/schedule/cost_model.hpp"
+#include "actors/schedule/partitioner.hpp"
+#include "kernels/common/error.hpp"
+
+using conveyor::GptConfig;
+using conveyor::ProfileOptions;
+using conveyor::profile_layers;
+using namespace conveyor::sched;
+
+TEST_CASE("The profile has one unit per layer, positive times and the one-block timing for every block") {
+  const GptConfig config{5, 32, 4, 16, 300};
+  ProfileOptions options;
+  options.micro_batch_size = 2;
+  const ModelCosts costs = profile_layers(config, options);
+  REQUIRE(costs.units.size() == 7);
+  CHECK(costs.blocks() == 5);
+  for (std::size_t u = 0; u < costs.units.size(); ++u) {
+    CAPTURE(u);
+    CHECK(costs.units[u].f_us > 0);
+    CHECK(costs.units[u].w_us > 0);
+    if (u > 0) CHECK(costs.units[u].i_us > 0);  // the embedding has no input gradient to compute
+  }
+  for (int b = 2; b <= 5; ++b) {
+    CHECK(costs.units[b].f_us == costs.units[1].f_us);
+    CHECK(costs.units[b].activation_bytes == costs.units[1].activation_bytes);
+  }
+  CHECK(costs.source.find("measured on this CPU") == 0);
+  CHECK(costs.source.find("2 x 16 tokens") != std::string::npos);
+}
+
+TEST_CASE("Measured stash and parameter bytes are what the cost model predicts") {
+  for (const GptConfig& config : {GptConfig{2, 32, 4, 16, 300}, GptConfig{1, 48, 3, 24, 1000}}) {
+    CAPTURE(config.d_model);
+    ProfileOptions options;
+    options.micro_batch_size = 3;
+    options.repetitions = 1;
+    const ModelCosts measured = profile_layers(config, options);
+    const UnitCost want[] = {unit_memory_embedding(config, 3), unit_memory_block(config, 3),
+                             unit_memory_head(config, 3)};
+    const UnitCost got[] = {measured.units.front(), measured.units[1], measured.units.back()};
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      CHECK(got[k].activation_bytes == want[k].activation_bytes);
+      CHECK(got[k].param_bytes == want[k].param_bytes);
+    }
+  }
+}
+
+TEST_CASE("auto on measured costs moves blocks off the last stage of a large-vocabulary model") {
+  // The LM head over 32768 tokens dwarfs a block of width 16.
+  const GptConfig config{8, 16, 2, 16, 32768};
+  ProfileOptions options;
+  options.micro_batch_size = 2;
+  const ModelCosts costs = profile_layers(config, options);
+  REQUIRE(costs.units.back().total_us() > 4 * costs.units[1].total_us());
+  const PartitionResult r = auto_partition({{"1f1b", 4, 8, 1}, costs, std::nullopt, 0.0});
+  CHECK(r.blocks_per_stage.back() < r.uniform.blocks_per_stage.back());
+  CHECK(r.chosen.step_us() < r.uniform.step_us());
+  CHECK(r.explanation.find("measured on this CPU") != std::string::npos);
+}
+
+TEST_CASE("The profiler rejects what GptStage rejects, as an InputError") {
+  CHECK_THROWS_AS(profile_layers(GptConfig{2, 30, 4, 16, 300}), conveyor::InputError);  // 4 heads ∤ 30
+  ProfileOptions none;
+  none.repetitions = 0;
+  CHECK_THROWS_AS(profile_layers(GptConfig{2, 32, 4, 16, 300}, none), conveyor::InputError);
+}

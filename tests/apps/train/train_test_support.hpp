@@ -1,0 +1,128 @@
+#pragma once
+// Shared pieces of the end-to-end tests of `conveyor train`: a temporary folder per test,
+// running the built binary (from the source dir, under a deadline), reading what a run
+// wrote, and the small, fast job the tests train.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/apps/support/run_command.hpp"
+
+namespace conveyor::testing {
+
+namespace fs = std::filesystem;
+
+/// A fresh, empty folder under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "conveyor_train_test_XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+  /// Writes `bytes` to `name` inside the folder and returns its full path.
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const auto p = path_ / name;
+    std::ofstream out(p, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("cannot write " + p.string());
+    return p.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The lines of `text` without their '\n'; a last line without '\n' counts too.
+inline std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Every line of a .jsonl file, parsed (a line that is not JSON fails the test).
+inline std::vector<nlohmann::json> read_jsonl(const fs::path& path) {
+  std::vector<nlohmann::json> rows;
+  for (const auto& line : split_lines(read_text(path))) {
+    INFO(path.string() << " line: " << line);
+    REQUIRE_NOTHROW(rows.push_back(nlohmann::json::parse(line)));
+  }
+  return rows;
+}
+
+inline std::string source_path(const std::string& relative) {
+  return (fs::path(CONVEYOR_SOURCE_DIR) / relative).string();
+}
+
+/// Runs the built `conveyor` with `args` from the source dir (where the default config
+/// and corpus are found), or from `cwd` when given. A run past `timeout_s` is killed and
+/// fails the test.
+inline CommandResult run_conveyor(const std::vector<std::string>& args, int timeout_s = 60,
+                                  const std::string& cwd = CONVEYOR_SOURCE_DIR) {
+  std::vector<std::string> argv{CONVEYOR_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandOptions options;
+  options.timeout = std::chrono::seconds(timeout_s);
+  options.cwd = cwd;
+  CommandResult r = run_command(argv, options);
+  std::string command = "conveyor";
+  for (const auto& a : args) command += " " + a;
+  INFO("command: " << command);
+  INFO("stderr: " << r.err);
+  REQUIRE_MESSAGE(!r.timed_out, "killed after " << timeout_s << " s");
+  return r;
+}
+
+/// Runs `conveyor train args...` and requires it to succeed.
+inline CommandResult train_ok(const std::vector<std::string>& args, int timeout_s = 60) {
+  std::vector<std::string> full{"train"};
+  full.insert(full.end(), args.begin(), args.end());
+  CommandResult r = run_conveyor(full, timeout_s);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+/// A small English text (the README, copied so that every run of a test reads the same
+/// bytes even if the file is edited meanwhile) with enough tokens for both splits.
+inline std::string copy_english_text(const TempDir& dir) {
+  return dir.write("english.txt", read_text(source_path("README.md")));
+}
+
+/// --set overrides for a job that trains in well under a second: 4 layers of width 32,
+/// 4 micro-batches of 4 sequences of 64 bytes, 6 steps.
+inline std::vector<std::string> small_job(const std::string& data_path) {
+  return {"--set", "data.path=" + data_path, "--set", "model.layers=4",
+          "--set", "model.d_model=32",       "--set", "model.heads=2",
+          "--set", "pipeline.micro_batches=4", "--set", "train.steps=6",
+          "--set", "train.eval_every=0"};
+}
+
+}  // namespace conveyor::testing

@@ -1,0 +1,91 @@
+// Flash-style causal attention against kernels/cpu/attention.hpp in double.
+// T is not a multiple of the 16-row blocks or 32-key tiles, to exercise the edges.
+// Tolerances (scaled_error): 2e-2 on the bf16 output, 3e-2 on the gradients (see below).
+#if CONVEYOR_WITH_CUDA
+#include <doctest/doctest.h>
+
+#include "kernels/cpu/attention.hpp"
+#include "kernels/cuda/attention.hpp"
+#include "tests/kernels/cuda/cuda_test_util.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace cuda_testing;
+
+void check_attention(int B, int T, int C, int NH) {
+  TestStream s;
+  CAPTURE(T);
+  CAPTURE(C / NH);
+  const auto qkv = random_bf16(std::size_t(B) * T * 3 * C, 41 + C, 1.0);
+  const auto dout = random_bf16(std::size_t(B) * T * C, 42 + C);
+  const auto qkvd = to_double(qkv), doutd = to_double(dout);
+  std::vector<double> out(std::size_t(B) * T * C), att(std::size_t(B) * NH * T * T),
+      dqkv(std::size_t(B) * T * 3 * C);
+  cpu::attention_forward(out.data(), att.data(), qkvd.data(), B, T, C, NH);
+  cpu::attention_backward_input(dqkv.data(), doutd.data(), qkvd.data(), att.data(), B, T, C, NH);
+  // logsumexp of each row's scaled scores, from the probabilities: lse = s_ij - log p_ij
+  // at j = 0 (always unmasked).
+  std::vector<double> lse(std::size_t(B) * NH * T);
+  const int hs = C / NH;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        double dot = 0;
+        for (int d = 0; d < hs; ++d)
+          dot += qkvd[(std::size_t(b) * T + t) * 3 * C + h * hs + d] *
+                 qkvd[(std::size_t(b) * T + 0) * 3 * C + C + h * hs + d];
+        const double sc = dot / std::sqrt(static_cast<double>(hs));
+        lse[(std::size_t(b) * NH + h) * T + t] =
+            sc - std::log(att[((std::size_t(b) * NH + h) * T + t) * T + 0]);
+      }
+
+  auto qkv_g = upload_bf16(qkv, s), dout_g = upload_bf16(dout, s);
+  const int dev = current_device();
+  DeviceBuffer out_g(out.size() * 2, dev, s, "att out"), lse_g(lse.size() * 4, dev, s, "lse"),
+      dqkv_g(dqkv.size() * 2, dev, s, "dqkv");
+  CUDA_CHECK(cudaMemsetAsync(dqkv_g.data(), 0xff, dqkv.size() * 2, s));  // NaNs: all written?
+  attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
+  attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
+                           out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, s);
+  CONVEYOR_CHECK_CLOSE(out, download_bf16(out_g.data(), out.size(), s), 2e-2);
+  CONVEYOR_CHECK_CLOSE(lse, download_f32(lse_g.data(), lse.size(), s), 1e-4);
+  // dq, dk and dv separately: each has its own kernel path. The gradients carry more
+  // rounding than the forward: delta = rowsum(dout * out) is formed from the bf16 output
+  // (as in FlashAttention), and dS = P (dP - delta) cancels, so the tolerance is 3e-2.
+  const auto got = download_bf16(dqkv_g.data(), dqkv.size(), s);
+  for (int part = 0; part < 3; ++part) {
+    CAPTURE(part);  // 0 dq, 1 dk, 2 dv
+    std::vector<double> r;
+    std::vector<float> g;
+    for (std::size_t row = 0; row < std::size_t(B) * T; ++row)
+      for (int c = 0; c < C; ++c) {
+        r.push_back(dqkv[row * 3 * C + part * C + c]);
+        g.push_back(got[row * 3 * C + part * C + c]);
+      }
+    CONVEYOR_CHECK_CLOSE(r, g, 3e-2);
+  }
+}
+
+TEST_CASE("cuda attention forward and backward match the CPU reference for head size 64") {
+  CONVEYOR_REQUIRE_GPU();
+  check_attention(2, 67, 128, 2);
+  check_attention(1, 5, 64, 1);
+}
+
+TEST_CASE("cuda attention forward and backward match the CPU reference for head size 128") {
+  CONVEYOR_REQUIRE_GPU();
+  check_attention(2, 83, 256, 2);
+  check_attention(1, 300, 128, 1);
+}
+
+TEST_CASE("cuda attention rejects head sizes other than 64 and 128") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  CHECK_THROWS_AS(attention_forward(nullptr, nullptr, nullptr, 1, 8, 96, 1, s),
+                  std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace conveyor
+#endif  // CONVEYOR_WITH_CUDA

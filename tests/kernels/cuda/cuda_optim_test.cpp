@@ -1,0 +1,178 @@
+// AdamW (fp32 master + bf16 copy, and all-bf16) against kernels/optim/adamw.cpp, and the
+// deterministic sum of squares against a double sum.
+#if CONVEYOR_WITH_CUDA
+#include <doctest/doctest.h>
+
+#include "kernels/cuda/adamw.hpp"
+#include "kernels/cuda/grad_norm.hpp"
+#include "kernels/optim/adamw.hpp"
+#include "tests/kernels/cuda/cuda_test_util.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace cuda_testing;
+
+constexpr int kDecayN = 600, kPlainN = 400, kN = kDecayN + kPlainN;
+
+std::vector<Param> make_params(const std::vector<float>& w) {
+  std::vector<Param> ps(2);
+  ps[0].name = "decayed";
+  ps[0].decay = true;
+  ps[1].name = "plain";
+  ps[1].decay = false;
+  for (int i = 0; i < 2; ++i) {
+    const int n = i == 0 ? kDecayN : kPlainN, off = i == 0 ? 0 : kDecayN;
+    ps[i].value = Tensor::zeros({n});
+    ps[i].grad = Tensor::zeros({n});
+    for (int k = 0; k < n; ++k) ps[i].value.f32()[k] = w[off + k];
+  }
+  return ps;
+}
+
+void set_grads(std::vector<Param>& ps, const std::vector<float>& g) {
+  for (int k = 0; k < kDecayN; ++k) ps[0].grad.f32()[k] = g[k];
+  for (int k = 0; k < kPlainN; ++k) ps[1].grad.f32()[k] = g[kDecayN + k];
+}
+
+std::vector<double> flat_values(const std::vector<Param>& ps) {
+  std::vector<double> out;
+  for (const Param& p : ps)
+    for (float x : p.value.f32_span()) out.push_back(x);
+  return out;
+}
+
+struct Runs {
+  DeviceBuffer ends, decay;
+  DecayRuns view() const { return {ends.as<std::int64_t>(), decay.as<std::uint8_t>(), 2}; }
+};
+
+Runs make_runs(cudaStream_t s) {
+  return {upload(std::vector<std::int64_t>{kDecayN, kN}, s),
+          upload(std::vector<std::uint8_t>{1, 0}, s)};
+}
+
+TEST_CASE("cuda AdamW with fp32 master weights matches the CPU optimizer over three steps") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const auto w0 = random_bf16(kN, 51, 0.5);
+  auto ps = make_params(w0);
+  AdamWState state;
+  AdamWConfig cfg;
+  const float lr = 1e-2f, grad_scale = 0.5f;
+
+  auto w_g = upload(w0, s);
+  DeviceBuffer m_g(kN * 4, current_device(), s, "m"), v_g(kN * 4, current_device(), s, "v"),
+      copy_g(kN * 2, current_device(), s, "bf16 copy");
+  CUDA_CHECK(cudaMemsetAsync(m_g.data(), 0, kN * 4, s));
+  CUDA_CHECK(cudaMemsetAsync(v_g.data(), 0, kN * 4, s));
+  const Runs runs = make_runs(s);
+  for (int step = 1; step <= 3; ++step) {
+    const auto g = random_bf16(kN, 60 + step, 0.1);
+    set_grads(ps, g);
+    adamw_step(ps, state, cfg, lr, grad_scale);
+    auto g_g = upload(g, s);
+    AdamWHyper hp;
+    hp.lr = lr;
+    hp.beta1 = cfg.beta1;
+    hp.beta2 = cfg.beta2;
+    hp.eps = cfg.eps;
+    hp.weight_decay = cfg.weight_decay;
+    hp.grad_scale = grad_scale;
+    adamw_bias_corrections(hp, step);
+    adamw_update(w_g.as<float>(), copy_g.as<bf16>(), g_g.as<float>(), m_g.as<float>(),
+                 v_g.as<float>(), kN, hp, runs.view(), s);
+    s.sync();
+  }
+  const auto ref = flat_values(ps);
+  const auto got = download_f32(w_g.data(), kN, s);
+  CONVEYOR_CHECK_CLOSE(ref, got, 1e-5);
+  const auto copy = download<std::uint16_t>(copy_g.data(), kN, s);
+  CHECK(copy == to_bf16_bits(got));  // the compute copy is the rounded master
+}
+
+TEST_CASE("cuda AdamW with all-bf16 state matches a bf16-rounding emulation of the CPU step") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const auto w0 = random_bf16(kN, 52, 0.5);
+  std::vector<float> w = w0, m(kN, 0.0f), v(kN, 0.0f);
+  AdamWHyper hp;
+  hp.lr = 1e-2f;
+  auto w_g = upload_bf16(w0, s);
+  auto m_g = upload_bf16(m, s), v_g = upload_bf16(v, s);
+  const Runs runs = make_runs(s);
+  for (int step = 1; step <= 3; ++step) {
+    const auto g = random_bf16(kN, 70 + step, 0.1);
+    adamw_bias_corrections(hp, step);
+    for (int i = 0; i < kN; ++i) {  // the CPU formula, state rounded to bf16 after each step
+      const float gi = g[i] * hp.grad_scale;
+      const float mi = hp.beta1 * m[i] + (1.0f - hp.beta1) * gi;
+      const float vi = hp.beta2 * v[i] + (1.0f - hp.beta2) * gi * gi;
+      const float wd = i < kDecayN ? hp.weight_decay : 0.0f;
+      const float upd = (mi / hp.bias_correction1) /
+                            (std::sqrt(vi / hp.bias_correction2) + hp.eps) + wd * w[i];
+      w[i] = round_to_bf16(w[i] - hp.lr * upd);
+      m[i] = round_to_bf16(mi);
+      v[i] = round_to_bf16(vi);
+    }
+    auto g_g = upload(g, s);
+    adamw_update_bf16(w_g.as<bf16>(), g_g.as<float>(), m_g.as<bf16>(), v_g.as<bf16>(), kN, hp,
+                      runs.view(), s);
+    s.sync();
+  }
+  // One bf16 ulp (2^-8 relative) of slack for FMA contraction on the GPU.
+  CONVEYOR_CHECK_CLOSE(to_double(w), download_bf16(w_g.data(), kN, s), 1e-2);
+  CONVEYOR_CHECK_CLOSE(to_double(m), download_bf16(m_g.data(), kN, s), 1e-2);
+  CONVEYOR_CHECK_CLOSE(to_double(v), download_bf16(v_g.data(), kN, s), 1e-2);
+}
+
+TEST_CASE("cuda grad_square_sum matches a double sum and clips AdamW like clip_scale") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const std::int64_t n = 300001;  // several elements per thread, odd tail
+  const auto x = random_bf16(static_cast<std::size_t>(n), 81, 2.0);
+  double ref = 0;
+  for (float v : x) ref += static_cast<double>(v) * v;
+  auto x_g = upload(x, s);
+  DeviceBuffer sum(4, current_device(), s, "sum");
+  grad_square_sum(sum.as<float>(), x_g.as<float>(), n, false, s);
+  CHECK(download_f32(sum.data(), 1, s)[0] == doctest::Approx(ref).epsilon(1e-5));
+  grad_square_sum(sum.as<float>(), x_g.as<float>(), 1000, true, s);  // += a prefix
+  double ref2 = ref;
+  for (int i = 0; i < 1000; ++i) ref2 += static_cast<double>(x[i]) * x[i];
+  CHECK(download_f32(sum.data(), 1, s)[0] == doctest::Approx(ref2).epsilon(1e-5));
+
+  // Device-side clipping gives the same update as a host grad_scale of clip_scale(norm).
+  const int k = kN;
+  const auto w0 = random_bf16(k, 82, 0.5), g = random_bf16(k, 83, 1.0);
+  double gss = 0;
+  for (float v : g) gss += static_cast<double>(v) * v;
+  auto g_g = upload(g, s);
+  DeviceBuffer norm_sq(4, current_device(), s, "norm_sq");
+  grad_square_sum(norm_sq.as<float>(), g_g.as<float>(), k, false, s);
+  const Runs runs = make_runs(s);
+  auto run = [&](bool device_clip) {
+    auto w_g = upload(w0, s);
+    DeviceBuffer m_g(k * 4, current_device(), s, "m"), v_g(k * 4, current_device(), s, "v");
+    CUDA_CHECK(cudaMemsetAsync(m_g.data(), 0, k * 4, s));
+    CUDA_CHECK(cudaMemsetAsync(v_g.data(), 0, k * 4, s));
+    AdamWHyper hp;
+    hp.lr = 1e-2f;
+    adamw_bias_corrections(hp, 1);
+    if (device_clip) {
+      hp.grad_norm_sq = norm_sq.as<float>();
+      hp.max_grad_norm = 1.0f;
+    } else {
+      hp.grad_scale = clip_scale(std::sqrt(gss), 1.0);
+    }
+    adamw_update(w_g.as<float>(), nullptr, g_g.as<float>(), m_g.as<float>(), v_g.as<float>(), k,
+                 hp, runs.view(), s);
+    return download_f32(w_g.data(), k, s);
+  };
+  const auto host_clipped = run(false), device_clipped = run(true);
+  CONVEYOR_CHECK_CLOSE(to_double(host_clipped), device_clipped, 1e-5);
+}
+
+}  // namespace
+}  // namespace conveyor
+#endif  // CONVEYOR_WITH_CUDA

@@ -111,6 +111,13 @@ std::vector<double> parse_numbers(const std::string& flag, const std::string& te
 
 std::string fmt_num(double v) { return fmt::format("{:.6g}", v); }
 
+// A duration in µs, in the unit that keeps it short: "33 us", "96.3765 ms", "2.40852 s".
+std::string fmt_time(double us) {
+  if (us >= 1e7) return fmt_num(us / 1e6) + " s";
+  if (us >= 1e4) return fmt_num(us / 1e3) + " ms";
+  return fmt_num(us) + " us";
+}
+
 std::string rank_list(const std::vector<double>& v, bool as_percent) {
   std::string s;
   for (std::size_t r = 0; r < v.size(); ++r) {
@@ -291,17 +298,17 @@ Report config_report(const SchedOptions& o) {
   }
   report.notes.push_back("F+I+W per model stage (us): " + stage_costs);
   if (choice.blocks_per_stage != uniform.blocks_per_stage) {
-    report.after.push_back(fmt::format("uniform {} would take {} us (bubble {:.2f}%)",
-                                       sched::format_blocks(uniform.blocks_per_stage), fmt_num(uniform.step_us()),
+    report.after.push_back(fmt::format("uniform {} would take {} (bubble {:.2f}%)",
+                                       sched::format_blocks(uniform.blocks_per_stage), fmt_time(uniform.step_us()),
                                        100.0 * uniform.sim.bubble));
   }
   std::optional<sched::PartitionResult> suggestion;
   if (choice.mode != "auto") {
     sched::PartitionRequest request{spec, costs, std::nullopt, message_us};
     suggestion = sched::auto_partition(request);
-    report.after.push_back(fmt::format("pipeline.partition: auto would choose {} ({} us)",
+    report.after.push_back(fmt::format("pipeline.partition: auto would choose {} ({})",
                                        sched::format_blocks(suggestion->blocks_per_stage),
-                                       fmt_num(suggestion->chosen.step_us())));
+                                       fmt_time(suggestion->chosen.step_us())));
   }
 
   TrainingJob job;
@@ -337,7 +344,7 @@ Report config_report(const SchedOptions& o) {
 std::vector<std::string> metric_lines(const Report& r) {
   const auto& s = r.sim;
   std::vector<std::string> lines{
-      fmt::format("makespan          {} {}", fmt_num(s.makespan), r.unit),
+      "makespan          " + fmt_time(s.makespan),
       fmt::format("bubble            {} ({:.2f}% of ranks x makespan idle)", fmt_num(s.bubble), 100.0 * s.bubble),
       "stage bubble      " + rank_list(s.stage_bubble, true),
       "peak activations  " + rank_list(s.peak_activations) + " (micro-batches in flight)"};

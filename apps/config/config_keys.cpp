@@ -25,6 +25,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(model.seq_len, "tokens per training sequence (context length)", at_least(1)),
       KEY(model.vocab, "vocabulary size (>= 256 for data.format text)", at_least(1),
           at_most(65536, "token ids are uint16")),
+      make_key("model.dtype", [](auto& c) -> auto& { return c.model_dtype; },
+               "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA", one_of(&known_model_dtypes)),
 
       KEY(pipeline.stages, "pipeline stages (at most model.layers)", at_least(1)),
       KEY(pipeline.schedule, "pipeline schedule", one_of(&known_schedule_names)),
@@ -58,6 +60,11 @@ std::vector<ConfigKey> build_keys() {
           distinct()),
 
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
+      KEY(runtime.deterministic,
+          "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
+
+      KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
+          one_of(&known_master_dtypes)),
   };
 }
 

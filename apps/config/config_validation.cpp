@@ -36,6 +36,17 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              " layers, model.layers is " + to_string(m.layers),
                          "model.layers"};
   if (auto p = check_partition_key(c)) return p;
+  const bool cuda = c.devices.kind == "cuda";
+  if (cuda && c.model_dtype == "fp32")
+    return ConfigProblem{"model.dtype", "'" + c.model_dtype +
+                                            "' on devices.kind cuda (the CUDA kernels compute "
+                                            "in bf16: set model.dtype: bf16)",
+                         "devices.kind"};
+  if (!cuda && c.model_dtype == "bf16")
+    return ConfigProblem{"model.dtype", "'" + c.model_dtype +
+                                            "' on devices.kind cpu (the CPU kernels compute "
+                                            "in fp32: set model.dtype: fp32)",
+                         "devices.kind"};
   if (c.data.format == DataFormat::text && m.vocab < 256)
     return ConfigProblem{"model.vocab",
                          to_string(m.vocab) +

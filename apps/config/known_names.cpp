@@ -13,4 +13,14 @@ const std::vector<std::string>& known_device_kinds() {
   return kinds;
 }
 
+const std::vector<std::string>& known_model_dtypes() {
+  static const std::vector<std::string> names = {"auto", "fp32", "bf16"};
+  return names;
+}
+
+const std::vector<std::string>& known_master_dtypes() {
+  static const std::vector<std::string> names = {"fp32", "bf16"};
+  return names;
+}
+
 }  // namespace conveyor

@@ -14,4 +14,7 @@ const std::vector<std::string>& known_schedule_names();
 /// `devices.kind` values.
 const std::vector<std::string>& known_device_kinds();
 
+const std::vector<std::string>& known_model_dtypes();
+const std::vector<std::string>& known_master_dtypes();
+
 }  // namespace conveyor

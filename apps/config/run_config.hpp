@@ -48,15 +48,22 @@ struct DevicesSection {
 
 struct RuntimeSection {
   std::int64_t threads_per_stage = 1;        // runtime.threads_per_stage (CPU kernels)
+  bool deterministic = true;                 // runtime.deterministic (GPU: no atomics, pinned GEMM algorithms)
+};
+
+struct OptimSection {
+  std::string master = "fp32";               // optim.master: fp32 (fp32 master + state) | bf16
 };
 
 struct RunConfig {
   GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
+  std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
   PipelineSection pipeline;
   TrainSection train;
   DataSection data;
   DevicesSection devices;
   RuntimeSection runtime;
+  OptimSection optim;
 };
 
 }  // namespace conveyor

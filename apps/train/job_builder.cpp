@@ -1,5 +1,7 @@
 #include "apps/train/job_builder.hpp"
 
+#include "apps/train/device_models.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -30,6 +32,9 @@ TrainingJob build_training_job(const RunConfig& config) {
   if (partition.mode == "auto") fmt::print(stderr, "conveyor train: {}\n", partition.reason);
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);
+  assign_devices(config, job.placement);
+  job.make_model = stage_model_factory(config);
+  job.data.activation_dtype = activation_dtype(config);
 
   job.adamw.beta1 = static_cast<float>(config.train.beta1);
   job.adamw.beta2 = static_cast<float>(config.train.beta2);

@@ -8,13 +8,13 @@
 // The rounding is the same either way, so the losses and gradients do not depend on how
 // the model is split into slices (bitwise, on one GPU model and library version).
 //
-// Memory of one micro-batch's stash, per block and token: after forward 12C + 3 * NH...
-// precisely: x, ln1, atty, res2, ln2 (5C bf16), qkv (3C bf16), pre-GELU and GELU (8C
-// bf16), 4 floats of LayerNorm statistics and NH floats of attention logsumexp.
-// backward_input frees qkv, the logsumexp and the pre-GELU activation and adds d_out,
-// d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and d_fc1 (4C); backward_weight frees
-// everything. The head keeps x, ln_f's output (2C), the logits (V bf16, overwritten by
-// their gradient) and d_lnf (C). StageStash::bytes() reports what is held.
+// Memory of one micro-batch's stash, per block and token: after forward x, ln1, atty,
+// res2, ln2 (5C bf16), qkv (3C), pre-GELU and GELU (8C), 4 floats of LayerNorm statistics
+// and NH floats of attention logsumexp. backward_input frees qkv, the logsumexp and the
+// pre-GELU activation and adds d_out, d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and
+// d_fc1 (4C); backward_weight frees everything. The head keeps its input and ln_f's output
+// (2C), the logits (V bf16, overwritten by their gradient) and d_lnf (C).
+// StageStash::bytes() reports what is held.
 //
 // Host syncs: only the loss readback at the end of a head slice's forward.
 #include "kernels/cuda/model/cuda_stage_model.hpp"
@@ -36,6 +36,7 @@
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/layernorm.hpp"
 #include "kernels/cuda/model/deferred_release.hpp"
+#include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/param_store.hpp"
 #include "kernels/cuda/model/residual.hpp"
 
@@ -193,7 +194,8 @@ class CudaStageModel final : public StageModel {
         options_(options),
         device_(options.device),
         stream_(options.device),
-        release_(stream_.get(), options.device) {
+        release_(stream_.get(), options.device),
+        staging_(stream_.get(), options.device) {
     DeviceGuard guard(device_);
     try {
       // The CPU reference builds (and validates) the parameters: the same names, order,
@@ -208,8 +210,11 @@ class CudaStageModel final : public StageModel {
   }
 
   ~CudaStageModel() override {
+    // Everything queued must finish before the members below return their blocks to the
+    // free list of a stream that is about to be destroyed.
     try {
       DeviceGuard guard(device_);
+      (void)cudaStreamSynchronize(stream());
       release_.drain();
     } catch (...) {
     }
@@ -277,7 +282,8 @@ class CudaStageModel final : public StageModel {
         ". Reduce pipeline.micro_batch_size, use more pipeline.stages, or model.recompute";
     if (const auto* oom = dynamic_cast<const CudaOutOfMemory*>(&e))
       throw CudaOutOfMemory(where + oom->what() + advice, oom->requested(), oom->free_bytes());
-    throw CudaError(e.file().c_str(), e.line(), e.call(), e.error() + " (" + where + "out of memory" + advice + ")");
+    throw CudaError(e.file().c_str(), e.line(), e.call(),
+                    e.error() + " (" + where + "out of memory" + advice + ")");
   }
 
   cudaStream_t stream() const { return stream_.get(); }
@@ -379,7 +385,7 @@ class CudaStageModel final : public StageModel {
     // formed by the kernel that reads it next).
     Tensor x, res_a, res_b;
     if (slice_.has_embedding) {
-      Tensor tokens = to_device(input, device_, stream());  // pageable: staged by the driver
+      Tensor tokens = staging_.upload(input, "token ids (B, T)");
       x = alloc({B, T, C}, DType::bf16, "embedding output (B, T, C)");
       embedding_forward(bf(x), i32(tokens), w(0), w(1), int(B), int(T), int(C), stream());
       if (stash) stash->tokens = std::move(tokens);
@@ -469,7 +475,7 @@ class CudaStageModel final : public StageModel {
     const std::int64_t C = config_.d_model, V = config_.vocab;
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
     const std::size_t base = head_base();
-    h.targets = to_device(targets, device_, stream());
+    h.targets = staging_.upload(targets, "targets (B, T)");
     h.lnf = alloc({B, T, C}, DType::bf16, "ln_f output (B, T, C)");
     h.lnf_mean = alloc({B, T}, DType::f32, "ln_f mean (B, T)");
     h.lnf_rstd = alloc({B, T}, DType::f32, "ln_f rstd (B, T)");
@@ -619,6 +625,7 @@ class CudaStageModel final : public StageModel {
   int device_;
   OwnedStream stream_;
   DeferredRelease release_;         // handed-in tensors still read by the stream
+  HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
   Tensor loss_host_;                // pinned f32 (1) for the loss readback
 };

@@ -1,0 +1,22 @@
+#pragma once
+// Which stage model each rank gets, from devices.kind and devices.ids: the CPU reference,
+// or a CUDA model on the rank's GPU. Ranks take devices.ids round-robin (all on GPU 0
+// when ids is empty); the placement records each rank's device.
+#include "actors/placement.hpp"
+#include "apps/config/run_config.hpp"
+#include "kernels/model/stage_model.hpp"
+#include "kernels/tensor/dtype.hpp"
+
+namespace conveyor {
+
+/// Sets each rank's device in `placement`. Throws InputError for devices.kind cuda in a
+/// build without CUDA, or for a GPU id that this machine does not have.
+void assign_devices(const RunConfig& config, Placement& placement);
+
+/// The factory for the ranks' stage models.
+StageModelFactory stage_model_factory(const RunConfig& config);
+
+/// The dtype of activations and gradients between stages.
+DType activation_dtype(const RunConfig& config);
+
+}  // namespace conveyor

@@ -34,6 +34,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--micro-batches", overhead->micro_batches, "Micro-batches per step")
       ->capture_default_str();
   cmd->add_option("--steps", overhead->steps, "Steps")->capture_default_str();
+  cmd->add_flag_callback(
+      "--scheduled", [overhead] { overhead->detached = false; },
+      "Stage actors on the work-stealing scheduler (default: a detached thread each)");
   cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -60,14 +60,15 @@ void run_train(const TrainOptions& opt) {
                                   {"unigram_entropy", entropy},
                                   {"tokens_per_s", log.mean_tokens_per_s()},
                                   {"bubble", log.mean_bubble()},
-                                  {"simulated_bubble", log.simulated_bubble()},
+                                  {"simulated_bubble", log.replayed_bubble()},
+                                  {"simulated_bubble_mean_durations", log.simulated_bubble()},
                                   {"run_dir", dir.string()}};
   log.event(summary);
   fmt::print(stderr,
              "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {:.0f} tokens/s, "
-             "bubble {:.1f}% measured, {:.1f}% simulated for the measured durations; weights in {}\n",
+             "bubble {:.1f}% measured, {:.1f}% simulated with the measured durations ({:.1f}% with their means); weights in {}\n",
              result.final_loss, result.final_val_loss, entropy, log.mean_tokens_per_s(),
-             100 * log.mean_bubble(), 100 * log.simulated_bubble(), (dir / "weights.safetensors").string());
+             100 * log.mean_bubble(), 100 * log.replayed_bubble(), 100 * log.simulated_bubble(), (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
 }
 

@@ -15,9 +15,15 @@ int slot(sched::ActionKind k) {
 
 }  // namespace
 
-ActionDurationStats::ActionDurationStats(int ranks) : sums_(ranks) {}
+ActionDurationStats::ActionDurationStats(const sched::Schedule& schedule)
+    : schedule_(schedule), sums_(schedule.spec.stages) {}
 
 void ActionDurationStats::add(const std::vector<StageReport>& reports) {
+  sched::SimCosts replay;
+  for (const auto& r : reports)
+    for (const auto& t : r.timings) replay.action_us[t.action.str(true)] = (t.end_ns - t.start_ns) / 1e3;
+  const auto sim = sched::simulate(schedule_, replay);
+  if (sim.ok()) replayed_bubble_sum_ += sim.bubble;
   for (const auto& r : reports) {
     if (r.rank < 0 || r.rank >= static_cast<int>(sums_.size())) continue;
     for (const auto& t : r.timings) {

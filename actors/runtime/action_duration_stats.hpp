@@ -1,7 +1,9 @@
 #pragma once
-// Mean measured duration of each compute kind per rank, gathered over steps, to feed the
-// schedule simulator: its predicted bubble for the measured durations is what the
-// measured bubble is checked against.
+// Measured action durations, gathered over steps, fed to the schedule simulator. Two
+// predictions of the bubble come out: one from the mean duration of each kind per rank
+// (what a planner would assume), and one replaying every step with the durations each
+// action actually took (what a perfect runtime would have achieved with that work); the
+// gap between the replay and the measured bubble is the runtime's own overhead.
 #include <array>
 #include <vector>
 
@@ -12,11 +14,13 @@ namespace conveyor {
 
 class ActionDurationStats {
  public:
-  explicit ActionDurationStats(int ranks);
+  explicit ActionDurationStats(const sched::Schedule& schedule);
 
   /// The reports of one train step.
   void add(const std::vector<StageReport>& reports);
   int steps() const { return steps_; }
+  /// Mean over the added steps of the simulated bubble with each step's own durations.
+  double replayed_bubble() const { return steps_ ? replayed_bubble_sum_ / steps_ : 0.0; }
 
   /// Per-rank mean F, B, I, W durations in µs (0 for a kind a rank never ran);
   /// communication free (in one process a message is a pointer hand-off).
@@ -28,8 +32,10 @@ class ActionDurationStats {
     long count = 0;
     double mean() const { return count ? us / count : 0.0; }
   };
+  const sched::Schedule& schedule_;
   std::vector<std::array<Sum, 4>> sums_;  // [rank][F, B, I, W]
   int steps_ = 0;
+  double replayed_bubble_sum_ = 0.0;
 };
 
 }  // namespace conveyor

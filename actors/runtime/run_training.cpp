@@ -17,12 +17,19 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   caf::actor_system_config cfg;
   // Stage actors are detached (a thread each); the scheduler runs only the coordinator
   // and the blocking caller, so two threads suffice.
-  cfg.set("scheduler.max-threads", 2);
+  const auto ranks = job->placement.ranks.size();
+  cfg.set("scheduler.max-threads", job->detached_stages ? 2 : ranks + 2);
+  if (!job->detached_stages) {  // stay awake longer between messages
+    cfg.set("work-stealing.aggressive-poll-attempts", 10000);
+    cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(2)});
+  }
   caf::actor_system system{cfg};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;
   for (int r = 0; r < static_cast<int>(job->placement.ranks.size()); ++r)
-    stages.push_back(system.spawn<caf::detached>(stage_actor, job, r, epoch));
+    stages.push_back(job->detached_stages
+                         ? system.spawn<caf::detached>(stage_actor, job, r, epoch)
+                         : system.spawn(stage_actor, job, r, epoch));
   auto coordinator = system.spawn(coordinator_actor, job, stages, &observer);
 
   TrainResult result;

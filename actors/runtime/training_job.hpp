@@ -30,6 +30,10 @@ struct TrainingJob {
   std::string partition = "uniform";  // how blocks were split: uniform | explicit | auto
   std::string partition_reason;       // what was chosen and why (plan.json, the log)
   StageModelFactory make_model = make_cpu_stage_model;  // per device kind
+  // Stage actors on threads of their own (detached), or on CAF's work-stealing
+  // scheduler with one worker per stage that polls before it sleeps (lower message
+  // latency; compute still never shares a worker with another stage's compute).
+  bool detached_stages = true;
 
   std::int64_t tokens_per_step() const {
     return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;

@@ -163,6 +163,14 @@ SimCosts SimCosts::uniform(double f, double b, double i, double w) {
   return c;
 }
 
+double SimCosts::duration_us(const Action& action) const {
+  if (!action_us.empty()) {
+    auto it = action_us.find(action.str(true));
+    if (it != action_us.end()) return it->second;
+  }
+  return duration_us(action.stage, action.kind);
+}
+
 double SimCosts::duration_us(int rank, ActionKind kind) const {
   const auto pick = [rank](const std::vector<double>& v) {
     return v.size() == 1 ? v[0] : v.at(static_cast<std::size_t>(rank));
@@ -216,7 +224,7 @@ SimResult simulate(const Schedule& s, const SimCosts& costs) {
           start = std::max(start, out.timings[d.needs.stage][d.slot].end_us + d.delay);
         }
         const Action& a = s.ranks[r][next[r]];
-        const double duration = costs.duration_us(r, a.kind);
+        const double duration = costs.duration_us(a);
         out.timings[r].push_back({a, start, start + duration});
         out.busy[r] += duration;
         free_at[r] = start + duration;

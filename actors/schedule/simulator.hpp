@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include <map>
+#include <string>
+
 #include "actors/schedule/schedule.hpp"
 
 namespace conveyor::sched {
@@ -31,11 +34,16 @@ struct SimCosts {
   double latency_us = 0.0;      // per message
   double bandwidth_gb_s = 0.0;  // GB/s = 1e9 bytes/s; unused when message_bytes == 0
   double message_bytes = 0.0;   // bytes per activation or gradient message
+  // Exact durations of particular actions (e.g. replaying measured timings), keyed by
+  // Action::str(true); they take precedence over the per-kind durations.
+  std::map<std::string, double> action_us;
 
   /// The same durations on every rank, free communication.
   static SimCosts uniform(double f, double b, double i, double w);
   /// Duration of `kind` on `rank`; 0 for SEND and RECV.
   double duration_us(int rank, ActionKind kind) const;
+  /// Duration of `action`: its entry in action_us, else duration_us(rank, kind).
+  double duration_us(const Action& action) const;
   /// Time from a send to the arrival: latency + bytes / bandwidth.
   double message_us() const;
 };

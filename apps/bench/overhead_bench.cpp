@@ -61,6 +61,7 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   job.steps = o.steps;
   job.eval_batches = 1;
   job.make_model = empty_stage_model_factory(job.data.micro_batch_size);
+  job.detached_stages = o.detached;
 
   std::size_t actions_per_step = 0, longest_rank = 0;
   for (const auto& r : job.schedule.ranks) {
@@ -86,6 +87,7 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
           {"stages", o.stages},
           {"micro_batches", o.micro_batches},
           {"steps", o.steps},
+          {"stage_threads", o.detached ? "detached" : "scheduled"},
           {"actions", actions},
           {"per_action_us", median(per_action)},
           {"per_action_us_mean", total_ms * 1e3 / (longest_rank * per_action.size())},

@@ -14,6 +14,7 @@ struct OverheadOptions {
   std::string schedule = "1f1b";
   int micro_batches = 64;
   std::int64_t steps = 200;
+  bool detached = true;  // stage actors on their own threads, else on the scheduler
 };
 
 /// Figures: `per_action_us` (median over steps of a rank's step time per action),

@@ -60,6 +60,10 @@ std::vector<ConfigKey> build_keys() {
           distinct()),
 
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
+      KEY(runtime.stage_threads,
+          "detached: a thread per stage actor; scheduled: CAF's work-stealing workers, which "
+          "poll for messages (lower latency, spends idle CPU)",
+          one_of(&known_stage_threads)),
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
 

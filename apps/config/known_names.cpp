@@ -23,4 +23,9 @@ const std::vector<std::string>& known_master_dtypes() {
   return names;
 }
 
+const std::vector<std::string>& known_stage_threads() {
+  static const std::vector<std::string> names = {"detached", "scheduled"};
+  return names;
+}
+
 }  // namespace conveyor

@@ -16,5 +16,6 @@ const std::vector<std::string>& known_device_kinds();
 
 const std::vector<std::string>& known_model_dtypes();
 const std::vector<std::string>& known_master_dtypes();
+const std::vector<std::string>& known_stage_threads();
 
 }  // namespace conveyor

@@ -46,6 +46,7 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.eval_every = config.train.eval_every;
   job.eval_batches = static_cast<int>(config.train.eval_batches);
   job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
+  job.detached_stages = config.runtime.stage_threads == "detached";
   return job;
 }
 

@@ -13,7 +13,7 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, const sched::Schedule&
       file_(std::fopen(file.c_str(), "a")),
       schedule_(schedule),
       progress_(progress),
-      durations_(schedule.spec.stages) {
+      durations_(schedule) {
   if (!file_)
     throw std::runtime_error(fmt::format("{}: cannot open: {}", path_.string(),
                                          std::strerror(errno)));

@@ -30,6 +30,8 @@ class MetricsLog final : public TrainingObserver {
   double mean_bubble() const;
   /// The simulator's bubble for this schedule fed the mean measured action durations.
   double simulated_bubble() const;
+  /// The simulator's bubble replaying each step with its actions' measured durations.
+  double replayed_bubble() const { return durations_.replayed_bubble(); }
 
  private:
   void append(const nlohmann::json& row);

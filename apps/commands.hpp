@@ -8,6 +8,7 @@ namespace conveyor {
 /// InputError (exit code 2), anything else is a bug (exit code 1).
 void add_train_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_config_command(CLI::App& app);
 void add_sched_command(CLI::App& app);
 
 }  // namespace conveyor

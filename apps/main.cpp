@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.allow_extras(false);
   conveyor::add_train_command(app);
   conveyor::add_bench_command(app);
+  conveyor::add_config_command(app);
   conveyor::add_sched_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;

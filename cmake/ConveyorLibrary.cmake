@@ -40,6 +40,12 @@ function(conveyor_test name dir)
   if(arg_NEEDS_BINARY)
     add_dependencies(${name} conveyor)
   endif()
+  # Test cases named "cuda ..." need a GPU: registered as "gpu: cuda ..." with the label
+  # gpu (`ctest -L gpu` on the GPU machine); without a GPU they report "skipped: no GPU".
   doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    TEST_SPEC "--test-case-exclude=cuda?*" TEST_LIST ${name}_cpu_tests
     PROPERTIES TIMEOUT 600)
+  doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    TEST_SPEC "--test-case=cuda?*" TEST_PREFIX "gpu: " TEST_LIST ${name}_gpu_tests
+    PROPERTIES TIMEOUT 600 LABELS gpu)
 endfunction()

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libcaf-dev libucx-dev libboost-dev doctest-dev libyaml-cpp-dev libcli11-dev
+  libcaf-dev libucx-dev libboost-dev libssl-dev doctest-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libopenblas-dev
 )
 missing=()

@@ -154,9 +154,14 @@ std::string config_reference(bool markdown) {
   std::ostringstream out;
   if (markdown) {
     out << "| key | default | allowed | meaning |\n| --- | --- | --- | --- |\n";
+    auto cell = [](std::string text) {  // a '|' inside a cell would end it
+      for (std::size_t i = 0; (i = text.find('|', i)) != std::string::npos; i += 2)
+        text.replace(i, 1, "\\|");
+      return text;
+    };
     for (const auto& k : config_keys())
-      out << "| `" << k.name << "` | `" << default_value(k) << "` | " << k.allowed << " | "
-          << k.help << " |\n";
+      out << "| `" << k.name << "` | `" << default_value(k) << "` | " << cell(k.allowed)
+          << " | " << cell(k.help) << " |\n";
     return out.str();
   }
   std::size_t w_name = 0, w_default = 0;

@@ -1,6 +1,9 @@
 // Flash-style causal attention against kernels/cpu/attention.hpp in double.
-// T is not a multiple of the 16-row blocks or 32-key tiles, to exercise the edges.
-// Tolerances (scaled_error): 2e-2 on the bf16 output, 3e-2 on the gradients (see below).
+// T is mostly not a multiple of the kernels' row blocks or key tiles (16/32 in the CUDA-core
+// kernels, 64 and 32/64 in the tensor-core ones), to exercise the edges (T = 1 is one partial
+// tile; T = 1024 is the reference shape's sequence length).
+// Tolerances (scaled_error): 2e-2 on the bf16 output, 3e-2 on the gradients (5e-2 at
+// T = 1024; see below).
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
@@ -13,7 +16,7 @@ namespace {
 
 using namespace cuda_testing;
 
-void check_attention(int B, int T, int C, int NH) {
+void check_attention(int B, int T, int C, int NH, double grad_tol = 3e-2) {
   TestStream s;
   CAPTURE(T);
   CAPTURE(C / NH);
@@ -53,6 +56,11 @@ void check_attention(int B, int T, int C, int NH) {
   // dq, dk and dv separately: each has its own kernel path. The gradients carry more
   // rounding than the forward: delta = rowsum(dout * out) is formed from the bf16 output
   // (as in FlashAttention), and dS = P (dP - delta) cancels, so the tolerance is 3e-2.
+  // The metric is the worst element relative to |ref| + rms; at T = 1024 the first keys'
+  // gradients are far above the rms and this rounding alone reaches 0.030 (dq) and 0.033
+  // (dk): a double-precision model of it (fp32 P and dS, delta from the bf16 output, bf16
+  // results) gives exactly that on this data, and so do both implementations in
+  // kernels/cuda/attention.cu (measured on an H200). That case is held to grad_tol = 5e-2.
   const auto got = download_bf16(dqkv_g.data(), dqkv.size(), s);
   for (int part = 0; part < 3; ++part) {
     CAPTURE(part);  // 0 dq, 1 dk, 2 dv
@@ -63,7 +71,7 @@ void check_attention(int B, int T, int C, int NH) {
         r.push_back(dqkv[row * 3 * C + part * C + c]);
         g.push_back(got[row * 3 * C + part * C + c]);
       }
-    CONVEYOR_CHECK_CLOSE(r, g, 3e-2);
+    CONVEYOR_CHECK_CLOSE(r, g, grad_tol);
   }
 }
 
@@ -71,12 +79,60 @@ TEST_CASE("cuda attention forward and backward match the CPU reference for head 
   CONVEYOR_REQUIRE_GPU();
   check_attention(2, 67, 128, 2);
   check_attention(1, 5, 64, 1);
+  check_attention(1, 1, 64, 1);
+  check_attention(1, 130, 64, 1);
 }
 
 TEST_CASE("cuda attention forward and backward match the CPU reference for head size 128") {
   CONVEYOR_REQUIRE_GPU();
   check_attention(2, 83, 256, 2);
   check_attention(1, 300, 128, 1);
+  check_attention(1, 1024, 128, 1, 5e-2);  // see the tolerance note in check_attention
+}
+
+// Throughput at the reference GPT's shape (B=4, T=1024, C=2048, 16 heads of 128). Reports
+// TFLOP/s only (no assertion): causal FLOPs, forward 2*B*NH*T^2*hs (two matrix products over
+// half the scores), backward 2.5x that.
+TEST_CASE("cuda attention throughput") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  constexpr int B = 4, T = 1024, C = 2048, NH = 16, hs = C / NH;
+  const auto qkv = random_bf16(std::size_t(B) * T * 3 * C, 7, 1.0);
+  const auto dout = random_bf16(std::size_t(B) * T * C, 8);
+  auto qkv_g = upload_bf16(qkv, s), dout_g = upload_bf16(dout, s);
+  const int dev = current_device();
+  DeviceBuffer out_g(std::size_t(B) * T * C * 2, dev, s, "att out"),
+      lse_g(std::size_t(B) * NH * T * 4, dev, s, "lse"),
+      dqkv_g(std::size_t(B) * T * 3 * C * 2, dev, s, "dqkv");
+  auto fwd = [&] {
+    attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
+  };
+  auto bwd = [&] {
+    attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
+                             out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, s);
+  };
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  auto time_ms = [&](auto&& f) {
+    for (int i = 0; i < 3; ++i) f();
+    constexpr int kIters = 20;
+    CUDA_CHECK(cudaEventRecord(e0, s));
+    for (int i = 0; i < kIters; ++i) f();
+    CUDA_CHECK(cudaEventRecord(e1, s));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return double(ms) / kIters;
+  };
+  const double flops = 2.0 * B * NH * double(T) * T * hs;
+  const double fwd_ms = time_ms(fwd);
+  const double bwd_ms = time_ms(bwd);
+  MESSAGE("attention forward  " << fwd_ms << " ms, " << flops / fwd_ms * 1e-9 << " TFLOP/s");
+  MESSAGE("attention backward " << bwd_ms << " ms, " << 2.5 * flops / bwd_ms * 1e-9
+                                << " TFLOP/s");
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
 }
 
 TEST_CASE("cuda attention rejects head sizes other than 64 and 128") {

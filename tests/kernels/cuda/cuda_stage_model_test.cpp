@@ -211,7 +211,10 @@ TEST_CASE("cuda stage model loss and every gradient are close to the CPU GptStag
     INFO("parameter " << p.name);
     CHECK(grads[i].name == p.name);
     REQUIRE(grads[i].tensor.shape() == p.grad.shape());
-    CONVEYOR_CHECK_CLOSE(doubles_of(p.grad), values_of(grads[i].tensor), 5e-2);
+    // bf16 activations through two blocks against the fp32 CPU model: measured on an H200
+    // up to 0.050 (CUDA-core attention) and 0.061 (tensor-core attention, same kernel
+    // accuracy on its own tests) for one parameter; 8e-2 holds both with a margin.
+    CONVEYOR_CHECK_CLOSE(doubles_of(p.grad), values_of(grads[i].tensor), 8e-2);
     double sq = 0;
     for (float g : values_of(grads[i].tensor)) sq += double(g) * double(g);
     CHECK(squares[i] == doctest::Approx(sq).epsilon(1e-3));

@@ -1,0 +1,18 @@
+#pragma once
+// Which pipeline stages run on which node: contiguous ranges, node 0 first, so that
+// every pipeline edge but one per node boundary stays inside a process.
+//
+//   stages 8, nnodes 4               → node 0: 0 1 | node 1: 2 3 | node 2: 4 5 | node 3: 6 7
+//   stages 7, nnodes 2, per_node 4   → node 0: 0 1 2 3 | node 1: 4 5 6   (the last node
+//                                      takes what is left; every node gets at least one)
+#include <optional>
+#include <vector>
+
+namespace conveyor {
+
+/// The stages of node `node_rank`. Without `per_node`, stages / nnodes each, and an
+/// InputError when that does not divide. Also an InputError for a node left without a
+/// stage, too few stages per node to hold them all, or node_rank outside [0, nnodes).
+std::vector<int> stages_of_node(int stages, int nnodes, int node_rank, std::optional<int> per_node);
+
+}  // namespace conveyor

@@ -1,0 +1,49 @@
+// Stages go to nodes in contiguous ranges; a split that cannot work is an InputError.
+#include "apps/launch/stages_of_node.hpp"
+
+#include <doctest/doctest.h>
+
+#include <utility>
+#include <vector>
+
+#include "tests/apps/launch/launch_test_support.hpp"
+
+using namespace conveyor;
+using namespace conveyor::launch_test;
+using Stages = std::vector<int>;
+
+TEST_CASE("stages split evenly into contiguous ranges with node 0 first") {
+  CHECK(stages_of_node(8, 4, 0, std::nullopt) == Stages{0, 1});
+  CHECK(stages_of_node(8, 4, 3, std::nullopt) == Stages{6, 7});
+  CHECK(stages_of_node(4, 1, 0, std::nullopt) == Stages{0, 1, 2, 3});
+  CHECK(stages_of_node(3, 3, 1, std::nullopt) == Stages{1});
+}
+
+TEST_CASE("stages per node given: the last node takes what is left") {
+  CHECK(stages_of_node(7, 2, 0, 4) == Stages{0, 1, 2, 3});
+  CHECK(stages_of_node(7, 2, 1, 4) == Stages{4, 5, 6});
+  CHECK(stages_of_node(8, 2, 1, 4) == Stages{4, 5, 6, 7});
+  // Every node's ranges together are every stage exactly once.
+  for (auto [stages, per] : {std::pair{10, std::optional<int>(4)}, std::pair{9, std::optional<int>()}}) {
+    Stages all;
+    for (int n = 0; n < 3; ++n)
+      for (int s : stages_of_node(stages, 3, n, per)) all.push_back(s);
+    CHECK(all.size() == static_cast<std::size_t>(stages));
+    for (int s = 0; s < static_cast<int>(all.size()); ++s) CHECK(all[s] == s);
+  }
+}
+
+TEST_CASE("a split of stages over nodes that cannot work is an error naming the numbers") {
+  const auto error = [](int stages, int nnodes, int rank, std::optional<int> per) {
+    return input_error([&] { stages_of_node(stages, nnodes, rank, per); });
+  };
+  check_message(error(6, 4, 0, std::nullopt), {"pipeline.stages=6 on 4 nodes", "do not divide", "2 left over"});
+  check_message(error(2, 4, 0, std::nullopt), {"pipeline.stages=2 on 4 nodes", "at least one stage"});
+  check_message(error(7, 2, 0, 3), {"3 stages per node", "only 6 stages"});
+  check_message(error(7, 3, 0, 4), {"4 stages per node", "node 2 would get no stage"});
+  check_message(error(4, 2, 0, 0), {"stages per node must be at least 1"});
+  check_message(error(4, 2, 2, std::nullopt), {"node rank 2", "from 0 to 1"});
+  check_message(error(4, 2, -1, std::nullopt), {"node rank -1"});
+  check_message(error(0, 1, 0, std::nullopt), {"pipeline.stages=0"});
+  check_message(error(4, 0, 0, std::nullopt), {"nnodes=0"});
+}

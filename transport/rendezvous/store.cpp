@@ -1,0 +1,109 @@
+#include "transport/rendezvous/store.hpp"
+
+#include <fmt/format.h>
+
+namespace conveyor::rendezvous {
+
+Status RendezvousStore::join(std::uint32_t rank, std::uint32_t world_size, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (world_size == 0) return Status::error(fmt::format("rank {} joined with world size 0", rank));
+  if (world_size_ && *world_size_ != world_size)
+    return Status::error(fmt::format("rank {} joined with world size {} but the job has world size {}",
+                                     rank, world_size, *world_size_));
+  if (rank >= world_size)
+    return Status::error(fmt::format("rank {} is out of range for world size {}", rank, world_size));
+  world_size_ = world_size;
+  last_seen_[rank] = now;
+  return Status::ok_status();
+}
+
+bool RendezvousStore::all_joined() const {
+  std::lock_guard lock(mu_);
+  return world_size_ && last_seen_.size() == *world_size_;
+}
+
+std::vector<std::uint32_t> RendezvousStore::missing_ranks() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint32_t> missing;
+  if (!world_size_) return missing;
+  for (std::uint32_t r = 0; r < *world_size_; ++r)
+    if (!last_seen_.contains(r)) missing.push_back(r);
+  return missing;
+}
+
+Status RendezvousStore::check_joined(std::uint32_t rank, const char* what) const {
+  if (!last_seen_.contains(rank))
+    return Status::error(fmt::format("{} from rank {} before it joined", what, rank));
+  return Status::ok_status();
+}
+
+Status RendezvousStore::arrive(const std::string& name, std::uint32_t rank,
+                               std::uint64_t* generation) {
+  std::lock_guard lock(mu_);
+  if (Status s = check_joined(rank, "barrier"); !s.ok()) return s;
+  Barrier& b = barriers_[name];
+  *generation = b.generation;
+  b.arrived.insert(rank);
+  if (b.arrived.size() == *world_size_) {
+    b.arrived.clear();
+    ++b.generation;
+  }
+  return Status::ok_status();
+}
+
+bool RendezvousStore::passed(const std::string& name, std::uint64_t generation) const {
+  std::lock_guard lock(mu_);
+  auto it = barriers_.find(name);
+  return it != barriers_.end() && it->second.generation > generation;
+}
+
+std::vector<std::uint32_t> RendezvousStore::barrier_missing(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint32_t> missing;
+  if (!world_size_) return missing;
+  auto it = barriers_.find(name);
+  for (std::uint32_t r = 0; r < *world_size_; ++r)
+    if (it == barriers_.end() || !it->second.arrived.contains(r)) missing.push_back(r);
+  return missing;
+}
+
+void RendezvousStore::leave(const std::string& name, std::uint32_t rank, std::uint64_t generation) {
+  std::lock_guard lock(mu_);
+  auto it = barriers_.find(name);
+  if (it != barriers_.end() && it->second.generation == generation) it->second.arrived.erase(rank);
+}
+
+void RendezvousStore::set(const std::string& key, Bytes value) {
+  std::lock_guard lock(mu_);
+  values_[key] = std::move(value);
+}
+
+std::optional<Bytes> RendezvousStore::get(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool RendezvousStore::contains(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return values_.contains(key);
+}
+
+Status RendezvousStore::heartbeat(std::uint32_t rank, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (Status s = check_joined(rank, "heartbeat"); !s.ok()) return s;
+  last_seen_[rank] = now;
+  return Status::ok_status();
+}
+
+std::vector<std::uint32_t> RendezvousStore::dead_ranks(Clock::duration max_silence,
+                                                       Clock::time_point now) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint32_t> dead;
+  for (const auto& [rank, seen] : last_seen_)
+    if (now - seen > max_silence) dead.push_back(rank);
+  return dead;
+}
+
+}  // namespace conveyor::rendezvous

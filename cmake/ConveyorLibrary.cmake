@@ -23,12 +23,18 @@ function(conveyor_library name dir)
   endif()
 endfunction()
 
-# conveyor_test(NAME DIR LIBS...): one doctest executable of every .cpp under tests/DIR,
-# each TEST_CASE registered with ctest on its own. Tests that run the `conveyor`
-# command find it at CONVEYOR_BINARY (built first only for suites that say NEEDS_BINARY).
+# conveyor_test(NAME DIR LIBS... [NEEDS_BINARY] [GPU] [EXCLUDE regex]): one doctest
+# executable of every .cpp under DIR (minus paths matching EXCLUDE), each TEST_CASE
+# registered with ctest on its own. Tests that run the `conveyor` command find it at
+# CONVEYOR_BINARY (built first for suites that say NEEDS_BINARY). GPU suites register
+# their tests as "gpu: <name>" with the label gpu (`ctest -L gpu` on the GPU machine);
+# without a GPU they report "skipped: no GPU".
 function(conveyor_test name dir)
-  cmake_parse_arguments(arg "NEEDS_BINARY" "" "" ${ARGN})
+  cmake_parse_arguments(arg "NEEDS_BINARY;GPU" "EXCLUDE" "" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  if(arg_EXCLUDE)
+    list(FILTER sources EXCLUDE REGEX "${arg_EXCLUDE}")
+  endif()
   if(NOT sources)
     return()
   endif()
@@ -40,12 +46,11 @@ function(conveyor_test name dir)
   if(arg_NEEDS_BINARY)
     add_dependencies(${name} conveyor)
   endif()
-  # Test cases named "cuda ..." need a GPU: registered as "gpu: cuda ..." with the label
-  # gpu (`ctest -L gpu` on the GPU machine); without a GPU they report "skipped: no GPU".
-  doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    TEST_SPEC "--test-case-exclude=cuda?*" TEST_LIST ${name}_cpu_tests
-    PROPERTIES TIMEOUT 600)
-  doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    TEST_SPEC "--test-case=cuda?*" TEST_PREFIX "gpu: " TEST_LIST ${name}_gpu_tests
-    PROPERTIES TIMEOUT 600 LABELS gpu)
+  if(arg_GPU)
+    doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+      TEST_PREFIX "gpu: " PROPERTIES TIMEOUT 600 LABELS gpu)
+  else()
+    doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+      PROPERTIES TIMEOUT 600)
+  endif()
 endfunction()

@@ -19,8 +19,8 @@ json_field() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip(
 nvidia-smi -L > "$OUT/gpus.txt" 2>&1; cat "$OUT/gpus.txt" >&2
 
 # 1. kernels and the CUDA stage model against the CPU reference
-timeout 200 .gpu/kernels_tests -tc='cuda *' -s > "$OUT/kernels_tests.log" 2>&1
-row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/kernels_tests.log" | tail -1)"
+timeout 200 .gpu/gpu_tests -s > "$OUT/gpu_tests.log" 2>&1
+row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_tests.log" | tail -1)"
 
 # 2. GPU training is deterministic, and does not depend on the split
 small=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512

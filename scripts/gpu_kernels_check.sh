@@ -3,19 +3,19 @@
 # test case per process, and prints a table: result, seconds, name. Exit status 1 when any
 # test fails (or none ran). Logs of failing tests are printed after the table.
 #
-# Usage: scripts/gpu_kernels_check.sh [path/to/kernels_tests]   (default build-cuda/tests/kernels_tests)
+# Usage: scripts/gpu_kernels_check.sh [path/to/gpu_tests]   (default build-cuda/tests/gpu_tests)
 # Env:   SANITIZE=1  run each test under compute-sanitizer memcheck instead (API errors are
 #                    not reported: the out-of-memory test provokes one on purpose).
 #        VERBOSE=1   print every test's log (the measured errors against the tolerances).
 #        FILTER='cuda attention*'  a doctest -tc pattern narrowing the set (no commas).
 set -u
-BIN=${1:-build-cuda/tests/kernels_tests}
+BIN=${1:-build-cuda/tests/gpu_tests}
 FILTER=${FILTER:-cuda *}
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PWD/.gpu/lib:/usr/local/cuda/lib64"
 export NCCL_NVLS_ENABLE=0
 
 if [[ ! -x "$BIN" ]]; then
-  echo "gpu_kernels_check: no test binary at $BIN (build with: ninja -C build-cuda kernels_tests)" >&2
+  echo "gpu_kernels_check: no test binary at $BIN (build with: ninja -C build-cuda gpu_tests)" >&2
   exit 2
 fi
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null \

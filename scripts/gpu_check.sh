@@ -34,26 +34,32 @@ row "small GPU run, 1 GPU vs 2 GPUs" "$(same "$OUT/small-a" "$OUT/small-1")"
 row "small GPU final val_loss" "$(tail -1 "$OUT/small-a/metrics.jsonl" | json_field final_val_loss)"
 [ "${1:-}" = quick ] && { printf '%s\n' "${rows[@]}"; exit 0; }
 
-# 3. the reference GPT: conveyor on 2 GPUs (1F1B, zb-h1) and on 1 GPU
+# 3. the reference GPT: conveyor on 2 GPUs and on 1 GPU (bench e2e: no weights written)
 big() { # name, extra --set args...
   local name=$1; shift
-  timeout 150 $BIN train configs/gpt-1b-2gpu.yaml --set train.steps=$STEPS "$@" \
-    --out "$OUT/$name" --format json > "$OUT/$name.json" 2> "$OUT/$name.log"
-  local tps; tps=$(json_field tokens_per_s < "$OUT/$name.json" 2>/dev/null || echo failed)
-  row "conveyor $name tokens/s" "$tps"
-  rm -f "$OUT/$name/weights.safetensors"  # 5 GB each; the figures are what matter here
+  timeout 180 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json "$@" \
+    > "$OUT/$name.json" 2> "$OUT/$name.log"
+  row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s', [round(x, 1) for x in d['peak_memory_gib']])" 2>/dev/null || echo failed)"
 }
 big 1f1b-2gpu
-big 1f1b-2gpu-scheduled --set runtime.stage_threads=scheduled
 big zbh1-2gpu --set pipeline.schedule=zb-h1
 big 1gpu --set pipeline.stages=1 --set devices.ids=[0]
+big zbh1-2gpu-bf16 --set pipeline.schedule=zb-h1 --set optim.master=bf16
+big 1f1b-2gpu-bf16 --set optim.master=bf16
+big 1gpu-bf16 --set pipeline.stages=1 --set devices.ids=[0] --set optim.master=bf16
 
-# 4. PyTorch's pipelining on the same model in the same call (fp32 master weights, like conveyor)
-[ -f .gpu/torch_pp_bench.py ] || cp ../shared/bench/torch_pp_bench.py .gpu/
-export STEPS=6 WARM=3 MASTER=fp32
-timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 .gpu/torch_pp_bench.py Schedule1F1B:1 > "$OUT/torch-1f1b.json" 2> "$OUT/torch-1f1b.log"
-row "torch Schedule1F1B tokens/s (fp32 master)" "$(grep tokens_per_s "$OUT/torch-1f1b.json" | json_field tokens_per_s)"
-timeout 120 python3 .gpu/torch_pp_bench.py single > "$OUT/torch-single.json" 2> "$OUT/torch-single.log"
-row "torch one GPU tokens/s (fp32 master)" "$(grep tokens_per_s "$OUT/torch-single.json" | json_field tokens_per_s)"
+# 4. PyTorch's pipelining on the same model in the same call
+torch_pp() { # name, MASTER, mode
+  STEPS=6 WARM=3 MASTER=$2 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+    .gpu/torch_pp_bench.py "$3" > "$OUT/torch-$1.json" 2> "$OUT/torch-$1.log"
+  row "torch $1 tokens/s" "$(grep tokens_per_s "$OUT/torch-$1.json" | json_field tokens_per_s) $(grep peak "$OUT/torch-$1.json" | json_field rank0_peak_GiB) GiB"
+}
+torch_pp 1f1b-fp32 fp32 Schedule1F1B:1
+torch_pp zbv-bf16 bf16 ScheduleZBVZeroBubble:2
+torch_pp 1f1b-bf16 bf16 Schedule1F1B:1
+for m in fp32 bf16; do
+  STEPS=6 WARM=3 MASTER=$m timeout 120 python3 .gpu/torch_pp_bench.py single > "$OUT/torch-single-$m.json" 2> "$OUT/torch-single-$m.log"
+  row "torch one GPU $m tokens/s" "$(grep tokens_per_s "$OUT/torch-single-$m.json" | json_field tokens_per_s)"
+done
 
 echo; printf '%s\n' "${rows[@]}"

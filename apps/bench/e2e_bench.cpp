@@ -1,0 +1,88 @@
+#include "apps/bench/e2e_bench.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sys/resource.h>
+
+#include "actors/runtime/run_training.hpp"
+#include "apps/config/config_loader.hpp"
+#include "apps/train/job_builder.hpp"
+#include "kernels/common/error.hpp"
+
+#if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/allocator.hpp"
+#endif
+
+namespace conveyor {
+namespace {
+
+struct Collect final : TrainingObserver {
+  std::vector<StepMetrics> steps;
+  void on_step(const StepMetrics& m, const std::vector<StageReport>&) override {
+    steps.push_back(m);
+  }
+  void on_eval(const EvalMetrics&) override {}
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+nlohmann::json run_e2e_bench(const E2eOptions& o) {
+  if (o.steps <= o.warmup)
+    throw InputError("--steps: " + std::to_string(o.steps) + " must exceed the " +
+                     std::to_string(o.warmup) + " warm-up steps");
+  auto overrides = o.overrides;
+  overrides.push_back("train.steps=" + std::to_string(o.steps));
+  overrides.push_back("train.eval_every=0");
+  overrides.push_back("train.eval_batches=1");
+  const RunConfig config = load_run_config(o.config, overrides);
+  const TrainingJob job = build_training_job(config);
+
+  Collect collect;
+  run_training(job, collect);
+
+  std::vector<double> tps, ms, bubble;
+  for (const auto& s : collect.steps)
+    if (s.step >= o.warmup) {
+      tps.push_back(s.tokens_per_s);
+      ms.push_back(s.step_ms);
+      bubble.push_back(s.bubble);
+    }
+  std::set<int> gpus;
+  for (const auto& r : job.placement.ranks)
+    if (!r.device.is_cpu()) gpus.insert(r.device.index);
+  const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
+  const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
+  const double tokens_per_s = median(tps);
+
+  nlohmann::json peak = nlohmann::json::array();
+#if CONVEYOR_WITH_CUDA
+  for (int g : gpus) peak.push_back(cuda_allocator(g).stats().peak_reserved / double(1 << 30));
+#endif
+  if (gpus.empty()) {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    peak.push_back(u.ru_maxrss * 1024.0 / double(1 << 30));  // ru_maxrss is in KiB
+  }
+  return {{"bench", "e2e"},
+          {"config", o.config},
+          {"schedule", config.pipeline.schedule},
+          {"stages", config.pipeline.stages},
+          {"devices", devices},
+          {"device_kind", config.devices.kind},
+          {"master", config.optim.master},
+          {"steps", o.steps},
+          {"counted_steps", tps.size()},
+          {"tokens_per_s", tokens_per_s},
+          {"step_ms", median(ms)},
+          {"tflops_per_gpu", tokens_per_s * flops_per_token / devices / 1e12},
+          {"peak_memory_gib", peak},
+          {"bubble", median(bubble)},
+          {"bubble_note", "host-side action timings; on GPUs this is launch time, not GPU idle time"}};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,45 @@
+// `conveyor bench`: figures as one JSON document on stdout, bad values exit 2.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+using namespace conveyor::testing;
+
+TEST_CASE("bench e2e prints the throughput of a config as one JSON document") {
+  const auto r = run_conveyor({"bench", "e2e", "--steps", "4", "--warmup", "1", "--format",
+                               "json", "--set", "pipeline.stages=2", "--set",
+                               "pipeline.micro_batches=4"},
+                              120);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["bench"] == "e2e");
+  CHECK(j["counted_steps"] == 3);
+  CHECK(j["tokens_per_s"].get<double>() > 0);
+  CHECK(j["step_ms"].get<double>() > 0);
+  CHECK(j["tflops_per_gpu"].get<double>() > 0);
+  REQUIRE(j["peak_memory_gib"].size() == 1);
+  CHECK(j["peak_memory_gib"][0].get<double>() > 0);
+}
+
+TEST_CASE("bench overhead reports the cost per action over every executed action") {
+  const auto r = run_conveyor({"bench", "overhead", "--steps", "20", "--micro-batches", "16",
+                               "--scheduled", "--format", "json"},
+                              60);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["actions"] == 2 * 2 * 16 * 20);  // 2 ranks × (F + B) × micro-batches × steps
+  CHECK(j["stage_threads"] == "scheduled");
+  CHECK(j["per_action_us"].get<double>() > 0);
+}
+
+TEST_CASE("bench with a bad value exits 2 naming it") {
+  const auto steps = run_conveyor({"bench", "e2e", "--steps", "1", "--warmup", "2"});
+  CHECK(steps.exit_code == 2);
+  CHECK(steps.err.find("--steps") != std::string::npos);
+  const auto stages = run_conveyor({"bench", "overhead", "--stages", "0"});
+  CHECK(stages.exit_code == 2);
+  CHECK(stages.err.find("--stages") != std::string::npos);
+  CHECK(stages.out.empty());
+}

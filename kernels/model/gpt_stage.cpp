@@ -25,6 +25,7 @@
 #include "kernels/cpu/linear.hpp"
 #include "kernels/cpu/residual.hpp"
 #include "kernels/model/param_init.hpp"
+#include "kernels/model/stash_phase.hpp"
 
 namespace conveyor {
 namespace {
@@ -76,19 +77,6 @@ struct HeadActs {
   Tensor d_lnf;                    // (B, T, C)
 };
 
-enum class Phase { forward_done, input_done, weight_done };
-
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::forward_done:
-      return "after forward";
-    case Phase::input_done:
-      return "after backward_input";
-    case Phase::weight_done:
-      return "after backward_weight (spent)";
-  }
-  return "?";
-}
 
 // One micro-batch's stash: plain data, filled and consumed by GptStage::Impl.
 struct GptStash final : StageStash {
@@ -116,7 +104,7 @@ struct GptStash final : StageStash {
 
   const void* owner;  // the GptStage::Impl that made it
   std::int64_t B, T;
-  Phase phase = Phase::forward_done;
+  StashPhase phase = StashPhase::forward_done;
   Tensor tokens;   // (B, T) i32, on the embedding slice
   Tensor d_embed;  // (B, T, C) gradient of the embedding output
   std::vector<BlockActs> blocks;
@@ -275,15 +263,8 @@ struct GptStage::Impl {
                                   " on cpu, got " + grad.describe());
   }
 
-  GptStash& own(StageStash& stash, Phase want, const char* who) const {
-    auto* s = dynamic_cast<GptStash*>(&stash);
-    if (!s || s->owner != this)
-      throw std::invalid_argument(std::string("GptStage::") + who +
-                                  ": the stash was not made by this stage");
-    if (s->phase != want)
-      throw std::logic_error(std::string("GptStage::") + who + ": the stash is " +
-                             phase_name(s->phase) + ", expected " + phase_name(want));
-    return *s;
+  GptStash& own(StageStash& stash, StashPhase want, const char* who) const {
+    return own_stash<GptStash>(stash, this, want, std::string("GptStage::") + who);
   }
 
   Tensor block_forward(int j, const Tensor& x, BlockActs& a, std::int64_t B, std::int64_t T) {
@@ -451,7 +432,7 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
 Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) {
   Impl& s = *impl_;
   s.check_params();
-  GptStash& st = s.own(stash, Phase::forward_done, "backward_input");
+  GptStash& st = s.own(stash, StashPhase::forward_done, "backward_input");
   const std::int64_t B = st.B, T = st.T;
   Tensor d;  // (B, T, C) gradient of the residual stream
   if (s.slice.has_head) {
@@ -462,7 +443,7 @@ Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, fl
   }
   for (int j = s.slice.num_blocks - 1; j >= 0; --j)
     d = s.block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
-  st.phase = Phase::input_done;
+  st.phase = StashPhase::input_done;
   if (s.slice.has_embedding) {
     st.d_embed = d;
     return {};
@@ -473,7 +454,7 @@ Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, fl
 void GptStage::backward_weight(StageStash& stash) {
   Impl& s = *impl_;
   s.check_params();
-  GptStash& st = s.own(stash, Phase::input_done, "backward_weight");
+  GptStash& st = s.own(stash, StashPhase::input_done, "backward_weight");
   const std::int64_t B = st.B, T = st.T;
   if (s.slice.has_embedding)
     cpu::embedding_backward_weight(s.g(0), s.g(1), st.d_embed.f32(), st.tokens.i32(), B, T,
@@ -482,7 +463,7 @@ void GptStage::backward_weight(StageStash& stash) {
     s.block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
   if (s.slice.has_head) s.head_backward_weight(st.head, B, T);
   st.release();
-  st.phase = Phase::weight_done;
+  st.phase = StashPhase::weight_done;
 }
 
 Tensor GptStage::backward(StageStash& stash, const Tensor& grad_output, float loss_scale) {

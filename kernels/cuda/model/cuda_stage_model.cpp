@@ -36,6 +36,7 @@
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/layernorm.hpp"
 #include "kernels/cuda/model/deferred_release.hpp"
+#include "kernels/model/stash_phase.hpp"
 #include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/param_store.hpp"
 #include "kernels/cuda/model/residual.hpp"
@@ -95,19 +96,6 @@ struct HeadActs {
   Tensor d_lnf;                    // (B, T, C) bf16
 };
 
-enum class Phase { forward_done, input_done, weight_done };
-
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::forward_done:
-      return "after forward";
-    case Phase::input_done:
-      return "after backward_input";
-    case Phase::weight_done:
-      return "after backward_weight (spent)";
-  }
-  return "?";
-}
 
 // One micro-batch's stash. Every tensor in it was allocated on the owner's compute stream,
 // so it may be released at any time (the allocator orders reuse on that stream).
@@ -134,7 +122,7 @@ struct CudaStash final : StageStash {
 
   const void* owner;  // the CudaStageModel that made it
   std::int64_t B, T;
-  Phase phase = Phase::forward_done;
+  StashPhase phase = StashPhase::forward_done;
   Tensor tokens;   // (B, T) i32 on the device, on the embedding slice
   Tensor d_embed;  // (B, T, C) bf16 gradient of the embedding output
   std::vector<BlockActs> blocks;
@@ -362,15 +350,8 @@ class CudaStageModel final : public StageModel {
                                   want.str() + " on " + here.str() + ", got " + grad.describe());
   }
 
-  CudaStash& own(StageStash& stash, Phase want, const char* who) const {
-    auto* s = dynamic_cast<CudaStash*>(&stash);
-    if (!s || s->owner != this)
-      throw std::invalid_argument(std::string("CudaStageModel::") + who +
-                                  ": the stash was not made by this model");
-    if (s->phase != want)
-      throw std::logic_error(std::string("CudaStageModel::") + who + ": the stash is " +
-                             phase_name(s->phase) + ", expected " + phase_name(want));
-    return *s;
+  CudaStash& own(StageStash& stash, StashPhase want, const char* who) const {
+    return own_stash<CudaStash>(stash, this, want, std::string("CudaStageModel::") + who);
   }
 
   // ---- forward
@@ -505,7 +486,7 @@ class CudaStageModel final : public StageModel {
   // ---- backward
 
   Tensor backward_input_impl(StageStash& stash, const Tensor& grad_output, float loss_scale) {
-    CudaStash& st = own(stash, Phase::forward_done, "backward_input");
+    CudaStash& st = own(stash, StashPhase::forward_done, "backward_input");
     const std::int64_t B = st.B, T = st.T;
     Tensor d;  // (B, T, C) gradient of the residual stream
     if (slice_.has_head) {
@@ -518,7 +499,7 @@ class CudaStageModel final : public StageModel {
     }
     for (int j = slice_.num_blocks - 1; j >= 0; --j)
       d = block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
-    st.phase = Phase::input_done;
+    st.phase = StashPhase::input_done;
     if (slice_.has_embedding) {
       st.d_embed = std::move(d);
       return {};
@@ -576,7 +557,7 @@ class CudaStageModel final : public StageModel {
   }
 
   void backward_weight_impl(StageStash& stash) {
-    CudaStash& st = own(stash, Phase::input_done, "backward_weight");
+    CudaStash& st = own(stash, StashPhase::input_done, "backward_weight");
     const std::int64_t B = st.B, T = st.T;
     const int C = static_cast<int>(config_.d_model);
     if (slice_.has_embedding)
@@ -588,7 +569,7 @@ class CudaStageModel final : public StageModel {
     // Every tensor of the stash was allocated on this stream: releasing them now is
     // ordered after the launches above by the allocator.
     st.release();
-    st.phase = Phase::weight_done;
+    st.phase = StashPhase::weight_done;
   }
 
   void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {

@@ -1,5 +1,7 @@
 #include "actors/schedule/simulator.hpp"
 
+#include "actors/schedule/action_index.hpp"
+
 #include <algorithm>
 
 #include "actors/schedule/activations.hpp"
@@ -10,33 +12,6 @@
 namespace conveyor::sched {
 namespace {
 
-constexpr int kKinds = 8;
-
-// Slot of the first (rank, kind, micro-batch, chunk) in its rank's list, or -1.
-class ActionIndex {
- public:
-  explicit ActionIndex(const Schedule& s)
-      : chunks_(s.chunks_per_rank()), micro_batches_(s.spec.micro_batches) {
-    slots_.resize(s.ranks.size());
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-      slots_[r].assign(static_cast<std::size_t>(kKinds * chunks_ * micro_batches_), -1);
-      for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
-        int& slot = slots_[r][key(s.ranks[r][k])];
-        if (slot < 0) slot = static_cast<int>(k);
-      }
-    }
-  }
-  int slot(const Action& a) const { return slots_[a.stage][key(a)]; }
-
- private:
-  std::size_t key(const Action& a) const {
-    return static_cast<std::size_t>((static_cast<int>(a.kind) * chunks_ + a.chunk) * micro_batches_ +
-                                    a.micro_batch);
-  }
-  int chunks_;
-  int micro_batches_;
-  std::vector<std::vector<int>> slots_;
-};
 
 struct Dep {
   Action needs;      // needs.stage: the rank that runs it

@@ -1,5 +1,7 @@
 #include "actors/schedule/stage_costs.hpp"
 
+#include "actors/schedule/action_index.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -29,31 +31,6 @@ void check_costs(const StageCosts& costs, int stages) {
   if (!(costs.message_us >= 0)) throw InputError("simulate_stages: costs.message_us must be >= 0");
 }
 
-// Slot of (rank, kind, micro-batch, chunk) in its rank's list, or -1; compute kinds only.
-class ComputeIndex {
- public:
-  explicit ComputeIndex(const Schedule& s)
-      : chunks_(s.chunks_per_rank()), micro_batches_(s.spec.micro_batches) {
-    slots_.resize(s.ranks.size());
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-      slots_[r].assign(static_cast<std::size_t>(4 * chunks_ * micro_batches_), -1);
-      for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
-        int& slot = slots_[r][key(s.ranks[r][k])];
-        if (slot < 0) slot = static_cast<int>(k);
-      }
-    }
-  }
-  int slot(const Action& a) const { return slots_[a.stage][key(a)]; }
-
- private:
-  std::size_t key(const Action& a) const {
-    return static_cast<std::size_t>((static_cast<int>(a.kind) * chunks_ + a.chunk) * micro_batches_ +
-                                    a.micro_batch);
-  }
-  int chunks_;
-  int micro_batches_;
-  std::vector<std::vector<int>> slots_;
-};
 
 void check_actions(const Schedule& s) {
   if (s.spec.stages < 1 || s.spec.micro_batches < 1 || s.ranks.size() != static_cast<std::size_t>(s.spec.stages)) {
@@ -95,7 +72,7 @@ struct StageSimulator::Impl {
     if (single_chunk) return;
     const Schedule& c = schedule;
     const bool split = splits_backward(c);
-    const ComputeIndex index(c);
+    const ActionIndex index(c);
     const auto add = [&](const Action& needs, bool message) {
       deps.push_back({needs.stage, index.slot(needs), message});
     };

@@ -37,8 +37,11 @@ double median(std::vector<double> v) {
 nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   if (o.stages < 1) throw InputError("--stages: must be >= 1, got " + std::to_string(o.stages));
   if (o.steps < 2) throw InputError("--steps: must be >= 2, got " + std::to_string(o.steps));
+  // One block per model stage: interleaved-1f1b runs 2 chunks per stage here, zbv always 2.
+  const bool interleaved = o.schedule == "interleaved-1f1b";
+  const int chunks = interleaved || o.schedule == "zbv" ? 2 : 1;
   TrainingJob job;
-  job.model = GptConfig{o.stages, 8, 1, 8, 256};
+  job.model = GptConfig{o.stages * chunks, 8, 1, 8, 256};
   std::vector<std::uint16_t> tokens(4096);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::uint16_t>(i % 251);
   auto corpus = std::make_shared<const TokenCorpus>(TokenCorpus::from_tokens(std::move(tokens)));
@@ -47,15 +50,8 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   job.data.micro_batch_size = 1;
   job.data.micro_batches = o.micro_batches;
   auto layout = make_pipeline_layout(
-      sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches,
-                          o.schedule == "interleaved-1f1b" ? 2 : 1},
-      static_cast<int>(job.model.layers) * (o.schedule == "interleaved-1f1b" ? 2 : 1));
-  if (o.schedule == "interleaved-1f1b") job.model.layers *= 2;
-  if (o.schedule == "zbv") {
-    job.model.layers = 2 * o.stages;
-    layout = make_pipeline_layout(sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches, 1},
-                                  static_cast<int>(job.model.layers));
-  }
+      sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches, interleaved ? 2 : 1},
+      static_cast<int>(job.model.layers));
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);
   job.steps = o.steps;

@@ -42,11 +42,9 @@ int main(int argc, char** argv) {
   } catch (const conveyor::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return conveyor::kExitBadInput;
-  } catch (const conveyor::ExitRequest& e) {
-    return e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "internal error: %s\n", e.what());
     return conveyor::kExitInternal;
   }
-  return 0;
+  return conveyor::kExitOk;
 }

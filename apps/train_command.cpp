@@ -53,6 +53,7 @@ void run_train(const TrainOptions& opt) {
 
   write_safetensors((dir / "weights.safetensors").string(), result.weights,
                     {{"format", "pt"}, {"producer", "conveyor"}});
+  const double simulated = log.replayed_bubble(), simulated_means = log.simulated_bubble();
   const nlohmann::json summary = {{"event", "summary"},
                                   {"steps", job.steps},
                                   {"final_loss", result.final_loss},
@@ -60,15 +61,15 @@ void run_train(const TrainOptions& opt) {
                                   {"unigram_entropy", entropy},
                                   {"tokens_per_s", log.mean_tokens_per_s()},
                                   {"bubble", log.mean_bubble()},
-                                  {"simulated_bubble", log.replayed_bubble()},
-                                  {"simulated_bubble_mean_durations", log.simulated_bubble()},
+                                  {"simulated_bubble", simulated},
+                                  {"simulated_bubble_mean_durations", simulated_means},
                                   {"run_dir", dir.string()}};
   log.event(summary);
   fmt::print(stderr,
              "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {:.0f} tokens/s, "
              "bubble {:.1f}% measured, {:.1f}% simulated with the measured durations ({:.1f}% with their means); weights in {}\n",
              result.final_loss, result.final_val_loss, entropy, log.mean_tokens_per_s(),
-             100 * log.mean_bubble(), 100 * log.replayed_bubble(), 100 * log.simulated_bubble(), (dir / "weights.safetensors").string());
+             100 * log.mean_bubble(), 100 * simulated, 100 * simulated_means, (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
 }
 

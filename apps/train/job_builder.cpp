@@ -1,13 +1,12 @@
 #include "apps/train/job_builder.hpp"
 
-#include "apps/train/device_models.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <memory>
 
 #include "actors/runtime/pipeline_layout.hpp"
+#include "apps/train/device_models.hpp"
 #include "apps/train/partition_choice.hpp"
 
 namespace conveyor {

@@ -347,7 +347,7 @@ struct GptStage::Impl {
                       std::int64_t T) {
     const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
     const std::size_t base = head_base();
-    h.targets = targets.clone();
+    h.targets = targets;
     h.x = x;
     h.lnf = Tensor::zeros({B, T, C});
     h.lnf_mean = Tensor::zeros({B, T});
@@ -409,10 +409,9 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
   if (s.slice.has_embedding) {
     x = Tensor::zeros({B, T, C});
     cpu::embedding_forward(x.f32(), input.i32(), s.w(0), s.w(1), B, T, C);
-    if (stash) stash->tokens = input.clone();
+    if (stash) stash->tokens = input;
   } else {
-    // The stash owns a copy, so the caller may reuse its buffer once forward returns.
-    x = keep_stash ? input.clone() : input;
+    x = input;  // kept by handle: inputs are never written (see stage_model.hpp)
   }
   for (int j = 0; j < s.slice.num_blocks; ++j) {
     BlockActs scratch;
@@ -439,7 +438,7 @@ Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, fl
     d = s.head_backward_input(st.head, loss_scale, B, T);
   } else {
     s.check_grad_output(grad_output, B, T);
-    d = grad_output.clone();
+    d = grad_output;
   }
   for (int j = s.slice.num_blocks - 1; j >= 0; --j)
     d = s.block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);

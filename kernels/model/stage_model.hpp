@@ -5,7 +5,10 @@
 //
 // Contract (same as GptStage): backward() == backward_input() then backward_weight();
 // weight gradients accumulate in call order until optimizer_step() consumes and zeroes
-// them; tensors handed in are not modified; tensors handed out are fresh.
+// them; tensors handed in are never written and may be kept by handle until the
+// micro-batch's backward is done (so a caller must not write them after handing them in:
+// the runtime hands every activation and gradient over exactly once); tensors handed out
+// are fresh.
 #include <functional>
 #include <memory>
 #include <vector>

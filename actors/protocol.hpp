@@ -32,6 +32,7 @@ struct StepPlan {
   std::int64_t step = 0;
   Phase phase = Phase::train;
   std::shared_ptr<const std::vector<sched::Action>> actions;  // this rank's list
+  std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
 };
 
 enum class PipeKind : std::uint8_t { activation, gradient };
@@ -51,7 +52,28 @@ struct PipeMessage {
   int from_model_stage = 0;
   int to_model_stage = 0;
   Tensor tensor;
+  std::uint64_t trace_id = 0;  // id of the trace record of its send: the receive links to it
 };
+
+/// A PipeMessage without its tensor: what crosses processes over CAF while the payload
+/// moves on the edge's channel (actors/cluster/). The receiver checks shape and dtype
+/// against what it expects before it posts the receive.
+struct PipeHeader {
+  PipeKind kind = PipeKind::activation;
+  std::int64_t round = 0;
+  std::int64_t step = 0;
+  Phase phase = Phase::train;
+  int micro_batch = 0;
+  int from_model_stage = 0;
+  int to_model_stage = 0;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::f32;
+};
+
+/// Version of the messages that cross processes (wire_format.hpp): every node reports it
+/// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
+/// message that crosses processes changes.
+inline constexpr int kProtocolVersion = 1;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {
@@ -73,17 +95,20 @@ struct StageReport {
   std::vector<std::pair<int, double>> losses;     // (micro-batch, loss) from the last model stage
   std::vector<ModelStageGradSquares> grad_squares;  // train only
   std::vector<ActionTiming> timings;
+  std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
 };
 
 struct OptimizerStep {
   std::int64_t step = 0;
   double lr = 0.0;
   float grad_scale = 1.0f;
+  std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
 };
 
 struct OptimizerDone {
   int rank = 0;
   std::int64_t step = 0;
+  std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
 };
 
 /// The final parameters of one model stage, in parameter order (handles, not copies).

@@ -1,13 +1,19 @@
 // conveyor bench overhead [--stages P] [--schedule S] [--micro-batches M] [--steps N]
 //                         [--scheduled] [--format text|json]
 // conveyor bench e2e [CONFIG] [--set KEY=VALUE]... [--steps N] [--warmup W] [--format text|json]
+// conveyor bench model [CONFIG] (same options as e2e): one device, then the pipeline
+// conveyor bench kernels [CONFIG] [--device D] [--repeats R] [--format text|json]
+// conveyor bench p2p [--transport all|nccl|cuda-peer|ucx] [--sizes 8KiB,1MiB,...] [--format text|json]
 // Benchmarks print figures on stdout (JSON alone with --format json); logs on stderr.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
 
 #include "apps/bench/e2e_bench.hpp"
+#include "apps/bench/kernel_bench.hpp"
+#include "apps/bench/model_bench.hpp"
 #include "apps/bench/overhead_bench.hpp"
+#include "apps/bench/p2p_bench.hpp"
 #include "apps/commands.hpp"
 
 namespace conveyor {
@@ -39,23 +45,76 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag_callback(
       "--scheduled", [overhead] { overhead->detached = false; },
       "Stage actors on the work-stealing scheduler (default: a detached thread each)");
+  cmd->add_flag("--trace", overhead->trace,
+                "Also run with the trace recorder on: per-action cost with and without");
   cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->callback([=] { print(run_overhead_bench(*overhead), *format); });
 
-  auto e2e = std::make_shared<E2eOptions>();
-  auto* end_to_end = bench->add_subcommand(
-      "e2e", "Training throughput of a config: tokens/s, step ms, TFLOP/s and peak memory per device");
-  end_to_end->add_option("config", e2e->config, "YAML config file")->capture_default_str();
-  end_to_end->add_option("--set", e2e->overrides, "Override a config key (repeatable)");
-  end_to_end->add_option("--steps", e2e->steps, "Steps to run")->capture_default_str();
-  end_to_end->add_option("--warmup", e2e->warmup, "Steps left out of the figures")
+  // e2e and model take the same options: a config, overrides and the step counts.
+  auto add_training_bench = [&](const char* name, const char* help, auto run) {
+    auto e2e = std::make_shared<E2eOptions>();
+    auto* sub = bench->add_subcommand(name, help);
+    sub->add_option("config", e2e->config, "YAML config file")->capture_default_str();
+    sub->add_option("--set", e2e->overrides, "Override a config key (repeatable)");
+    sub->add_option("--steps", e2e->steps, "Steps to run")->capture_default_str();
+    sub->add_option("--warmup", e2e->warmup, "Steps left out of the figures")
+        ->capture_default_str();
+    sub->add_option("--format", *format, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    sub->callback([=] { print(run(*e2e), *format); });
+  };
+  add_training_bench(
+      "e2e", "Training throughput of a config: tokens/s, step ms, TFLOP/s and peak memory per device",
+      run_e2e_bench);
+  add_training_bench(
+      "model",
+      "A config's model on one device with gradient accumulation, then as its pipeline: "
+      "e2e figures for both and the pipeline efficiency",
+      run_model_bench);
+
+  auto kernels = std::make_shared<KernelBenchArgs>();
+  auto* kernel_cmd = bench->add_subcommand(
+      "kernels", "Every CUDA kernel at a config's shapes: ms, TFLOP/s or TB/s, share of the ceiling");
+  kernel_cmd->add_option("config", kernels->config, "YAML config file (its model and micro-batch)")
       ->capture_default_str();
-  end_to_end->add_option("--format", *format, "text or json")
+  kernel_cmd->add_option("--device", kernels->device, "CUDA device index")->capture_default_str();
+  kernel_cmd->add_option("--repeats", kernels->repeats, "Timed launches per kernel")
+      ->capture_default_str();
+  kernel_cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  end_to_end->callback([=] { print(run_e2e_bench(*e2e), *format); });
+  kernel_cmd->callback([=] {
+    const auto result = run_kernel_bench(*kernels);
+    if (*format == "json")
+      fmt::print("{}\n", result.dump());
+    else
+      fmt::print("{}", format_kernel_table(result));
+  });
+
+  auto p2p = std::make_shared<P2pOptions>();
+  auto* p2p_cmd = bench->add_subcommand(
+      "p2p", "Latency and bandwidth of each tensor channel against its raw library, same run");
+  p2p_cmd->add_option("--transport", p2p->transport, "all, nccl, cuda-peer or ucx")
+      ->capture_default_str();
+  p2p_cmd->add_option("--sizes", p2p->sizes, "Message sizes (4096, 8KiB, 16MiB, ...)")
+      ->delimiter(',')
+      ->capture_default_str();
+  p2p_cmd->add_option("--iterations", p2p->iterations, "Messages per measurement (0: by size)")
+      ->capture_default_str();
+  p2p_cmd->add_option("--repeats", p2p->repeats, "Rounds; the best counts")->capture_default_str();
+  p2p_cmd->add_option("--format", *format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  p2p_cmd->callback([=] {
+    const auto result = run_p2p_bench(*p2p);
+    if (*format == "json")
+      fmt::print("{}\n", result.dump());
+    else
+      fmt::print("{}", format_p2p_table(result));
+  });
 }
 
 }  // namespace conveyor

@@ -10,5 +10,6 @@ void add_train_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_sched_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "apps/commands.hpp"
+#include "actors/trace/hang_error.hpp"
 #include "apps/exit_code.hpp"
 #include "kernels/common/error.hpp"
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   conveyor::add_bench_command(app);
   conveyor::add_config_command(app);
   conveyor::add_sched_command(app);
+  conveyor::add_trace_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     bool found = false;
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
   } catch (const conveyor::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return conveyor::kExitBadInput;
+  } catch (const conveyor::HangError&) {  // the watchdog printed the diagnosis
+    std::fprintf(stderr, "error: the hang watchdog stopped the run (wait-for graph above)\n");
+    return conveyor::kExitHang;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "internal error: %s\n", e.what());
     return conveyor::kExitInternal;

@@ -1,6 +1,10 @@
 // conveyor train [CONFIG] [--set KEY=VALUE]... [--out DIR] [--format text|json]
 // Validates everything first (config, data, schedule, placement), then creates the run
 // folder, writes config.yaml and plan.json, trains, and writes weights.safetensors.
+// Multi-process: [--nnodes N --node-rank R --rdzv HOST:PORT] [--token T], or the same from
+// torchrun, Slurm or Open MPI variables (apps/launch/). Node 0 hosts the rendezvous and the
+// coordinator and writes the run folder; other nodes write no files (their log is stderr)
+// and print nothing on stdout.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -12,6 +16,9 @@
 #include "actors/runtime/run_training.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/launch/launch_spec.hpp"
+#include "apps/trace/trace_setup.hpp"
+#include "apps/train/cluster_session.hpp"
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/plan_json.hpp"
@@ -27,13 +34,26 @@ struct TrainOptions {
   std::vector<std::string> overrides;
   std::optional<std::string> out;
   std::string format = "text";
+  LaunchFlags launch;                 // --nnodes, --node-rank, --rdzv
+  std::optional<std::string> token;   // --token (else CONVEYOR_TOKEN)
 };
 
 void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
-  const TrainingJob job = build_training_job(config);
+  TrainingJob job = build_training_job(config);
+  // A job over several processes joins the rendezvous first: a wrong launch fails here,
+  // before the run folder exists (apps/train/cluster_session.hpp).
+  const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment());
+  if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
+  if (cluster && cluster->node() != 0) {
+    cluster->run(job, nullptr);
+    fmt::print(stderr, "conveyor train: node {} done\n", cluster->node());
+    return;
+  }
 
   const auto dir = create_run_dir(opt.out);
+  if (config.trace.enabled)
+    job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
   write_file_atomically(dir / "config.yaml", to_yaml(config));
   write_file_atomically(dir / "plan.json", plan_json(job).dump(2) + "\n");
 
@@ -48,7 +68,7 @@ void run_train(const TrainOptions& opt) {
 
   Progress progress(job.steps, stderr_is_terminal());
   MetricsLog log(dir / "metrics.jsonl", job.schedule, progress);
-  const TrainResult result = run_training(job, log);
+  const TrainResult result = cluster ? *cluster->run(job, &log) : run_training(job, log);
   progress.finish();
 
   write_safetensors((dir / "weights.safetensors").string(), result.weights,
@@ -86,6 +106,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--format", opt->format, "Summary on stdout: text (none) or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  cmd->add_option("--nnodes", opt->launch.nnodes,
+                  "Processes (nodes) of the job (default: from torchrun, Slurm or Open MPI "
+                  "variables, else 1)");
+  cmd->add_option("--node-rank", opt->launch.node_rank,
+                  "This process's node, 0 .. nnodes-1 (node 0 hosts the rendezvous and the "
+                  "coordinator, and writes the run folder)");
+  cmd->add_option("--rdzv", opt->launch.rdzv, "HOST:PORT of node 0's rendezvous store");
+  cmd->add_option("--token", opt->token,
+                  "Job token, the same on every node (default: the CONVEYOR_TOKEN variable)");
   cmd->callback([opt] { run_train(*opt); });
 }
 

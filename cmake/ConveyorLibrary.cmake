@@ -1,12 +1,12 @@
 # conveyor_library(NAME DIR DEPS...): a static library of every .cpp under DIR
-# (CUDA sources under DIR/cuda only when the CUDA backend is on).
+# (sources under a cuda/ or nccl/ folder only when the CUDA backend is on).
 function(conveyor_library name dir)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
   if(CONVEYOR_WITH_CUDA)
     file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${dir}/*.cu)
     list(APPEND sources ${cuda_sources})
   else()
-    list(FILTER sources EXCLUDE REGEX "/cuda/")
+    list(FILTER sources EXCLUDE REGEX "/(cuda|nccl)/")
   endif()
   if(NOT sources)  # a layer with headers only so far
     add_library(${name} INTERFACE)

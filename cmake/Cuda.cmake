@@ -3,6 +3,14 @@
 if(CONVEYOR_WITH_CUDA)
   find_package(CUDAToolkit REQUIRED)
   target_link_libraries(conveyor_kernels PUBLIC CUDA::cudart CUDA::cublas CUDA::cublasLt)
+  # NCCL, for transport/nccl: shipped in the toolkit's lib/ here, a system library on the
+  # GPU machine (same soname, libnccl.so.2).
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR}
+    REQUIRED)
+  add_library(NCCL::nccl SHARED IMPORTED GLOBAL)
+  set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION ${NCCL_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
   # CUDA sources take the C++ standard (20). CMake 3.25 does not know nvcc's flag for it;
   # teach it (this directory's scope only; newer CMake knows it already).
   if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)

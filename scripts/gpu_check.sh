@@ -3,6 +3,9 @@
 # CUDA kernel and stage-model tests, GPU determinism, the 1B reference GPT on one and two
 # GPUs, and PyTorch's pipeline reference in the same call. Logs under $OUT; a short table
 # at the end. Usage: scripts/gpu_check.sh [quick]
+# Env: SECTIONS (default "tests determinism kernels model pipeline torch torchpp") picks
+#      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two);
+#      STEPS (default 10) steps per training benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -11,7 +14,9 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 BIN=.gpu/conveyor
 STEPS=${STEPS:-10}
+SECTIONS=${SECTIONS:-tests determinism kernels model pipeline torch torchpp}
 declare -a rows
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); echo "== $1: $2" >&2; }
 json_field() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d.get('$1'))"; }
@@ -19,19 +24,25 @@ json_field() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip(
 nvidia-smi -L > "$OUT/gpus.txt" 2>&1; cat "$OUT/gpus.txt" >&2
 
 # 1. kernels and the CUDA stage model against the CPU reference
-timeout 200 .gpu/gpu_tests -s > "$OUT/gpu_tests.log" 2>&1
-row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_tests.log" | tail -1)"
+if want tests; then
+  timeout 200 .gpu/gpu_tests -s > "$OUT/gpu_tests.log" 2>&1
+  row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_tests.log" | tail -1)"
+  timeout 300 .gpu/gpu_pipeline_tests -s > "$OUT/gpu_pipeline_tests.log" 2>&1
+  row "gpu pipeline tests (2 GPUs vs CPU)" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_pipeline_tests.log" | tail -1)"
+fi
 
 # 2. GPU training is deterministic, and does not depend on the split
-small=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512
-       --set model.layers=4 --set train.steps=20 --set train.eval_every=10 --set pipeline.micro_batches=4)
-timeout 120 $BIN train "${small[@]}" --set pipeline.stages=2 --set devices.ids=[0,1] --out "$OUT/small-a" > /dev/null 2> "$OUT/small-a.log"
-timeout 120 $BIN train "${small[@]}" --set pipeline.stages=2 --set devices.ids=[0,1] --out "$OUT/small-b" > /dev/null 2> "$OUT/small-b.log"
-timeout 120 $BIN train "${small[@]}" --set pipeline.stages=1 --set devices.ids=[0] --out "$OUT/small-1" > /dev/null 2> "$OUT/small-1.log"
-same() { cmp -s "$1/weights.safetensors" "$2/weights.safetensors" && echo identical || echo DIFFERENT; }
-row "small GPU run twice (2 GPUs)" "$(same "$OUT/small-a" "$OUT/small-b")"
-row "small GPU run, 1 GPU vs 2 GPUs" "$(same "$OUT/small-a" "$OUT/small-1")"
-row "small GPU final val_loss" "$(tail -1 "$OUT/small-a/metrics.jsonl" | json_field final_val_loss)"
+if want determinism; then
+  small=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512
+         --set model.layers=4 --set train.steps=20 --set train.eval_every=10 --set pipeline.micro_batches=4)
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=2 --set devices.ids=[0,1] --out "$OUT/small-a" > /dev/null 2> "$OUT/small-a.log"
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=2 --set devices.ids=[0,1] --out "$OUT/small-b" > /dev/null 2> "$OUT/small-b.log"
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=1 --set devices.ids=[0] --out "$OUT/small-1" > /dev/null 2> "$OUT/small-1.log"
+  same() { cmp -s "$1/weights.safetensors" "$2/weights.safetensors" && echo identical || echo DIFFERENT; }
+  row "small GPU run twice (2 GPUs)" "$(same "$OUT/small-a" "$OUT/small-b")"
+  row "small GPU run, 1 GPU vs 2 GPUs" "$(same "$OUT/small-a" "$OUT/small-1")"
+  row "small GPU final val_loss" "$(tail -1 "$OUT/small-a/metrics.jsonl" | json_field final_val_loss)"
+fi
 [ "${1:-}" = quick ] && { printf '%s\n' "${rows[@]}"; exit 0; }
 
 # 3. the reference GPT: conveyor on 2 GPUs and on 1 GPU (bench e2e: no weights written)
@@ -41,23 +52,58 @@ big() { # name, extra --set args...
     > "$OUT/$name.json" 2> "$OUT/$name.log"
   row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s', [round(x, 1) for x in d['peak_memory_gib']])" 2>/dev/null || echo failed)"
 }
-big 1f1b-2gpu
-big zbh1-2gpu --set pipeline.schedule=zb-h1
-big 1gpu --set pipeline.stages=1 --set devices.ids=[0]
-big zbh1-2gpu-bf16 --set pipeline.schedule=zb-h1 --set optim.master=bf16
-big 1f1b-2gpu-bf16 --set optim.master=bf16
-big 1gpu-bf16 --set pipeline.stages=1 --set devices.ids=[0] --set optim.master=bf16
+# 3a. every kernel at the reference shapes, conveyor's and PyTorch's
+if want kernels; then
+  timeout 240 $BIN bench kernels configs/gpt-1b-2gpu.yaml --format json > "$OUT/kernels.json" 2> "$OUT/kernels.log"
+  timeout 240 python3 .gpu/torch_kernels_bench.py > "$OUT/torch-kernels.json" 2> "$OUT/torch-kernels.log"
+  python3 - "$OUT/kernels.json" "$OUT/torch-kernels.json" > "$OUT/kernels.txt" 2>&1 <<'PY'
+import json, sys
+ours = json.load(open(sys.argv[1]))
+try:
+    torch = {r["kernel"]: r["ms"] for r in json.load(open(sys.argv[2]))["kernels"]}
+except Exception as e:
+    torch = {}
+print(f"{'kernel':<44} {'ms':>8} {'rate':>12} {'ceil':>5} {'torch ms':>9} {'ratio':>6} {'ms/step':>8}")
+for r in ours["kernels"]:
+    rate = f"{r['tflops']:.0f} TF/s" if "tflops" in r else f"{r['tbps']:.2f} TB/s"
+    t = next((v for k, v in torch.items() if r["kernel"].startswith(k) or k.startswith(r["kernel"].split(" (")[0])), None)
+    ratio = f"{t / r['ms']:.2f}" if t else "-"
+    print(f"{r['kernel']:<44} {r['ms']:8.3f} {rate:>12} {100*r['ceiling_share']:4.0f}% {t if t else float('nan'):9.3f} {ratio:>6} {r['ms_per_step']:8.1f}")
+print(f"kernel time per train step on one GPU: {ours['kernel_ms_per_step_one_gpu']:.1f} ms")
+for k, v in torch.items():
+    print(f"torch {k:<44} {v:8.3f} ms")
+PY
+  cat "$OUT/kernels.txt" >&2
+  row "kernel ms per step (one GPU, sum)" "$(python3 -c "import json; print(round(json.load(open('$OUT/kernels.json'))['kernel_ms_per_step_one_gpu'], 1))" 2>/dev/null || echo failed)"
+fi
+
+# 3b. one GPU (gradient accumulation) and the pipeline, conveyor bench model
+if want model; then
+  for m in ${MASTERS:-bf16 fp32}; do
+    timeout 300 $BIN bench model configs/gpt-1b-2gpu.yaml --steps $STEPS --format json --set optim.master=$m \
+      --set pipeline.schedule=zb-h1 > "$OUT/model-$m.json" 2> "$OUT/model-$m.log"
+    row "conveyor model $m: 1 GPU, 2 GPU zb-h1, eff." "$(python3 -c "import json; d=json.load(open('$OUT/model-$m.json')); print(round(d['one_device']['tokens_per_s']), round(d['pipeline']['tokens_per_s']), round(d['pipeline_efficiency'], 3), [round(x, 1) for x in d['pipeline']['peak_memory_gib']])" 2>/dev/null || echo failed)"
+  done
+fi
+
+if want pipeline; then
+  big 1f1b-2gpu
+  big 1f1b-2gpu-bf16 --set optim.master=bf16
+fi
 
 # 4. PyTorch's pipelining on the same model in the same call
+want torch || { echo; printf '%s\n' "${rows[@]}"; exit 0; }
 torch_pp() { # name, MASTER, mode
   STEPS=6 WARM=3 MASTER=$2 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
     .gpu/torch_pp_bench.py "$3" > "$OUT/torch-$1.json" 2> "$OUT/torch-$1.log"
   row "torch $1 tokens/s" "$(grep tokens_per_s "$OUT/torch-$1.json" | json_field tokens_per_s) $(grep peak "$OUT/torch-$1.json" | json_field rank0_peak_GiB) GiB"
 }
-torch_pp 1f1b-fp32 fp32 Schedule1F1B:1
-torch_pp zbv-bf16 bf16 ScheduleZBVZeroBubble:2
-torch_pp 1f1b-bf16 bf16 Schedule1F1B:1
-for m in fp32 bf16; do
+if want torchpp; then
+  torch_pp 1f1b-fp32 fp32 Schedule1F1B:1
+  torch_pp zbv-bf16 bf16 ScheduleZBVZeroBubble:2
+  torch_pp 1f1b-bf16 bf16 Schedule1F1B:1
+fi
+for m in ${MASTERS:-fp32 bf16}; do
   STEPS=6 WARM=3 MASTER=$m timeout 120 python3 .gpu/torch_pp_bench.py single > "$OUT/torch-single-$m.json" 2> "$OUT/torch-single-$m.log"
   row "torch one GPU $m tokens/s" "$(grep tokens_per_s "$OUT/torch-single-$m.json" | json_field tokens_per_s)"
 done

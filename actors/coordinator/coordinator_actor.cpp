@@ -19,8 +19,12 @@ void start_round(Self* self, Phase phase) {
   st.reports.clear();
   st.step_start = std::chrono::steady_clock::now();
   const auto& plans = phase == Phase::train ? st.train_plans : st.eval_plans;
-  for (std::size_t r = 0; r < st.stages.size(); ++r)
-    self->send(st.stages[r], StepPlan{st.round, st.step, phase, plans[r]});
+  st.probe.round_started(st.round, st.step, phase);
+  for (std::size_t r = 0; r < st.stages.size(); ++r) {
+    StepPlan plan{st.round, st.step, phase, plans[r]};
+    st.probe.plan_sending(plan, static_cast<int>(r));
+    self->send(st.stages[r], std::move(plan));
+  }
 }
 
 void fail(Self* self, const std::string& why) {
@@ -96,12 +100,15 @@ void finish_train_compute(Self* self) {
   st.last_step.lr = lr;
   st.last_step.grad_norm = norm;
   auto pending = std::make_shared<std::size_t>(st.stages.size());
-  for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, OptimizerStep{st.step, lr, scale})
+  for (std::size_t r = 0; r < st.stages.size(); ++r) {
+    OptimizerStep step{st.step, lr, scale};
+    st.probe.optimizer_sending(step, static_cast<int>(r));
+    self->request(st.stages[r], caf::infinite, step)
         .then(
-            [=](const OptimizerDone&) {
-              if (--*pending > 0) return;
+            [=](const OptimizerDone& done) {
               auto& st = self->state;
+              st.probe.done_received(done);
+              if (--*pending > 0) return;
               const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
               st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();
               st.last_step.tokens_per_s =
@@ -113,6 +120,7 @@ void finish_train_compute(Self* self) {
               next_after_step(self);
             },
             [=](caf::error& e) { fail(self, "optimizer step: " + error_text(self->system(), e)); });
+  }
 }
 
 }  // namespace
@@ -123,6 +131,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   st.job = job;
   st.observer = observer;
   st.stages = stages;
+  st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
   for (std::size_t r = 0; r < stages.size(); ++r) {
     st.train_plans.push_back(
         std::make_shared<const std::vector<sched::Action>>(job->schedule.ranks.at(r)));
@@ -148,8 +157,10 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
         start_round(self, Phase::train);
         return st.done;
       },
+      [=](hang_atom, const std::string& why) { fail(self, why); },
       [=](StageReport& report) {
         auto& st = self->state;
+        st.probe.report_received(report);
         if (report.step != st.step || report.phase != st.phase) {
           fail(self, fmt::format("stage {} reported {} step {} during {} step {}", report.rank,
                                  phase_name(report.phase), report.step, phase_name(st.phase),

@@ -11,6 +11,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/runtime/training_job.hpp"
+#include "actors/trace/coordinator_probe.hpp"
 
 namespace conveyor {
 
@@ -30,6 +31,7 @@ struct CoordinatorState {
   EvalMetrics last_eval;
   bool finishing = false;
   std::vector<WeightsReply> weights;
+  trace::CoordinatorProbe probe;  // trace records of plans, reports, optimizer steps
   static inline const char* name = "coordinator";
 };
 

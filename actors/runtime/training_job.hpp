@@ -9,6 +9,9 @@
 #include "actors/placement.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "actors/stage/stage_worker.hpp"
+#include "actors/trace/message_fault.hpp"
+#include "actors/trace/stage_progress.hpp"
+#include "actors/trace/trace_session.hpp"
 #include "kernels/model/gpt_config.hpp"
 #include "kernels/optim/adamw.hpp"
 #include "kernels/optim/lr_schedule.hpp"
@@ -34,6 +37,11 @@ struct TrainingJob {
   // scheduler with one worker per stage that polls before it sleeps (lower message
   // latency; compute still never shares a worker with another stage's compute).
   bool detached_stages = true;
+  // Tracing and hang diagnosis (actors/trace/). The recorder: null when not tracing.
+  std::shared_ptr<trace::TraceSession> trace;
+  double watchdog_timeout_s = 0;  // deadline of every action and wait; 0: no watchdog
+  std::shared_ptr<trace::ProgressBoard> progress;  // set by run_training with a watchdog
+  std::shared_ptr<MessageFault> fault;             // tests only: loses stage messages
 
   std::int64_t tokens_per_step() const {
     return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;

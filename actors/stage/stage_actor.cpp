@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
 
 namespace conveyor {
@@ -15,14 +16,22 @@ void drive(Self* self) {
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
     const int dest = st.job->placement.chunk_of(m.to_model_stage).rank;
+    st.probe->sending(m, dest);
     if (dest == st.worker->rank()) {
+      st.probe->received(m);
       st.worker->accept(std::move(m));
-    } else {
+    } else if (st.links && st.links->crosses(dest)) {
+      send_over_channel(self, dest, std::move(m));
+    } else if (!st.job->fault || !st.job->fault->drop(m, st.worker->rank())) {
       self->send(st.peers.ranks.at(dest), std::move(m));
     }
   };
   st.worker->run_ready(outbox);
-  if (st.worker->finished()) self->send(st.coordinator, st.worker->take_report());
+  if (st.worker->finished()) {
+    auto report = st.worker->take_report();
+    st.probe->report_sending(report);
+    self->send(st.coordinator, std::move(report));
+  }
 }
 
 // Every handler body runs through this: an exception becomes the actor's exit reason.
@@ -45,33 +54,59 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
     st.worker = std::make_unique<StageWorker>(job->model, job->placement.ranks.at(rank),
                                               job->placement.model_stages(), job->data, epoch,
                                               job->make_model);
+    const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              epoch.time_since_epoch()).count();
+    st.probe = std::make_unique<trace::StageProbe>(
+        rank, epoch_ns, job->placement, job->trace ? &job->trace->stage(rank) : nullptr,
+        job->progress ? &job->progress->stage(rank) : nullptr);
+    st.worker->set_listener(st.probe.get());
   });
   return {
       [=](const PeerTable& peers) { self->state.peers = peers; },
       [=](const StepPlan& plan) {
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          self->state.probe->plan_received(plan);
           self->state.worker->begin(plan);
           drive(self);
         });
       },
       [=](PipeMessage& message) {
         guarded(self, [&] {
+          self->state.probe->received(message);
           self->state.worker->accept(std::move(message));
           drive(self);
         });
       },
       [=](const OptimizerStep& step) -> caf::result<OptimizerDone> {
         try {
+          self->state.probe->optimizer_received(step);
           self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
         } catch (const std::exception& e) {
           self->quit(failure(e.what()));
           return failure(e.what());
         }
-        return OptimizerDone{self->state.worker->rank(), step.step};
+        OptimizerDone done{self->state.worker->rank(), step.step};
+        self->state.probe->done_sending(done);
+        return done;
       },
-      [=](weights_atom) { return self->state.worker->weights(); },
+      [=](const PipeHeader& header) {
+        guarded(self, [&] { receive_over_channel(self, header); });
+      },
+      [=](const ChannelFailure& f) { self->quit(failure(f.what)); },
+      [=](weights_atom) {
+        auto weights = self->state.worker->weights();
+        guarded(self, [&] { send_weights_payload(self, weights); });
+        return weights;
+      },
   };
+}
+
+caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+                                 StageWorker::Clock::time_point epoch,
+                                 std::shared_ptr<const StageLinks> links) {
+  self->state.links = std::move(links);
+  return stage_actor(self, std::move(job), rank, epoch);
 }
 
 }  // namespace conveyor

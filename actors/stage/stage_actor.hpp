@@ -7,21 +7,33 @@
 #include <caf/all.hpp>
 #include <memory>
 
+#include "actors/cluster/stage_links.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime/training_job.hpp"
+#include "actors/trace/stage_probe.hpp"
 
 namespace conveyor {
 
 struct StageActorState {
   std::shared_ptr<const TrainingJob> job;
   std::unique_ptr<StageWorker> worker;
+  std::unique_ptr<trace::StageProbe> probe;  // trace records and watchdog state
   PeerTable peers;
   caf::actor coordinator;
+  // Edges to other processes (actors/cluster/); null when every peer is in this process.
+  std::shared_ptr<const StageLinks> links;
   static inline const char* name = "stage";
 };
 
 caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
                           std::shared_ptr<const TrainingJob> job, int rank,
                           StageWorker::Clock::time_point epoch);
+
+/// A stage actor whose edges to ranks of other processes go through `links`
+/// (actors/cluster/stage_remote.hpp); the rest is stage_actor.
+caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,
+                                 std::shared_ptr<const TrainingJob> job, int rank,
+                                 StageWorker::Clock::time_point epoch,
+                                 std::shared_ptr<const StageLinks> links);
 
 }  // namespace conveyor

@@ -141,9 +141,11 @@ void StageWorker::run_ready(const Outbox& outbox) {
   const auto& actions = *plan_->actions;
   while (next_ < actions.size() && ready(actions[next_])) {
     const auto& a = actions[next_];
+    if (listener_) listener_->action_started(*plan_, next_);
     const auto start = since(epoch_);
     run(a, outbox);
     report_.timings.push_back(ActionTiming{a, start, since(epoch_)});
+    if (listener_) listener_->action_finished(*plan_, next_, report_.timings.back());
     ++next_;
   }
 }

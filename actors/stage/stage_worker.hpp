@@ -48,6 +48,16 @@ struct StageData {
   DType activation_dtype = DType::f32;  // of activations and gradients between stages
 };
 
+/// Told when each action of a plan starts and ends (the tracer, the hang watchdog).
+/// Called on the worker's thread, around each action; must not throw.
+class ActionListener {
+ public:
+  virtual ~ActionListener() = default;
+  virtual void action_started(const StepPlan& plan, std::size_t slot) = 0;
+  virtual void action_finished(const StepPlan& plan, std::size_t slot,
+                               const ActionTiming& timing) = 0;
+};
+
 class StageWorker {
  public:
   using Clock = std::chrono::steady_clock;
@@ -77,6 +87,9 @@ class StageWorker {
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
   /// Parameter handles by model stage, for the final weights file.
   WeightsReply weights() const;
+
+  /// REQUIRES: `listener` outlives the worker (or is reset to nullptr first).
+  void set_listener(ActionListener* listener) { listener_ = listener; }
 
   /// Stashed activations now held (micro-batches with forward done, backward pending).
   std::size_t stashed() const { return stash_.size(); }
@@ -116,6 +129,7 @@ class StageWorker {
   std::map<Key, PipeMessage> gradients_;
   std::map<Key, std::unique_ptr<StageStash>> stash_;
   StageReport report_;
+  ActionListener* listener_ = nullptr;
 };
 
 }  // namespace conveyor

@@ -42,6 +42,15 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   const RunConfig config = load_run_config(o.config, overrides);
   const TrainingJob job = build_training_job(config);
 
+#if CONVEYOR_WITH_CUDA
+  // Peaks of this run alone: an earlier run in this process (bench model) left its
+  // blocks cached.
+  for (const auto& r : job.placement.ranks)
+    if (!r.device.is_cpu()) {
+      cuda_allocator(r.device.index).empty_cache();
+      cuda_allocator(r.device.index).reset_peak();
+    }
+#endif
   Collect collect;
   run_training(job, collect);
 

@@ -1,12 +1,18 @@
 #include "apps/bench/overhead_bench.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <sys/resource.h>
 #include <vector>
 
 #include "actors/runtime/empty_stage_model.hpp"
 #include "actors/runtime/pipeline_layout.hpp"
 #include "actors/runtime/run_training.hpp"
+#include "actors/trace/stage_probe.hpp"
+#include "actors/trace/trace_session.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -30,6 +36,55 @@ struct StepTimes final : TrainingObserver {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct RunFigures {
+  StepTimes times;
+  std::vector<double> per_action;  // µs per action of the longest rank, per step after warm-up
+  double total_ms = 0;
+  double cpu_s = 0;
+};
+
+RunFigures measure(const TrainingJob& job, std::size_t longest_rank) {
+  RunFigures f;
+  const double cpu0 = process_cpu_seconds();
+  run_training(job, f.times);
+  f.cpu_s = process_cpu_seconds() - cpu0;
+  // Skip the first steps (thread start-up, first allocations).
+  const std::size_t skip = std::min<std::size_t>(5, f.times.step_ms.size() - 1);
+  for (std::size_t i = skip; i < f.times.step_ms.size(); ++i) {
+    f.per_action.push_back(f.times.step_ms[i] * 1e3 / static_cast<double>(longest_rank));
+    f.total_ms += f.times.step_ms[i];
+  }
+  return f;
+}
+
+// The recorder's own cost, alone: one action with the message it sends and the one it
+// receives, as a stage's thread records them (probe calls, clock reads, ring stores, and
+// the batched file writes), averaged over many.
+double record_ns_per_action(const std::filesystem::path& dir) {
+  trace::TraceOptions t;
+  t.dir = dir / "alone";
+  trace::TraceSession session(t, 2);
+  const Placement placement = make_placement({1, 1}, 2, 1, [](int rank, int) { return rank; });
+  trace::StageProbe probe(1, 0, placement, &session.stage(1), nullptr);
+  StepPlan plan{1, 0, Phase::train,
+                std::make_shared<const std::vector<sched::Action>>(
+                    std::vector<sched::Action>{sched::Action::parse("1F0")})};
+  probe.plan_received(plan);
+  PipeMessage in{PipeKind::activation, 1, 0, Phase::train, 0, 0, 1, Tensor{}};
+  PipeMessage out{PipeKind::gradient, 1, 0, Phase::train, 0, 1, 0, Tensor{}};
+  constexpr int kActions = 200'000;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kActions; ++i) {
+    probe.received(in);
+    probe.action_started(plan, 0);
+    probe.sending(out, 0);
+    probe.action_finished(plan, 0, ActionTiming{plan.actions->front(), i, i + 1});
+  }
+  session.flush_all();
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+         kActions;
 }
 
 }  // namespace
@@ -64,21 +119,13 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
     actions_per_step += r.size();
     longest_rank = std::max(longest_rank, r.size());
   }
-  StepTimes times;
-  const double cpu0 = process_cpu_seconds();
-  run_training(job, times);
-  const double cpu = process_cpu_seconds() - cpu0;
-
-  // Skip the first steps (thread start-up, first allocations).
-  const std::size_t skip = std::min<std::size_t>(5, times.step_ms.size() - 1);
-  std::vector<double> per_action;
-  double total_ms = 0;
-  for (std::size_t i = skip; i < times.step_ms.size(); ++i) {
-    per_action.push_back(times.step_ms[i] * 1e3 / static_cast<double>(longest_rank));
-    total_ms += times.step_ms[i];
-  }
+  const RunFigures plain = measure(job, longest_rank);
   const std::size_t actions = actions_per_step * static_cast<std::size_t>(o.steps);
-  return {{"bench", "overhead"},
+  const auto& per_action = plain.per_action;
+  const double total_ms = plain.total_ms;
+  const double cpu = plain.cpu_s;
+  const StepTimes& times = plain.times;
+  nlohmann::json result = {{"bench", "overhead"},
           {"schedule", o.schedule},
           {"stages", o.stages},
           {"micro_batches", o.micro_batches},
@@ -89,6 +136,24 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
           {"per_action_us_mean", total_ms * 1e3 / (longest_rank * per_action.size())},
           {"cpu_us_per_action", cpu * 1e6 / static_cast<double>(actions)},
           {"step_us_median", median(times.step_ms) * 1e3}};
+  if (o.trace) {
+    char pattern[] = "/tmp/conveyor_overhead_trace_XXXXXX";
+    if (!::mkdtemp(pattern)) throw std::runtime_error("bench overhead --trace: mkdtemp failed");
+    trace::TraceOptions t;
+    t.dir = pattern;
+    job.trace = std::make_shared<trace::TraceSession>(t, o.stages);
+    const RunFigures traced = measure(job, longest_rank);
+    result["record_ns_per_action"] = record_ns_per_action(pattern);
+    job.trace->flush_all();
+    const auto bytes = job.trace->bytes_written();
+    job.trace.reset();
+    std::filesystem::remove_all(pattern);
+    result["traced_per_action_us"] = median(traced.per_action);
+    result["traced_cpu_us_per_action"] = traced.cpu_s * 1e6 / static_cast<double>(actions);
+    result["trace_cost_us_per_action"] = median(traced.per_action) - median(per_action);
+    result["trace_bytes_per_step"] = static_cast<double>(bytes) / static_cast<double>(o.steps);
+  }
+  return result;
 }
 
 }  // namespace conveyor

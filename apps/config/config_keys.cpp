@@ -6,11 +6,35 @@
 #include "apps/config/config_rules.hpp"
 #include "apps/config/known_names.hpp"
 #include "apps/config/partition_key.hpp"
+#include "actors/trace/fault_spec.hpp"
+#include "actors/trace/step_range.hpp"
 
 namespace conveyor {
 namespace {
 
 using namespace config_rules;
+
+// trace.steps: "all", "N" or "A-B" (trace/step_range.hpp).
+struct StepRangeRule {
+  std::string describe() const { return "all, N or A-B (0 <= A <= B)"; }
+  std::optional<std::string> check(const std::string& v) const {
+    if (trace::StepRange::parse(v)) return std::nullopt;
+    return "'" + v + "' is not all, a step N or a range A-B with 0 <= A <= B";
+  }
+};
+
+// fault.inject: every entry must parse (actors/trace/fault_spec.hpp).
+struct FaultSpecsRule {
+  std::string describe() const { return "entries drop:stage=S:step=N[...] or delay:stage=S:ms=D[...]"; }
+  std::optional<std::string> check(const std::vector<std::string>& entries) const {
+    for (const auto& e : entries) try {
+        parse_fault_spec(e);
+      } catch (const std::invalid_argument& err) {
+        return std::string(err.what());
+      }
+    return std::nullopt;
+  }
+};
 
 // KEY(model.layers, ...) names the key and the RunConfig field with one token, so the two
 // cannot drift apart. A key stored elsewhere is written with make_key directly.
@@ -58,6 +82,10 @@ std::vector<ConfigKey> build_keys() {
       KEY(devices.kind, "device kind of the stages", one_of(&known_device_kinds)),
       KEY(devices.ids, "device ids to place the stages on (empty: chosen by the runtime)", at_least(0),
           distinct()),
+      KEY(devices.per_node,
+          "stages per node of a multi-process job, in rank order (0: pipeline.stages / nnodes; "
+          "the last node takes the rest)",
+          at_least(0)),
 
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
       KEY(runtime.stage_threads,
@@ -67,8 +95,37 @@ std::vector<ConfigKey> build_keys() {
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
 
+      KEY(rendezvous.timeout_s,
+          "seconds a multi-process job waits at the rendezvous for every node (join, keys, "
+          "barriers) before failing with the missing ranks",
+          greater_than(0)),
+      KEY(transport.kind,
+          "channel for tensors between stages: auto (hand-off inside a process, UCX between "
+          "processes) or ucx (UCX on every edge, even inside one process)",
+          one_of(&known_transport_kinds)),
+      KEY(transport.timeout_s,
+          "seconds a tensor send or receive between processes may take before the run fails "
+          "naming the edge, step and micro-batch",
+          greater_than(0)),
+
       KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
           one_of(&known_master_dtypes)),
+
+      KEY(trace.enabled, "record a causal trace of every message and action in DIR/trace/"),
+      KEY(trace.steps, "steps to trace (with trace.enabled): all, one step, or a range",
+          StepRangeRule{}),
+      KEY(watchdog.timeout_s,
+          "deadline in seconds of every action and message wait; past it the run prints the "
+          "wait-for graph and stops (0 disables)",
+          at_least(0.0)),
+      KEY(fault.inject,
+          "faults injected on purpose, for tests of the watchdog and the failure policy: "
+          "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
+          "never sent), delay:stage=S:ms=D[:step=N] (stage S's messages leave D ms late)",
+          FaultSpecsRule{}),
+      KEY(fault.policy, "what a failure (a hang the watchdog found, a stage error) does: abort "
+                        "(stop with the diagnosis; exit 3 for a hang)",
+          one_of(&known_fault_policies)),
   };
 }
 

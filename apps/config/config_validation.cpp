@@ -47,6 +47,11 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                             "' on devices.kind cpu (the CPU kernels compute "
                                             "in fp32: set model.dtype: fp32)",
                          "devices.kind"};
+  if (cuda && c.transport.kind == "ucx")
+    return ConfigProblem{"transport.kind",
+                         "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "
+                         "tensors between processes need the NCCL channel)",
+                         "devices.kind"};
   if (c.data.format == DataFormat::text && m.vocab < 256)
     return ConfigProblem{"model.vocab",
                          to_string(m.vocab) +

@@ -157,6 +157,26 @@ YAML::Node ConfigCodec<std::vector<std::int64_t>>::write(const std::vector<std::
   return seq;
 }
 
+std::vector<std::string> ConfigCodec<std::vector<std::string>>::read(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return {};
+  if (node.IsScalar()) return {node.Scalar()};
+  if (!node.IsSequence()) expected("a list of strings", node);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar())
+      throw ConfigValueError("element " + std::to_string(i) + " of " + describe_yaml(node) +
+                             ": expected a string");
+    out.push_back(node[i].Scalar());
+  }
+  return out;
+}
+YAML::Node ConfigCodec<std::vector<std::string>>::write(const std::vector<std::string>& v) {
+  YAML::Node seq(YAML::NodeType::Sequence);
+  for (const auto& x : v) seq.push_back(YAML::Node(x));
+  seq.SetStyle(YAML::EmitterStyle::Flow);
+  return seq;
+}
+
 std::string ConfigCodec<DataFormat>::type_name() {
   return "one of " + join_names(known_data_format_names());
 }

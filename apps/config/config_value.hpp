@@ -81,6 +81,13 @@ struct ConfigCodec<std::vector<std::int64_t>> {
 };
 
 template <>
+struct ConfigCodec<std::vector<std::string>> {
+  static std::string type_name() { return "list of strings"; }
+  static std::vector<std::string> read(const YAML::Node& node);
+  static YAML::Node write(const std::vector<std::string>& v);
+};
+
+template <>
 struct ConfigCodec<DataFormat> {
   static std::string type_name();  // "one of text, tokens"
   static DataFormat read(const YAML::Node& node);

@@ -28,4 +28,15 @@ const std::vector<std::string>& known_stage_threads() {
   return names;
 }
 
+const std::vector<std::string>& known_transport_kinds() {
+  static const std::vector<std::string> names = {"auto", "ucx"};
+  return names;
+}
+
+const std::vector<std::string>& known_fault_policies() {
+  // restart arrives with stage-actor recovery (issue 7)
+  static const std::vector<std::string> names = {"abort"};
+  return names;
+}
+
 }  // namespace conveyor

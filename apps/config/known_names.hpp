@@ -17,5 +17,9 @@ const std::vector<std::string>& known_device_kinds();
 const std::vector<std::string>& known_model_dtypes();
 const std::vector<std::string>& known_master_dtypes();
 const std::vector<std::string>& known_stage_threads();
+/// `transport.kind` values (nccl joins when conveyor train wires transport/nccl).
+const std::vector<std::string>& known_transport_kinds();
+/// fault.policy values.
+const std::vector<std::string>& known_fault_policies();
 
 }  // namespace conveyor

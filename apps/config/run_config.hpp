@@ -44,6 +44,7 @@ struct DataSection {
 struct DevicesSection {
   std::string kind = "cpu";                  // devices.kind: cpu (cuda later)
   std::vector<std::int64_t> ids;             // devices.ids
+  std::int64_t per_node = 0;                 // devices.per_node: stages per node (0: stages / nnodes)
 };
 
 struct RuntimeSection {
@@ -56,6 +57,29 @@ struct OptimSection {
   std::string master = "fp32";               // optim.master: fp32 (fp32 master + state) | bf16
 };
 
+struct TraceSection {
+  bool enabled = false;                      // trace.enabled: record DIR/trace/
+  std::string steps = "all";                 // trace.steps: all | N | A-B
+};
+
+struct WatchdogSection {
+  double timeout_s = 300;                    // watchdog.timeout_s (0 disables)
+};
+
+struct RendezvousSection {
+  double timeout_s = 60;                     // rendezvous.timeout_s: join, keys, barriers
+};
+
+struct TransportSection {
+  std::string kind = "auto";                 // transport.kind: auto | ucx
+  double timeout_s = 60;                     // transport.timeout_s: every tensor send/receive across processes
+};
+
+struct FaultSection {
+  std::vector<std::string> inject;           // fault.inject: faults injected on purpose (tests)
+  std::string policy = "abort";              // fault.policy: what a failure does (abort)
+};
+
 struct RunConfig {
   GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
   std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
@@ -65,6 +89,11 @@ struct RunConfig {
   DevicesSection devices;
   RuntimeSection runtime;
   OptimSection optim;
+  RendezvousSection rendezvous;
+  TransportSection transport;
+  TraceSection trace;
+  WatchdogSection watchdog;
+  FaultSection fault;
 };
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "actors/runtime/pipeline_layout.hpp"
+#include "actors/trace/fault_spec.hpp"
 #include "apps/train/device_models.hpp"
 #include "apps/train/partition_choice.hpp"
 
@@ -46,6 +47,12 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.eval_batches = static_cast<int>(config.train.eval_batches);
   job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
   job.detached_stages = config.runtime.stage_threads == "detached";
+  job.watchdog_timeout_s = config.watchdog.timeout_s;
+  if (!config.fault.inject.empty()) {
+    std::vector<FaultSpec> specs;
+    for (const auto& entry : config.fault.inject) specs.push_back(parse_fault_spec(entry));
+    job.fault = std::make_shared<ScriptedFaults>(std::move(specs));
+  }
   return job;
 }
 

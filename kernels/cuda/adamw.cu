@@ -1,9 +1,13 @@
-// AdamW, one thread per element (grid-stride). The operation order follows
+// AdamW, four elements per thread with vector loads (grid-stride; one per thread for
+// unaligned buffers). The operation order follows
 // kernels/optim/adamw.cpp so that fp32 results agree with the CPU to rounding
 // (nvcc may contract a * b + c into an FMA: not bitwise equal to the CPU, but always the
 // same on the GPU).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "kernels/cuda/adamw.hpp"
 #include "kernels/cuda/common.cuh"
@@ -23,15 +27,50 @@ __device__ __forceinline__ float clip_factor(const AdamWHyper& hp) {
   return norm > hp.max_grad_norm ? hp.max_grad_norm / (norm + 1e-6f) : 1.0f;
 }
 
-// Weight decay of element i: binary search of the run holding i.
-__device__ __forceinline__ float decay_of(std::int64_t i, const DecayRuns& runs, float wd) {
-  if (runs.count == 0) return wd;
+// Index of the run holding element i (binary search). REQUIRES: runs.count > 0.
+__device__ __forceinline__ int run_of(std::int64_t i, const DecayRuns& runs) {
   int lo = 0, hi = runs.count - 1;
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
     if (runs.ends[mid] > i) hi = mid; else lo = mid + 1;
   }
-  return runs.decay[lo] ? wd : 0.0f;
+  return lo;
+}
+
+__device__ __forceinline__ float decay_of(std::int64_t i, const DecayRuns& runs, float wd) {
+  if (runs.count == 0) return wd;
+  return runs.decay[run_of(i, runs)] ? wd : 0.0f;
+}
+
+// One element's update, in the CPU reference's operation order.
+__device__ __forceinline__ void adamw_element(float g, float& m, float& v, float& w, float decay,
+                                              const AdamWHyper& hp) {
+  m = hp.beta1 * m + (1.0f - hp.beta1) * g;
+  v = hp.beta2 * v + (1.0f - hp.beta2) * g * g;
+  const float mhat = m / hp.bias_correction1;
+  const float vhat = v / hp.bias_correction2;
+  w -= hp.lr * (mhat / (sqrtf(vhat) + hp.eps) + decay * w);
+}
+
+__device__ __forceinline__ void load4(float (&f)[4], const float* p) {
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  f[0] = x.x; f[1] = x.y; f[2] = x.z; f[3] = x.w;
+}
+__device__ __forceinline__ void load4(float (&f)[4], const bf16* p) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+  f[0] = a.x; f[1] = a.y; f[2] = b.x; f[3] = b.y;
+}
+__device__ __forceinline__ void store4(float* p, const float (&f)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(f[0], f[1], f[2], f[3]);
+}
+__device__ __forceinline__ void store4(bf16* p, const float (&f)[4]) {
+  const __nv_bfloat162 a = __floats2bfloat162_rn(f[0], f[1]), b = __floats2bfloat162_rn(f[2], f[3]);
+  uint2 raw;
+  raw.x = *reinterpret_cast<const unsigned*>(&a);
+  raw.y = *reinterpret_cast<const unsigned*>(&b);
+  *reinterpret_cast<uint2*>(p) = raw;
 }
 
 __device__ __forceinline__ void store(float* p, std::int64_t i, float x) { p[i] = x; }
@@ -39,26 +78,75 @@ __device__ __forceinline__ void store(bf16* p, std::int64_t i, float x) { p[i] =
 __device__ __forceinline__ float read(const float* p, std::int64_t i) { return p[i]; }
 __device__ __forceinline__ float read(const bf16* p, std::int64_t i) { return to_float(p[i]); }
 
-// W: weight and moment storage type (float or bf16).
+// Element i's update, read and written one element at a time.
+template <class W>
+__device__ __forceinline__ void adamw_at(std::int64_t i, W* params, bf16* compute,
+                                         const float* grads, W* m, W* v, float scale,
+                                         const AdamWHyper& hp, const DecayRuns& runs) {
+  float mi = read(m, i), vi = read(v, i), w = read(params, i);
+  adamw_element(grads[i] * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
+  store(m, i, mi);
+  store(v, i, vi);
+  store(params, i, w);
+  if (compute) compute[i] = to_bf16(w);
+}
+
+// W: weight and moment storage type (float or bf16). Each thread updates 4 consecutive
+// elements per iteration with vector loads and one run search for the 4 (the common case:
+// they share a run); the last n % 4 elements one by one. REQUIRES: every pointer aligned to
+// 4 elements (the launchers check it and use adamw_scalar_kernel otherwise).
 template <class W>
 __global__ void adamw_kernel(W* params, bf16* compute, const float* grads, W* m, W* v,
                              std::int64_t n, AdamWHyper hp, DecayRuns runs) {
   const float scale = hp.grad_scale * clip_factor(hp);
-  const float b1 = hp.beta1, b2 = hp.beta2;
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  const std::int64_t first = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x;
+  for (std::int64_t q = first; q < n / 4; q += stride) {
+    const std::int64_t i = q * 4;
+    float decay[4];
+    if (runs.count == 0) {
+      decay[0] = decay[1] = decay[2] = decay[3] = hp.weight_decay;
+    } else {
+      const int r = run_of(i, runs);
+      if (runs.ends[r] >= i + 4) {
+        decay[0] = decay[1] = decay[2] = decay[3] = runs.decay[r] ? hp.weight_decay : 0.0f;
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) decay[k] = decay_of(i + k, runs, hp.weight_decay);
+      }
+    }
+    float g[4], mm[4], vv[4], w[4];
+    load4(g, grads + i);
+    load4(mm, m + i);
+    load4(vv, v + i);
+    load4(w, params + i);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) adamw_element(g[k] * scale, mm[k], vv[k], w[k], decay[k], hp);
+    store4(m + i, mm);
+    store4(v + i, vv);
+    store4(params + i, w);
+    if (compute) store4(compute + i, w);
+  }
+  for (std::int64_t i = n / 4 * 4 + first; i < n; i += stride) {
+    adamw_at(i, params, compute, grads, m, v, scale, hp, runs);
+  }
+}
+
+// The same update one element per thread, for buffers not aligned to 4 elements.
+template <class W>
+__global__ void adamw_scalar_kernel(W* params, bf16* compute, const float* grads, W* m, W* v,
+                                    std::int64_t n, AdamWHyper hp, DecayRuns runs) {
+  const float scale = hp.grad_scale * clip_factor(hp);
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i] * scale;
-    const float mi = b1 * read(m, i) + (1.0f - b1) * g;
-    const float vi = b2 * read(v, i) + (1.0f - b2) * g * g;
-    const float mhat = mi / hp.bias_correction1;
-    const float vhat = vi / hp.bias_correction2;
-    float w = read(params, i);
-    w -= hp.lr * (mhat / (sqrtf(vhat) + hp.eps) + decay_of(i, runs, hp.weight_decay) * w);
-    store(m, i, mi);
-    store(v, i, vi);
-    store(params, i, w);
-    if (compute) compute[i] = to_bf16(w);
+    adamw_at(i, params, compute, grads, m, v, scale, hp, runs);
   }
+}
+
+bool aligned4(std::initializer_list<std::pair<const void*, std::size_t>> ptrs) {
+  for (const auto& [p, element_bytes] : ptrs)
+    if (p && reinterpret_cast<std::uintptr_t>(p) % (4 * element_bytes) != 0) return false;
+  return true;
 }
 
 unsigned grid_for(std::int64_t n) {
@@ -89,8 +177,12 @@ void adamw_update(float* master, bf16* compute, const float* grads, float* m, fl
                   cudaStream_t stream) {
   check("adamw_update", n, hyper, runs);
   if (n == 0) return;
-  adamw_kernel<float><<<grid_for(n), kThreads, 0, stream>>>(master, compute, grads, m, v, n,
-                                                            hyper, runs);
+  if (aligned4({{master, 4}, {compute, 2}, {grads, 4}, {m, 4}, {v, 4}}))
+    adamw_kernel<float><<<grid_for(ceil_div(n, 4)), kThreads, 0, stream>>>(master, compute, grads,
+                                                                          m, v, n, hyper, runs);
+  else
+    adamw_scalar_kernel<float><<<grid_for(n), kThreads, 0, stream>>>(master, compute, grads, m, v,
+                                                                     n, hyper, runs);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -98,8 +190,12 @@ void adamw_update_bf16(bf16* params, const float* grads, bf16* m, bf16* v, std::
                        const AdamWHyper& hyper, const DecayRuns& runs, cudaStream_t stream) {
   check("adamw_update_bf16", n, hyper, runs);
   if (n == 0) return;
-  adamw_kernel<bf16><<<grid_for(n), kThreads, 0, stream>>>(params, nullptr, grads, m, v, n, hyper,
-                                                           runs);
+  if (aligned4({{params, 2}, {grads, 4}, {m, 2}, {v, 2}}))
+    adamw_kernel<bf16><<<grid_for(ceil_div(n, 4)), kThreads, 0, stream>>>(params, nullptr, grads,
+                                                                         m, v, n, hyper, runs);
+  else
+    adamw_scalar_kernel<bf16><<<grid_for(n), kThreads, 0, stream>>>(params, nullptr, grads, m, v,
+                                                                    n, hyper, runs);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,8 +1,7 @@
 // Causal attention kernels behind attention.hpp, in two implementations selected at compile
 // time by CONVEYOR_ATTENTION_TENSOR_CORES:
-//  1 (default): the tensor-core FlashAttention-2 kernels (mma.sync bf16, P and dS split
-//    into bf16 hi + lo parts so the accuracy equals the CUDA-core kernels'; measured 145
-//    TFLOP/s forward, 108 backward on an H200 at B=4, T=1024, 16 heads of 128).
+//  1 (default): the tensor-core FlashAttention-2 kernels (mma.sync bf16, P and dS rounded
+//    to bf16 for their products as FlashAttention-2 does).
 //  0: the first CUDA-core kernels (~12 TFLOP/s forward, ~11.6 backward at that shape), kept
 //    as the reference the tensor-core kernels were checked against.
 #ifndef CONVEYOR_ATTENTION_TENSOR_CORES
@@ -13,9 +12,8 @@
 // Flash-style causal attention on tensor cores (FlashAttention-2 decomposition):
 // bf16 mma.sync.m16n8k16 with fp32 accumulation, operands staged in shared memory with
 // cp.async (double-buffered) and read into fragments with ldmatrix. The probabilities P and
-// dS = P (dP - delta), formed in fp32, enter their products as bf16 hi + lo pairs (split_a),
-// so they keep ~16 significant bits: the accuracy of the fp32 CUDA-core kernel this
-// replaced, for three more tensor-core products per tile.
+// dS = P (dP - delta) are formed in fp32 and rounded to bf16 for the products that read them
+// (P V, P^T dO, dS^T Q, dS K); the logsumexp and every accumulator stay fp32.
 //
 // Forward: a block of 4 warps owns 64 consecutive query rows of one (batch, head), 16 rows
 // per warp (Q stays in shared memory); it walks key/value tiles of 64 keys up to
@@ -110,20 +108,13 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 }
 
 // A-operand fragment of a 16x16 tile from two C fragments (n-blocks 2kk, 2kk+1) of fp32
-// values, split as x = hi + lo with hi = bf16(x), lo = bf16(x - hi): two products with hi
-// and lo carry ~16 significant bits of x instead of bf16's 8 (the CUDA-core kernel this
-// replaced kept P and dS in fp32; rounding them to bf16 alone, as FlashAttention-2 does,
-// measurably loosened the gradients and the output that delta = rowsum(dout * out) reads).
-__device__ __forceinline__ void split_a(const float (&c0)[4], const float (&c1)[4],
-                                        unsigned (&hi)[4], unsigned (&lo)[4]) {
-  const float* src[4] = {&c0[0], &c0[2], &c1[0], &c1[2]};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(src[i][0], src[i][1]);
-    const float2 hf = __bfloat1622float2(h);
-    hi[i] = *reinterpret_cast<const unsigned*>(&h);
-    lo[i] = pack_bf16(src[i][0] - hf.x, src[i][1] - hf.y);
-  }
+// values, rounded to bf16 (as FlashAttention-2 and cuDNN do with P and dS).
+__device__ __forceinline__ void to_a(const float (&c0)[4], const float (&c1)[4],
+                                     unsigned (&a)[4]) {
+  a[0] = pack_bf16(c0[0], c0[1]);
+  a[1] = pack_bf16(c0[2], c0[3]);
+  a[2] = pack_bf16(c1[0], c1[1]);
+  a[3] = pack_bf16(c1[2], c1[3]);
 }
 
 // Fragment addresses inside a row-major shared tile with leading dimension ld (elements).
@@ -271,16 +262,14 @@ __global__ void __launch_bounds__(kThreads)
     // O += P V
 #pragma unroll
     for (int kk = 0; kk < kFwdKeys / 16; ++kk) {
-      unsigned a[4], a_lo[4];
-      split_a(s[2 * kk], s[2 * kk + 1], a, a_lo);
+      unsigned a[4];
+      to_a(s[2 * kk], s[2 * kk + 1], a);
 #pragma unroll
       for (int np = 0; np < kOBlocks / 2; ++np) {
         unsigned bfr[4];
         ldsm_x4_t(bfr, b_addr(vb, kLd, kk * 16, np * 16, lane));
         mma16816(o[2 * np], a, bfr[0], bfr[1]);
         mma16816(o[2 * np + 1], a, bfr[2], bfr[3]);
-        mma16816(o[2 * np], a_lo, bfr[0], bfr[1]);
-        mma16816(o[2 * np + 1], a_lo, bfr[2], bfr[3]);
       }
     }
     __syncthreads();  // buffer `buf` is free for the prefetch of the next iteration
@@ -429,27 +418,23 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
     for (int kk = 0; kk < kKvQ / 16; ++kk) {
-      unsigned pa[4], pa_lo[4];
-      split_a(s[2 * kk], s[2 * kk + 1], pa, pa_lo);
+      unsigned pa[4];
+      to_a(s[2 * kk], s[2 * kk + 1], pa);
 #pragma unroll
       for (int np = 0; np < kOBlocks / 2; ++np) {
         unsigned bd[4];
         ldsm_x4_t(bd, b_addr(dob, kLd, kk * 16, np * 16, lane));
         mma16816(dv[2 * np], pa, bd[0], bd[1]);
         mma16816(dv[2 * np + 1], pa, bd[2], bd[3]);
-        mma16816(dv[2 * np], pa_lo, bd[0], bd[1]);
-        mma16816(dv[2 * np + 1], pa_lo, bd[2], bd[3]);
       }
-      unsigned da[4], da_lo[4];
-      split_a(dp[2 * kk], dp[2 * kk + 1], da, da_lo);
+      unsigned da[4];
+      to_a(dp[2 * kk], dp[2 * kk + 1], da);
 #pragma unroll
       for (int np = 0; np < kOBlocks / 2; ++np) {
         unsigned bq[4];
         ldsm_x4_t(bq, b_addr(qb, kLd, kk * 16, np * 16, lane));
         mma16816(dk[2 * np], da, bq[0], bq[1]);
         mma16816(dk[2 * np + 1], da, bq[2], bq[3]);
-        mma16816(dk[2 * np], da_lo, bq[0], bq[1]);
-        mma16816(dk[2 * np + 1], da_lo, bq[2], bq[3]);
       }
     }
     __syncthreads();
@@ -561,16 +546,14 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
     for (int kk = 0; kk < kQKeys / 16; ++kk) {
-      unsigned a[4], a_lo[4];
-      split_a(s[2 * kk], s[2 * kk + 1], a, a_lo);
+      unsigned a[4];
+      to_a(s[2 * kk], s[2 * kk + 1], a);
 #pragma unroll
       for (int np = 0; np < kOBlocks / 2; ++np) {
         unsigned bk[4];
         ldsm_x4_t(bk, b_addr(kb, kLd, kk * 16, np * 16, lane));
         mma16816(dq[2 * np], a, bk[0], bk[1]);
         mma16816(dq[2 * np + 1], a, bk[2], bk[3]);
-        mma16816(dq[2 * np], a_lo, bk[0], bk[1]);
-        mma16816(dq[2 * np + 1], a_lo, bk[2], bk[3]);
       }
     }
     __syncthreads();

@@ -40,6 +40,19 @@ void layernorm_backward_input(bf16* dinp,          // (N, C) +=
                               const float* rstd,   // (N)
                               int N, int C, cudaStream_t stream);
 
+/// dinp = dresidual + the input gradient of layernorm_backward_input: the gradient of a
+/// residual stream that feeds both the LayerNorm and a skip connection, in one pass
+/// (bitwise what a copy of dresidual followed by layernorm_backward_input gives).
+/// dinp and dresidual may not overlap unless equal.
+void layernorm_backward_input_residual(bf16* dinp,             // (N, C) =
+                                       const bf16* dresidual,  // (N, C)
+                                       const bf16* dout,       // (N, C)
+                                       const bf16* inp,        // (N, C)
+                                       const bf16* weight,     // (C)
+                                       const float* mean,      // (N)
+                                       const float* rstd,      // (N)
+                                       int N, int C, cudaStream_t stream);
+
 void layernorm_backward_weight(float* dweight,     // (C) +=
                                float* dbias,       // (C) +=
                                const bf16* dout,   // (N, C)

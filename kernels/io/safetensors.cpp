@@ -67,30 +67,6 @@ void write_all(int fd, const void* data, std::size_t bytes, const std::string& p
   }
 }
 
-std::string build_header(const std::vector<NamedTensor>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::set<std::string> seen;
-  std::size_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    if (name.empty() || name == "__metadata__")
-      throw std::invalid_argument("write_safetensors: invalid tensor name '" + name + "'");
-    if (!seen.insert(name).second)
-      throw std::invalid_argument("write_safetensors: tensor name '" + name + "' given twice");
-    if (!t.defined() || !t.device().is_cpu())
-      throw std::invalid_argument("write_safetensors: tensor '" + name +
-                                  "' must be a defined host tensor, is " + t.describe());
-    header[name] = {{"dtype", std::string(safetensors_dtype(t.dtype()))},
-                    {"shape", t.shape().dims()},
-                    {"data_offsets", {offset, offset + t.bytes()}}};
-    offset += t.bytes();
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  return text;
-}
-
 // ---- reading ----
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
@@ -152,9 +128,37 @@ Entry parse_entry(const std::string& name, const nlohmann::json& v, std::uint64_
 
 }  // namespace
 
+std::string encode_safetensors_header(const std::vector<NamedTensor>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> seen;
+  std::size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (name.empty() || name == "__metadata__")
+      throw std::invalid_argument("write_safetensors: invalid tensor name '" + name + "'");
+    if (!seen.insert(name).second)
+      throw std::invalid_argument("write_safetensors: tensor name '" + name + "' given twice");
+    if (!t.defined() || !t.device().is_cpu())
+      throw std::invalid_argument("write_safetensors: tensor '" + name +
+                                  "' must be a defined host tensor, is " + t.describe());
+    header[name] = {{"dtype", std::string(safetensors_dtype(t.dtype()))},
+                    {"shape", t.shape().dims()},
+                    {"data_offsets", {offset, offset + t.bytes()}}};
+    offset += t.bytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const std::uint64_t n = text.size();  // little-endian: checked where the file is read
+  std::string out(sizeof n, '\0');
+  std::memcpy(out.data(), &n, sizeof n);
+  return out + text;
+}
+
+
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  const std::string header = build_header(tensors, metadata);
+  const std::string header = encode_safetensors_header(tensors, metadata);
 
   // A unique temporary name in the target's folder, so the final rename is atomic.
   static std::atomic<std::uint64_t> counter{0};
@@ -168,8 +172,6 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) throw_errno(path, "creating the temporary file " + tmp);
   try {
-    const std::uint64_t n = header.size();
-    write_all(fd, &n, sizeof(n), path);
     write_all(fd, header.data(), header.size(), path);
     for (const auto& nt : tensors) write_all(fd, nt.tensor.raw(), nt.tensor.bytes(), path);
     if (::fsync(fd) != 0) throw_errno(path, "fsync");

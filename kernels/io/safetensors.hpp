@@ -25,6 +25,12 @@ struct NamedTensor {
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+/// Everything of a safetensors file before the tensor bytes (the u64 length and the padded
+/// JSON header) for `tensors` written in order: for writers with their own file handling
+/// (checkpoint shards). Same REQUIREs and errors as write_safetensors.
+std::string encode_safetensors_header(const std::vector<NamedTensor>& tensors,
+                                      const std::map<std::string, std::string>& metadata = {});
+
 /// Reads a whole file. Throws InputError naming the file when it is not valid safetensors
 /// (header length past the end, bad JSON, an unsupported dtype, offsets outside the data,
 /// not matching shape * dtype size, or overlapping). Tensors come back in file order.

@@ -227,7 +227,7 @@ UcxWorker::UcxWorker(UcxOptions options) : options_(std::move(options)) {
 }
 
 UcxWorker::~UcxWorker() {
-  const auto deadline = Clock::now() + options_.timeout;
+  const auto deadline = Clock::now() + close_timeout_;
   // Flush first: a send completes locally before the peer has it, and a forced close
   // would drop what is still on the wire.
   flush(deadline);

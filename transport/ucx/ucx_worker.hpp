@@ -145,6 +145,10 @@ class UcxWorker {
   bool progress();
 
   const UcxOptions& options() const { return options_; }
+  /// Bounds the flush and close of the destructor (default: options().timeout); a worker
+  /// whose peers are gone uses a short one so that closing does not wait for them.
+  void set_close_timeout(std::chrono::milliseconds timeout) { close_timeout_ = timeout; }
+
   /// The UCX_TLS this worker was configured with ("" for UCX's default).
   const std::string& transports() const { return options_.transports; }
 
@@ -160,6 +164,7 @@ class UcxWorker {
   void flush(std::chrono::steady_clock::time_point deadline);
 
   UcxOptions options_;
+  std::chrono::milliseconds close_timeout_ = options_.timeout;
   ucp_context* context_ = nullptr;
   ucp_worker* worker_ = nullptr;
   std::deque<std::unique_ptr<UcxEndpoint>> endpoints_;

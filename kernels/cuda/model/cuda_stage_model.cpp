@@ -521,9 +521,10 @@ class CudaStageModel final : public StageModel {
     a.pre_gelu = {};
     a.d_ln2 = alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
     linear_backward_input(bf(a.d_ln2), bf(a.d_fc1), w(at(j, fc1_w)), nullptr, n, c, h, stream());
-    a.d_res2 = copy_of(d_out, "d attention residual (B, T, C)");
-    layernorm_backward_input(bf(a.d_res2), bf(a.d_ln2), bf(a.res2), w(at(j, ln2_w)),
-                             f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
+    a.d_res2 = alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
+    layernorm_backward_input_residual(bf(a.d_res2), bf(d_out), bf(a.d_ln2), bf(a.res2),
+                                      w(at(j, ln2_w)), f32(a.ln2_mean), f32(a.ln2_rstd), n, c,
+                                      stream());
     Tensor d_atty = alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
     linear_backward_input(bf(d_atty), bf(a.d_res2), w(at(j, proj_w)), nullptr, n, c, c, stream());
     a.d_qkv = alloc({B, T, 3 * C}, DType::bf16, "d attention qkv (B, T, 3C)");
@@ -534,9 +535,9 @@ class CudaStageModel final : public StageModel {
     a.d_ln1 = alloc({B, T, C}, DType::bf16, "d ln1 output (B, T, C)");
     linear_backward_input(bf(a.d_ln1), bf(a.d_qkv), w(at(j, qkv_w)), nullptr, n, c, 3 * c,
                           stream());
-    Tensor dx = copy_of(a.d_res2, "d block input (B, T, C)");
-    layernorm_backward_input(bf(dx), bf(a.d_ln1), bf(a.x), w(at(j, ln1_w)), f32(a.ln1_mean),
-                             f32(a.ln1_rstd), n, c, stream());
+    Tensor dx = alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
+    layernorm_backward_input_residual(bf(dx), bf(a.d_res2), bf(a.d_ln1), bf(a.x), w(at(j, ln1_w)),
+                                      f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
     return dx;
   }
 

@@ -43,3 +43,35 @@ TEST_CASE("bench with a bad value exits 2 naming it") {
   CHECK(stages.err.find("--stages") != std::string::npos);
   CHECK(stages.out.empty());
 }
+
+TEST_CASE("bench model trains on one device, then as the pipeline, and reports the efficiency") {
+  const auto r = run_conveyor({"bench", "model", "--steps", "3", "--warmup", "1", "--format",
+                               "json", "--set", "pipeline.stages=2", "--set",
+                               "pipeline.micro_batches=4"},
+                              180);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["bench"] == "model");
+  CHECK(j["one_device"]["stages"] == 1);
+  CHECK(j["pipeline"]["stages"] == 2);
+  CHECK(j["one_device"]["tokens_per_s"].get<double>() > 0);
+  CHECK(j["pipeline"]["tokens_per_s"].get<double>() > 0);
+  const double efficiency = j["pipeline_efficiency"].get<double>();
+  CHECK(efficiency == doctest::Approx(j["pipeline"]["tokens_per_s"].get<double>() /
+                                      j["one_device"]["tokens_per_s"].get<double>()));
+}
+
+TEST_CASE("bench kernels without a GPU (or without CUDA) exits 2 saying why") {
+  const auto r = run_conveyor({"bench", "kernels", "--format", "json"});
+  if (r.exit_code == 0) {  // a machine with a GPU: the table is there
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kernels"].size() > 20);
+    return;
+  }
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("bench kernels") != std::string::npos);
+  CHECK(r.out.empty());
+  const auto repeats = run_conveyor({"bench", "kernels", "--repeats", "0"});
+  CHECK(repeats.exit_code == 2);
+  CHECK(repeats.err.find("--repeats") != std::string::npos);
+}

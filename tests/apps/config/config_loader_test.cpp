@@ -71,13 +71,16 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "pipeline.micro_batch_size", "train.steps", "train.lr", "train.lr_min",
         "train.warmup_steps", "train.seed", "train.weight_decay", "train.beta1", "train.beta2",
         "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format",
-        "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage"}) {
+        "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
+        "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
+        "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
+        "fault.policy"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 32);
+  CHECK(config_keys().size() == 41);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

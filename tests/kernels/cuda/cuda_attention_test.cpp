@@ -16,7 +16,7 @@ namespace {
 
 using namespace cuda_testing;
 
-void check_attention(int B, int T, int C, int NH, double grad_tol = 3e-2) {
+void check_attention(int B, int T, int C, int NH, double grad_tol = 5e-2) {
   TestStream s;
   CAPTURE(T);
   CAPTURE(C / NH);
@@ -54,13 +54,12 @@ void check_attention(int B, int T, int C, int NH, double grad_tol = 3e-2) {
   CONVEYOR_CHECK_CLOSE(out, download_bf16(out_g.data(), out.size(), s), 2e-2);
   CONVEYOR_CHECK_CLOSE(lse, download_f32(lse_g.data(), lse.size(), s), 1e-4);
   // dq, dk and dv separately: each has its own kernel path. The gradients carry more
-  // rounding than the forward: delta = rowsum(dout * out) is formed from the bf16 output
-  // (as in FlashAttention), and dS = P (dP - delta) cancels, so the tolerance is 3e-2.
-  // The metric is the worst element relative to |ref| + rms; at T = 1024 the first keys'
-  // gradients are far above the rms and this rounding alone reaches 0.030 (dq) and 0.033
-  // (dk): a double-precision model of it (fp32 P and dS, delta from the bf16 output, bf16
-  // results) gives exactly that on this data, and so do both implementations in
-  // kernels/cuda/attention.cu (measured on an H200). That case is held to grad_tol = 5e-2.
+  // rounding than the forward: delta = rowsum(dout * out) is formed from the bf16 output,
+  // and P and dS = P (dP - delta) enter their products rounded to bf16 (as in
+  // FlashAttention-2 and cuDNN), where dS cancels. The metric is the worst element relative
+  // to |ref| + rms; dk is the loosest: 0.037 at T = 300 and 0.057 at T = 1024 (the first
+  // keys' gradients sum the most rounded terms), measured on an H200, so the tolerance is
+  // 5e-2 and 8e-2 at T = 1024. An indexing or masking bug gives errors of order 1.
   const auto got = download_bf16(dqkv_g.data(), dqkv.size(), s);
   for (int part = 0; part < 3; ++part) {
     CAPTURE(part);  // 0 dq, 1 dk, 2 dv
@@ -87,7 +86,7 @@ TEST_CASE("cuda attention forward and backward match the CPU reference for head 
   CONVEYOR_REQUIRE_GPU();
   check_attention(2, 83, 256, 2);
   check_attention(1, 300, 128, 1);
-  check_attention(1, 1024, 128, 1, 5e-2);  // see the tolerance note in check_attention
+  check_attention(1, 1024, 128, 1, 8e-2);  // see the tolerance note in check_attention
 }
 
 // Throughput at the reference GPT's shape (B=4, T=1024, C=2048, 16 heads of 128). Reports

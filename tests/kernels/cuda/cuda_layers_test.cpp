@@ -56,10 +56,12 @@ TEST_CASE("cuda embedding forward and weight backward match the CPU reference") 
   CONVEYOR_CHECK_CLOSE(dwpe_ref, download_f32(dwpe_g.data(), maxT * C, s), kF32Tol);
 }
 
-TEST_CASE("cuda residual layernorm forward and backward match the CPU reference") {
-  CONVEYOR_REQUIRE_GPU();
+// C = 13 and 200 take the scalar row kernels; 768 and 2048 (multiples of 256) the
+// register-resident vectorised ones.
+void check_layernorm(int N, int C) {
+  CAPTURE(N);
+  CAPTURE(C);
   TestStream s;
-  const int N = 45, C = 200;
   const auto a = random_bf16(N * C, 11, 1.0, 0.5), b = random_bf16(N * C, 12);
   const auto w = random_bf16(C, 13, 0.3, 1.0), bias = random_bf16(C, 14, 0.1);
   const auto dout = random_bf16(N * C, 15), dseed = random_bf16(N * C, 16);
@@ -74,8 +76,18 @@ TEST_CASE("cuda residual layernorm forward and backward match the CPU reference"
   residual_layernorm_forward(res.as<bf16>(), out.as<bf16>(), mean.as<float>(), rstd.as<float>(),
                              a_g.as<bf16>(), b_g.as<bf16>(), w_g.as<bf16>(), bias_g.as<bf16>(), N,
                              C, s);
+  // The residual form (out of place, from a separate residual gradient) before the += form
+  // overwrites dseed's copy; both must give the same bits.
+  auto dres_g = upload_bf16(dseed, s);
+  DeviceBuffer dinp_res(N * C * 2, dev, s, "dinp residual form");
+  CUDA_CHECK(cudaMemsetAsync(dinp_res.data(), 0xff, N * C * 2, s));  // poisoned
+  layernorm_backward_input_residual(dinp_res.as<bf16>(), dres_g.as<bf16>(), dout_g.as<bf16>(),
+                                    res.as<bf16>(), w_g.as<bf16>(), mean.as<float>(),
+                                    rstd.as<float>(), N, C, s);
   layernorm_backward_input(dinp_g.as<bf16>(), dout_g.as<bf16>(), res.as<bf16>(), w_g.as<bf16>(),
                            mean.as<float>(), rstd.as<float>(), N, C, s);
+  CHECK(download<std::uint16_t>(dinp_res.data(), N * C, s) ==
+        download<std::uint16_t>(dinp_g.data(), N * C, s));
   layernorm_backward_weight(dw_g.as<float>(), db_g.as<float>(), dout_g.as<bf16>(), res.as<bf16>(),
                             mean.as<float>(), rstd.as<float>(), N, C, s);
 
@@ -107,6 +119,14 @@ TEST_CASE("cuda residual layernorm forward and backward match the CPU reference"
                     w_g.as<bf16>(), bias_g.as<bf16>(), N, C, s);
   CHECK(download<std::uint16_t>(out2.data(), N * C, s) ==
         download<std::uint16_t>(out.data(), N * C, s));
+}
+
+TEST_CASE("cuda residual layernorm forward and backward match the CPU reference") {
+  CONVEYOR_REQUIRE_GPU();
+  check_layernorm(7, 13);
+  check_layernorm(45, 200);
+  check_layernorm(37, 768);
+  check_layernorm(9, 2048);
 }
 
 // Forward with bias, with and without the fused GELU; then backward input (plain and

@@ -13,7 +13,8 @@ namespace {
 
 using namespace cuda_testing;
 
-constexpr int kDecayN = 600, kPlainN = 400, kN = kDecayN + kPlainN;
+// 601 + 402: a 4-element vector straddles the two runs, and a 3-element tail is left over.
+constexpr int kDecayN = 601, kPlainN = 402, kN = kDecayN + kPlainN;
 
 std::vector<Param> make_params(const std::vector<float>& w) {
   std::vector<Param> ps(2);

@@ -1,0 +1,115 @@
+#include "actors/checkpoint/background_writer.hpp"
+
+#include "actors/checkpoint/checkpoint_error.hpp"
+#include "actors/checkpoint/checkpoint_log.hpp"
+
+namespace conveyor::checkpoint {
+namespace {
+
+// Checked before the thread starts: a constructor that throws after it would terminate.
+BackgroundWriterOptions checked(BackgroundWriterOptions o) {
+  if (o.keep < 1)
+    throw std::invalid_argument("checkpoint writer: keep must be at least 1, got " + std::to_string(o.keep));
+  if (o.capacity < 1) throw std::invalid_argument("checkpoint writer: capacity must be at least 1");
+  if (o.checkpoint_dir.empty()) throw std::invalid_argument("checkpoint writer: checkpoint_dir is empty");
+  return o;
+}
+
+}  // namespace
+
+BackgroundWriter::BackgroundWriter(Filesystem& fs, BackgroundWriterOptions options)
+    : fs_(fs), options_(checked(std::move(options))), thread_([this] { run(); }) {}
+
+BackgroundWriter::~BackgroundWriter() {
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+  for (const auto& e : errors_) checkpoint_log().error("{} (reported at shutdown)", e);
+}
+
+void BackgroundWriter::throw_pending_errors_locked(std::unique_lock<std::mutex>&) {
+  if (errors_.empty()) return;
+  std::string message = errors_.front();
+  if (errors_.size() > 1)
+    message += " (and " + std::to_string(errors_.size() - 1) + " more failed checkpoint writes: ";
+  for (std::size_t i = 1; i < errors_.size(); ++i) message += (i > 1 ? "; " : "") + errors_[i];
+  if (errors_.size() > 1) message += ")";
+  errors_.clear();
+  throw CheckpointError(options_.checkpoint_dir, "background checkpoint write failed: " + message);
+}
+
+void BackgroundWriter::submit(Snapshot snapshot) {
+  std::unique_lock lock(mutex_);
+  throw_pending_errors_locked(lock);
+  if (queue_.size() >= options_.capacity) {
+    checkpoint_log().warn("writer is behind ({} queued); step {} waits for the disk",
+                 queue_.size(), snapshot.manifest.step);
+    changed_.wait(lock, [&] { return queue_.size() < options_.capacity; });
+  }
+  queue_.push_back(std::move(snapshot));
+  changed_.notify_all();
+}
+
+void BackgroundWriter::flush() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  throw_pending_errors_locked(lock);
+}
+
+bool BackgroundWriter::idle() const {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && !busy_;
+}
+
+std::optional<WriteResult> BackgroundWriter::last_written() const {
+  std::lock_guard lock(mutex_);
+  return last_written_;
+}
+
+void BackgroundWriter::run() {
+  for (;;) {
+    Snapshot snapshot;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      snapshot = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    changed_.notify_all();  // a submit() waiting for room may go on
+
+    const auto step = snapshot.manifest.step;
+    const double mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
+    checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
+    std::optional<WriteResult> result;
+    std::string error;
+    try {
+      result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep);
+    } catch (const std::exception& e) {
+      error = "step " + std::to_string(step) + ": " + e.what();
+    }
+    snapshot = Snapshot{};  // free the host copy before reporting
+
+    if (result) {
+      checkpoint_log().info("step {} written to {} ({:.1f} MB in {:.2f} s, {:.0f} MB/s)", step,
+                   result->path, mb, result->seconds, result->seconds > 0 ? mb / result->seconds : 0.0);
+      for (const auto& w : result->warnings) checkpoint_log().warn("{}", w);
+    } else {
+      checkpoint_log().error("{}", error);
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (result) last_written_ = std::move(result);
+      else errors_.push_back(std::move(error));
+      busy_ = false;
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace conveyor::checkpoint

@@ -1,0 +1,55 @@
+#include "actors/checkpoint/reader.hpp"
+
+#include "actors/checkpoint/checkpoint_error.hpp"
+#include "actors/checkpoint/sha256.hpp"
+#include "kernels/io/safetensors.hpp"
+
+namespace conveyor::checkpoint {
+
+Manifest read_manifest(Filesystem& fs, const std::string& step_dir) {
+  const std::string path = step_dir + "/" + kManifestFile;
+  if (!fs.exists(path))
+    throw CheckpointError(step_dir, std::string("incomplete checkpoint: no ") + kManifestFile +
+                                        " (its write did not finish)");
+  return parse_manifest(read_whole_file(fs, path), path);
+}
+
+Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
+  Manifest m = read_manifest(fs, step_dir);
+  for (const auto& shard : m.shards) {
+    const std::string path = step_dir + "/" + shard.file;
+    if (!fs.exists(path)) throw CheckpointError(path, std::string("shard listed in ") + kManifestFile + " is missing");
+    const FileDigest d = sha256_of_file(fs, path);
+    if (d.bytes != shard.bytes)
+      throw CheckpointError(path, "shard is " + std::to_string(d.bytes) + " bytes, " + kManifestFile + " says " +
+                                      std::to_string(shard.bytes) + " (truncated or overwritten)");
+    if (d.sha256 != shard.sha256)
+      throw CheckpointError(path, "shard's sha256 is " + d.sha256 + ", " + kManifestFile + " says " +
+                                      shard.sha256 + " (corrupt)");
+  }
+  return m;
+}
+
+LoadedCheckpoint load_checkpoint(Filesystem& fs, const std::string& step_dir) {
+  LoadedCheckpoint out;
+  out.path = step_dir;
+  out.manifest = verify_checkpoint(fs, step_dir);
+  for (const auto& shard : out.manifest.shards) {
+    const std::string path = step_dir + "/" + shard.file;
+    std::vector<NamedTensor> tensors;
+    try {
+      tensors = read_safetensors(path);
+    } catch (const std::exception& e) {
+      throw CheckpointError(path, std::string("shard cannot be read: ") + e.what());
+    }
+    std::vector<std::string> names;
+    for (const auto& t : tensors) names.push_back(t.name);
+    if (names != shard.tensors)
+      throw CheckpointError(path, "shard holds " + std::to_string(names.size()) + " tensors that differ from the " +
+                                      std::to_string(shard.tensors.size()) + " " + kManifestFile + " lists");
+    for (auto& t : tensors) out.tensors.emplace(std::move(t.name), std::move(t.tensor));
+  }
+  return out;
+}
+
+}  // namespace conveyor::checkpoint

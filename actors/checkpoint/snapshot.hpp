@@ -1,0 +1,32 @@
+#pragma once
+// What a checkpoint write takes: host copies of every stage's tensors plus the run's
+// state. A Snapshot owns its tensors' bytes (take them with Tensor::clone() or a
+// device-to-host copy): the step loop goes on updating its own parameters while the
+// writer thread reads the snapshot.
+#include <vector>
+
+#include "actors/checkpoint/manifest.hpp"
+#include "kernels/io/safetensors.hpp"
+
+namespace conveyor::checkpoint {
+
+struct StageShard {
+  int stage = 0;
+  std::vector<NamedTensor> tensors;  // global names (see tensor_names.hpp), host tensors
+};
+
+struct Snapshot {
+  /// Everything but `shards`, which the writer fills from what it wrote.
+  Manifest manifest;
+  std::vector<StageShard> shards;
+
+  /// Bytes of tensor data, for logs and queue accounting.
+  std::uint64_t tensor_bytes() const {
+    std::uint64_t n = 0;
+    for (const auto& s : shards)
+      for (const auto& t : s.tensors) n += t.tensor.bytes();
+    return n;
+  }
+};
+
+}  // namespace conveyor::checkpoint

@@ -1,0 +1,27 @@
+#pragma once
+// Transport tags of the tensors that cross processes (layout: transport/ucx/ucx_tag.hpp).
+// A tag must be unique among the messages in flight into one process:
+//   activation / gradient   edge = the pipeline boundary (model stage ms → ms + 1 is edge
+//                           ms, in both directions), step field = the plan's round (unique
+//                           per plan, while a train step and its evaluation share a step
+//                           number), micro-batch
+//   final weights           kind control, edge = model stage, micro-batch field = index of
+//                           the tensor in the model stage's parameter list, step 0
+#include <algorithm>
+#include <cstdint>
+
+#include "transport/ucx/ucx_tag.hpp"
+
+namespace conveyor {
+
+inline std::uint64_t pipe_tag(bool activation, std::int64_t round, int micro_batch,
+                              int from_model_stage, int to_model_stage) {
+  return pack_tag(TagFields{std::min(from_model_stage, to_model_stage), round, micro_batch,
+                            activation ? TagKind::activation : TagKind::gradient});
+}
+
+inline std::uint64_t weight_tag(int model_stage, int index) {
+  return pack_tag(TagFields{model_stage, 0, index, TagKind::control});
+}
+
+}  // namespace conveyor

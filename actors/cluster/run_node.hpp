@@ -1,0 +1,49 @@
+#pragma once
+// One process's part of a job that spans processes (one per node, DESIGN.md "Launch").
+// Every node: an actor system with CAF's middleman, a UCX hub for tensors, its own stage
+// actors (linked_stage_actor), and a node directory published through the middleman.
+// Node 0 also runs the coordinator, which drives every stage, local or remote, through
+// ordinary caf::actor handles, and collects the final weights.
+//
+// Conversation through the rendezvous store (keys; every wait bounded by
+// rendezvous_timeout):
+//   ucx/<node>    the node's UCX worker address       → every node connects to every node
+//   epoch         node 0's steady clock at start (ns)  → with the store's clock offset,
+//                 every node times its actions against the same epoch (bubble, traces)
+//   caf/<node>    "HOST:PORT" of the node's directory  → node k connects to nodes < k
+// then node k announces its stages to node 0's directory (NodeStages), node 0 spawns the
+// coordinator once every rank is known, and trains.
+// Ending: the coordinator ends every stage; node k returns once its stages are down (it
+// sends the final weights to node 0 first). If node 0 goes away before that, node k ends
+// its stages and throws.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/runtime/training_job.hpp"
+#include "transport/rendezvous/client.hpp"
+
+namespace conveyor {
+
+struct NodeSetup {
+  int nnodes = 1;
+  int node = 0;
+  std::vector<int> node_of_rank;  // by pipeline rank
+  /// This node's address as the other nodes reach it (the directory is published there).
+  std::string advertise_host = "127.0.0.1";
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds transport_timeout{std::chrono::seconds(60)};
+  /// transport.kind ucx: edges inside this process go over UCX too (a loopback channel).
+  bool through_channels = false;
+  /// UCX_TLS for the worker; empty: the UCX_TLS environment variable or UCX's choice.
+  std::string ucx_transports;
+};
+
+/// REQUIRES: `store` joined as rank setup.node of setup.nnodes. Node 0 returns the result
+/// with the whole model's weights; other nodes return std::nullopt. Throws
+/// std::runtime_error naming the stage, node or key that failed.
+std::optional<TrainResult> run_node(const TrainingJob& job, const NodeSetup& setup,
+                                    RendezvousClient& store, TrainingObserver* observer);
+
+}  // namespace conveyor

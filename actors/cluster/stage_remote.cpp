@@ -1,0 +1,116 @@
+#include "actors/cluster/stage_remote.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "actors/cluster/edge_tags.hpp"
+
+namespace conveyor {
+namespace {
+
+std::string reason(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+template <class M>
+std::string edge_text(const M& m) {
+  return fmt::format("{} for {} step {} micro-batch {} from model stage {} to model stage {}",
+                     pipe_kind_name(m.kind), phase_name(m.phase), m.step, m.micro_batch,
+                     m.from_model_stage, m.to_model_stage);
+}
+
+template <class M>
+std::uint64_t tag_of(const M& m) {
+  return pipe_tag(m.kind == PipeKind::activation, m.round, m.micro_batch, m.from_model_stage,
+                  m.to_model_stage);
+}
+
+// Channel callbacks hold the stage weakly: a callback still queued in the channel when
+// the stage ends must not keep the actor (and through its state, the channel) alive.
+void tell(const caf::weak_actor_ptr& stage, caf::message m) {
+  if (auto strong = stage.lock()) caf::anon_send(caf::actor_cast<caf::actor>(strong), std::move(m));
+}
+
+caf::weak_actor_ptr weak(StageSelf* self) { return caf::actor_cast<caf::weak_actor_ptr>(self); }
+
+}  // namespace
+
+void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
+  auto& st = self->state;
+  const StageLinks& links = *st.links;
+  RemoteChannel& channel = links.channel_to(links.node_of_rank.at(dest));
+  PipeHeader header{m.kind,           m.round,         m.step,
+                    m.phase,          m.micro_batch,   m.from_model_stage,
+                    m.to_model_stage, m.tensor.shape().dims(), m.tensor.dtype()};
+  const auto what = fmt::format("stage {}: sending {} over {}", st.worker->rank(),
+                                edge_text(m), channel.name());
+  channel.send(tag_of(m), m.tensor, links.timeout,
+               [me = weak(self), what](Tensor, std::exception_ptr e) {
+                 if (e) tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e)}));
+               });
+  self->send(st.peers.ranks.at(dest), std::move(header));
+}
+
+void receive_over_channel(StageSelf* self, const PipeHeader& h) {
+  auto& st = self->state;
+  const StageLinks& links = *st.links;
+  const TrainingJob& job = *st.job;
+  const int rank = st.worker->rank();
+  const int model_stages = job.placement.model_stages();
+  if (h.from_model_stage < 0 || h.from_model_stage >= model_stages ||
+      h.to_model_stage < 0 || h.to_model_stage >= model_stages)
+    throw std::runtime_error(fmt::format("stage {}: header of {}: no such model stage "
+                                         "(the model has {})",
+                                         rank, edge_text(h), model_stages));
+  const Shape expected{job.data.micro_batch_size, job.model.seq_len, job.model.d_model};
+  const Shape got(h.shape);
+  if (got != expected || h.dtype != job.data.activation_dtype)
+    throw std::runtime_error(fmt::format("stage {}: header of {}: expected {} {}, got {} {}",
+                                         rank, edge_text(h),
+                                         dtype_name(job.data.activation_dtype), expected.str(),
+                                         dtype_name(h.dtype), got.str()));
+  const int from_rank = job.placement.chunk_of(h.from_model_stage).rank;
+  RemoteChannel& channel = links.channel_to(links.node_of_rank.at(from_rank));
+  const auto what = fmt::format("stage {}: {} (edge {}) over {} did not arrive", rank,
+                                edge_text(h), std::min(h.from_model_stage, h.to_model_stage),
+                                channel.name());
+  channel.receive(
+      tag_of(h), got, h.dtype, links.timeout,
+      [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
+        if (e) {
+          tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e)}));
+          return;
+        }
+        tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,
+                                               h.from_model_stage, h.to_model_stage,
+                                               std::move(t)}));
+      });
+}
+
+void send_weights_payload(StageSelf* self, const WeightsReply& weights) {
+  auto& st = self->state;
+  if (!st.links || st.links->node == 0) return;
+  const StageLinks& links = *st.links;
+  RemoteChannel& channel = links.channel_to(0);
+  for (const auto& m : weights.model_stages) {
+    for (std::size_t j = 0; j < m.tensors.size(); ++j) {
+      const auto what = fmt::format("stage {}: sending weight {} to node 0 over {}",
+                                    weights.rank, m.tensors[j].name, channel.name());
+      channel.send(weight_tag(m.model_stage, static_cast<int>(j)), m.tensors[j].tensor,
+                   links.timeout, [what](Tensor, std::exception_ptr e) {
+                     if (e) fmt::print(stderr, "conveyor: {} failed: {}\n", what, reason(e));
+                   });
+    }
+  }
+}
+
+}  // namespace conveyor

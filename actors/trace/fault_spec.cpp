@@ -1,0 +1,96 @@
+#include "actors/trace/fault_spec.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <thread>
+
+namespace conveyor {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  return parts;
+}
+
+std::int64_t number(const std::string& entry, const std::string& field, const std::string& text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 0)
+    throw std::invalid_argument("fault '" + entry + "': " + field + "=" + text +
+                                " is not a whole number >= 0");
+  return v;
+}
+
+}  // namespace
+
+FaultSpec parse_fault_spec(const std::string& entry) {
+  const auto parts = split(entry, ':');
+  FaultSpec spec;
+  if (parts[0] == "drop")
+    spec.kind = FaultSpec::Kind::drop;
+  else if (parts[0] == "delay")
+    spec.kind = FaultSpec::Kind::delay;
+  else
+    throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
+                                "' is not a fault kind (drop, delay)");
+  bool has_stage = false, has_ms = false;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const auto eq = parts[i].find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("fault '" + entry + "': '" + parts[i] + "' is not FIELD=VALUE");
+    const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    if (field == "stage") {
+      spec.stage = static_cast<int>(number(entry, field, value));
+      has_stage = true;
+    } else if (field == "step") {
+      spec.step = number(entry, field, value);
+    } else if (field == "micro_batch" && spec.kind == FaultSpec::Kind::drop) {
+      spec.micro_batch = static_cast<int>(number(entry, field, value));
+    } else if (field == "kind" && spec.kind == FaultSpec::Kind::drop) {
+      if (value == "activation")
+        spec.message_kind = static_cast<int>(PipeKind::activation);
+      else if (value == "gradient")
+        spec.message_kind = static_cast<int>(PipeKind::gradient);
+      else
+        throw std::invalid_argument("fault '" + entry + "': kind=" + value +
+                                    " is not activation or gradient");
+    } else if (field == "ms" && spec.kind == FaultSpec::Kind::delay) {
+      spec.delay = std::chrono::milliseconds(number(entry, field, value));
+      has_ms = true;
+    } else {
+      throw std::invalid_argument("fault '" + entry + "': unknown field '" + field + "' for " +
+                                  parts[0]);
+    }
+  }
+  if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
+  if (spec.kind == FaultSpec::Kind::drop && !spec.step)
+    throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+  if (spec.kind == FaultSpec::Kind::delay && !has_ms)
+    throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
+  return spec;
+}
+
+ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(specs)) {
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::drop)
+      drops_.push_back(std::make_unique<DropOneMessage>(s.stage, *s.step, s.micro_batch,
+                                                        s.message_kind));
+}
+
+bool ScriptedFaults::drop(const PipeMessage& message, int from_rank) {
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::delay && s.stage == from_rank &&
+        (!s.step || *s.step == message.step))
+      std::this_thread::sleep_for(s.delay);  // on the sender's thread: the message leaves late
+  bool lost = false;
+  for (const auto& d : drops_) lost = d->drop(message, from_rank) || lost;
+  return lost;
+}
+
+}  // namespace conveyor

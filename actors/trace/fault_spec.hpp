@@ -1,0 +1,47 @@
+#pragma once
+// `fault.inject` entries: faults a run injects on purpose, to exercise the watchdog and the
+// failure policy end to end.
+//
+//   drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient]
+//       the first message stage S sends in train step N (matching M and kind when given)
+//       is never sent
+//   delay:stage=S:ms=D[:step=N]
+//       every message stage S sends (in step N when given) leaves D milliseconds late
+//
+// Stages are pipeline ranks (0-based), steps count from 0 as in metrics.jsonl.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/trace/message_fault.hpp"
+
+namespace conveyor {
+
+struct FaultSpec {
+  enum class Kind { drop, delay } kind = Kind::drop;
+  int stage = 0;
+  std::optional<std::int64_t> step;
+  int micro_batch = -1;  // -1: any
+  int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
+  std::chrono::milliseconds delay{0};
+};
+
+/// Parses one entry; throws std::invalid_argument naming the entry and what is wrong.
+FaultSpec parse_fault_spec(const std::string& entry);
+
+/// Applies every spec to the messages stages send. Thread-safe (stages call it from
+/// their own threads); a drop spec fires once.
+class ScriptedFaults final : public MessageFault {
+ public:
+  explicit ScriptedFaults(std::vector<FaultSpec> specs);
+  bool drop(const PipeMessage& message, int from_rank) override;
+
+ private:
+  std::vector<FaultSpec> specs_;
+  std::vector<std::unique_ptr<DropOneMessage>> drops_;  // one per drop spec, in order
+};
+
+}  // namespace conveyor

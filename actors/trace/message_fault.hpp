@@ -1,0 +1,41 @@
+#pragma once
+// Fault injection between stages, for tests of the watchdog: an interface the stage
+// actor asks before it sends a PipeMessage to another stage. The run never has one
+// unless a test (or a fault.* config key, later) installs it.
+#include <atomic>
+#include <cstdint>
+
+#include "actors/protocol.hpp"
+
+namespace conveyor {
+
+class MessageFault {
+ public:
+  virtual ~MessageFault() = default;
+  /// True: the message from `from_rank` is lost. Called from any stage's thread.
+  virtual bool drop(const PipeMessage& message, int from_rank) = 0;
+};
+
+/// Drops the first message that `from_rank` sends in train step `step` (of `kind`, for
+/// `micro_batch`; -1 matches any), and nothing else.
+class DropOneMessage final : public MessageFault {
+ public:
+  DropOneMessage(int from_rank, std::int64_t step, int micro_batch = -1, int kind = -1)
+      : from_rank_(from_rank), step_(step), micro_batch_(micro_batch), kind_(kind) {}
+  bool drop(const PipeMessage& m, int from_rank) override {
+    if (from_rank != from_rank_ || m.step != step_ || m.phase != Phase::train) return false;
+    if (micro_batch_ >= 0 && m.micro_batch != micro_batch_) return false;
+    if (kind_ >= 0 && static_cast<int>(m.kind) != kind_) return false;
+    return !dropped_.exchange(true);
+  }
+  bool dropped() const { return dropped_.load(); }
+
+ private:
+  int from_rank_;
+  std::int64_t step_;
+  int micro_batch_;
+  int kind_;
+  std::atomic<bool> dropped_{false};
+};
+
+}  // namespace conveyor

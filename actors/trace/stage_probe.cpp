@@ -1,0 +1,159 @@
+#include "actors/trace/stage_probe.hpp"
+
+#include <chrono>
+
+namespace conveyor::trace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+StageProbe::StageProbe(int rank, std::int64_t epoch_ns, const Placement& placement,
+                       TraceBuffer* buffer, StageProgress* progress)
+    : rank_(rank), epoch_ns_(epoch_ns), placement_(placement), buffer_(buffer), progress_(progress) {}
+
+Record StageProbe::base(RecordKind kind, std::int64_t t) const {
+  Record r;
+  r.kind = kind;
+  r.start_ns = r.end_ns = t;
+  r.step = step_;
+  r.round = static_cast<std::uint32_t>(round_);
+  r.stage = static_cast<std::int16_t>(rank_);
+  r.phase = static_cast<std::uint8_t>(phase_);
+  return r;
+}
+
+std::size_t StageProbe::input_key(bool gradient, int model_stage, int micro_batch) {
+  // Micro-batch ids are small and dense (per step); grow on demand, never shrink.
+  const std::size_t stages = static_cast<std::size_t>(placement_.model_stages());
+  const std::size_t key =
+      (static_cast<std::size_t>(micro_batch) * stages + static_cast<std::size_t>(model_stage)) * 2 +
+      (gradient ? 1 : 0);
+  if (key >= input_cause_.size()) input_cause_.resize(key + 1, 0);
+  return key;
+}
+
+void StageProbe::plan_received(const StepPlan& plan) {
+  round_ = plan.round;
+  step_ = plan.step;
+  phase_ = plan.phase;
+  const std::int64_t t = now_ns();
+  if (progress_)
+    progress_->publish(StageState::waiting, round_, step_, phase_ == Phase::eval, 0, t);
+  plan_record_ = 0;
+  if (!tracing()) return;
+  Record r = base(RecordKind::plan_receive, t);
+  r.id = plan_record_ = buffer_->next_id();
+  r.cause = plan.trace_id;
+  r.peer = kCoordinator;
+  buffer_->add(r);
+}
+
+void StageProbe::sending(PipeMessage& m, int peer_rank) {
+  if (!tracing() || m.round != round_) return;
+  Record r = base(RecordKind::pipe_send, now_ns());
+  r.id = m.trace_id = buffer_->next_id();
+  r.cause = current_action_;
+  r.micro_batch = m.micro_batch;
+  r.peer = static_cast<std::int16_t>(peer_rank);
+  r.action = static_cast<std::uint8_t>(m.kind == PipeKind::activation ? sched::ActionKind::F
+                                                                      : sched::ActionKind::B);
+  r.chunk = static_cast<std::uint8_t>(placement_.chunk_of(m.from_model_stage).chunk);
+  r.bytes = m.tensor.bytes();
+  buffer_->add(r);
+}
+
+void StageProbe::received(const PipeMessage& m) {
+  // A message for the next plan (early) is recorded under its own step and round.
+  if (!buffer_ || !buffer_->wants(m.step)) return;
+  Record r = base(RecordKind::pipe_receive, now_ns());
+  r.step = m.step;
+  r.round = static_cast<std::uint32_t>(m.round);
+  r.phase = static_cast<std::uint8_t>(m.phase);
+  r.id = buffer_->next_id();
+  r.cause = m.trace_id;
+  r.micro_batch = m.micro_batch;
+  r.peer = static_cast<std::int16_t>(placement_.chunk_of(m.from_model_stage).rank);
+  const bool gradient = m.kind == PipeKind::gradient;
+  r.action = static_cast<std::uint8_t>(gradient ? sched::ActionKind::B : sched::ActionKind::F);
+  r.chunk = static_cast<std::uint8_t>(placement_.chunk_of(m.to_model_stage).chunk);
+  r.bytes = m.tensor.bytes();
+  buffer_->add(r);
+  input_cause_[input_key(gradient, m.to_model_stage, m.micro_batch)] = r.id;
+}
+
+void StageProbe::action_started(const StepPlan& plan, std::size_t slot) {
+  if (progress_)
+    progress_->publish(StageState::running, round_, step_, phase_ == Phase::eval,
+                       static_cast<std::int64_t>(slot), now_ns());
+  current_action_ = tracing() ? buffer_->next_id() : 0;
+  (void)plan;
+}
+
+void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const ActionTiming& t) {
+  const std::int64_t end = epoch_ns_ + t.end_ns;
+  if (progress_)
+    progress_->publish(StageState::waiting, round_, step_, phase_ == Phase::eval,
+                       static_cast<std::int64_t>(slot) + 1, end);
+  if (!current_action_) return;
+  const sched::Action& a = (*plan.actions)[slot];
+  Record r = base(RecordKind::action, epoch_ns_ + t.start_ns);
+  r.end_ns = end;
+  r.id = current_action_;
+  r.micro_batch = a.micro_batch;
+  r.action = static_cast<std::uint8_t>(a.kind);
+  r.chunk = static_cast<std::uint8_t>(a.chunk);
+  r.cause = plan_record_;
+  const auto& chunks = placement_.ranks.at(static_cast<std::size_t>(rank_)).chunks;
+  if (a.chunk >= 0 && a.chunk < static_cast<int>(chunks.size())) {
+    const int ms = chunks[a.chunk].model_stage;
+    const bool f = a.kind == sched::ActionKind::F;
+    const bool needs_input = f ? ms > 0
+                               : sched::is_input_backward(a.kind) && ms < placement_.model_stages() - 1;
+    if (needs_input) {
+      auto& cause = input_cause_[input_key(!f, ms, a.micro_batch)];
+      if (cause) r.cause = cause;
+      cause = 0;
+    }
+  }
+  buffer_->add(r);
+  current_action_ = 0;
+}
+
+void StageProbe::report_sending(StageReport& report) {
+  const std::int64_t t = now_ns();
+  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t);
+  if (!tracing()) return;
+  Record r = base(RecordKind::report_send, t);
+  r.id = report.trace_id = buffer_->next_id();
+  r.cause = plan_record_;
+  r.peer = kCoordinator;
+  buffer_->add(r);
+}
+
+void StageProbe::optimizer_received(const OptimizerStep& step) {
+  optimizer_record_ = 0;
+  if (!buffer_ || !buffer_->wants(step.step)) return;
+  Record r = base(RecordKind::optimizer_receive, now_ns());
+  r.step = step.step;
+  r.id = optimizer_record_ = buffer_->next_id();
+  r.cause = step.trace_id;
+  r.peer = kCoordinator;
+  buffer_->add(r);
+}
+
+void StageProbe::done_sending(OptimizerDone& done) {
+  if (!buffer_ || !buffer_->wants(done.step)) return;
+  const std::int64_t t = now_ns();
+  Record r = base(RecordKind::done_send, t);
+  r.step = done.step;
+  r.id = done.trace_id = buffer_->next_id();
+  r.cause = optimizer_record_;
+  r.peer = kCoordinator;
+  // The optimizer step itself is this stage's work between the two records.
+  buffer_->add(r);
+}
+
+}  // namespace conveyor::trace

@@ -1,0 +1,56 @@
+#include "actors/trace/trace_plans.hpp"
+
+#include <fmt/format.h>
+
+#include "actors/schedule/json.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor::trace {
+
+const std::vector<sched::Action>& TracePlans::plan(int rank, bool eval) const {
+  static const std::vector<sched::Action> none;
+  const auto& plans = eval ? this->eval : train.ranks;
+  if (rank < 0 || rank >= static_cast<int>(plans.size())) return none;
+  return plans[static_cast<std::size_t>(rank)];
+}
+
+nlohmann::json trace_plans_json(const sched::Schedule& train,
+                                const std::vector<std::vector<sched::Action>>& eval) {
+  nlohmann::json ev = nlohmann::json::array();
+  const bool show_chunk = train.chunks_per_rank() > 1;
+  for (const auto& rank : eval) {
+    nlohmann::json row = nlohmann::json::array();
+    for (const auto& a : rank) row.push_back(a.str(show_chunk));
+    ev.push_back(std::move(row));
+  }
+  nlohmann::json j;
+  j["version"] = 1;
+  j["train"] = train;
+  j["eval"] = std::move(ev);
+  return j;
+}
+
+TracePlans parse_trace_plans(const std::string& text, const std::string& name) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    if (!j.is_object() || !j.contains("train") || !j.contains("eval") || !j["eval"].is_array())
+      throw InputError("expected an object with \"train\" and \"eval\"");
+    if (j.value("version", 0) != 1) throw InputError("version must be 1");
+    TracePlans p;
+    p.train = j["train"].get<sched::Schedule>();
+    for (const auto& row : j["eval"]) {
+      auto& list = p.eval.emplace_back();
+      if (!row.is_array()) throw InputError("\"eval\" must hold arrays of actions");
+      for (const auto& cell : row) list.push_back(sched::Action::parse(cell.get<std::string>()));
+    }
+    if (p.train.ranks.size() != static_cast<std::size_t>(p.train.spec.stages))
+      throw InputError("the train schedule does not list every rank");
+    return p;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", name, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not a plans document ({})", name, e.what()));
+  }
+}
+
+}  // namespace conveyor::trace

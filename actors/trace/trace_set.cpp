@@ -1,0 +1,69 @@
+#include "actors/trace/trace_set.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "kernels/common/error.hpp"
+
+namespace conveyor::trace {
+
+std::int64_t TraceSet::find(std::uint64_t id) const {
+  auto it = by_id.find(id);
+  return it == by_id.end() ? -1 : static_cast<std::int64_t>(it->second);
+}
+
+TraceSet merge_trace_files(std::vector<TraceFile> files, std::optional<TracePlans> plans) {
+  std::sort(files.begin(), files.end(), [](const TraceFile& a, const TraceFile& b) {
+    return a.header.process_index < b.header.process_index;
+  });
+  TraceSet set;
+  set.plans = std::move(plans);
+  std::vector<std::pair<Record, std::uint32_t>> all;
+  for (std::uint32_t h = 0; h < files.size(); ++h) {
+    set.hosts.push_back(files[h].header);
+    for (Record r : files[h].records) {
+      r.start_ns += files[h].header.clock_offset_ns;
+      r.end_ns += files[h].header.clock_offset_ns;
+      all.emplace_back(r, h);
+    }
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.first.start_ns < b.first.start_ns; });
+  for (auto& [r, h] : all) {
+    if (!set.by_id.emplace(r.id, set.records.size()).second)
+      throw InputError(fmt::format("trace: record id {:#x} appears twice", r.id));
+    set.records.push_back(r);
+    set.host_of.push_back(h);
+  }
+  return set;
+}
+
+TraceSet load_trace_dir(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: no such folder", dir.string()));
+  fs::path tdir = dir;
+  if (!fs::is_regular_file(dir / "schedule.json") && fs::is_directory(dir / "trace")) tdir = dir / "trace";
+  std::vector<TraceFile> files;
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(tdir))
+    if (e.is_regular_file() && e.path().extension() == kTraceExtension) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty())
+    throw InputError(fmt::format("{}: no trace files (*{}); was the run traced (trace.enabled: true)?",
+                                 tdir.string(), kTraceExtension));
+  for (const auto& p : paths) files.push_back(read_trace_file(p));
+  std::optional<TracePlans> plans;
+  const fs::path sched = tdir / "schedule.json";
+  if (fs::is_regular_file(sched)) {
+    std::ifstream in(sched);
+    std::ostringstream text;
+    text << in.rdbuf();
+    plans = parse_trace_plans(text.str(), sched.string());
+  }
+  return merge_trace_files(std::move(files), std::move(plans));
+}
+
+}  // namespace conveyor::trace

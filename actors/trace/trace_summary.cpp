@@ -1,0 +1,152 @@
+#include "actors/trace/trace_summary.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "actors/schedule/simulator.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor::trace {
+namespace {
+
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The simulator run on the plan with every action's measured duration.
+std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round) {
+  if (!set.plans) return std::nullopt;
+  sched::SimCosts costs;
+  for (const auto& stage : round.actions)
+    for (std::size_t i : stage) {
+      const Record& r = set.records[i];
+      const sched::Action a{r.stage, static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
+      costs.action_us[a.str(true)] = static_cast<double>(r.end_ns - r.start_ns) / 1e3;
+    }
+  try {
+    auto sim = sched::simulate(set.plans->train, costs);
+    if (!sim.ok()) return std::nullopt;
+    return sim;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+TraceSummary summarize(const TraceSet& set) {
+  TraceSummary s;
+  s.stages = stage_count(set);
+  const auto rounds = split_rounds(set, s.stages);
+  s.per_stage.resize(static_cast<std::size_t>(s.stages));
+  for (int r = 0; r < s.stages; ++r) s.per_stage[static_cast<std::size_t>(r)].stage = r;
+  std::vector<double> sim_bubble_sum(static_cast<std::size_t>(s.stages), 0.0);
+  double sim_span = 0, sim_bubble = 0;
+  int simulated = 0;
+  const Round* last = nullptr;
+  std::int64_t bubble_ns = 0;
+  for (const auto& [number, round] : rounds) {
+    if (round.eval) continue;
+    ++s.steps;
+    last = &round;
+    const std::int64_t span = round.last_end - round.first_start;
+    s.span_ms += ms(span);
+    for (int st = 0; st < s.stages; ++st) {
+      const auto& acts = round.actions[static_cast<std::size_t>(st)];
+      std::int64_t busy = 0;
+      for (std::size_t i : acts) busy += set.records[i].end_ns - set.records[i].start_ns;
+      const std::int64_t own = acts.empty() ? 0
+                                            : set.records[acts.back()].end_ns -
+                                                  set.records[acts.front()].start_ns;
+      auto& ss = s.per_stage[static_cast<std::size_t>(st)];
+      ss.busy_ms += ms(busy);
+      ss.idle_ms += ms(std::max<std::int64_t>(0, own - busy));
+      ss.bubble_ms += ms(span - busy);
+      bubble_ns += span - busy;
+    }
+    if (auto sim = replay(set, round)) {
+      ++simulated;
+      sim_span += sim->makespan / 1e3;
+      sim_bubble += sim->bubble;
+      for (std::size_t st = 0; st < sim->stage_bubble.size() && st < sim_bubble_sum.size(); ++st)
+        sim_bubble_sum[st] += sim->stage_bubble[st];
+    }
+  }
+  if (s.steps == 0) throw InputError("trace: no train step in the trace (nothing to summarise)");
+  s.step_ms = s.span_ms / s.steps;
+  s.bubble = s.span_ms > 0 ? ms(bubble_ns) / (s.stages * s.span_ms) : 0;
+  for (auto& ss : s.per_stage) {
+    ss.busy_fraction = s.span_ms > 0 ? ss.busy_ms / s.span_ms : 0;
+    ss.idle_fraction = s.span_ms > 0 ? ss.idle_ms / s.span_ms : 0;
+    ss.bubble_fraction = s.span_ms > 0 ? ss.bubble_ms / s.span_ms : 0;
+    if (simulated) ss.simulated_bubble_fraction = sim_bubble_sum[static_cast<std::size_t>(ss.stage)] / simulated;
+  }
+  if (simulated) {
+    s.simulated_step_ms = sim_span / simulated;
+    s.simulated_bubble = sim_bubble / simulated;
+  }
+  // Communication into each stage, over the train steps.
+  for (const Record& r : set.records) {
+    if (r.kind != RecordKind::pipe_receive || r.phase != 0 || r.stage < 0 || r.stage >= s.stages) continue;
+    auto& ss = s.per_stage[static_cast<std::size_t>(r.stage)];
+    ++ss.messages;
+    ss.bytes += r.bytes;
+    const auto send = set.find(r.cause);
+    if (send >= 0) ss.comm_ms += ms(r.start_ns - set.records[static_cast<std::size_t>(send)].start_ns);
+  }
+  s.path_step = last->step;
+  s.path = critical_path(set, *last);
+  s.path_text = s.path.str(set);
+  return s;
+}
+
+nlohmann::json summary_json(const TraceSummary& s) {
+  using nlohmann::json;
+  json stages = json::array();
+  for (const auto& ss : s.per_stage) {
+    json row = {{"stage", ss.stage},          {"busy_ms", ss.busy_ms},
+                {"idle_ms", ss.idle_ms},      {"bubble_ms", ss.bubble_ms},
+                {"busy_fraction", ss.busy_fraction}, {"idle_fraction", ss.idle_fraction},
+                {"bubble_fraction", ss.bubble_fraction}, {"comm_ms", ss.comm_ms},
+                {"messages", ss.messages},    {"bytes", ss.bytes}};
+    row["simulated_bubble_fraction"] =
+        ss.simulated_bubble_fraction ? json(*ss.simulated_bubble_fraction) : json(nullptr);
+    stages.push_back(std::move(row));
+  }
+  json path = json::array();
+  return {{"steps", s.steps},
+          {"stages", s.stages},
+          {"step_ms", s.step_ms},
+          {"bubble", s.bubble},
+          {"simulated_step_ms", s.simulated_step_ms ? json(*s.simulated_step_ms) : json(nullptr)},
+          {"simulated_bubble", s.simulated_bubble ? json(*s.simulated_bubble) : json(nullptr)},
+          {"per_stage", std::move(stages)},
+          {"critical_path",
+           {{"step", s.path_step},
+            {"actions", s.path_text},
+            {"length", s.path.steps.size()},
+            {"span_ms", ms(s.path.span_ns)},
+            {"compute_ms", ms(s.path.compute_ns)},
+            {"wait_ms", ms(s.path.wait_ns)}}}};
+}
+
+std::string summary_text(const TraceSummary& s) {
+  auto pct = [](double f) { return fmt::format("{:5.1f}%", 100 * f); };
+  std::string out = fmt::format(
+      "{} train steps traced, {} stages; step {:.3f} ms measured{}; bubble {} measured{}\n",
+      s.steps, s.stages, s.step_ms,
+      s.simulated_step_ms ? fmt::format(", {:.3f} ms simulated", *s.simulated_step_ms) : "",
+      pct(s.bubble),
+      s.simulated_bubble ? fmt::format(", {} simulated with the same durations", pct(*s.simulated_bubble)) : "");
+  out += "stage   busy    idle  bubble  (simulated)  comm ms  messages  bytes\n";
+  for (const auto& ss : s.per_stage)
+    out += fmt::format("{:>5} {} {} {}  ({:>9})  {:>7.3f}  {:>8}  {}\n", ss.stage,
+                       pct(ss.busy_fraction), pct(ss.idle_fraction), pct(ss.bubble_fraction),
+                       ss.simulated_bubble_fraction ? pct(*ss.simulated_bubble_fraction) : "-",
+                       ss.comm_ms, ss.messages, ss.bytes);
+  out += fmt::format(
+      "critical path of step {} ({} actions, {:.3f} ms: {:.3f} ms compute, {:.3f} ms waiting):\n  {}\n",
+      s.path_step, s.path.steps.size(), ms(s.path.span_ns), ms(s.path.compute_ns), ms(s.path.wait_ns),
+      s.path_text);
+  return out;
+}
+
+}  // namespace conveyor::trace

@@ -1,0 +1,51 @@
+#pragma once
+// `conveyor trace summary`: what the traced train steps spent their time on, per stage,
+// with the simulator's prediction for the same measured durations beside it.
+// Over a step's span (first action start to last action end, every stage):
+//   busy   = the stage's actions' durations;
+//   idle   = gaps between the stage's own first and last action (waiting for input);
+//   bubble = span − busy (idle plus the warm-up / cool-down before and after).
+// Fractions are of the summed spans. Communication: per stage, the time from each
+// incoming message's send to its receive, its count and bytes. Pure.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/trace/critical_path.hpp"
+#include "actors/trace/trace_set.hpp"
+
+namespace conveyor::trace {
+
+struct StageSummary {
+  int stage = 0;
+  double busy_ms = 0, idle_ms = 0, bubble_ms = 0;
+  double busy_fraction = 0, idle_fraction = 0, bubble_fraction = 0;
+  double comm_ms = 0;          // summed send → receive time of incoming messages
+  std::uint64_t messages = 0;  // incoming PipeMessages
+  std::uint64_t bytes = 0;
+  std::optional<double> simulated_bubble_fraction;
+};
+
+struct TraceSummary {
+  int steps = 0;          // train steps in the trace
+  int stages = 0;
+  double span_ms = 0;     // summed over steps
+  double step_ms = 0;     // mean span
+  double bubble = 0;      // measured: sum(bubble) / (stages × span)
+  std::optional<double> simulated_step_ms;  // simulator replaying each step's durations
+  std::optional<double> simulated_bubble;
+  std::vector<StageSummary> per_stage;
+  std::int64_t path_step = -1;  // the step whose critical path is shown (the last one)
+  CriticalPath path;
+  std::string path_text;
+};
+
+/// Throws InputError when the trace holds no train step.
+TraceSummary summarize(const TraceSet& set);
+nlohmann::json summary_json(const TraceSummary& s);
+std::string summary_text(const TraceSummary& s);
+
+}  // namespace conveyor::trace

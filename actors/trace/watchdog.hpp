@@ -1,0 +1,75 @@
+#pragma once
+// The hang watchdog: a thread that looks at every stage's published state a few times a
+// second. Each action and each wait for a message has a deadline (timeout after it
+// began); so has a stage idle between plans. When one passes, the watchdog builds the
+// wait-for graph, adds the last trace records (if tracing), hands the diagnosis to
+// `on_fire` once, and stops looking. What happens next (abort now, restart later) is the
+// caller's policy; if the run has not stopped `grace_s` after the diagnosis (a stage
+// stuck in a kernel never reads its mailbox), `on_stuck` runs (say, exit the process).
+// CAF-free: the caller's callbacks do the actor work.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/trace/stage_progress.hpp"
+#include "actors/trace/trace_record.hpp"
+#include "actors/trace/wait_for_graph.hpp"
+
+namespace conveyor::trace {
+
+class TraceSession;
+
+struct HangDiagnosis {
+  WaitForGraph graph;
+  std::vector<Record> last_records;  // oldest first
+  double timeout_s = 0;
+
+  /// The whole diagnosis as lines of text: header, the wait-for graph, the verdict, the
+  /// last records.
+  std::string text() const;
+};
+
+/// One line for a trace record, times in ms after `t0_ns`.
+std::string describe_record(const Record& r, std::int64_t t0_ns);
+
+class Watchdog {
+ public:
+  using OnFire = std::function<void(const HangDiagnosis&)>;
+  /// Starts the thread. `trace` may be null (no records in the dump).
+  Watchdog(std::shared_ptr<ProgressBoard> board, WaitForContext context, double timeout_s,
+           std::shared_ptr<TraceSession> trace, OnFire on_fire,
+           std::function<void()> on_stuck = {}, double grace_s = 5.0);
+  /// Stops and joins the thread.
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void stop();
+  bool fired() const { return fired_.load(); }
+
+ private:
+  void loop();
+  bool overdue(const std::vector<StageSnapshot>& stages, std::int64_t now) const;
+
+  std::shared_ptr<ProgressBoard> board_;
+  WaitForContext context_;
+  std::int64_t timeout_ns_;
+  std::shared_ptr<TraceSession> trace_;
+  OnFire on_fire_;
+  std::function<void()> on_stuck_;
+  double grace_s_;
+  std::int64_t started_ns_;
+  std::atomic<bool> fired_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace conveyor::trace

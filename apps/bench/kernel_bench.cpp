@@ -1,0 +1,80 @@
+#include "apps/bench/kernel_bench.hpp"
+
+#include <fmt/format.h>
+
+#include "apps/config/config_loader.hpp"
+#include "kernels/common/error.hpp"
+
+#if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/bench/kernel_timings.hpp"
+#include "kernels/cuda/model/cuda_stage_model.hpp"
+#endif
+
+namespace conveyor {
+
+nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
+  if (args.repeats < 1) throw InputError("--repeats: " + std::to_string(args.repeats) + " must be >= 1");
+  const RunConfig config = load_run_config(args.config, {});
+#if !CONVEYOR_WITH_CUDA
+  throw InputError("bench kernels: this conveyor was built without CUDA (no nvcc at build time)");
+#else
+  if (!cuda_device_available(args.device))
+    throw InputError("bench kernels: --device " + std::to_string(args.device) +
+                     ": no such CUDA device (no GPU, no driver, or index out of range)");
+  KernelBenchOptions options;
+  options.model = config.model;
+  options.micro_batch_size = config.pipeline.micro_batch_size;
+  options.device = args.device;
+  options.repeats = args.repeats;
+  const auto timings = time_gpt_kernels(options);
+
+  const double micro_batches = static_cast<double>(config.pipeline.micro_batches);
+  nlohmann::json rows = nlohmann::json::array();
+  double step_ms = 0.0;
+  for (const auto& t : timings) {
+    const bool math = t.flops > 0;
+    const double rate = math ? t.flops / (t.ms * 1e-3) / 1e12 : t.bytes / (t.ms * 1e-3) / 1e12;
+    const double per_step = t.group == "optimizer" ? t.per_step : t.per_step * micro_batches;
+    // The all-bf16 optimizer replaces the fp32-master one: count the configured recipe.
+    const bool counted = t.group != "optimizer" ||
+                         (t.name.find("fp32 master") != std::string::npos) ==
+                             (config.optim.master == "fp32") ||
+                         t.name.find("norm") != std::string::npos;
+    if (counted) step_ms += t.ms * per_step;
+    rows.push_back({{"kernel", t.name},
+                    {"group", t.group},
+                    {"ms", t.ms},
+                    {math ? "tflops" : "tbps", rate},
+                    {"ceiling_share", rate / (math ? kBf16MatrixTflops : kCopyTBps)},
+                    {"launches_per_step", per_step},
+                    {"ms_per_step", counted ? t.ms * per_step : 0.0}});
+  }
+  return {{"bench", "kernels"},
+          {"config", args.config},
+          {"micro_batch_size", config.pipeline.micro_batch_size},
+          {"micro_batches", config.pipeline.micro_batches},
+          {"master", config.optim.master},
+          {"ceilings", {{"bf16_tflops", kBf16MatrixTflops}, {"copy_tbps", kCopyTBps}}},
+          {"kernels", rows},
+          {"kernel_ms_per_step_one_gpu", step_ms}};
+#endif
+}
+
+std::string format_kernel_table(const nlohmann::json& r) {
+  std::string out = fmt::format("{:<44} {:>9} {:>14} {:>8} {:>11}\n", "kernel", "ms",
+                                "rate", "ceiling", "ms/step");
+  for (const auto& row : r.at("kernels")) {
+    const bool math = row.contains("tflops");
+    out += fmt::format("{:<44} {:>9.3f} {:>8.1f} {:<5} {:>7.0f}% {:>11.1f}\n",
+                       row.at("kernel").get<std::string>(), row.at("ms").get<double>(),
+                       math ? row.at("tflops").get<double>() : row.at("tbps").get<double>(),
+                       math ? "TF/s" : "TB/s", 100.0 * row.at("ceiling_share").get<double>(),
+                       row.at("ms_per_step").get<double>());
+  }
+  out += fmt::format("kernel time of one train step on one GPU ({} micro-batches): {:.1f} ms\n",
+                     r.at("micro_batches").get<int>(),
+                     r.at("kernel_ms_per_step_one_gpu").get<double>());
+  return out;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,30 @@
+#pragma once
+// `conveyor bench kernels [CONFIG]`: every CUDA kernel of the config's model at its shapes
+// (one micro-batch), timed on the GPU: ms per launch, achieved TFLOP/s or TB/s and the share
+// of the H200's measured ceilings, and the kernel time of one train step summed from them
+// (every layer, every micro-batch, one optimizer step) to set beside `bench e2e`'s step time.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace conveyor {
+
+// Ceilings measured on one H200 of the GPU machine (../shared/GPU.md, the issue tracker):
+// bf16 matrix products and device-memory copies.
+inline constexpr double kBf16MatrixTflops = 790.0;
+inline constexpr double kCopyTBps = 4.3;
+
+struct KernelBenchArgs {
+  std::string config = "configs/gpt-1b-2gpu.yaml";
+  int device = 0;
+  int repeats = 20;
+};
+
+/// Throws InputError for a bad config or a build/machine without CUDA.
+nlohmann::json run_kernel_bench(const KernelBenchArgs& args);
+
+/// A fixed-width table of run_kernel_bench's result, for the terminal.
+std::string format_kernel_table(const nlohmann::json& result);
+
+}  // namespace conveyor

@@ -1,0 +1,24 @@
+#include "apps/trace/trace_setup.hpp"
+
+#include "actors/coordinator/step_accounting.hpp"
+#include "actors/trace/trace_plans.hpp"
+#include "apps/train/run_dir.hpp"
+
+namespace conveyor {
+
+std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path& run_dir,
+                                                    const trace::StepRange& steps,
+                                                    const TrainingJob& job) {
+  trace::TraceOptions options;
+  options.dir = run_dir / "trace";
+  options.steps = steps;
+  auto session =
+      std::make_shared<trace::TraceSession>(options, static_cast<int>(job.placement.ranks.size()));
+  std::vector<std::vector<sched::Action>> eval;
+  for (const auto& rank : job.placement.ranks) eval.push_back(eval_actions(rank, job.eval_batches));
+  write_file_atomically(options.dir / "schedule.json",
+                        trace::trace_plans_json(job.schedule, eval).dump(1) + "\n");
+  return session;
+}
+
+}  // namespace conveyor

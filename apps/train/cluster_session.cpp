@@ -1,0 +1,145 @@
+#include "apps/train/cluster_session.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
+#include <cstdlib>
+#include <random>
+
+#include "apps/launch/stages_of_node.hpp"
+#include "apps/train/node_identity.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor {
+namespace {
+
+using std::chrono::milliseconds;
+
+milliseconds ms_of(double seconds) { return milliseconds(static_cast<std::int64_t>(seconds * 1000)); }
+
+// The address of this host's interface that routes to the rendezvous host: where the
+// other nodes reach this node (a UDP "connect" sends nothing, it only picks the route).
+std::string address_towards(const std::string& host, int port) {
+  namespace ip = boost::asio::ip;
+  boost::asio::io_context io;
+  try {
+    ip::udp::resolver resolver(io);
+    const auto endpoints = resolver.resolve(host, std::to_string(port));
+    ip::udp::socket socket(io);
+    socket.connect(*endpoints.begin());
+    return socket.local_endpoint().address().to_string();
+  } catch (const boost::system::system_error& e) {
+    throw InputError(fmt::format("launch: rendezvous host '{}' is not reachable from this node: {}",
+                                 host, e.what()));
+  }
+}
+
+std::vector<int> spread_ranks(const RunConfig& config, int nnodes) {
+  const int stages = static_cast<int>(config.pipeline.stages);
+  std::optional<int> per_node;
+  if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
+  std::vector<int> node_of_rank(stages, -1);
+  for (int n = 0; n < nnodes; ++n)
+    for (int r : stages_of_node(stages, nnodes, n, per_node)) node_of_rank.at(r) = n;
+  return node_of_rank;
+}
+
+}  // namespace
+
+ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
+                               const RunConfig& config)
+    : spec_(spec) {
+  if (config.devices.kind != "cpu" && spec.nnodes > 1)
+    throw InputError(
+        "devices.kind: 'cuda' across processes needs the NCCL channel, which conveyor train "
+        "does not wire yet (run one process with devices.ids, or devices.kind cpu)");
+  node_of_rank_ = spread_ranks(config, spec.nnodes);
+  const auto rdzv_timeout = ms_of(config.rendezvous.timeout_s);
+  const std::string where = fmt::format("rendezvous {}:{} ({})", spec.rdzv_host, spec.rdzv_port,
+                                        spec.source);
+  // One process forcing UCX needs a store of its own: an ephemeral port, never a clash.
+  const bool alone = spec.nnodes == 1;
+  if (spec.node_rank == 0) {
+    RendezvousServerOptions o;
+    o.host = spec.rdzv_host;
+    o.port = alone ? 0 : static_cast<std::uint16_t>(spec.rdzv_port);
+    o.token = token;
+    o.log = [](std::string_view line) { fmt::print(stderr, "conveyor: {}\n", line); };
+    try {
+      server_ = std::make_unique<RendezvousServer>(o);
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}: {} (another job on this port? pick a free one with "
+                                   "--rdzv HOST:PORT or MASTER_PORT)",
+                                   where, e.what()));
+    }
+  }
+  RendezvousClientOptions c;
+  c.host = spec.rdzv_host;
+  c.port = server_ ? server_->port() : static_cast<std::uint16_t>(spec.rdzv_port);
+  c.token = token;
+  c.connect_timeout = rdzv_timeout;
+  try {
+    client_ = std::make_unique<RendezvousClient>(c);
+    client_->join(static_cast<std::uint32_t>(spec.node_rank),
+                  static_cast<std::uint32_t>(spec.nnodes), rdzv_timeout);
+    const NodeIdentity mine = identity_of(config);
+    client_->set(fmt::format("identity/{}", spec.node_rank), mine.to_json());
+    auto identity = [&](int n) {
+      return NodeIdentity::from_json(
+          rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)));
+    };
+    if (spec.node_rank == 0) {
+      for (int n = 1; n < spec.nnodes; ++n)
+        if (auto why = identity_mismatch(n, identity(n), mine)) throw InputError(*why);
+    } else if (auto why = identity_mismatch(spec.node_rank, mine, identity(0))) {
+      throw InputError(*why);
+    }
+  } catch (const RendezvousError& e) {
+    throw InputError(fmt::format("{}: {}", where, e.what()));
+  }
+  setup_.nnodes = spec.nnodes;
+  setup_.node = spec.node_rank;
+  setup_.node_of_rank = node_of_rank_;
+  setup_.advertise_host = address_towards(spec.rdzv_host, c.port);
+  setup_.rendezvous_timeout = rdzv_timeout;
+  setup_.transport_timeout = ms_of(config.transport.timeout_s);
+  setup_.through_channels = config.transport.kind == "ucx";
+  // UCX_TLS when set; else TCP (and self for a process's own loopback), the transports
+  // with which a dead peer fails the waits on it instead of aborting this process.
+  const char* tls = std::getenv("UCX_TLS");
+  setup_.ucx_transports = tls && *tls ? tls : "tcp,self";
+}
+
+ClusterSession::~ClusterSession() = default;
+
+std::string ClusterSession::describe() const {
+  std::vector<int> mine;
+  for (int r = 0; r < static_cast<int>(node_of_rank_.size()); ++r)
+    if (node_of_rank_[r] == spec_.node_rank) mine.push_back(r);
+  return fmt::format("{}; stages {} here, reached at {}", conveyor::describe(spec_),
+                     fmt::join(mine, " "), setup_.advertise_host);
+}
+
+std::optional<TrainResult> ClusterSession::run(const TrainingJob& job, TrainingObserver* observer) {
+  return run_node(job, setup_, *client_, observer);
+}
+
+std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
+                                             const std::optional<std::string>& token,
+                                             const RunConfig& config, const EnvLookup& env) {
+  const LaunchSpec spec = resolve_launch(flags, env);
+  if (spec.nnodes == 1 && config.transport.kind != "ucx") return nullptr;
+  std::string t = token.value_or("");
+  if (!token)
+    if (auto from_env = env("CONVEYOR_TOKEN")) t = *from_env;
+  if (t.empty() && spec.nnodes == 1) {  // a store for this process alone: a secret of its own
+    std::random_device random;
+    t = fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  }
+  return std::make_unique<ClusterSession>(spec, t, config);
+}
+
+}  // namespace conveyor

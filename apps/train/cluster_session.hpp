@@ -1,0 +1,51 @@
+#pragma once
+// This process's place in a multi-process `conveyor train`: node 0 hosts the rendezvous
+// store; every node joins it (rendezvous.timeout_s), reports its identity
+// (node_identity.hpp) and checks it against node 0's, then runs its part of the job
+// (actors/cluster/run_node.hpp). Everything that can fail before training starts fails
+// here, before any file is written, with an InputError naming the address, the missing
+// ranks or the differing keys.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/cluster/run_node.hpp"
+#include "apps/config/run_config.hpp"
+#include "apps/launch/launch_spec.hpp"
+#include "transport/rendezvous/client.hpp"
+#include "transport/rendezvous/server.hpp"
+
+namespace conveyor {
+
+class ClusterSession {
+ public:
+  /// Hosts the store (node 0), joins, exchanges identities. Throws InputError.
+  ClusterSession(const LaunchSpec& spec, const std::string& token, const RunConfig& config);
+  ~ClusterSession();
+
+  int node() const { return spec_.node_rank; }
+  int nnodes() const { return spec_.nnodes; }
+  const std::vector<int>& node_of_rank() const { return node_of_rank_; }
+  std::string describe() const;
+
+  /// Runs this node's stages (and on node 0 the coordinator): node 0 returns the result,
+  /// the others std::nullopt.
+  std::optional<TrainResult> run(const TrainingJob& job, TrainingObserver* observer);
+
+ private:
+  LaunchSpec spec_;
+  NodeSetup setup_;
+  std::vector<int> node_of_rank_;
+  std::unique_ptr<RendezvousServer> server_;
+  std::unique_ptr<RendezvousClient> client_;
+};
+
+/// A session when the job spans processes (nnodes > 1, from flags or the launcher's
+/// environment) or when transport.kind is ucx; null for an ordinary one-process run.
+/// The token comes from `token` (--token), else the CONVEYOR_TOKEN variable.
+std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
+                                             const std::optional<std::string>& token,
+                                             const RunConfig& config, const EnvLookup& env);
+
+}  // namespace conveyor

@@ -1,0 +1,99 @@
+// The messages that cross processes survive CAF's binary serializer field for field; a
+// WeightsReply carries metadata only and arrives as PendingPayload placeholders tagged
+// for the transport.
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "actors/messages.hpp"
+
+using namespace conveyor;
+
+namespace {
+
+template <class T>
+T round_trip(caf::actor_system& system, const T& x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{system, buf};
+  T copy = x;
+  REQUIRE_FALSE(sink(copy));
+  T out;
+  caf::binary_deserializer source{system, buf};
+  REQUIRE_FALSE(source(out));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchanged") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  add_wire_types(cfg);
+  caf::actor_system system{cfg};
+
+  const auto plan = round_trip(
+      system, StepPlan{3, 2, Phase::eval,
+                       std::make_shared<const std::vector<sched::Action>>(std::vector<sched::Action>{
+                           sched::Action::parse("1F3"), sched::Action::parse("0I2"),
+                           sched::Action::parse("0F3c1")})});
+  CHECK(plan.round == 3);
+  CHECK(plan.step == 2);
+  CHECK(plan.phase == Phase::eval);
+  REQUIRE(plan.actions);
+  REQUIRE(plan.actions->size() == 3);
+  CHECK((*plan.actions)[1] == sched::Action::parse("0I2"));
+  CHECK((*plan.actions)[2].chunk == 1);
+
+  const auto header = round_trip(
+      system, PipeHeader{PipeKind::gradient, 5, 4, Phase::train, 7, 2, 1, {2, 16, 32}, DType::bf16});
+  CHECK(header.kind == PipeKind::gradient);
+  CHECK(header.round == 5);
+  CHECK(header.micro_batch == 7);
+  CHECK(header.from_model_stage == 2);
+  CHECK(header.to_model_stage == 1);
+  CHECK(header.shape == std::vector<std::int64_t>{2, 16, 32});
+  CHECK(header.dtype == DType::bf16);
+
+  StageReport report;
+  report.rank = 1;
+  report.step = 9;
+  report.phase = Phase::train;
+  report.losses = {{0, 1.5}, {1, 2.25}};
+  report.grad_squares = {ModelStageGradSquares{1, {0.5, 0.25}}};
+  report.timings = {ActionTiming{sched::Action::parse("1B0"), 10, 20}};
+  const auto r = round_trip(system, report);
+  CHECK(r.rank == 1);
+  CHECK(r.losses == report.losses);
+  REQUIRE(r.grad_squares.size() == 1);
+  CHECK(r.grad_squares[0].squares == std::vector<double>{0.5, 0.25});
+  REQUIRE(r.timings.size() == 1);
+  CHECK(r.timings[0].action == sched::Action::parse("1B0"));
+  CHECK(r.timings[0].end_ns == 20);
+
+  const auto step = round_trip(system, OptimizerStep{4, 1e-3, 0.5f});
+  CHECK(step.lr == doctest::Approx(1e-3));
+  CHECK(step.grad_scale == 0.5f);
+}
+
+TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes left to the transport") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 1);
+  add_wire_types(cfg);
+  caf::actor_system system{cfg};
+  Tensor w = Tensor::zeros({3, 4});
+  w.f32()[0] = 42.0f;
+  WeightsReply reply{2, {ModelStageWeights{3, {NamedTensor{"blocks.3.ln.weight", w},
+                                               NamedTensor{"blocks.3.ln.bias", Tensor::zeros({4})}}}}};
+  const auto got = round_trip(system, reply);
+  CHECK(got.rank == 2);
+  REQUIRE(got.model_stages.size() == 1);
+  const auto& m = got.model_stages[0];
+  CHECK(m.model_stage == 3);
+  REQUIRE(m.tensors.size() == 2);
+  CHECK(m.tensors[0].name == "blocks.3.ln.weight");
+  CHECK(m.tensors[0].tensor.shape() == Shape{3, 4});
+  const PendingPayload* p = pending_payload(m.tensors[1].tensor);
+  REQUIRE(p != nullptr);
+  CHECK(p->tag() == weight_tag(3, 1));
+  CHECK(pending_payload(w) == nullptr);
+}

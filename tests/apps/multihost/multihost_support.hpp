@@ -1,0 +1,151 @@
+#pragma once
+// Runs several `conveyor train` processes at once, as the nodes of one job on loopback:
+// each with its own arguments and extra environment variables, stdout and stderr in files
+// of a temporary folder, and one deadline for all (a process still running then is killed
+// and the test fails, so a hang never hangs the suite). Ports come from the kernel (bind
+// port 0), so concurrent tests and other jobs on the machine do not collide.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+extern char** environ;
+
+namespace conveyor::testing {
+
+/// A TCP port that was free a moment ago on 127.0.0.1 (the kernel's choice for port 0).
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("free_port: cannot bind port 0");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct NodeRun {
+  std::vector<std::string> args;            // after `conveyor`
+  std::map<std::string, std::string> env;   // added to (or replacing in) this environment
+  std::vector<std::string> wrapper;         // a command in front, e.g. ip netns exec A
+  // Not empty: SIGKILL this node once node 0's stderr contains this text (a node that
+  // dies at a known point, e.g. "step 1/", the first progress line).
+  std::string kill_when_node0_says;
+};
+
+struct NodeResult {
+  int exit_code = -1;
+  std::string out, err;
+  bool timed_out = false;
+};
+
+/// Starts every node, waits for all (at most timeout_s), returns their results in order.
+inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<NodeRun>& nodes,
+                                         int timeout_s = 120) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> outs, errs;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    std::vector<std::string> argv = n.wrapper;
+    argv.push_back(CONVEYOR_BINARY);
+    argv.insert(argv.end(), n.args.begin(), n.args.end());
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : n.env) env[k] = v;
+    std::vector<std::string> env_lines;
+    for (const auto& [k, v] : env) env_lines.push_back(k + "=" + v);
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    for (auto& e : env_lines) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+
+    outs.push_back(dir / ("node" + std::to_string(i) + ".out"));
+    errs.push_back(dir / ("node" + std::to_string(i) + ".err"));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, outs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, errs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addchdir_np(&fa, CONVEYOR_SOURCE_DIR);
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("run_nodes: cannot start " + argv[0]);
+    pids.push_back(pid);
+  }
+  std::vector<NodeResult> results(nodes.size());
+  std::vector<bool> done(nodes.size(), false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::size_t left = nodes.size();
+  while (left > 0) {
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      if (!nodes[i].kill_when_node0_says.empty() &&
+          read_text(errs[0]).find(nodes[i].kill_when_node0_says) != std::string::npos)
+        ::kill(pids[i], SIGKILL);
+      int status = 0;
+      if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+        results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (std::size_t i = 0; i < pids.size(); ++i) {
+        if (done[i]) continue;
+        ::kill(pids[i], SIGKILL);
+        ::waitpid(pids[i], nullptr, 0);
+        results[i].timed_out = true;
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    results[i].out = read_text(outs[i]);
+    results[i].err = read_text(errs[i]);
+  }
+  return results;
+}
+
+/// Requires every node to have exited 0 in time; prints each node's stderr otherwise.
+inline void require_all_ok(const std::vector<NodeResult>& results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    INFO("node " << i << " stderr:\n" << results[i].err);
+    REQUIRE_MESSAGE(!results[i].timed_out, "node " << i << " was killed at the deadline");
+    REQUIRE(results[i].exit_code == 0);
+  }
+}
+
+/// The small job of these tests: the tiny config, 4 stages, 5 steps, no intermediate eval.
+inline std::vector<std::string> tiny_job(const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a{"train", "configs/tiny.yaml", "--set", "pipeline.stages=4",
+                             "--set", "train.steps=5", "--set", "train.eval_every=0"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+}  // namespace conveyor::testing

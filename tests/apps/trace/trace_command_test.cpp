@@ -1,0 +1,132 @@
+// End-to-end tests of `conveyor trace`: a traced training run analysed by every
+// subcommand, and bad input (missing, corrupt, truncated traces; unknown flags).
+#include <doctest/doctest.h>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+namespace conveyor::testing {
+namespace {
+
+// One traced run shared by the tests below (a few seconds of training).
+const fs::path& traced_run() {
+  static TempDir dir;
+  static const fs::path run = [] {
+    const auto out = dir / "run";
+    auto args = small_job(copy_english_text(dir));
+    args.insert(args.end(), {"--out", out, "--set", "trace.enabled=true", "--set", "trace.steps=2-5"});
+    train_ok(args, 120);
+    return fs::path(out);
+  }();
+  return run;
+}
+
+void require_one_error_line(const CommandResult& r, const std::string& text) {
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  const auto lines = split_lines(r.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("error: ", 0) == 0);
+  CHECK(lines[0].find(text) != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("conveyor trace and each of its subcommands answer --help") {
+  for (const char* sub : {"", "export", "summary", "check", "draw"}) {
+    std::vector<std::string> args{"trace"};
+    if (*sub) args.push_back(sub);
+    args.push_back("--help");
+    const auto r = run_conveyor(args);
+    INFO(sub);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Usage") != std::string::npos);
+  }
+}
+
+TEST_CASE("conveyor trace refuses a missing folder, unknown flags and a folder without a trace") {
+  TempDir dir;
+  require_one_error_line(run_conveyor({"trace", "summary", dir / "nope"}), "no such folder");
+  require_one_error_line(run_conveyor({"trace", "check", dir.path().string()}), "no trace files");
+  require_one_error_line(run_conveyor({"trace", "summary", dir.path().string(), "--frobnicate"}),
+                         "--frobnicate");
+  require_one_error_line(run_conveyor({"trace", "export", dir.path().string()}), "--chrome");
+}
+
+TEST_CASE("conveyor trace refuses corrupt, truncated and wrong-version trace files") {
+  TempDir dir;
+  fs::create_directories(dir.path() / "trace");
+  const std::string good = read_text(traced_run() / "trace" / "process-0.ctrace");
+  dir.write("trace/process-0.ctrace", "this is not a trace at all, not even close.......");
+  require_one_error_line(run_conveyor({"trace", "summary", dir.path().string()}), "wrong magic");
+  dir.write("trace/process-0.ctrace", good.substr(0, good.size() - 7));
+  require_one_error_line(run_conveyor({"trace", "check", dir.path().string()}), "truncated");
+  std::string future = good;
+  future[8] = 2;  // version 2
+  dir.write("trace/process-0.ctrace", future);
+  require_one_error_line(run_conveyor({"trace", "draw", dir.path().string(), "--out", dir / "t.svg"}),
+                         "version 2 is not supported");
+  CHECK_FALSE(fs::exists(dir / "t.svg"));
+}
+
+TEST_CASE("train refuses bad trace and watchdog settings, naming key and value") {
+  const auto steps = run_conveyor({"train", "--set", "trace.steps=20-10"});
+  CHECK(steps.exit_code == 2);
+  CHECK(steps.err.find("trace.steps") != std::string::npos);
+  CHECK(steps.err.find("20-10") != std::string::npos);
+  const auto timeout = run_conveyor({"train", "--set", "watchdog.timeout_s=-1"});
+  CHECK(timeout.exit_code == 2);
+  CHECK(timeout.err.find("watchdog.timeout_s") != std::string::npos);
+  CHECK(timeout.err.find("-1") != std::string::npos);
+}
+
+TEST_CASE("a traced run exports, summarises, checks clean and draws") {
+  const auto run = traced_run();
+  CHECK(fs::exists(run / "trace" / "schedule.json"));
+  TempDir out;
+  const auto exported = run_conveyor({"trace", "export", run.string(), "--chrome", out / "t.json"});
+  INFO(exported.err);
+  REQUIRE(exported.exit_code == 0);
+  const auto chrome = nlohmann::json::parse(read_text(out / "t.json"));
+  std::size_t actions = 0;
+  for (const auto& e : chrome["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "action" && !e["args"].contains("phase")) ++actions;
+  CHECK(actions == 4 * 4 * 2 * 4);  // steps 2-5 × 4 stages × (F + B) × 4 micro-batches
+
+  const auto summary = run_conveyor({"trace", "summary", run.string(), "--format", "json"});
+  REQUIRE(summary.exit_code == 0);
+  const auto s = nlohmann::json::parse(summary.out);
+  CHECK(s["steps"] == 4);
+  CHECK(s["per_stage"].size() == 4);
+  CHECK(s["simulated_bubble"].is_number());
+  CHECK(s["critical_path"]["actions"].get<std::string>().rfind("0F0", 0) == 0);
+
+  const auto check = run_conveyor({"trace", "check", run.string()});
+  INFO(check.out);
+  CHECK(check.exit_code == 0);
+  CHECK(check.out.find("ok: 5 rounds") == 0);  // 4 train rounds and the final evaluation
+
+  const auto draw = run_conveyor({"trace", "draw", run.string(), "--out", out / "t.svg"});
+  REQUIRE(draw.exit_code == 0);
+  const auto svg = read_text(out / "t.svg");
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK_FALSE(fs::exists(out / "t.svg.tmp"));
+}
+
+TEST_CASE("trace check lists what is wrong and exits 1 on a trace that lost a receive") {
+  const auto run = traced_run();
+  TempDir dir;
+  fs::create_directories(dir.path() / "trace");
+  fs::copy_file(run / "trace" / "schedule.json", dir.path() / "trace" / "schedule.json");
+  // Keep the header and the first 40 records only: the rest of the run is missing, so
+  // sends lose their receives.
+  const std::string bytes = read_text(run / "trace" / "process-0.ctrace");
+  const std::size_t header = 32 + ((static_cast<unsigned char>(bytes[28]) + 7) / 8) * 8;
+  dir.write("trace/process-0.ctrace", bytes.substr(0, header + 64 * 40));
+  const auto r = run_conveyor({"trace", "check", dir.path().string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("FAILED") != std::string::npos);
+  CHECK(r.out.find("unmatched_send: ") != std::string::npos);
+}
+
+}  // namespace conveyor::testing

@@ -140,6 +140,10 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
     else
       self->receive(on_down, caf::after(grace) >> [&] { waited_out = true; });
   }
+  // Stages still alive would keep the actor system (and so this process) from ending:
+  // nothing can end them normally once node 0 is gone.
+  if (!failed.empty() || waited_out)
+    for (const auto& a : mine.actors) self->send_exit(a, caf::exit_reason::kill);
   if (!failed.empty()) throw std::runtime_error(failed);
   if (waited_out)
     throw std::runtime_error(fmt::format(

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "actors/stage/nvtx_range.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -143,7 +145,10 @@ void StageWorker::run_ready(const Outbox& outbox) {
     const auto& a = actions[next_];
     if (listener_) listener_->action_started(*plan_, next_);
     const auto start = since(epoch_);
-    run(a, outbox);
+    {
+      const NvtxRange range(a, plan_->step);
+      run(a, outbox);
+    }
     report_.timings.push_back(ActionTiming{a, start, since(epoch_)});
     if (listener_) listener_->action_finished(*plan_, next_, report_.timings.back());
     ++next_;

@@ -35,11 +35,8 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
     const bool math = t.flops > 0;
     const double rate = math ? t.flops / (t.ms * 1e-3) / 1e12 : t.bytes / (t.ms * 1e-3) / 1e12;
     const double per_step = t.group == "optimizer" ? t.per_step : t.per_step * micro_batches;
-    // The all-bf16 optimizer replaces the fp32-master one: count the configured recipe.
-    const bool counted = t.group != "optimizer" ||
-                         (t.name.find("fp32 master") != std::string::npos) ==
-                             (config.optim.master == "fp32") ||
-                         t.name.find("norm") != std::string::npos;
+    // The two optimizer recipes are alternatives: count the configured one.
+    const bool counted = t.master.empty() || t.master == config.optim.master;
     if (counted) step_ms += t.ms * per_step;
     rows.push_back({{"kernel", t.name},
                     {"group", t.group},

@@ -142,8 +142,9 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
   const std::size_t NC = std::size_t(N) * C, NH4 = std::size_t(N) * H;
   std::vector<KernelTiming> rows;
   auto add = [&](std::string name, std::string group, int per_step, double flops, double bytes,
-                 const std::function<void()>& launch) {
-    rows.push_back({std::move(name), std::move(group), per_step, timer.median_ms(launch), flops, bytes});
+                 const std::function<void()>& launch, std::string master = "") {
+    rows.push_back({std::move(name), std::move(group), per_step, timer.median_ms(launch), flops,
+                    bytes, std::move(master)});
   };
 
   {  // one block's kernels
@@ -297,14 +298,14 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
       add("AdamW fp32 master (+bf16 copy)", "optimizer", 1, 0, p * (16 + 14), [&] {
         adamw_update(master.as<float>(), compute.as<bf16>(), grads.as<float>(), m.as<float>(),
                      vv.as<float>(), std::int64_t(P), hyper, runs, stream);
-      });
+      }, "fp32");
     }
     {
       auto params = bf16_buf(P, 0.02f), m = bf16_buf(P, 1e-3f), vv = bf16_buf(P, 1e-3f);
       add("AdamW all-bf16 (fp32 grads)", "optimizer", 1, 0, p * (10 + 6), [&] {
         adamw_update_bf16(params.as<bf16>(), grads.as<float>(), m.as<bf16>(), vv.as<bf16>(),
                           std::int64_t(P), hyper, runs, stream);
-      });
+      }, "bf16");
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -23,6 +23,7 @@ struct KernelTiming {
   double ms = 0.0;     // median time of one launch
   double flops = 0.0;  // per launch, when bound by math
   double bytes = 0.0;  // per launch, when bound by memory
+  std::string master;  // "fp32" or "bf16": counts only under that optim.master; "" always
 };
 
 struct KernelBenchOptions {

@@ -43,8 +43,9 @@ struct ChannelFailure {
 
 using weights_atom = caf::atom_constant<caf::atom("weights")>;
 using train_atom = caf::atom_constant<caf::atom("train")>;
-/// From the hang watchdog to the coordinator: stop the run with this reason.
-using hang_atom = caf::atom_constant<caf::atom("hang")>;
+/// To the coordinator, from the hang watchdog or from the liveness watch when a node is
+/// lost: fail the run with this reason.
+using stop_run_atom = caf::atom_constant<caf::atom("stoprun")>;
 
 /// Registers every message that crosses processes (CAF 0.17 needs a name per type on
 /// both sides). Call on the config of every actor system that loads the middleman.

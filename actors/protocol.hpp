@@ -68,12 +68,13 @@ struct PipeHeader {
   int to_model_stage = 0;
   std::vector<std::int64_t> shape;
   DType dtype = DType::f32;
+  std::uint64_t trace_id = 0;  // the PipeMessage's: a trace's flow crosses processes too
 };
 
 /// Version of the messages that cross processes (wire_format.hpp): every node reports it
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: every message carries its trace_id
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {

@@ -75,7 +75,7 @@ wire::save_t<Inspector> inspect(Inspector& f, const StepPlan& x) {
   auto phase = wire::u8(x.phase);
   std::vector<sched::Action> actions;
   if (x.actions) actions = *x.actions;
-  return f(caf::meta::type_name("StepPlan"), x.round, x.step, phase, actions);
+  return f(caf::meta::type_name("StepPlan"), x.round, x.step, phase, actions, x.trace_id);
 }
 
 template <class Inspector>
@@ -87,16 +87,16 @@ wire::load_t<Inspector> inspect(Inspector& f, StepPlan& x) {
     x.actions = std::make_shared<const std::vector<sched::Action>>(std::move(actions));
     return caf::none;
   });
-  return f(caf::meta::type_name("StepPlan"), x.round, x.step, phase, actions, done);
+  return f(caf::meta::type_name("StepPlan"), x.round, x.step, phase, actions, x.trace_id, done);
 }
 
-// -- PipeHeader: kind, round, step, phase, micro_batch, from, to, shape, dtype --
+// -- PipeHeader: kind, round, step, phase, micro_batch, from, to, shape, dtype, trace_id --
 
 template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const PipeHeader& x) {
   auto kind = wire::u8(x.kind), phase = wire::u8(x.phase), dtype = wire::u8(x.dtype);
   return f(caf::meta::type_name("PipeHeader"), kind, x.round, x.step, phase, x.micro_batch,
-           x.from_model_stage, x.to_model_stage, x.shape, dtype);
+           x.from_model_stage, x.to_model_stage, x.shape, dtype, x.trace_id);
 }
 
 template <class Inspector>
@@ -109,7 +109,7 @@ wire::load_t<Inspector> inspect(Inspector& f, PipeHeader& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("PipeHeader"), kind, x.round, x.step, phase, x.micro_batch,
-           x.from_model_stage, x.to_model_stage, x.shape, dtype, done);
+           x.from_model_stage, x.to_model_stage, x.shape, dtype, x.trace_id, done);
 }
 
 // -- StageReport and its parts --
@@ -128,7 +128,7 @@ template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const StageReport& x) {
   auto phase = wire::u8(x.phase);
   return f(caf::meta::type_name("StageReport"), x.rank, x.step, phase, x.losses,
-           x.grad_squares, x.timings);
+           x.grad_squares, x.timings, x.trace_id);
 }
 
 template <class Inspector>
@@ -139,19 +139,19 @@ wire::load_t<Inspector> inspect(Inspector& f, StageReport& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("StageReport"), x.rank, x.step, phase, x.losses,
-           x.grad_squares, x.timings, done);
+           x.grad_squares, x.timings, x.trace_id, done);
 }
 
 // -- optimizer step --
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, OptimizerStep> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("OptimizerStep"), x.step, x.lr, x.grad_scale);
+  return f(caf::meta::type_name("OptimizerStep"), x.step, x.lr, x.grad_scale, x.trace_id);
 }
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, OptimizerDone> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("OptimizerDone"), x.rank, x.step);
+  return f(caf::meta::type_name("OptimizerDone"), x.rank, x.step, x.trace_id);
 }
 
 // -- WeightsReply: rank, then per model stage its number and (name, shape, dtype) list --

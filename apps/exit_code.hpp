@@ -3,7 +3,8 @@
 namespace conveyor {
 
 constexpr int kExitOk = 0;
-constexpr int kExitInternal = 1;
+constexpr int kExitInternal = 1;  // a bug: a broken invariant (std::logic_error)
+constexpr int kExitFailed = 1;    // the run failed (a stage, a lost node, a disk, a device)
 constexpr int kExitBadInput = 2;
 
 }  // namespace conveyor

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "apps/commands.hpp"
@@ -47,9 +48,12 @@ int main(int argc, char** argv) {
   } catch (const conveyor::HangError&) {  // the watchdog printed the diagnosis
     std::fprintf(stderr, "error: the hang watchdog stopped the run (wait-for graph above)\n");
     return conveyor::kExitHang;
-  } catch (const std::exception& e) {
+  } catch (const std::logic_error& e) {  // a broken invariant: a bug in conveyor
     std::fprintf(stderr, "internal error: %s\n", e.what());
     return conveyor::kExitInternal;
+  } catch (const std::exception& e) {  // the run failed: a stage, a peer, a disk, a device
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return conveyor::kExitFailed;
   }
   return conveyor::kExitOk;
 }

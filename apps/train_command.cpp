@@ -5,6 +5,8 @@
 // torchrun, Slurm or Open MPI variables (apps/launch/). Node 0 hosts the rendezvous and the
 // coordinator and writes the run folder; other nodes write no files (their log is stderr)
 // and print nothing on stdout.
+// Checkpoints (docs/CHECKPOINTS.md): every checkpoint.every steps in the background, and
+// on SIGTERM before a clean exit 0; --resume PATH|latest continues a run exactly.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -22,8 +24,14 @@
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/plan_json.hpp"
+#include "apps/train/preemption.hpp"
 #include "apps/train/progress.hpp"
+#include "apps/train/resume_hint.hpp"
+#include "apps/train/resume_job.hpp"
 #include "apps/train/run_dir.hpp"
+#include "apps/train/train_checkpoints.hpp"
+#include "actors/trace/fault_spec.hpp"
+#include "kernels/common/error.hpp"
 #include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
@@ -36,22 +44,91 @@ struct TrainOptions {
   std::string format = "text";
   LaunchFlags launch;                 // --nnodes, --node-rank, --rdzv
   std::optional<std::string> token;   // --token (else CONVEYOR_TOKEN)
+  std::optional<std::string> resume;  // --resume PATH|latest
 };
+
+// Checkpoints need every stage's state in this process: refuse them for a job over
+// several processes before anything starts (each node writing its own shards is not
+// built yet).
+void refuse_checkpoints_across_processes(const TrainOptions& opt, const RunConfig& config) {
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
+  if (!processes) return;
+  const std::string why = spec.nnodes > 1 ? fmt::format("nnodes {}", spec.nnodes)
+                                          : std::string("transport.kind ucx");
+  if (config.checkpoint.every > 0)
+    throw InputError(fmt::format(
+        "checkpoint.every: {} with {} (checkpoints of a job over several processes are not "
+        "supported yet: set checkpoint.every: 0)",
+        config.checkpoint.every, why));
+  if (opt.resume)
+    throw InputError(fmt::format("--resume: not supported with {} (checkpoints of a job over "
+                                 "several processes are not supported yet)",
+                                 why));
+}
+
+// The folder `--resume latest` looks in, before the run folder exists.
+std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
+  if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
+  if (opt.out) return (std::filesystem::path(*opt.out) / "checkpoints").string();
+  if (opt.resume == "latest")
+    throw InputError("--resume latest: give --out RUN_DIR (the run to continue; its checkpoints/ "
+                     "is searched) or set checkpoint.dir");
+  return "checkpoints";  // unused: a PATH names its folder itself
+}
+
+CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJob& job,
+                                       const std::filesystem::path& dir,
+                                       const ResumeSource* resume) {
+  CheckpointSettings s;
+  s.dir = config.checkpoint.dir.empty() ? (dir / "checkpoints").string() : config.checkpoint.dir;
+  s.every = config.checkpoint.every;
+  s.keep = static_cast<int>(config.checkpoint.keep);
+  s.total_steps = config.train.steps;
+  s.first_step = resume ? resume->manifest.step : 0;
+  s.base = manifest_base(job, config.pipeline.schedule, to_yaml(config));
+  std::vector<FaultSpec> faults;
+  for (const auto& entry : config.fault.inject) faults.push_back(parse_fault_spec(entry));
+  for (auto step : corrupt_checkpoint_steps(faults)) s.corrupt_steps.insert(step);
+  return s;
+}
 
 void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
+  refuse_checkpoints_across_processes(opt, config);
+  // CPU stages whose state a checkpoint can take; on --resume built from the checkpoint.
+  // Everything here is checked before the run folder exists.
+  std::shared_ptr<const ResumeSource> resume;
+  if (opt.resume) {
+    if (config.devices.kind != "cpu")
+      throw InputError("--resume: not supported with devices.kind " + config.devices.kind +
+                       " (checkpoints capture CPU stages only so far)");
+    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job);
+    fmt::print(stderr, "conveyor train: {}\n", resume->description);
+  }
+  const bool checkpointable = config.devices.kind == "cpu";
+  if (checkpointable) job.make_model = checkpointable_cpu_models(resume);
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
   const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment());
   if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
   if (cluster && cluster->node() != 0) {
+    // Node k writes no run folder of its own, only its trace file when traced: into
+    // --out/trace/ (one folder for the whole job when --out is shared or on one host).
+    if (config.trace.enabled)
+      job.trace = open_run_trace(create_run_dir(opt.out, /*continuing=*/true),
+                                 *trace::StepRange::parse(config.trace.steps), job,
+                                 {static_cast<std::uint32_t>(cluster->node()),
+                                  cluster->clock_offset_ns()});
     cluster->run(job, nullptr);
     fmt::print(stderr, "conveyor train: node {} done\n", cluster->node());
     return;
   }
 
-  const auto dir = create_run_dir(opt.out);
+  if (checkpointable && config.checkpoint.every > 0 && !config.checkpoint.dir.empty())
+    prepare_checkpoint_dir(config.checkpoint.dir);
+  const auto dir = create_run_dir(opt.out, resume != nullptr);
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
   write_file_atomically(dir / "config.yaml", to_yaml(config));
@@ -68,11 +145,42 @@ void run_train(const TrainOptions& opt) {
 
   Progress progress(job.steps, stderr_is_terminal());
   MetricsLog log(dir / "metrics.jsonl", job.schedule, progress);
-  const TrainResult result = cluster ? *cluster->run(job, &log) : run_training(job, log);
+  if (resume)
+    log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
+  std::optional<TrainCheckpoints> checkpoints;
+  if (checkpointable && !cluster) {
+    catch_sigterm();
+    checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()), sigterm_received);
+  }
+  TrainingObserver& observer = checkpoints ? static_cast<TrainingObserver&>(*checkpoints) : log;
+  const TrainResult result = cluster ? *cluster->run(job, &log) : run_training(job, observer);
   progress.finish();
+
+  if (checkpoints && checkpoints->stopped_at()) {
+    const auto written = checkpoints->last_written();
+    log.event({{"event", "stopped"},
+               {"reason", "SIGTERM"},
+               {"after_step", *checkpoints->stopped_at()},
+               {"checkpoint", written ? written->path : ""}});
+    std::vector<std::string> extra;
+    if (opt.format != "text") extra = {"--format", opt.format};
+    fmt::print(stderr,
+               "conveyor train: SIGTERM: stopped after step {} of {}; checkpoint written to {}\n"
+               "to resume, run:\n  {}\n",
+               *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
+               resume_command(opt.config, opt.overrides, dir.string(), extra));
+    return;
+  }
 
   write_safetensors((dir / "weights.safetensors").string(), result.weights,
                     {{"format", "pt"}, {"producer", "conveyor"}});
+  // The weights are safe first; then a background write that failed fails the run (exit 1).
+  if (checkpoints) checkpoints->flush();
+  if (checkpoints && checkpoints->taken() > 0)
+    fmt::print(stderr,
+               "conveyor train: {} checkpoints; the step loop spent {:.1f} ms on each (in-memory "
+               "snapshot; the disk writes ran in the background)\n",
+               checkpoints->taken(), checkpoints->step_loop_ms() / checkpoints->taken());
   const double simulated = log.replayed_bubble(), simulated_means = log.simulated_bubble();
   const nlohmann::json summary = {{"event", "summary"},
                                   {"steps", job.steps},
@@ -106,6 +214,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--format", opt->format, "Summary on stdout: text (none) or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  cmd->add_option("--resume", opt->resume,
+                  "Continue from a checkpoint: latest (the newest under checkpoint.dir, by "
+                  "default OUT/checkpoints), a run folder, a checkpoint.dir or one step-N "
+                  "folder; a corrupt one is skipped for the previous one");
   cmd->add_option("--nnodes", opt->launch.nnodes,
                   "Processes (nodes) of the job (default: from torchrun, Slurm or Open MPI "
                   "variables, else 1)");

@@ -3,8 +3,9 @@
 # CUDA kernel and stage-model tests, GPU determinism, the 1B reference GPT on one and two
 # GPUs, and PyTorch's pipeline reference in the same call. Logs under $OUT; a short table
 # at the end. Usage: scripts/gpu_check.sh [quick]
-# Env: SECTIONS (default "tests determinism kernels model pipeline torch torchpp") picks
-#      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two);
+# Env: SECTIONS (default "tests determinism kernels model pipeline schedules trace torch torchpp") picks
+#      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two;
+#      multiproc, not in the default: GPU stages in two processes over NCCL);
 #      STEPS (default 10) steps per training benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 BIN=.gpu/conveyor
 STEPS=${STEPS:-10}
-SECTIONS=${SECTIONS:-tests determinism kernels model pipeline torch torchpp}
+SECTIONS=${SECTIONS:-tests determinism kernels model pipeline schedules trace torch torchpp}
 declare -a rows
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
@@ -89,6 +90,46 @@ fi
 if want pipeline; then
   big 1f1b-2gpu
   big 1f1b-2gpu-bf16 --set optim.master=bf16
+fi
+
+# 3d. a traced 1B run: actions carry device times (CUDA events), so the busy share per
+#     GPU is the device's (host enqueue times would give a few percent), and the trace's
+#     bubble sits beside the simulator's for the same durations
+if want trace; then
+  timeout 200 $BIN train configs/gpt-1b-2gpu.yaml --set train.steps=4 --set optim.master=bf16 \
+    --set pipeline.schedule=zb-h1 --set trace.enabled=true --out "$OUT/traced" > /dev/null 2> "$OUT/traced.log"
+  timeout 60 $BIN trace summary "$OUT/traced" --format json > "$OUT/trace-summary.json" 2>> "$OUT/traced.log"
+  timeout 60 $BIN trace export "$OUT/traced" --chrome "$OUT/traced.json" 2>> "$OUT/traced.log" && gzip -f "$OUT/traced.json"
+  row "traced 1B zb-h1: busy per GPU, bubble, sim." "$(python3 -c "import json; d=json.load(open('$OUT/trace-summary.json')); print([round(s['busy_fraction'], 3) for s in d['per_stage']], round(d['bubble'], 3), round(d['simulated_bubble'], 3))" 2>/dev/null || echo failed)"
+  rm -rf "$OUT/traced/trace" "$OUT/traced/weights.safetensors"
+fi
+
+# 3c. the schedules with two chunks per GPU (the simulator predicts zbv ~5% ahead of zb-h1)
+if want schedules; then
+  big zbv-2gpu-bf16 --set optim.master=bf16 --set pipeline.schedule=zbv
+  big zbv-2gpu --set pipeline.schedule=zbv
+  big interleaved-2gpu-bf16 --set optim.master=bf16 --set pipeline.schedule=interleaved-1f1b --set pipeline.virtual_stages=2
+fi
+
+# 3b. GPU stages in two processes (NCCL between them, 1 GPU each) train to the weights of
+#     one process driving both GPUs (cuda-peer), in deterministic mode. MP_BIN picks the
+#     binary (default $BIN), e.g. MP_BIN=.gpu-nccl/conveyor with that folder's lib/ on
+#     LD_LIBRARY_PATH.
+if want multiproc; then
+  MP_BIN=${MP_BIN:-$BIN}
+  mp=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512
+      --set model.layers=4 --set train.steps=20 --set train.eval_every=10 --set pipeline.micro_batches=4
+      --set pipeline.stages=2 --set devices.ids=[0,1] --set runtime.deterministic=true)
+  timeout 120 $MP_BIN train "${mp[@]}" --out "$OUT/mp-one" > /dev/null 2> "$OUT/mp-one.log"
+  port=$((29500 + RANDOM % 2000))
+  for n in 0 1; do
+    timeout 150 $MP_BIN train "${mp[@]}" --nnodes 2 --node-rank $n --rdzv 127.0.0.1:$port \
+      --token gpu-check-multiproc --out "$OUT/mp-two" > "$OUT/mp-two-$n.out" 2> "$OUT/mp-two-$n.log" &
+  done
+  wait
+  row "2 processes x 1 GPU (nccl) vs 1 x 2 GPUs" "$(cmp -s "$OUT/mp-one/weights.safetensors" "$OUT/mp-two/weights.safetensors" && echo identical || echo DIFFERENT)"
+  row "2 processes: final val_loss" "$(tail -1 "$OUT/mp-two/metrics.jsonl" 2>/dev/null | json_field final_val_loss)"
+  grep -h -iE 'nccl|error|failed' "$OUT"/mp-two-*.log | head -5 >&2
 fi
 
 # 4. PyTorch's pipelining on the same model in the same call

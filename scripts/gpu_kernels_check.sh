@@ -8,6 +8,11 @@
 #                    not reported: the out-of-memory test provokes one on purpose).
 #        VERBOSE=1   print every test's log (the measured errors against the tolerances).
 #        FILTER='cuda attention*'  a doctest -tc pattern narrowing the set (no commas).
+#        BENCH=1     then time every kernel (`conveyor bench kernels CONFIG --format json`, CONFIG
+#                    default configs/gpt-1b-2gpu.yaml, CONVEYOR default .gpu/conveyor) and
+#                    PyTorch's equivalents (.gpu/torch_kernels_bench.py) in this same call and
+#                    print one table: kernel, conveyor ms, PyTorch ms, PyTorch / conveyor.
+#                    BEFORE=path/to/older/conveyor adds that binary's column (a before/after).
 set -u
 BIN=${1:-build-cuda/tests/gpu_tests}
 FILTER=${FILTER:-cuda *}
@@ -61,4 +66,41 @@ for i in "${failed[@]}"; do
   tail -n 60 "$logdir/$i.log"
 done
 rm -rf "$logdir"
+
+if [[ "${BENCH:-0}" == 1 ]]; then
+  config=${CONFIG:-configs/gpt-1b-2gpu.yaml}
+  bench=$(mktemp -d)
+  "${CONVEYOR:-.gpu/conveyor}" bench kernels "$config" --format json >"$bench/after.json" \
+    || echo "gpu_kernels_check: conveyor bench kernels failed" >&2
+  if [[ -n "${BEFORE:-}" ]]; then
+    "$BEFORE" bench kernels "$config" --format json >"$bench/before.json" \
+      || echo "gpu_kernels_check: $BEFORE bench kernels failed" >&2
+  fi
+  python3 .gpu/torch_kernels_bench.py >"$bench/torch.json" \
+    || echo "gpu_kernels_check: torch_kernels_bench.py failed" >&2
+  python3 - "$bench" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def load(name):
+    path = os.path.join(d, name)
+    try:
+        with open(path) as f:
+            return {r["kernel"]: r["ms"] for r in json.load(f)["kernels"]}
+    except (OSError, ValueError, KeyError):
+        return None
+after, before, torch = load("after.json"), load("before.json"), load("torch.json") or {}
+if after is None:
+    sys.exit(0)
+head = ["kernel"] + (["before ms"] if before else []) + ["ms", "PyTorch ms", "PyTorch / conveyor"]
+print()
+print("| " + " | ".join(head) + " |")
+print("|" + " --- |" * len(head))
+for name, ms in after.items():
+    t = torch.get(name)
+    row = [name] + ([f"{before[name]:.4f}" if name in before else "-"] if before else [])
+    row += [f"{ms:.4f}", f"{t:.4f}" if t else "-", f"{t / ms:.2f}" if t else "-"]
+    print("| " + " | ".join(row) + " |")
+PY
+  rm -rf "$bench"
+fi
 [[ $fail -eq 0 && $pass -gt 0 ]]

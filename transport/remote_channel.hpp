@@ -1,11 +1,12 @@
 #pragma once
 // Moving a tensor to or from a stage in another process (or host). One channel serves
-// every pipeline edge between this process and one peer process; the stage actors pick
-// it per edge (actors/cluster/edge_channels.hpp), so another kind (NCCL for GPU tensors)
-// plugs in by implementing this interface and being chosen there.
+// every pipeline edge between this process and one peer process; it is chosen per peer
+// by the edges between the two (actors/cluster/channel_setup.hpp).
 //
-//   peer process, host memory     ucx     transport/ucx/ucx_channel.hpp
-//   peer process, GPU memory      nccl    (transport/nccl/, not wired yet)
+//   peer process, host memory     ucx          transport/ucx/ucx_channel.hpp
+//   peer process, GPU stages      nccl + ucx   transport/nccl/nccl_remote_channel.hpp
+//                                              (activations and gradients over NCCL,
+//                                              the final weights over UCX)
 //
 // Both operations return at once; `done` runs exactly once, on a thread of the channel
 // (not the caller's), with the tensor (a send: the one sent; a receive: a new tensor of

@@ -3,12 +3,15 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <exception>
 #include <memory>
 #include <stdexcept>
 
+#include "actors/cluster/channel_setup.hpp"
+#include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
 #include "actors/cluster/remote_weights.hpp"
 #include "actors/cluster/stage_links.hpp"
@@ -16,7 +19,7 @@
 #include "actors/error_text.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "kernels/cpu/threads.hpp"
-#include "transport/ucx/ucx_channel.hpp"
+#include "transport/rendezvous/liveness_watch.hpp"
 #include "transport/ucx/ucx_hub.hpp"
 
 namespace conveyor {
@@ -27,16 +30,6 @@ using namespace std::chrono;
 std::string key(const char* what, int node) { return fmt::format("{}/{}", what, node); }
 
 std::string node_name(int node) { return fmt::format("node {}", node); }
-
-std::vector<std::uint8_t> to_bytes(const std::vector<std::byte>& b) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
-  return {p, p + b.size()};
-}
-
-std::vector<std::byte> from_bytes(const rendezvous::Bytes& b) {
-  const auto* p = reinterpret_cast<const std::byte*>(b.data());
-  return {p, p + b.size()};
-}
 
 // Sends an exit to every actor it holds when the run ends, well or not, so that the
 // actor system's destructor (which waits for every actor) never waits forever.
@@ -50,27 +43,6 @@ struct EndActors {
 
 bool normal_end(const caf::error& e) {
   return !e || e == caf::exit_reason::user_shutdown || e == caf::exit_reason::normal;
-}
-
-// Every node's UCX address, and a channel to each node its stages talk to. The channel
-// kind is chosen here, per peer: host memory goes over UCX. GPU stages across processes
-// plug in here with an NCCL RemoteChannel (transport/nccl/, one communicator per edge, its
-// unique id exchanged through the store like ucx/<node>), picked by the stages' device kind.
-std::shared_ptr<StageLinks> connect_channels(const NodeSetup& setup, RendezvousClient& store,
-                                             std::shared_ptr<UcxHub> hub) {
-  auto links = std::make_shared<StageLinks>();
-  links->node = setup.node;
-  links->node_of_rank = setup.node_of_rank;
-  links->through_channels = setup.through_channels;
-  links->timeout = setup.transport_timeout;
-  store.set(key("ucx", setup.node), to_bytes(hub->address()));
-  for (int j = 0; j < setup.nnodes; ++j) {
-    if (j == setup.node && !setup.through_channels) continue;
-    const auto address = store.wait(key("ucx", j), setup.rendezvous_timeout);
-    hub->connect(j, from_bytes(address), node_name(j));
-    links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
-  }
-  return links;
 }
 
 // Without peer failure handling UCX aborts the process when a peer dies mid-transfer
@@ -112,15 +84,15 @@ std::pair<std::string, std::uint16_t> split_endpoint(const std::string& text) {
   return {host, static_cast<std::uint16_t>(std::stoi(text.substr(colon + 1)))};
 }
 
-// Node k > 0: waits until its stages are down (the coordinator ends them). Returns the
-// failure of a local stage, if one failed.
+// Node k > 0: waits until its stages are down (the coordinator ends them). Throws naming
+// a local stage that failed, or a node that was lost (`relay`: the liveness watch).
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::actor& node0,
-                  milliseconds grace) {
+                  const LossRelay& relay, milliseconds grace) {
   for (const auto& a : mine.actors) self->monitor(a);
   self->monitor(node0);
   std::size_t alive = mine.actors.size();
   bool node0_gone = false, waited_out = false;
-  std::string failed;
+  std::string failed, lost;
   auto on_down = [&](caf::down_msg& d) {
     if (d.source == node0.address()) {
       node0_gone = true;
@@ -134,21 +106,41 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
                              error_text(self->system(), d.reason));
     }
   };
+  auto on_lost = [&](stop_run_atom, std::string& why) {
+    lost = std::move(why);
+    node0_gone = true;  // node 0 ends the stages if it can; the grace bounds the wait
+  };
   while (alive > 0 && !waited_out) {
     if (!node0_gone)
-      self->receive(on_down);
+      self->receive(on_down, on_lost);
     else
-      self->receive(on_down, caf::after(grace) >> [&] { waited_out = true; });
+      self->receive(on_down, on_lost, caf::after(grace) >> [&] { waited_out = true; });
   }
-  // Stages still alive would keep the actor system (and so this process) from ending:
-  // nothing can end them normally once node 0 is gone.
-  if (!failed.empty() || waited_out)
-    for (const auto& a : mine.actors) self->send_exit(a, caf::exit_reason::kill);
+  // Stages still alive end when this throws (EndActors), as the hub is abandoned.
   if (!failed.empty()) throw std::runtime_error(failed);
+  // Node 0 leaving right after ending the stages is the normal end; another node lost
+  // is a failed job even when node 0 then ended the stages in order.
+  if (!lost.empty() && (waited_out || !relay.node0_lost())) throw std::runtime_error(lost);
   if (waited_out)
     throw std::runtime_error(fmt::format(
         "node 0 ended or became unreachable while {} stage(s) of this node were still running",
         alive));
+}
+
+// What the loss of `loss` means for this node, in words naming nodes and stages.
+std::string describe_loss(const LivenessLoss& loss, const NodeSetup& setup, bool* node0_lost) {
+  if (loss.silent_ranks.empty()) {
+    *node0_lost = true;
+    return fmt::format("node 0 ended or became unreachable (its rendezvous store: {})", loss.detail);
+  }
+  *node0_lost = loss.silent_ranks.front() == 0;
+  std::vector<int> stages;
+  for (int r = 0; r < static_cast<int>(setup.node_of_rank.size()); ++r)
+    for (auto n : loss.silent_ranks)
+      if (setup.node_of_rank[r] == static_cast<int>(n)) stages.push_back(r);
+  return fmt::format("{} {} failed: node {} stopped responding ({})",
+                     stages.size() == 1 ? "stage" : "stages", fmt::join(stages, ", "),
+                     fmt::join(loss.silent_ranks, ", "), loss.detail);
 }
 
 }  // namespace
@@ -168,19 +160,38 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   add_wire_types(cfg);
-  // As in run_training: detached stages need only the coordinator's and the caller's
-  // threads; the middleman has a thread of its own.
+  // Stages are always scheduled here, never detached (runtime.stage_threads does not
+  // apply): in CAF 0.17 a detached actor can keep itself alive after it ended, and the
+  // actor system's destructor then waits for its thread forever (CAF issue 1196, fixed in
+  // 0.18) — seen here when a peer process died mid-run. One scheduler thread per local
+  // stage, plus the coordinator's and the caller's; the middleman has a thread of its own.
   const auto local = local_ranks.size();
-  cfg.set("scheduler.max-threads", job->detached_stages ? 2 : local + 2);
-  if (!job->detached_stages) {
-    cfg.set("work-stealing.aggressive-poll-attempts", 10000);
-    cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{microseconds(2)});
-  }
+  cfg.set("scheduler.max-threads", local + 2);
+  cfg.set("work-stealing.aggressive-poll-attempts", 10000);
+  cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{microseconds(2)});
   caf::actor_system system{cfg};
   // Every actor handle lives below this line: the system's destructor waits for every
   // actor, and a handle that outlived it would keep one alive forever.
   EndActors end;
   NodeStages mine{setup.node, local_ranks, {}};
+  // A process that dies is seen through its silence at the store, whatever state its
+  // connections are left in. Declared after the system: the relay holds an actor handle.
+  LossRelay relay;
+  struct ReleaseRelay {
+    LossRelay& r;
+    ~ReleaseRelay() { r.release(); }
+  } release_relay{relay};
+  LivenessOptions liveness;
+  liveness.store = setup.store;
+  liveness.rank = static_cast<std::uint32_t>(setup.node);
+  liveness.world_size = static_cast<std::uint32_t>(setup.nnodes);
+  liveness.interval = setup.heartbeat_interval;
+  liveness.max_silence = setup.peer_silence;
+  LivenessWatch watch(liveness, [&relay, &setup](const LivenessLoss& loss) {
+    bool node0_lost = false;
+    auto why = describe_loss(loss, setup, &node0_lost);
+    relay.report(std::move(why), node0_lost);
+  });
 
   UcxOptions ucx;
   ucx.transports = setup.ucx_transports;
@@ -189,13 +200,11 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   ucx.name = node_name(setup.node);
   auto hub = std::make_shared<UcxHub>(ucx);
   AbandonOnError abandon_on_error{hub};
-  std::shared_ptr<const StageLinks> links = connect_channels(setup, store, hub);
+  std::shared_ptr<const StageLinks> links = connect_channels(*job, setup, store, hub);
   const auto epoch = shared_epoch(setup, store);
 
   for (int r : local_ranks) {
-    auto a = job->detached_stages
-                 ? system.spawn<caf::detached>(linked_stage_actor, job, r, epoch, links)
-                 : system.spawn(linked_stage_actor, job, r, epoch, links);
+    auto a = system.spawn(linked_stage_actor, job, r, epoch, links);
     mine.actors.push_back(a);
     end.actors.push_back(a);
   }
@@ -229,9 +238,12 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     if (!refused.empty())
       throw std::runtime_error(fmt::format("node 0 did not take this node's stages: {}", refused));
     store.barrier("stages", setup.rendezvous_timeout);
+    relay.deliver_to(caf::actor_cast<caf::actor>(self.ptr()));
     // Once node 0 is gone nothing can end these stages normally: a short grace covers
     // exits still in flight behind its last messages.
-    watch_stages(self, mine, directories[0], std::min(setup.transport_timeout, milliseconds(2000)));
+    watch_stages(self, mine, directories[0], relay,
+                 std::min(setup.transport_timeout, milliseconds(2000)));
+    watch.stop();
     hub->drain_sends(setup.transport_timeout);
     return std::nullopt;
   }
@@ -246,10 +258,12 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
 
   auto coordinator = system.spawn(coordinator_actor, job, stages, observer);
   end.actors.push_back(coordinator);
+  relay.deliver_to(coordinator);
   TrainResult result;
   self->request(coordinator, caf::infinite, train_atom::value)
       .receive([&](TrainResult& r) { result = std::move(r); },
                [&](caf::error& e) { failed = error_text(system, e); });
+  watch.stop();  // the other nodes leave now
   if (!failed.empty()) throw std::runtime_error(failed);
   fetch_remote_weights(result.weights, job->placement, *links, setup.transport_timeout);
   return result;

@@ -16,6 +16,9 @@
 // Ending: the coordinator ends every stage; node k returns once its stages are down (it
 // sends the final weights to node 0 first). If node 0 goes away before that, node k ends
 // its stages and throws.
+// Liveness: every node heartbeats through the store (LivenessWatch); a node that goes
+// silent fails the job on node 0 ("stage 2 failed: node 1 stopped responding"), and the
+// store going silent tells the other nodes that node 0 is gone.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -38,6 +41,13 @@ struct NodeSetup {
   bool through_channels = false;
   /// UCX_TLS for the worker; empty: the UCX_TLS environment variable or UCX's choice.
   std::string ucx_transports;
+  /// The store as the liveness watch reaches it (a connection of its own; short connect
+  /// and io timeouts: an unreachable store is how node 0's death shows).
+  RendezvousClientOptions store;
+  /// Every node heartbeats this often; a node silent for peer_silence is lost, and the
+  /// job fails naming its stages instead of waiting out transport.timeout_s.
+  std::chrono::milliseconds heartbeat_interval{250};
+  std::chrono::milliseconds peer_silence{std::chrono::seconds(5)};
 };
 
 /// REQUIRES: `store` joined as rank setup.node of setup.nnodes. Node 0 returns the result

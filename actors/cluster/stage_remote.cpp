@@ -50,7 +50,8 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
   RemoteChannel& channel = links.channel_to(links.node_of_rank.at(dest));
   PipeHeader header{m.kind,           m.round,         m.step,
                     m.phase,          m.micro_batch,   m.from_model_stage,
-                    m.to_model_stage, m.tensor.shape().dims(), m.tensor.dtype()};
+                    m.to_model_stage, m.tensor.shape().dims(), m.tensor.dtype(),
+                    m.trace_id};
   const auto what = fmt::format("stage {}: sending {} over {}", st.worker->rank(),
                                 edge_text(m), channel.name());
   channel.send(tag_of(m), m.tensor, links.timeout,
@@ -92,7 +93,7 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
         }
         tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,
                                                h.from_model_stage, h.to_model_stage,
-                                               std::move(t)}));
+                                               std::move(t), h.trace_id}));
       });
 }
 

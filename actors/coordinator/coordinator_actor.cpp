@@ -5,6 +5,7 @@
 
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
+#include "actors/stage/stage_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
 
 namespace conveyor {
@@ -76,6 +77,65 @@ void next_after_step(Self* self) {
   start_round(self, Phase::train);
 }
 
+// A preemption stop: the checkpoint is written, the run ends without its final weights.
+void finish_stopped(Self* self) {
+  auto& st = self->state;
+  st.finishing = true;
+  TrainResult result;
+  result.final_loss = st.last_step.loss;
+  result.final_val_loss = st.last_eval.val_loss;
+  st.done.deliver(std::move(result));
+  for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+// Every stage's state after `steps_done` steps, to the hook; then the run goes on (or stops).
+void capture_state(Self* self, std::int64_t steps_done, bool stop) {
+  auto& st = self->state;
+  const std::size_t n = st.stages.size();
+  auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
+  auto pending = std::make_shared<std::size_t>(n);
+  for (std::size_t r = 0; r < n; ++r)
+    self->request(st.stages[r], caf::infinite, snapshot_atom::value)
+        .then(
+            [=](StageSnapshot& snap) {
+              auto& st = self->state;
+              auto& shard = shards->at(static_cast<std::size_t>(snap.rank));
+              shard.stage = snap.rank;
+              shard.tensors = std::move(snap.tensors);
+              if (--*pending > 0) return;
+              try {
+                st.checkpoints->take(steps_done, std::move(*shards), stop);
+              } catch (const std::exception& e) {
+                fail(self, fmt::format("checkpoint after step {}: {}", steps_done, e.what()));
+                return;
+              }
+              if (stop)
+                finish_stopped(self);
+              else
+                next_after_step(self);
+            },
+            [=](caf::error& e) {
+              fail(self, fmt::format("checkpoint after step {}: {}", steps_done,
+                                     error_text(self->system(), e)));
+            });
+}
+
+void after_step(Self* self) {
+  auto& st = self->state;
+  BoundaryDecision decision;
+  try {
+    if (st.checkpoints) decision = st.checkpoints->at_boundary(st.step + 1);
+  } catch (const std::exception& e) {
+    fail(self, fmt::format("checkpoint after step {}: {}", st.step + 1, e.what()));
+    return;
+  }
+  if (decision.snapshot || decision.stop)
+    capture_state(self, st.step + 1, decision.stop);
+  else
+    next_after_step(self);
+}
+
 void finish_eval(Self* self) {
   auto& st = self->state;
   st.last_eval = EvalMetrics{st.step, mean_loss(st.reports, st.job->eval_batches)};
@@ -117,7 +177,7 @@ void finish_train_compute(Self* self) {
               st.last_step.bubble = bubble.bubble;
               st.last_step.stage_busy_ms = bubble.busy_ms;
               st.observer->on_step(st.last_step, st.reports);
-              next_after_step(self);
+              after_step(self);
             },
             [=](caf::error& e) { fail(self, "optimizer step: " + error_text(self->system(), e)); });
   }
@@ -130,6 +190,8 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   auto& st = self->state;
   st.job = job;
   st.observer = observer;
+  st.checkpoints = dynamic_cast<CheckpointHook*>(observer);
+  if (st.checkpoints) st.step = st.checkpoints->first_step();
   st.stages = stages;
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
   for (std::size_t r = 0; r < stages.size(); ++r) {
@@ -157,7 +219,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
         start_round(self, Phase::train);
         return st.done;
       },
-      [=](hang_atom, const std::string& why) { fail(self, why); },
+      [=](stop_run_atom, const std::string& why) { fail(self, why); },
       [=](StageReport& report) {
         auto& st = self->state;
         st.probe.report_received(report);

@@ -40,7 +40,7 @@ std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const Trai
       [coordinator, diagnosis](const trace::HangDiagnosis& d) {
         *diagnosis = d.text();
         std::fputs(diagnosis->c_str(), stderr);
-        caf::anon_send(coordinator, hang_atom::value, "hang: " + d.graph.verdict);
+        caf::anon_send(coordinator, stop_run_atom::value, "hang: " + d.graph.verdict);
       },
       [] {
         std::fputs("watchdog: the run did not stop after the diagnosis; exiting\n", stderr);

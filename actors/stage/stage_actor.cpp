@@ -4,6 +4,7 @@
 
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
+#include "actors/stage/stage_snapshot.hpp"
 
 namespace conveyor {
 namespace {
@@ -59,6 +60,8 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
     st.probe = std::make_unique<trace::StageProbe>(
         rank, epoch_ns, job->placement, job->trace ? &job->trace->stage(rank) : nullptr,
         job->progress ? &job->progress->stage(rank) : nullptr);
+    // A traced GPU stage times its actions on the device (CUDA events), not by the host.
+    if (job->trace) st.probe->use_device_clocks(st.worker->device_clocks());
     st.worker->set_listener(st.probe.get());
   });
   return {
@@ -94,6 +97,14 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
         guarded(self, [&] { receive_over_channel(self, header); });
       },
       [=](const ChannelFailure& f) { self->quit(failure(f.what)); },
+      [=](snapshot_atom) -> caf::result<StageSnapshot> {
+        try {
+          return StageSnapshot{self->state.worker->rank(), self->state.worker->capture_state()};
+        } catch (const std::exception& e) {
+          self->quit(failure(e.what()));
+          return failure(e.what());
+        }
+      },
       [=](weights_atom) {
         auto weights = self->state.worker->weights();
         guarded(self, [&] { send_weights_payload(self, weights); });

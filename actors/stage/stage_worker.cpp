@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "actors/stage/nvtx_range.hpp"
+#include "actors/stage/stateful_stage_model.hpp"
 
 namespace conveyor {
 namespace {
@@ -35,6 +36,12 @@ bool StageWorker::holds_model_stage(int model_stage) const {
   for (const auto& c : chunks_)
     if (c.model_stage == model_stage) return true;
   return false;
+}
+
+std::vector<DeviceActionClock*> StageWorker::device_clocks() {
+  std::vector<DeviceActionClock*> clocks;
+  for (auto& c : chunks_) clocks.push_back(c.model->action_clock());
+  return clocks;
 }
 
 StageWorker::Chunk& StageWorker::chunk(int index) {
@@ -262,6 +269,23 @@ WeightsReply StageWorker::weights() const {
   for (const auto& c : chunks_)
     reply.model_stages.push_back(ModelStageWeights{c.model_stage, c.model->weights()});
   return reply;
+}
+
+std::vector<NamedTensor> StageWorker::capture_state() const {
+  if (plan_)
+    throw std::logic_error(where() + ": state captured in the middle of a plan");
+  std::vector<NamedTensor> out;
+  for (const auto& c : chunks_) {
+    const auto* model = dynamic_cast<const StatefulStageModel*>(c.model.get());
+    if (!model)
+      throw std::logic_error(fmt::format(
+          "stage {}: the model of model stage {} cannot be captured for a checkpoint", rank_,
+          c.model_stage));
+    auto tensors = model->capture_state();
+    out.insert(out.end(), std::make_move_iterator(tensors.begin()),
+               std::make_move_iterator(tensors.end()));
+  }
+  return out;
 }
 
 }  // namespace conveyor

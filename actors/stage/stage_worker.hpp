@@ -87,6 +87,14 @@ class StageWorker {
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
   /// Parameter handles by model stage, for the final weights file.
   WeightsReply weights() const;
+  /// Host copies of every chunk's parameters and optimizer state under global names
+  /// (stateful_stage_model.hpp), for a checkpoint. REQUIRES: no plan is running (a step
+  /// boundary). Throws std::logic_error when a chunk's model cannot be captured (a model
+  /// that is not a StatefulStageModel, e.g. a GPU one).
+  std::vector<NamedTensor> capture_state() const;
+
+  /// Each chunk's device clock (null for a CPU model), by chunk: for the trace probe.
+  std::vector<DeviceActionClock*> device_clocks();
 
   /// REQUIRES: `listener` outlives the worker (or is reset to nullptr first).
   void set_listener(ActionListener* listener) { listener_ = listener; }

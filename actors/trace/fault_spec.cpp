@@ -1,5 +1,6 @@
 #include "actors/trace/fault_spec.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <thread>
@@ -36,16 +37,19 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::drop;
   else if (parts[0] == "delay")
     spec.kind = FaultSpec::Kind::delay;
+  else if (parts[0] == "corrupt-checkpoint")
+    spec.kind = FaultSpec::Kind::corrupt_checkpoint;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
-                                "' is not a fault kind (drop, delay)");
+                                "' is not a fault kind (drop, delay, corrupt-checkpoint)");
+  const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
   bool has_stage = false, has_ms = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');
     if (eq == std::string::npos)
       throw std::invalid_argument("fault '" + entry + "': '" + parts[i] + "' is not FIELD=VALUE");
     const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-    if (field == "stage") {
+    if (field == "stage" && !corrupt) {
       spec.stage = static_cast<int>(number(entry, field, value));
       has_stage = true;
     } else if (field == "step") {
@@ -68,12 +72,28 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                   parts[0]);
     }
   }
+  if (corrupt) {
+    if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+    if (*spec.step == 0)
+      throw std::invalid_argument("fault '" + entry +
+                                  "': step=0 names no checkpoint (the first is written after "
+                                  "step 1 at the earliest)");
+    return spec;
+  }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
   if (spec.kind == FaultSpec::Kind::drop && !spec.step)
     throw std::invalid_argument("fault '" + entry + "': step=N is missing");
   if (spec.kind == FaultSpec::Kind::delay && !has_ms)
     throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
   return spec;
+}
+
+std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs) {
+  std::vector<std::int64_t> steps;
+  for (const auto& s : specs)
+    if (s.kind == FaultSpec::Kind::corrupt_checkpoint) steps.push_back(*s.step);
+  std::sort(steps.begin(), steps.end());
+  return steps;
 }
 
 ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(specs)) {

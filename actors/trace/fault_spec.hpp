@@ -7,6 +7,10 @@
 //       is never sent
 //   delay:stage=S:ms=D[:step=N]
 //       every message stage S sends (in step N when given) leaves D milliseconds late
+//   corrupt-checkpoint:step=N
+//       the checkpoint written after N completed steps gets a shard whose bytes on disk
+//       differ from the sha256 its manifest records (a disk that lies), so resuming from
+//       it must fall back to an older one (actors/checkpoint/corrupting_filesystem.hpp)
 //
 // Stages are pipeline ranks (0-based), steps count from 0 as in metrics.jsonl.
 #include <chrono>
@@ -21,7 +25,7 @@
 namespace conveyor {
 
 struct FaultSpec {
-  enum class Kind { drop, delay } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint } kind = Kind::drop;
   int stage = 0;
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
@@ -32,7 +36,11 @@ struct FaultSpec {
 /// Parses one entry; throws std::invalid_argument naming the entry and what is wrong.
 FaultSpec parse_fault_spec(const std::string& entry);
 
-/// Applies every spec to the messages stages send. Thread-safe (stages call it from
+/// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
+std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
+
+/// Applies every drop and delay spec to the messages stages send (other kinds are
+/// ignored here). Thread-safe (stages call it from
 /// their own threads); a drop spec fires once.
 class ScriptedFaults final : public MessageFault {
  public:

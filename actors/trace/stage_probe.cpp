@@ -1,5 +1,6 @@
 #include "actors/trace/stage_probe.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace conveyor::trace {
@@ -84,12 +85,42 @@ void StageProbe::received(const PipeMessage& m) {
   input_cause_[input_key(gradient, m.to_model_stage, m.micro_batch)] = r.id;
 }
 
+void StageProbe::use_device_clocks(std::vector<DeviceActionClock*> by_chunk) {
+  const bool any = std::any_of(by_chunk.begin(), by_chunk.end(), [](auto* c) { return c; });
+  clocks_ = any ? std::move(by_chunk) : std::vector<DeviceActionClock*>{};  // CPU: host times
+}
+
 void StageProbe::action_started(const StepPlan& plan, std::size_t slot) {
   if (progress_)
     progress_->publish(StageState::running, round_, step_, phase_ == Phase::eval,
                        static_cast<std::int64_t>(slot), now_ns());
   current_action_ = tracing() ? buffer_->next_id() : 0;
-  (void)plan;
+  action_clock_ = nullptr;
+  if (!current_action_ || clocks_.empty()) return;
+  resolve_device_times(false);
+  const int chunk = (*plan.actions)[slot].chunk;
+  if (chunk >= 0 && chunk < static_cast<int>(clocks_.size()) && clocks_[chunk]) {
+    action_clock_ = clocks_[chunk];
+    action_token_ = action_clock_->begin();
+  }
+}
+
+void StageProbe::resolve_device_times(bool wait) {
+  for (std::size_t c = 0; c < clocks_.size(); ++c) {
+    DeviceActionClock* clock = clocks_[c];
+    if (!clock || std::find(clocks_.begin(), clocks_.begin() + c, clock) != clocks_.begin() + c)
+      continue;  // none, or a clock shared by chunks and seen already
+    for (const DeviceSpan& span : wait ? clock->drain() : clock->poll()) {
+      auto it = std::find_if(awaiting_.begin(), awaiting_.end(), [&](const AwaitingDevice& a) {
+        return a.clock == clock && a.token == span.token;
+      });
+      if (it == awaiting_.end()) continue;  // begun by an action whose record was not kept
+      it->record.start_ns = span.start_ns;
+      it->record.end_ns = span.end_ns;
+      buffer_->add(it->record);
+      awaiting_.erase(it);
+    }
+  }
 }
 
 void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const ActionTiming& t) {
@@ -118,13 +149,20 @@ void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const A
       cause = 0;
     }
   }
-  buffer_->add(r);
+  if (action_clock_) {
+    action_clock_->end(action_token_);
+    awaiting_.push_back({r, action_clock_, action_token_});
+    action_clock_ = nullptr;
+  } else {
+    buffer_->add(r);
+  }
   current_action_ = 0;
 }
 
 void StageProbe::report_sending(StageReport& report) {
   const std::int64_t t = now_ns();
   if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t);
+  if (!awaiting_.empty()) resolve_device_times(true);
   if (!tracing()) return;
   Record r = base(RecordKind::report_send, t);
   r.id = report.trace_id = buffer_->next_id();

@@ -8,10 +8,11 @@
 // Causal links it keeps: an action cites the receive of its input message (or, with no
 // input, the plan's receive), a send cites the action that produced it, a receive cites
 // the send whose id the message carries.
-// Times are the host steady clock of the stage thread. For GPU stages that is when the
-// work was enqueued and when the stage saw it finish; device times from CUDA events
-// belong in action_finished (the seam: resolve them off the hot path, e.g. at the next
-// step, and rewrite start/end before the record is added).
+// Times are the host steady clock of the stage thread. A GPU stage's actions only enqueue
+// work, so with use_device_clocks() a traced action takes its start and end from the
+// device (kernels/model/action_clock.hpp): its record waits until the device has run it,
+// is completed by polling at every later action, and by draining at each report (the end
+// of the stage's compute in a step, where the stage waits for the coordinator anyway).
 // Thread-safety: one stage's thread (the actor's); CAF-free.
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "actors/stage/stage_worker.hpp"
 #include "actors/trace/stage_progress.hpp"
 #include "actors/trace/trace_buffer.hpp"
+#include "kernels/model/action_clock.hpp"
 
 namespace conveyor::trace {
 
@@ -43,6 +45,9 @@ class StageProbe final : public ActionListener {
   void optimizer_received(const OptimizerStep& step);
   void done_sending(OptimizerDone& done);
 
+  /// The device clock of each chunk's model, by chunk (null: that chunk's host times).
+  void use_device_clocks(std::vector<DeviceActionClock*> by_chunk);
+
   void action_started(const StepPlan& plan, std::size_t slot) override;
   void action_finished(const StepPlan& plan, std::size_t slot, const ActionTiming& timing) override;
 
@@ -63,6 +68,18 @@ class StageProbe final : public ActionListener {
   std::uint64_t optimizer_record_ = 0;
   // Receive record of each pending input, by (gradient?, model stage, micro-batch).
   std::vector<std::uint64_t> input_cause_;
+  // Device times: the running action's clock and token, and traced actions whose device
+  // times are not known yet.
+  struct AwaitingDevice {
+    Record record;
+    DeviceActionClock* clock = nullptr;
+    std::uint64_t token = 0;
+  };
+  void resolve_device_times(bool wait);
+  std::vector<DeviceActionClock*> clocks_;
+  DeviceActionClock* action_clock_ = nullptr;
+  std::uint64_t action_token_ = 0;
+  std::vector<AwaitingDevice> awaiting_;
 };
 
 }  // namespace conveyor::trace

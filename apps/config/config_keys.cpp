@@ -25,7 +25,9 @@ struct StepRangeRule {
 
 // fault.inject: every entry must parse (actors/trace/fault_spec.hpp).
 struct FaultSpecsRule {
-  std::string describe() const { return "entries drop:stage=S:step=N[...] or delay:stage=S:ms=D[...]"; }
+  std::string describe() const {
+    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...] or corrupt-checkpoint:step=N";
+  }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
         parse_fault_spec(e);
@@ -90,7 +92,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
       KEY(runtime.stage_threads,
           "detached: a thread per stage actor; scheduled: CAF's work-stealing workers, which "
-          "poll for messages (lower latency, spends idle CPU)",
+          "poll for messages (lower latency, spends idle CPU); runs over several processes always "
+          "use scheduled",
           one_of(&known_stage_threads)),
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
@@ -121,11 +124,23 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.inject,
           "faults injected on purpose, for tests of the watchdog and the failure policy: "
           "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
-          "never sent), delay:stage=S:ms=D[:step=N] (stage S's messages leave D ms late)",
+          "never sent), delay:stage=S:ms=D[:step=N] (stage S's messages leave D ms late), "
+          "corrupt-checkpoint:step=N (the checkpoint written after N steps gets a shard whose "
+          "bytes on disk differ from its sha256, so a resume must fall back)",
           FaultSpecsRule{}),
       KEY(fault.policy, "what a failure (a hang the watchdog found, a stage error) does: abort "
                         "(stop with the diagnosis; exit 3 for a hang)",
           one_of(&known_fault_policies)),
+
+      KEY(checkpoint.dir,
+          "folder of the checkpoints (empty: DIR/checkpoints, DIR being the run folder); "
+          "relative to the working directory"),
+      KEY(checkpoint.every,
+          "steps between checkpoints written in the background (0: none; SIGTERM still "
+          "writes one before exiting)",
+          at_least(0)),
+      KEY(checkpoint.keep, "newest complete checkpoints kept; older ones are removed",
+          at_least(1)),
   };
 }
 

@@ -80,6 +80,12 @@ struct FaultSection {
   std::string policy = "abort";              // fault.policy: what a failure does (abort)
 };
 
+struct CheckpointSection {
+  std::string dir;                           // checkpoint.dir (empty: <run folder>/checkpoints)
+  std::int64_t every = 0;                    // checkpoint.every: steps between checkpoints (0: off)
+  std::int64_t keep = 3;                     // checkpoint.keep: newest complete checkpoints kept
+};
+
 struct RunConfig {
   GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
   std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
@@ -94,6 +100,7 @@ struct RunConfig {
   TraceSection trace;
   WatchdogSection watchdog;
   FaultSection fault;
+  CheckpointSection checkpoint;
 };
 
 }  // namespace conveyor

@@ -8,12 +8,16 @@ namespace conveyor {
 
 std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path& run_dir,
                                                     const trace::StepRange& steps,
-                                                    const TrainingJob& job) {
+                                                    const TrainingJob& job,
+                                                    const TraceProcess& process) {
   trace::TraceOptions options;
   options.dir = run_dir / "trace";
   options.steps = steps;
+  options.process_index = process.node;
+  options.clock_offset_ns = process.clock_offset_ns;
   auto session =
       std::make_shared<trace::TraceSession>(options, static_cast<int>(job.placement.ranks.size()));
+  if (process.node != 0) return session;  // node 0 writes the job's plans
   std::vector<std::vector<sched::Action>> eval;
   for (const auto& rank : job.placement.ranks) eval.push_back(eval_actions(rank, job.eval_batches));
   write_file_atomically(options.dir / "schedule.json",

@@ -10,9 +10,20 @@
 
 namespace conveyor {
 
-/// Creates run_dir/trace/ and returns the recorder for `job`. Throws on I/O errors.
+/// This process's place in a multi-process job, for its trace file.
+struct TraceProcess {
+  std::uint32_t node = 0;
+  /// This host's steady clock against node 0's (node 0 time = local + offset), from the
+  /// rendezvous; the tools add it to every time of the file.
+  std::int64_t clock_offset_ns = 0;
+};
+
+/// Creates run_dir/trace/ and returns the recorder for `job`: the file
+/// trace/process-<node>.ctrace, and on node 0 the plans (schedule.json). Throws on I/O
+/// errors.
 std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path& run_dir,
                                                     const trace::StepRange& steps,
-                                                    const TrainingJob& job);
+                                                    const TrainingJob& job,
+                                                    const TraceProcess& process = {});
 
 }  // namespace conveyor

@@ -52,10 +52,6 @@ std::vector<int> spread_ranks(const RunConfig& config, int nnodes) {
 ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
                                const RunConfig& config)
     : spec_(spec) {
-  if (config.devices.kind != "cpu" && spec.nnodes > 1)
-    throw InputError(
-        "devices.kind: 'cuda' across processes needs the NCCL channel, which conveyor train "
-        "does not wire yet (run one process with devices.ids, or devices.kind cpu)");
   node_of_rank_ = spread_ranks(config, spec.nnodes);
   const auto rdzv_timeout = ms_of(config.rendezvous.timeout_s);
   const std::string where = fmt::format("rendezvous {}:{} ({})", spec.rdzv_host, spec.rdzv_port,
@@ -111,6 +107,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   // with which a dead peer fails the waits on it instead of aborting this process.
   const char* tls = std::getenv("UCX_TLS");
   setup_.ucx_transports = tls && *tls ? tls : "tcp,self";
+  setup_.store = c;
+  setup_.store.connect_timeout = std::chrono::milliseconds(2000);
+  setup_.store.io_timeout = std::chrono::milliseconds(2000);
 }
 
 ClusterSession::~ClusterSession() = default;
@@ -121,6 +120,11 @@ std::string ClusterSession::describe() const {
     if (node_of_rank_[r] == spec_.node_rank) mine.push_back(r);
   return fmt::format("{}; stages {} here, reached at {}", conveyor::describe(spec_),
                      fmt::join(mine, " "), setup_.advertise_host);
+}
+
+std::int64_t ClusterSession::clock_offset_ns() {
+  if (spec_.node_rank == 0) return 0;
+  return client_->clock_offset().steady.count();
 }
 
 std::optional<TrainResult> ClusterSession::run(const TrainingJob& job, TrainingObserver* observer) {

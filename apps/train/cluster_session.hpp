@@ -28,6 +28,9 @@ class ClusterSession {
   int nnodes() const { return spec_.nnodes; }
   const std::vector<int>& node_of_rank() const { return node_of_rank_; }
   std::string describe() const;
+  /// This host's steady clock against node 0's, ns (node 0 time = local + offset); 0 on
+  /// node 0. Measured at the rendezvous (a few round trips).
+  std::int64_t clock_offset_ns();
 
   /// Runs this node's stages (and on node 0 the coordinator): node 0 returns the result,
   /// the others std::nullopt.

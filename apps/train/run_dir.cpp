@@ -28,10 +28,11 @@ std::string utc_timestamp() {
 
 }  // namespace
 
-fs::path create_run_dir(const std::optional<std::string>& out) {
+fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) {
   fs::path dir;
   if (out) {
     dir = *out;
+    if (continuing && fs::is_directory(dir)) return dir;
     if (fs::exists(dir / "metrics.jsonl"))
       throw InputError(fmt::format("--out {}: already holds a run (metrics.jsonl); choose another "
                                    "folder",

@@ -9,8 +9,11 @@
 namespace conveyor {
 
 /// `out` if given, else runs/<UTC timestamp>/. Throws InputError when `out` already
-/// holds a run (a metrics.jsonl) or cannot be created.
-std::filesystem::path create_run_dir(const std::optional<std::string>& out);
+/// holds a run (a metrics.jsonl) or cannot be created. With `continuing` (a resumed run)
+/// a folder holding a run is the one to continue: it is returned as it is, and the run
+/// appends to its metrics.jsonl.
+std::filesystem::path create_run_dir(const std::optional<std::string>& out,
+                                     bool continuing = false);
 
 /// Writes a whole file atomically (temporary beside it, fsync, rename).
 /// Throws std::runtime_error naming the file on failure.

@@ -1,32 +1,30 @@
-// Causal attention kernels behind attention.hpp, in two implementations selected at compile
-// time by CONVEYOR_ATTENTION_TENSOR_CORES:
-//  1 (default): the tensor-core FlashAttention-2 kernels (mma.sync bf16, P and dS rounded
-//    to bf16 for their products as FlashAttention-2 does).
-//  0: the first CUDA-core kernels (~12 TFLOP/s forward, ~11.6 backward at that shape), kept
-//    as the reference the tensor-core kernels were checked against.
-#ifndef CONVEYOR_ATTENTION_TENSOR_CORES
-#define CONVEYOR_ATTENTION_TENSOR_CORES 1
-#endif
-
-#if CONVEYOR_ATTENTION_TENSOR_CORES
-// Flash-style causal attention on tensor cores (FlashAttention-2 decomposition):
+// Causal attention kernels behind attention.hpp: FlashAttention-2 on tensor cores.
 // bf16 mma.sync.m16n8k16 with fp32 accumulation, operands staged in shared memory with
 // cp.async (double-buffered) and read into fragments with ldmatrix. The probabilities P and
 // dS = P (dP - delta) are formed in fp32 and rounded to bf16 for the products that read them
-// (P V, P^T dO, dS^T Q, dS K); the logsumexp and every accumulator stay fp32.
+// (P V, P^T dO, dS^T Q, dS K), as FlashAttention-2 and cuDNN do; the logsumexp and every
+// accumulator stay fp32.
 //
-// Forward: a block of 4 warps owns 64 consecutive query rows of one (batch, head), 16 rows
-// per warp (Q stays in shared memory); it walks key/value tiles of 64 keys up to
+// Forward: a block of 4 warps owns 128 query rows, 32 per warp (two m-tiles, so each K and V
+// fragment read from shared memory feeds two products); it walks key/value tiles of 32 up to
 // the diagonal (fully masked tiles are never visited) with an online softmax in the exp2
-// domain and writes the output and the natural-log logsumexp of each row.
-// Backward (no atomics, deterministic): delta = rowsum(dout * out); a dK/dV kernel whose
-// block owns 64 keys (16 per warp) and walks query tiles of 32 from the diagonal to the
-// end, forming S^T and dP^T per warp; a dQ kernel whose block owns 64 queries and walks
-// key tiles of 32 up to the diagonal. P is recomputed from the logsumexp in both.
-// Shared rows are padded by 8 bf16 (16 bytes) so that ldmatrix's eight row addresses of
-// one 8x8 matrix hit distinct banks. Rows past T are zero-filled in shared memory (never
-// read from global) and masked, so any T >= 1 works.
+// domain, and writes the output and the natural-log logsumexp of each row.
+// Backward (no atomics, deterministic): delta = rowsum(dout * out); a dK/dV kernel whose block
+// owns 64 keys (16 per warp) and walks query tiles of 32 from the diagonal to the end; a dQ
+// kernel whose block owns 64 queries and walks key tiles of 64 up to the diagonal, passing dS
+// between its two phases through shared memory. P is recomputed from the logsumexp in both.
+// Causal work per row block grows linearly, so each block of every kernel takes a long and a
+// short row block (x and n - 1 - x): the blocks are equal and the last wave has no tail.
+// Shared rows are padded by 8 bf16 (16 bytes) so that ldmatrix's eight row addresses of one
+// 8x8 matrix hit distinct banks. Rows past T are zero-filled in shared memory (never read from
+// global) and masked, so any T >= 1 works.
+//
+// Register use (sm_90, -Xptxas -v, head size 128): forward 255 with a 28-byte spill, dK/dV
+// 255 without spills, dQ 255 with a 20-byte spill; two blocks per SM each. Variants
+// measured at the reference shape and dropped are listed in docs/PERFORMANCE.md.
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/attention.hpp"
@@ -36,19 +34,17 @@ namespace conveyor {
 namespace {
 using namespace cuda_detail;
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// Forward tiles.
-constexpr int kFwdRows = 64;  // queries per block (16 per warp)
-constexpr int kFwdKeys = 64;  // keys per tile
-// Backward tiles.
-constexpr int kKvRows = 64;   // keys per dK/dV block (16 per warp)
-constexpr int kKvQ = 32;      // queries per tile in the dK/dV kernel
-constexpr int kQRows = 64;    // queries per dQ block (16 per warp)
-constexpr int kQKeys = 32;    // keys per tile in the dQ kernel
+// Shapes of the kernels that ship (head size 64 and 128 alike).
+constexpr int kFwdMTiles = 2;   // forward: m-tiles of 16 query rows per warp
+constexpr int kFwdWarps = 4;
+constexpr int kFwdKeys = 32;    // forward: keys per tile
+constexpr int kKvWarps = 4;     // dK/dV: 16 keys per warp
+constexpr int kKvQ = 32;        // dK/dV: queries per tile
+constexpr int kDqWarpRows = 2;  // dQ: warps along the queries (32 each), times 2 along keys/dims
+constexpr int kDqKeys = 64;     // dQ: keys per tile
 
 struct HeadView {  // pointers of one (batch, head) inside the fused layouts
   const bf16* q;   // (T, hs), row stride 3C
@@ -136,15 +132,15 @@ __device__ __forceinline__ const bf16* b_addr(const bf16* base, int ld, int k0, 
 
 // Rows [r0, r0 + R) of a (T, D) matrix with row stride `stride` into shared [R][D + 8],
 // rows >= T zero-filled. Issues cp.async; the caller commits and waits.
-template <int R, int D>
+template <int R, int D, int NT>
 __device__ __forceinline__ void load_rows(bf16* dst, const bf16* src, std::int64_t stride, int r0,
                                           int T) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   constexpr int kLd = D + 8;
-  static_assert(R * kChunks % kThreads == 0, "whole rounds of 16-byte chunks");
+  static_assert(R * kChunks % NT == 0, "whole rounds of 16-byte chunks");
 #pragma unroll
-  for (int i = 0; i < R * kChunks / kThreads; ++i) {
-    const int idx = threadIdx.x + i * kThreads;
+  for (int i = 0; i < R * kChunks / NT; ++i) {
+    const int idx = threadIdx.x + i * NT;
     const int r = idx / kChunks, c = idx % kChunks, row = r0 + r;
     const bool ok = row < T;
     const bf16* g = ok ? src + row * stride + c * 8 : src;
@@ -155,419 +151,551 @@ __device__ __forceinline__ void load_rows(bf16* dst, const bf16* src, std::int64
 // ----------------------------------------------------------------------------
 // forward
 
-template <int D>
-constexpr int fwd_smem_bytes() {
-  return (kFwdRows + 4 * kFwdKeys) * (D + 8) * 2;  // Q, K x2, V x2
-}
+template <int D, int kMT, int kW, int kN>
+struct FwdCfg {
+  static constexpr int kThreads = kW * kWarpSize;
+  static constexpr int kRows = kW * 16 * kMT;
+  static constexpr int kLd = D + 8;
+  static constexpr int kSmem = (kRows + 4 * kN) * kLd * 2;  // Q, K x2, V x2
+};
 
-// grid (ceil(T / 64), B * NH), block 128, dynamic shared fwd_smem_bytes<D>().
-template <int D>
-__global__ void __launch_bounds__(kThreads)
+template <int D, int kMT, int kW, int kN>
+__global__ void __launch_bounds__(kW * kWarpSize)
     attention_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
                              float scale_log2) {
-  constexpr int kLd = D + 8;
-  constexpr int kKSteps = D / 16;      // k-steps of S = Q K^T
-  constexpr int kSBlocks = kFwdKeys / 8;  // n-blocks of S
-  constexpr int kOBlocks = D / 8;      // n-blocks of O
+  using Cfg = FwdCfg<D, kMT, kW, kN>;
+  constexpr int NT = Cfg::kThreads, kRows = Cfg::kRows, kLd = Cfg::kLd;
+  constexpr int kKSteps = D / 16;
+  constexpr int kSBlocks = kN / 8;
+  constexpr int kOBlocks = D / 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* q_s = reinterpret_cast<bf16*>(smem_raw);
-  bf16* k_s = q_s + kFwdRows * kLd;       // [2][kFwdKeys][kLd]
-  bf16* v_s = k_s + 2 * kFwdKeys * kLd;   // [2][kFwdKeys][kLd]
+  bf16* k_s = q_s + kRows * kLd;      // [2][kN][kLd]
+  bf16* v_s = k_s + 2 * kN * kLd;     // [2][kN][kLd]
 
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane >> 2, tq = lane & 3;
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kFwdRows;  // longest rows first
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-  const int n_tiles = (min(T, q0 + kFwdRows) + kFwdKeys - 1) / kFwdKeys;
+  // Block x takes row blocks n_rb - 1 - x (the longest) and x, so every block does the same
+  // causal work and no tail of short blocks is left on a few SMs.
+  const int n_rb = (T + kRows - 1) / kRows;
+  auto rows = [&](const int q0) {
+    const HeadView hv = head_view(qkv, b, h, T, C, D);
+    const int n_tiles = (min(T, q0 + kRows) + kN - 1) / kN;
 
-  load_rows<kFwdRows, D>(q_s, hv.q, hv.stride, q0, T);
-  load_rows<kFwdKeys, D>(k_s, hv.k, hv.stride, 0, T);
-  load_rows<kFwdKeys, D>(v_s, hv.v, hv.stride, 0, T);
-  cp_async_commit();
-
-  float o[kOBlocks][4];
-#pragma unroll
-  for (int nb = 0; nb < kOBlocks; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g, g + 8 (l per thread)
-  const int row0 = q0 + warp * 16;  // this warp's first query
-
-  for (int j = 0; j < n_tiles; ++j) {
-    const int buf = j & 1;
-    if (j + 1 < n_tiles) {  // prefetch the next tile into the other buffer
-      load_rows<kFwdKeys, D>(k_s + (buf ^ 1) * kFwdKeys * kLd, hv.k, hv.stride,
-                             (j + 1) * kFwdKeys, T);
-      load_rows<kFwdKeys, D>(v_s + (buf ^ 1) * kFwdKeys * kLd, hv.v, hv.stride,
-                             (j + 1) * kFwdKeys, T);
-    }
+    load_rows<kRows, D, NT>(q_s, hv.q, hv.stride, q0, T);
+    load_rows<kN, D, NT>(k_s, hv.k, hv.stride, 0, T);
+    load_rows<kN, D, NT>(v_s, hv.v, hv.stride, 0, T);
     cp_async_commit();
-    cp_async_wait<1>();  // tile j (and Q) landed
-    __syncthreads();
-    const bf16* kb = k_s + buf * kFwdKeys * kLd;
-    const bf16* vb = v_s + buf * kFwdKeys * kLd;
 
-    float s[kSBlocks][4];
+    float o[kMT][kOBlocks][4];
 #pragma unroll
-    for (int nb = 0; nb < kSBlocks; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned qf[4];  // re-read from shared per tile: registers go to the accumulators
-      ldsm_x4(qf, a_addr(q_s + warp * 16 * kLd, kLd, kk * 16, lane));
+      for (int nb = 0; nb < kOBlocks; ++nb)
+        o[mt][nb][0] = o[mt][nb][1] = o[mt][nb][2] = o[mt][nb][3] = 0.0f;
+    float m[kMT][2], l[kMT][2];
 #pragma unroll
-      for (int np = 0; np < kSBlocks / 2; ++np) {
-        unsigned bfr[4];
-        ldsm_x4(bfr, bt_addr(kb, kLd, np * 16, kk * 16, lane));
-        mma16816(s[2 * np], qf, bfr[0], bfr[1]);
-        mma16816(s[2 * np + 1], qf, bfr[2], bfr[3]);
+    for (int mt = 0; mt < kMT; ++mt) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
+    const int wrow = warp * 16 * kMT;  // this warp's first row inside the block
+    const int row0 = q0 + wrow;        // and in the sequence
+    const bf16* qw = q_s + wrow * kLd;
+
+    for (int j = 0; j < n_tiles; ++j) {
+      const int buf = j & 1;
+      if (j + 1 < n_tiles) {  // prefetch the next tile into the other buffer
+        load_rows<kN, D, NT>(k_s + (buf ^ 1) * kN * kLd, hv.k, hv.stride, (j + 1) * kN, T);
+        load_rows<kN, D, NT>(v_s + (buf ^ 1) * kN * kLd, hv.v, hv.stride, (j + 1) * kN, T);
       }
-    }
-    const int k0 = j * kFwdKeys;
-    if (k0 + kFwdKeys - 1 > row0) {  // the tile crosses this warp's diagonal
+      cp_async_commit();
+      cp_async_wait<1>();  // tile j (and Q) landed
+      __syncthreads();
+      const bf16* kb = k_s + buf * kN * kLd;
+      const bf16* vb = v_s + buf * kN * kLd;
+      const int k0 = j * kN;
+
+      {
+        float s[kMT][kSBlocks][4];
 #pragma unroll
-      for (int nb = 0; nb < kSBlocks; ++nb)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int qi = row0 + g + (e >> 1) * 8, kj = k0 + nb * 8 + 2 * tq + (e & 1);
-          if (kj > qi) s[nb][e] = -INFINITY;
+          for (int nb = 0; nb < kSBlocks; ++nb)
+            s[mt][nb][0] = s[mt][nb][1] = s[mt][nb][2] = s[mt][nb][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          unsigned qf[kMT][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+            ldsm_x4(qf[mt], a_addr(qw + mt * 16 * kLd, kLd, kk * 16, lane));
+#pragma unroll
+          for (int np = 0; np < kSBlocks / 2; ++np) {
+            unsigned bfr[4];
+            ldsm_x4(bfr, bt_addr(kb, kLd, np * 16, kk * 16, lane));
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma16816(s[mt][2 * np], qf[mt], bfr[0], bfr[1]);
+              mma16816(s[mt][2 * np + 1], qf[mt], bfr[2], bfr[3]);
+            }
+          }
         }
-    }
-    // Online softmax; every row has an unmasked key in every tile it visits (key k0 <= row
-    // on the diagonal tile), so m is finite after the first tile.
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float mx = -INFINITY;
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int r0 = row0 + mt * 16;
+          if (k0 + kN - 1 > r0) {  // the tile crosses this m-tile's diagonal
 #pragma unroll
-      for (int nb = 0; nb < kSBlocks; ++nb) mx = fmaxf(mx, fmaxf(s[nb][2 * hr], s[nb][2 * hr + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[hr], mx * scale_log2);
-      const float alpha = exp2f(m[hr] - m_new);  // 0 on the first tile
-      float sum = 0.0f;
+            for (int nb = 0; nb < kSBlocks; ++nb)
 #pragma unroll
-      for (int nb = 0; nb < kSBlocks; ++nb)
+              for (int e = 0; e < 4; ++e) {
+                const int qi = r0 + g + (e >> 1) * 8, kj = k0 + nb * 8 + 2 * tq + (e & 1);
+                if (kj > qi) s[mt][nb][e] = -INFINITY;
+              }
+          }
+          // Online softmax. A row whose keys in this tile are all masked keeps m (finite: it
+          // saw key 0 in the first tile) and adds exp2(-inf) = 0.
 #pragma unroll
-        for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
-          const float p = exp2f(s[nb][e] * scale_log2 - m_new);
-          s[nb][e] = p;
-          sum += p;
+          for (int hr = 0; hr < 2; ++hr) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nb = 0; nb < kSBlocks; ++nb)
+              mx = fmaxf(mx, fmaxf(s[mt][nb][2 * hr], s[mt][nb][2 * hr + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[mt][hr], mx * scale_log2);
+            const float alpha = exp2f(m[mt][hr] - m_new);  // 0 on the first tile
+            float sum = 0.0f;
+#pragma unroll
+            for (int nb = 0; nb < kSBlocks; ++nb)
+#pragma unroll
+              for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+                const float p = exp2f(fmaf(s[mt][nb][e], scale_log2, -m_new));
+                s[mt][nb][e] = p;
+                sum += p;
+              }
+            l[mt][hr] = l[mt][hr] * alpha + sum;
+#pragma unroll
+            for (int nb = 0; nb < kOBlocks; ++nb) {
+              o[mt][nb][2 * hr] *= alpha;
+              o[mt][nb][2 * hr + 1] *= alpha;
+            }
+            m[mt][hr] = m_new;
+          }
         }
-      l[hr] = l[hr] * alpha + sum;
+        // O += P V, P rounded to bf16 A fragments first (half the registers of the fp32 S)
+        unsigned pa[kMT][kN / 16][4];
 #pragma unroll
-      for (int nb = 0; nb < kOBlocks; ++nb) {
-        o[nb][2 * hr] *= alpha;
-        o[nb][2 * hr + 1] *= alpha;
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < kN / 16; ++kk) to_a(s[mt][2 * kk], s[mt][2 * kk + 1], pa[mt][kk]);
+#pragma unroll
+        for (int np = 0; np < kOBlocks / 2; ++np) {
+#pragma unroll
+          for (int kk = 0; kk < kN / 16; ++kk) {
+            unsigned bfr[4];
+            ldsm_x4_t(bfr, b_addr(vb, kLd, kk * 16, np * 16, lane));
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma16816(o[mt][2 * np], pa[mt][kk], bfr[0], bfr[1]);
+              mma16816(o[mt][2 * np + 1], pa[mt][kk], bfr[2], bfr[3]);
+            }
+          }
+        }
       }
-      m[hr] = m_new;
+      __syncthreads();  // buffer `buf` is free for the prefetch of the next iteration
     }
-    // O += P V
-#pragma unroll
-    for (int kk = 0; kk < kFwdKeys / 16; ++kk) {
-      unsigned a[4];
-      to_a(s[2 * kk], s[2 * kk + 1], a);
-#pragma unroll
-      for (int np = 0; np < kOBlocks / 2; ++np) {
-        unsigned bfr[4];
-        ldsm_x4_t(bfr, b_addr(vb, kLd, kk * 16, np * 16, lane));
-        mma16816(o[2 * np], a, bfr[0], bfr[1]);
-        mma16816(o[2 * np + 1], a, bfr[2], bfr[3]);
-      }
-    }
-    __syncthreads();  // buffer `buf` is free for the prefetch of the next iteration
-  }
 
 #pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 1);
-    l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 2);
-    const int qi = row0 + g + hr * 8;
-    if (qi >= T) continue;
-    const float inv = 1.0f / l[hr];  // l >= 1: the row's maximum contributes exp(0)
-    bf16* o_row = out + (std::int64_t{b} * T + qi) * C + std::int64_t{h} * D;
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int nb = 0; nb < kOBlocks; ++nb) {
-      const __nv_bfloat162 v = __floats2bfloat162_rn(o[nb][2 * hr] * inv, o[nb][2 * hr + 1] * inv);
-      *reinterpret_cast<__nv_bfloat162*>(o_row + nb * 8 + 2 * tq) = v;
-    }
-    if (tq == 0) lse[std::int64_t{bh} * T + qi] = (m[hr] + log2f(l[hr])) * kLn2;
+      for (int hr = 0; hr < 2; ++hr) {
+        float lsum = l[mt][hr];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        const int qi = row0 + mt * 16 + g + hr * 8;
+        if (qi >= T) continue;
+        const float inv = 1.0f / lsum;  // >= 1: the row's maximum contributes exp(0)
+        bf16* o_row = out + (std::int64_t{b} * T + qi) * C + std::int64_t{h} * D;
+#pragma unroll
+        for (int nb = 0; nb < kOBlocks; ++nb)
+          *reinterpret_cast<__nv_bfloat162*>(o_row + nb * 8 + 2 * tq) =
+              __floats2bfloat162_rn(o[mt][nb][2 * hr] * inv, o[mt][nb][2 * hr + 1] * inv);
+        if (tq == 0) lse[std::int64_t{bh} * T + qi] = (m[mt][hr] + log2f(lsum)) * kLn2;
+      }
+  };
+  const int first = n_rb - 1 - blockIdx.x;
+  rows(first * kRows);
+  if (blockIdx.x != first) {
+    __syncthreads();  // shared memory is reused by the second row block
+    rows(blockIdx.x * kRows);
   }
 }
 
 // ----------------------------------------------------------------------------
 // backward
 
-// delta[b, h, t] = sum_d dout[b, t, h, d] * out[b, t, h, d]. One warp per (b, h, t).
+template <int D>
 __global__ void attention_delta_kernel(float* delta, const bf16* dout, const bf16* out, int B,
                                        int T, int C, int NH) {
-  const int lane = threadIdx.x % kWarpSize;
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarps} + threadIdx.x / kWarpSize;
-  if (row >= std::int64_t{B} * NH * T) return;
-  const int t = static_cast<int>(row % T);
-  const int bh = static_cast<int>(row / T), b = bh / NH, h = bh % NH;
-  const int hs = C / NH;
-  const std::int64_t base = (std::int64_t{b} * T + t) * C + std::int64_t{h} * hs;
+  constexpr int kLanes = D / 8;  // lanes per row
+  constexpr int kRowsPerBlock = 128 / kLanes;
+  const std::int64_t row = blockIdx.x * std::int64_t{kRowsPerBlock} + threadIdx.x / kLanes;
+  const int part = threadIdx.x % kLanes;
   float sum = 0.0f;
-  for (int d = lane; d < hs; d += kWarpSize) sum += to_float(dout[base + d]) * to_float(out[base + d]);
-  sum = warp_sum(sum);
-  if (lane == 0) delta[row] = sum;
+  if (row < std::int64_t{B} * NH * T) {
+    const int t = static_cast<int>(row % T);
+    const int bh = static_cast<int>(row / T), b = bh / NH, h = bh % NH;
+    const std::int64_t base = (std::int64_t{b} * T + t) * C + std::int64_t{h} * D + part * 8;
+    const uint4 ov = *reinterpret_cast<const uint4*>(out + base);
+    const uint4 dv = *reinterpret_cast<const uint4*>(dout + base);
+    const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
+    const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&dv);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 of = __bfloat1622float2(o2[i]), df = __bfloat1622float2(d2[i]);
+      sum = fmaf(of.x, df.x, sum);
+      sum = fmaf(of.y, df.y, sum);
+    }
+  }
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+    sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (part == 0 && row < std::int64_t{B} * NH * T) delta[row] = sum;
 }
 
-// Both backward kernels stage 2 x 64 owned rows and 2 buffers x 2 x 32 streamed rows.
-template <int D>
-constexpr int bwd_smem_bytes() {
-  return (2 * 64 + 4 * 32) * (D + 8) * 2 + 4 * kKvQ * static_cast<int>(sizeof(float));
+// dK, dV. grid (ceil(ceil(T / 16W) / 2), B * NH), block 32 W, dynamic shared
+// kv_smem_bytes<D, W, QT>(). A block owns 16 W keys (16 per warp) and walks query tiles of QT
+// from its first key to the end (earlier queries cannot see these keys). Per warp and tile:
+// S^T = K Q^T, dP^T = V dO^T, P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta),
+// dV += P^T dO, dK += dS^T Q (P^T and dS^T go from accumulators to A fragments in registers).
+template <int D, int W, int QT>
+constexpr int kv_smem_bytes() {
+  return (2 * 16 * W + 4 * QT) * (D + 8) * 2 + 4 * QT * static_cast<int>(sizeof(float));
 }
 
-// dK, dV. grid (ceil(T / 64), B * NH), block 128, dynamic shared bwd_smem_bytes<D>(). The
-// block owns keys [k0, k0 + 64) (16 per warp) and walks query tiles of 32 from k0 to the end
-// (earlier queries cannot see these keys). Per warp and tile: S^T = K Q^T, dP^T = V dO^T,
-// P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta), dV += P^T dO, dK += dS^T Q.
-template <int D>
-__global__ void __launch_bounds__(kThreads)
+template <int D, int W, int QT>
+__global__ void __launch_bounds__(32 * W)
     attention_backward_kv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                                  const float* delta, int T, int C, int NH, float scale,
                                  float scale_log2) {
+  constexpr int kKeys = 16 * W;  // keys per block, 16 per warp
   constexpr int kLd = D + 8;
   constexpr int kKSteps = D / 16;
-  constexpr int kSBlocks = kKvQ / 8;
+  constexpr int kSBlocks = QT / 8;
   constexpr int kOBlocks = D / 8;
-  static_assert(kKvRows % kKvQ == 0, "query tiles start at the key block");
+  static_assert(kKeys % QT == 0, "query tiles start at the key block");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* k_s = reinterpret_cast<bf16*>(smem_raw);  // [kKvRows][kLd]
-  bf16* v_s = k_s + kKvRows * kLd;
-  bf16* q_s = v_s + kKvRows * kLd;                // [2][kKvQ][kLd]
-  bf16* do_s = q_s + 2 * kKvQ * kLd;
-  float* lse_s = reinterpret_cast<float*>(do_s + 2 * kKvQ * kLd);  // [2][kKvQ], log2 domain
-  float* dl_s = lse_s + 2 * kKvQ;
+  bf16* k_s = reinterpret_cast<bf16*>(smem_raw);  // [kKeys][kLd]
+  bf16* v_s = k_s + kKeys * kLd;
+  bf16* q_s = v_s + kKeys * kLd;                // [2][QT][kLd]
+  bf16* do_s = q_s + 2 * QT * kLd;
+  float* lse_s = reinterpret_cast<float*>(do_s + 2 * QT * kLd);  // [2][QT], log2 domain
+  float* dl_s = lse_s + 2 * QT;
 
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane >> 2, tq = lane & 3;
-  const int k0 = blockIdx.x * kKvRows;  // blocks with the most queries first
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-  const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;  // row stride C
-  const float* lse_h = lse + std::int64_t{bh} * T;
-  const float* delta_h = delta + std::int64_t{bh} * T;
-  const int n_tiles = (T - k0 + kKvQ - 1) / kKvQ;
+  // Block x takes key blocks x (the most queries) and n_rb - 1 - x: equal work per block.
+  const int n_rb = (T + kKeys - 1) / kKeys;
+  auto rows = [&](const int k0) {
+    const HeadView hv = head_view(qkv, b, h, T, C, D);
+    const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;  // row stride C
+    const float* lse_h = lse + std::int64_t{bh} * T;
+    const float* delta_h = delta + std::int64_t{bh} * T;
+    const int n_tiles = (T - k0 + QT - 1) / QT;
 
-  auto load_q_tile = [&](int buf, int qt) {
-    load_rows<kKvQ, D>(q_s + buf * kKvQ * kLd, hv.q, hv.stride, qt, T);
-    load_rows<kKvQ, D>(do_s + buf * kKvQ * kLd, dout_h, C, qt, T);
-    if (threadIdx.x < kKvQ) {
-      const int qi = qt + threadIdx.x;
-      lse_s[buf * kKvQ + threadIdx.x] = qi < T ? lse_h[qi] * kLog2e : 0.0f;
-      dl_s[buf * kKvQ + threadIdx.x] = qi < T ? delta_h[qi] : 0.0f;
+    auto load_q_tile = [&](int buf, int qt) {
+      load_rows<QT, D, 32 * W>(q_s + buf * QT * kLd, hv.q, hv.stride, qt, T);
+      load_rows<QT, D, 32 * W>(do_s + buf * QT * kLd, dout_h, C, qt, T);
+      if (threadIdx.x < QT) {
+        const int qi = qt + threadIdx.x;
+        lse_s[buf * QT + threadIdx.x] = qi < T ? lse_h[qi] * kLog2e : 0.0f;
+        dl_s[buf * QT + threadIdx.x] = qi < T ? delta_h[qi] : 0.0f;
+      }
+    };
+    load_rows<kKeys, D, 32 * W>(k_s, hv.k, hv.stride, k0, T);
+    load_rows<kKeys, D, 32 * W>(v_s, hv.v, hv.stride, k0, T);
+    load_q_tile(0, k0);
+    cp_async_commit();
+
+    float dk[kOBlocks][4], dv[kOBlocks][4];
+#pragma unroll
+    for (int nb = 0; nb < kOBlocks; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dk[nb][e] = dv[nb][e] = 0.0f;
+    const int key0 = k0 + warp * 16;  // this warp's first key
+    const bf16* kw = k_s + warp * 16 * kLd;
+    const bf16* vw = v_s + warp * 16 * kLd;
+
+    for (int j = 0; j < n_tiles; ++j) {
+      const int buf = j & 1, qt = k0 + j * QT;
+      if (j + 1 < n_tiles) load_q_tile(buf ^ 1, qt + QT);
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();
+      const bf16* qb = q_s + buf * QT * kLd;
+      const bf16* dob = do_s + buf * QT * kLd;
+      const float* ls = lse_s + buf * QT;
+      const float* dls = dl_s + buf * QT;
+
+      float s[kSBlocks][4], dp[kSBlocks][4];
+#pragma unroll
+      for (int nb = 0; nb < kSBlocks; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nb][e] = dp[nb][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        unsigned ka[4], va[4];
+        ldsm_x4(ka, a_addr(kw, kLd, kk * 16, lane));
+        ldsm_x4(va, a_addr(vw, kLd, kk * 16, lane));
+#pragma unroll
+        for (int np = 0; np < kSBlocks / 2; ++np) {
+          unsigned bq[4], bd[4];
+          ldsm_x4(bq, bt_addr(qb, kLd, np * 16, kk * 16, lane));
+          ldsm_x4(bd, bt_addr(dob, kLd, np * 16, kk * 16, lane));
+          mma16816(s[2 * np], ka, bq[0], bq[1]);
+          mma16816(s[2 * np + 1], ka, bq[2], bq[3]);
+          mma16816(dp[2 * np], va, bd[0], bd[1]);
+          mma16816(dp[2 * np + 1], va, bd[2], bd[3]);
+        }
+      }
+      const bool edge = qt < key0 + 15 || qt + QT > T;
+#pragma unroll
+      for (int nb = 0; nb < kSBlocks; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = nb * 8 + 2 * tq + (e & 1);
+          const int qi = qt + col, kj = key0 + g + (e >> 1) * 8;
+          float p = exp2f(s[nb][e] * scale_log2 - ls[col]);
+          if (edge && (kj > qi || qi >= T)) p = 0.0f;
+          s[nb][e] = p;
+          dp[nb][e] = p * (dp[nb][e] - dls[col]);
+        }
+#pragma unroll
+      for (int kk = 0; kk < QT / 16; ++kk) {
+        unsigned pa[4];
+        to_a(s[2 * kk], s[2 * kk + 1], pa);
+#pragma unroll
+        for (int np = 0; np < kOBlocks / 2; ++np) {
+          unsigned bd[4];
+          ldsm_x4_t(bd, b_addr(dob, kLd, kk * 16, np * 16, lane));
+          mma16816(dv[2 * np], pa, bd[0], bd[1]);
+          mma16816(dv[2 * np + 1], pa, bd[2], bd[3]);
+        }
+        unsigned da[4];
+        to_a(dp[2 * kk], dp[2 * kk + 1], da);
+#pragma unroll
+        for (int np = 0; np < kOBlocks / 2; ++np) {
+          unsigned bq[4];
+          ldsm_x4_t(bq, b_addr(qb, kLd, kk * 16, np * 16, lane));
+          mma16816(dk[2 * np], da, bq[0], bq[1]);
+          mma16816(dk[2 * np + 1], da, bq[2], bq[3]);
+        }
+      }
+      __syncthreads();
+    }
+
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int kj = key0 + g + hr * 8;
+      if (kj >= T) continue;
+      bf16* row = dqkv + (std::int64_t{b} * T + kj) * 3 * C + std::int64_t{h} * D + 2 * tq;
+#pragma unroll
+      for (int nb = 0; nb < kOBlocks; ++nb) {
+        *reinterpret_cast<__nv_bfloat162*>(row + C + nb * 8) =
+            __floats2bfloat162_rn(dk[nb][2 * hr] * scale, dk[nb][2 * hr + 1] * scale);
+        *reinterpret_cast<__nv_bfloat162*>(row + 2 * C + nb * 8) =
+            __floats2bfloat162_rn(dv[nb][2 * hr], dv[nb][2 * hr + 1]);
+      }
     }
   };
-  load_rows<kKvRows, D>(k_s, hv.k, hv.stride, k0, T);
-  load_rows<kKvRows, D>(v_s, hv.v, hv.stride, k0, T);
-  load_q_tile(0, k0);
-  cp_async_commit();
-
-  float dk[kOBlocks][4], dv[kOBlocks][4];
-#pragma unroll
-  for (int nb = 0; nb < kOBlocks; ++nb)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk[nb][e] = dv[nb][e] = 0.0f;
-  const int key0 = k0 + warp * 16;  // this warp's first key
-  const bf16* kw = k_s + warp * 16 * kLd;
-  const bf16* vw = v_s + warp * 16 * kLd;
-
-  for (int j = 0; j < n_tiles; ++j) {
-    const int buf = j & 1, qt = k0 + j * kKvQ;
-    if (j + 1 < n_tiles) load_q_tile(buf ^ 1, qt + kKvQ);
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const bf16* qb = q_s + buf * kKvQ * kLd;
-    const bf16* dob = do_s + buf * kKvQ * kLd;
-    const float* ls = lse_s + buf * kKvQ;
-    const float* dls = dl_s + buf * kKvQ;
-
-    float s[kSBlocks][4], dp[kSBlocks][4];
-#pragma unroll
-    for (int nb = 0; nb < kSBlocks; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nb][e] = dp[nb][e] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned ka[4], va[4];
-      ldsm_x4(ka, a_addr(kw, kLd, kk * 16, lane));
-      ldsm_x4(va, a_addr(vw, kLd, kk * 16, lane));
-#pragma unroll
-      for (int np = 0; np < kSBlocks / 2; ++np) {
-        unsigned bq[4], bd[4];
-        ldsm_x4(bq, bt_addr(qb, kLd, np * 16, kk * 16, lane));
-        ldsm_x4(bd, bt_addr(dob, kLd, np * 16, kk * 16, lane));
-        mma16816(s[2 * np], ka, bq[0], bq[1]);
-        mma16816(s[2 * np + 1], ka, bq[2], bq[3]);
-        mma16816(dp[2 * np], va, bd[0], bd[1]);
-        mma16816(dp[2 * np + 1], va, bd[2], bd[3]);
-      }
-    }
-    const bool edge = qt < key0 + 15 || qt + kKvQ > T;
-#pragma unroll
-    for (int nb = 0; nb < kSBlocks; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = nb * 8 + 2 * tq + (e & 1);
-        const int qi = qt + col, kj = key0 + g + (e >> 1) * 8;
-        float p = exp2f(s[nb][e] * scale_log2 - ls[col]);
-        if (edge && (kj > qi || qi >= T)) p = 0.0f;
-        s[nb][e] = p;
-        dp[nb][e] = p * (dp[nb][e] - dls[col]);
-      }
-#pragma unroll
-    for (int kk = 0; kk < kKvQ / 16; ++kk) {
-      unsigned pa[4];
-      to_a(s[2 * kk], s[2 * kk + 1], pa);
-#pragma unroll
-      for (int np = 0; np < kOBlocks / 2; ++np) {
-        unsigned bd[4];
-        ldsm_x4_t(bd, b_addr(dob, kLd, kk * 16, np * 16, lane));
-        mma16816(dv[2 * np], pa, bd[0], bd[1]);
-        mma16816(dv[2 * np + 1], pa, bd[2], bd[3]);
-      }
-      unsigned da[4];
-      to_a(dp[2 * kk], dp[2 * kk + 1], da);
-#pragma unroll
-      for (int np = 0; np < kOBlocks / 2; ++np) {
-        unsigned bq[4];
-        ldsm_x4_t(bq, b_addr(qb, kLd, kk * 16, np * 16, lane));
-        mma16816(dk[2 * np], da, bq[0], bq[1]);
-        mma16816(dk[2 * np + 1], da, bq[2], bq[3]);
-      }
-    }
-    __syncthreads();
-  }
-
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int kj = key0 + g + hr * 8;
-    if (kj >= T) continue;
-    bf16* row = dqkv + (std::int64_t{b} * T + kj) * 3 * C + std::int64_t{h} * D + 2 * tq;
-#pragma unroll
-    for (int nb = 0; nb < kOBlocks; ++nb) {
-      *reinterpret_cast<__nv_bfloat162*>(row + C + nb * 8) =
-          __floats2bfloat162_rn(dk[nb][2 * hr] * scale, dk[nb][2 * hr + 1] * scale);
-      *reinterpret_cast<__nv_bfloat162*>(row + 2 * C + nb * 8) =
-          __floats2bfloat162_rn(dv[nb][2 * hr], dv[nb][2 * hr + 1]);
-    }
+  const int first = blockIdx.x, second = n_rb - 1 - blockIdx.x;
+  rows(first * kKeys);
+  if (second != first) {
+    __syncthreads();  // shared memory is reused by the second row block
+    rows(second * kKeys);
   }
 }
 
-// dQ. grid (ceil(T / 64), B * NH), block 128, dynamic shared bwd_smem_bytes<D>(). The block
-// owns queries [q0, q0 + 64) (16 per warp) and walks key tiles of 32 up to its last query.
-// Per warp and tile: S = Q K^T, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
-template <int D>
-__global__ void __launch_bounds__(kThreads)
+// dQ. A block of 2 * kWQ warps owns kQ = 32 * kWQ queries and walks key tiles of kN up to its
+// last query, in two phases split by a barrier: (A) warp (wq, wh) forms S = Q K^T and
+// dP = dO V^T for queries wq*32.. (two m-tiles) and keys wh*kN/2.., then dS = P (dP - delta)
+// as bf16 in shared memory; (B) warp (wq, wh) accumulates dQ += dS K for queries wq*32.. and
+// head dims wh*D/2.. (two m-tiles: each K fragment feeds two products).
+// grid (ceil(ceil(T / kQ) / 2), B * NH), block kThreads, dynamic shared kSmem.
+template <int D, int kWQ, int kN>
+struct QCfg {
+  static constexpr int kThreads = 2 * kWQ * kWarpSize;
+  static constexpr int kQ = 32 * kWQ;
+  static constexpr int kLd = D + 8, kLdS = kN + 8;
+  static constexpr int kSmem = (2 * kQ * kLd + 4 * kN * kLd + kQ * kLdS) * 2;
+};
+
+template <int D, int kWQ, int kN>
+__global__ void __launch_bounds__(2 * kWQ * kWarpSize)
     attention_backward_q_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                                 const float* delta, int T, int C, int NH, float scale,
                                 float scale_log2) {
-  constexpr int kLd = D + 8;
+  using Cfg = QCfg<D, kWQ, kN>;
+  constexpr int NT = Cfg::kThreads, kQ = Cfg::kQ, kLd = Cfg::kLd, kLdS = Cfg::kLdS;
   constexpr int kKSteps = D / 16;
-  constexpr int kSBlocks = kQKeys / 8;
-  constexpr int kOBlocks = D / 8;
+  constexpr int kKHalf = kN / 2;       // keys per warp in phase A
+  constexpr int kABlocks = kKHalf / 8;
+  constexpr int kDHalf = D / 2;
+  constexpr int kBBlocks = kDHalf / 8;
+  static_assert(kKHalf % 16 == 0, "whole ldmatrix tiles of keys per warp");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* q_s = reinterpret_cast<bf16*>(smem_raw);  // [kQRows][kLd]
-  bf16* do_s = q_s + kQRows * kLd;
-  bf16* k_s = do_s + kQRows * kLd;                // [2][kQKeys][kLd]
-  bf16* v_s = k_s + 2 * kQKeys * kLd;
+  bf16* q_s = reinterpret_cast<bf16*>(smem_raw);  // [kQ][kLd]
+  bf16* do_s = q_s + kQ * kLd;
+  bf16* k_s = do_s + kQ * kLd;                    // [2][kN][kLd]
+  bf16* v_s = k_s + 2 * kN * kLd;
+  bf16* ds_s = v_s + 2 * kN * kLd;                // [kQ][kLdS]
 
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane >> 2, tq = lane & 3;
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kQRows;  // blocks with the most keys first
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-  const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;
-  const int n_tiles = (min(T, q0 + kQRows) + kQKeys - 1) / kQKeys;
+  const int wq = warp % kWQ, wh = warp / kWQ;
+  // Block x takes row blocks n_rb - 1 - x (the longest) and x, so every block does the same
+  // causal work and no tail of short blocks is left on a few SMs.
+  const int n_rb = (T + kQ - 1) / kQ;
+  auto rows = [&](const int q0) {
+    const HeadView hv = head_view(qkv, b, h, T, C, D);
+    const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;
+    const int n_tiles = (min(T, q0 + kQ) + kN - 1) / kN;
 
-  load_rows<kQRows, D>(q_s, hv.q, hv.stride, q0, T);
-  load_rows<kQRows, D>(do_s, dout_h, C, q0, T);
-  load_rows<kQKeys, D>(k_s, hv.k, hv.stride, 0, T);
-  load_rows<kQKeys, D>(v_s, hv.v, hv.stride, 0, T);
-  cp_async_commit();
-
-  const int row0 = q0 + warp * 16;
-  float row_lse[2], row_delta[2];
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int qi = row0 + g + hr * 8;
-    row_lse[hr] = qi < T ? lse[std::int64_t{bh} * T + qi] * kLog2e : 0.0f;
-    row_delta[hr] = qi < T ? delta[std::int64_t{bh} * T + qi] : 0.0f;
-  }
-  float dq[kOBlocks][4];
-#pragma unroll
-  for (int nb = 0; nb < kOBlocks; ++nb) dq[nb][0] = dq[nb][1] = dq[nb][2] = dq[nb][3] = 0.0f;
-  const bf16* qw = q_s + warp * 16 * kLd;
-  const bf16* dow = do_s + warp * 16 * kLd;
-
-  for (int j = 0; j < n_tiles; ++j) {
-    const int buf = j & 1, k0 = j * kQKeys;
-    if (j + 1 < n_tiles) {
-      load_rows<kQKeys, D>(k_s + (buf ^ 1) * kQKeys * kLd, hv.k, hv.stride, k0 + kQKeys, T);
-      load_rows<kQKeys, D>(v_s + (buf ^ 1) * kQKeys * kLd, hv.v, hv.stride, k0 + kQKeys, T);
-    }
+    load_rows<kQ, D, NT>(q_s, hv.q, hv.stride, q0, T);
+    load_rows<kQ, D, NT>(do_s, dout_h, C, q0, T);
+    load_rows<kN, D, NT>(k_s, hv.k, hv.stride, 0, T);
+    load_rows<kN, D, NT>(v_s, hv.v, hv.stride, 0, T);
     cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const bf16* kb = k_s + buf * kQKeys * kLd;
-    const bf16* vb = v_s + buf * kQKeys * kLd;
 
-    float s[kSBlocks][4], dp[kSBlocks][4];
-#pragma unroll
-    for (int nb = 0; nb < kSBlocks; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nb][e] = dp[nb][e] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned qa[4], da[4];
-      ldsm_x4(qa, a_addr(qw, kLd, kk * 16, lane));
-      ldsm_x4(da, a_addr(dow, kLd, kk * 16, lane));
-#pragma unroll
-      for (int np = 0; np < kSBlocks / 2; ++np) {
-        unsigned bk[4], bv[4];
-        ldsm_x4(bk, bt_addr(kb, kLd, np * 16, kk * 16, lane));
-        ldsm_x4(bv, bt_addr(vb, kLd, np * 16, kk * 16, lane));
-        mma16816(s[2 * np], qa, bk[0], bk[1]);
-        mma16816(s[2 * np + 1], qa, bk[2], bk[3]);
-        mma16816(dp[2 * np], da, bv[0], bv[1]);
-        mma16816(dp[2 * np + 1], da, bv[2], bv[3]);
-      }
-    }
-    const bool edge = k0 + kQKeys - 1 > row0;
-#pragma unroll
-    for (int nb = 0; nb < kSBlocks; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int qi = row0 + g + (e >> 1) * 8, kj = k0 + nb * 8 + 2 * tq + (e & 1);
-        float p = exp2f(s[nb][e] * scale_log2 - row_lse[e >> 1]);
-        if (edge && kj > qi) p = 0.0f;
-        s[nb][e] = p * (dp[nb][e] - row_delta[e >> 1]);  // dS
-      }
-#pragma unroll
-    for (int kk = 0; kk < kQKeys / 16; ++kk) {
-      unsigned a[4];
-      to_a(s[2 * kk], s[2 * kk + 1], a);
-#pragma unroll
-      for (int np = 0; np < kOBlocks / 2; ++np) {
-        unsigned bk[4];
-        ldsm_x4_t(bk, b_addr(kb, kLd, kk * 16, np * 16, lane));
-        mma16816(dq[2 * np], a, bk[0], bk[1]);
-        mma16816(dq[2 * np + 1], a, bk[2], bk[3]);
-      }
-    }
+    const int row0 = q0 + wq * 32;  // this warp's first query (both phases)
+    __shared__ float delta_s[kQ];  // this row block's delta, staged once
+    for (int r = threadIdx.x; r < kQ; r += NT)
+      delta_s[r] = q0 + r < T ? delta[std::int64_t{bh} * T + q0 + r] : 0.0f;
     __syncthreads();
-  }
+    float row_lse[2][2], row_delta[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int qi = row0 + mt * 16 + g + hr * 8;
+        row_lse[mt][hr] = qi < T ? lse[std::int64_t{bh} * T + qi] * kLog2e : 0.0f;
+        row_delta[mt][hr] = delta_s[qi - q0];
+      }
+    float dq[2][kBBlocks][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nb = 0; nb < kBBlocks; ++nb)
+        dq[mt][nb][0] = dq[mt][nb][1] = dq[mt][nb][2] = dq[mt][nb][3] = 0.0f;
+    const bf16* qw = q_s + wq * 32 * kLd;
+    const bf16* dow = do_s + wq * 32 * kLd;
+
+    for (int j = 0; j < n_tiles; ++j) {
+      const int buf = j & 1, k0 = j * kN;
+      if (j + 1 < n_tiles) {
+        load_rows<kN, D, NT>(k_s + (buf ^ 1) * kN * kLd, hv.k, hv.stride, k0 + kN, T);
+        load_rows<kN, D, NT>(v_s + (buf ^ 1) * kN * kLd, hv.v, hv.stride, k0 + kN, T);
+      }
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();
+      const bf16* kb = k_s + buf * kN * kLd;
+      const bf16* vb = v_s + buf * kN * kLd;
+
+      // (A) S and dP for 32 queries x kN/2 keys, dS to shared.
+      {
+        float s[2][kABlocks][4], dp[2][kABlocks][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nb = 0; nb < kABlocks; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][nb][e] = dp[mt][nb][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          unsigned qa[2][4], da[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            ldsm_x4(qa[mt], a_addr(qw + mt * 16 * kLd, kLd, kk * 16, lane));
+            ldsm_x4(da[mt], a_addr(dow + mt * 16 * kLd, kLd, kk * 16, lane));
+          }
+#pragma unroll
+          for (int np = 0; np < kABlocks / 2; ++np) {
+            unsigned bk[4], bv[4];
+            ldsm_x4(bk, bt_addr(kb, kLd, wh * kKHalf + np * 16, kk * 16, lane));
+            ldsm_x4(bv, bt_addr(vb, kLd, wh * kKHalf + np * 16, kk * 16, lane));
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              mma16816(s[mt][2 * np], qa[mt], bk[0], bk[1]);
+              mma16816(s[mt][2 * np + 1], qa[mt], bk[2], bk[3]);
+              mma16816(dp[mt][2 * np], da[mt], bv[0], bv[1]);
+              mma16816(dp[mt][2 * np + 1], da[mt], bv[2], bv[3]);
+            }
+          }
+        }
+        const bool edge = k0 + wh * kKHalf + kKHalf - 1 > row0;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nb = 0; nb < kABlocks; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int qi = row0 + mt * 16 + g + (e >> 1) * 8;
+              const int kj = k0 + wh * kKHalf + nb * 8 + 2 * tq + (e & 1);
+              float p = exp2f(fmaf(s[mt][nb][e], scale_log2, -row_lse[mt][e >> 1]));
+              if (edge && kj > qi) p = 0.0f;
+              s[mt][nb][e] = p * (dp[mt][nb][e] - row_delta[mt][e >> 1]);  // dS
+            }
+#pragma unroll
+            for (int hr = 0; hr < 2; ++hr) {
+              const int r = wq * 32 + mt * 16 + g + hr * 8, c = wh * kKHalf + nb * 8 + 2 * tq;
+              *reinterpret_cast<unsigned*>(ds_s + r * kLdS + c) =
+                  pack_bf16(s[mt][nb][2 * hr], s[mt][nb][2 * hr + 1]);
+            }
+          }
+      }
+      __syncthreads();  // dS of the whole tile is in shared memory
+
+      // (B) dQ += dS K for 32 queries x D/2 dims.
+#pragma unroll
+      for (int kk = 0; kk < kN / 16; ++kk) {
+        unsigned a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+          ldsm_x4(a[mt], a_addr(ds_s + (wq * 32 + mt * 16) * kLdS, kLdS, kk * 16, lane));
+#pragma unroll
+        for (int np = 0; np < kBBlocks / 2; ++np) {
+          unsigned bk[4];
+          ldsm_x4_t(bk, b_addr(kb, kLd, kk * 16, wh * kDHalf + np * 16, lane));
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma16816(dq[mt][2 * np], a[mt], bk[0], bk[1]);
+            mma16816(dq[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+          }
+        }
+      }
+      __syncthreads();  // K/V buffer `buf` and dS are free
+    }
 
 #pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int qi = row0 + g + hr * 8;
-    if (qi >= T) continue;
-    bf16* row = dqkv + (std::int64_t{b} * T + qi) * 3 * C + std::int64_t{h} * D + 2 * tq;
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int nb = 0; nb < kOBlocks; ++nb)
-      *reinterpret_cast<__nv_bfloat162*>(row + nb * 8) =
-          __floats2bfloat162_rn(dq[nb][2 * hr] * scale, dq[nb][2 * hr + 1] * scale);
+      for (int hr = 0; hr < 2; ++hr) {
+        const int qi = row0 + mt * 16 + g + hr * 8;
+        if (qi >= T) continue;
+        bf16* row = dqkv + (std::int64_t{b} * T + qi) * 3 * C + std::int64_t{h} * D +
+                    wh * kDHalf + 2 * tq;
+#pragma unroll
+        for (int nb = 0; nb < kBBlocks; ++nb)
+          *reinterpret_cast<__nv_bfloat162*>(row + nb * 8) =
+              __floats2bfloat162_rn(dq[mt][nb][2 * hr] * scale, dq[mt][nb][2 * hr + 1] * scale);
+      }
+  };
+  const int first = n_rb - 1 - blockIdx.x, second = blockIdx.x;
+  rows(first * kQ);
+  if (second != first) {
+    __syncthreads();  // shared memory is reused by the second row block
+    rows(second * kQ);
   }
 }
 
@@ -581,31 +709,50 @@ void check_dims(const char* what, int B, int T, int C, int NH) {
   require(std::int64_t{B} * NH <= 65535, what, "B * NH must be <= 65535");
 }
 
+// Opts `kernel` into `bytes` of dynamic shared memory on the current device, once per device
+// (the attribute is per device; a call costs host time on every launch otherwise).
+template <auto Kernel>
+void allow_dynamic_smem(int bytes) {
+  static std::atomic<std::uint64_t> done{0};  // bit d: device d is set up
+  const int dev = current_device();
+  const std::uint64_t bit = dev < 64 ? std::uint64_t{1} << dev : 0;
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return;
+  CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.fetch_or(bit, std::memory_order_release);
+}
+
 template <int D>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                     float scale_log2, cudaStream_t stream) {
-  constexpr int smem = fwd_smem_bytes<D>();
-  CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<D>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(ceil_div(T, kFwdRows), B * NH);
-  attention_forward_kernel<D><<<grid, kThreads, smem, stream>>>(out, lse, qkv, T, C, NH,
-                                                                scale_log2);
+  using Cfg = FwdCfg<D, kFwdMTiles, kFwdWarps, kFwdKeys>;
+  constexpr auto kernel = attention_forward_kernel<D, kFwdMTiles, kFwdWarps, kFwdKeys>;
+  allow_dynamic_smem<kernel>(Cfg::kSmem);
+  const dim3 grid(ceil_div(ceil_div(T, Cfg::kRows), 2), B * NH);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmem, stream>>>(out, lse, qkv, T, C, NH, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int D>
-void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                     const float* delta, int B, int T, int C, int NH, float scale,
+void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                     const float* lse, float* delta, int B, int T, int C, int NH, float scale,
                      float scale_log2, cudaStream_t stream) {
-  constexpr int smem = bwd_smem_bytes<D>();
-  CUDA_CHECK(cudaFuncSetAttribute(attention_backward_kv_kernel<D>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CUDA_CHECK(cudaFuncSetAttribute(attention_backward_q_kernel<D>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  attention_backward_kv_kernel<D><<<dim3(ceil_div(T, kKvRows), B * NH), kThreads, smem, stream>>>(
+  const std::int64_t rows = std::int64_t{B} * NH * T;
+  constexpr int kDeltaRows = 128 / (D / 8);  // rows per 128-thread block
+  attention_delta_kernel<D><<<ceil_div(rows, kDeltaRows), 128, 0, stream>>>(delta, dout, out, B,
+                                                                            T, C, NH);
+  CUDA_CHECK_LAUNCH();
+
+  constexpr int kv_smem = kv_smem_bytes<D, kKvWarps, kKvQ>();
+  constexpr auto kv = attention_backward_kv_kernel<D, kKvWarps, kKvQ>;
+  allow_dynamic_smem<kv>(kv_smem);
+  kv<<<dim3(ceil_div(ceil_div(T, 16 * kKvWarps), 2), B * NH), 32 * kKvWarps, kv_smem, stream>>>(
       dqkv, dout, qkv, lse, delta, T, C, NH, scale, scale_log2);
   CUDA_CHECK_LAUNCH();
-  attention_backward_q_kernel<D><<<dim3(ceil_div(T, kQRows), B * NH), kThreads, smem, stream>>>(
+
+  using QC = QCfg<D, kDqWarpRows, kDqKeys>;
+  constexpr auto dq = attention_backward_q_kernel<D, kDqWarpRows, kDqKeys>;
+  allow_dynamic_smem<dq>(QC::kSmem);
+  dq<<<dim3(ceil_div(ceil_div(T, QC::kQ), 2), B * NH), QC::kThreads, QC::kSmem, stream>>>(
       dqkv, dout, qkv, lse, delta, T, C, NH, scale, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
@@ -632,422 +779,14 @@ void attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const float scale_log2 = scale * kLog2e;
-  const std::int64_t rows = std::int64_t{B} * NH * T;
-  DeviceBuffer delta(sizeof(float) * rows, current_device(), stream, "attention backward delta");
-  attention_delta_kernel<<<ceil_div(rows, kWarps), kThreads, 0, stream>>>(delta.as<float>(), dout,
-                                                                         out, B, T, C, NH);
-  CUDA_CHECK_LAUNCH();
+  DeviceBuffer delta(sizeof(float) * std::int64_t{B} * NH * T, current_device(), stream,
+                     "attention backward delta");
   if (hs == 64)
-    launch_backward<64>(dqkv, dout, qkv, lse, delta.as<float>(), B, T, C, NH, scale, scale_log2,
-                        stream);
+    launch_backward<64>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, C, NH, scale,
+                        scale_log2, stream);
   else
-    launch_backward<128>(dqkv, dout, qkv, lse, delta.as<float>(), B, T, C, NH, scale, scale_log2,
-                         stream);
+    launch_backward<128>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, C, NH, scale,
+                         scale_log2, stream);
 }
 
 }  // namespace conveyor
-
-#else  // CONVEYOR_ATTENTION_TENSOR_CORES
-
-// Flash-style causal attention: forward with online softmax, backward as dK/dV and dQ
-// kernels. Correctness first: CUDA-core FMAs, fp32 accumulation, no tensor cores yet.
-//
-// Work decomposition (forward and dQ): a block of 4 warps owns 16 consecutive query rows of
-// one (batch, head), 4 rows per warp; it walks key tiles of 32 keys staged in shared
-// memory, lane j of a warp owning key j of the tile for the scores and output dimensions
-// d = lane + 32 i for the accumulators. dK/dV is the mirror image: a block owns 16 keys and
-// walks query tiles. Shared rows are padded so that lane j reading row j hits bank j.
-#include <cmath>
-
-#include "kernels/cuda/allocator.hpp"
-#include "kernels/cuda/attention.hpp"
-#include "kernels/cuda/common.cuh"
-
-namespace conveyor {
-namespace {
-using namespace cuda_detail;
-
-constexpr int kWarps = 4;
-constexpr int kRowsPerWarp = 4;
-constexpr int kBlockRows = kWarps * kRowsPerWarp;  // 16 rows (queries or keys) per block
-constexpr int kTile = 32;                          // keys (or queries) per shared tile
-constexpr int kThreads = kWarps * kWarpSize;
-
-struct HeadView {  // pointers of one (batch, head) inside the fused layouts
-  const bf16* q;   // (T, hs), row stride 3C
-  const bf16* k;
-  const bf16* v;
-  std::int64_t stride;  // 3C
-};
-
-__device__ __forceinline__ HeadView head_view(const bf16* qkv, int b, int h, int T, int C, int hs) {
-  const bf16* q = qkv + std::int64_t{b} * T * 3 * C + std::int64_t{h} * hs;
-  return {q, q + C, q + 2 * C, 3 * std::int64_t{C}};
-}
-
-// ----------------------------------------------------------------------------
-// kernels
-
-// grid (ceil(T / 16), B * NH), block 128.
-template <int D>
-__global__ void __launch_bounds__(kThreads)
-    attention_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
-                             float scale) {
-  constexpr int kPer = D / kWarpSize;  // output dims per lane
-  __shared__ float q_s[kBlockRows][D];
-  __shared__ float k_s[kTile][D + 1];
-  __shared__ float v_s[kTile][D + 1];
-
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int q0 = blockIdx.x * kBlockRows;
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-
-  for (int idx = threadIdx.x; idx < kBlockRows * D; idx += kThreads) {
-    const int r = idx / D, d = idx % D, qi = q0 + r;
-    q_s[r][d] = qi < T ? to_float(hv.q[qi * hv.stride + d]) : 0.0f;
-  }
-
-  float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][kPer];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) o[r][i] = 0.0f;
-  }
-
-  const int kv_end = min(T, q0 + kBlockRows);  // keys past the block's last query are masked
-  for (int k0 = 0; k0 < kv_end; k0 += kTile) {
-    __syncthreads();  // the previous tile is no longer read (and q_s is written, first time)
-    for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
-      const int j = idx / D, d = idx % D, kj = k0 + j;
-      k_s[j][d] = kj < T ? to_float(hv.k[kj * hv.stride + d]) : 0.0f;
-      v_s[j][d] = kj < T ? to_float(hv.v[kj * hv.stride + d]) : 0.0f;
-    }
-    __syncthreads();
-
-    float s[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = 0.0f;
-    for (int d = 0; d < D; ++d) {
-      const float kd = k_s[lane][d];
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) s[r] += q_s[warp * kRowsPerWarp + r][d] * kd;
-    }
-    const int kj = k0 + lane;
-    float p[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int qi = q0 + warp * kRowsPerWarp + r;
-      const bool valid = qi < T && kj <= qi;
-      const float sr = valid ? s[r] * scale : -INFINITY;
-      const float tile_max = warp_max(sr);
-      p[r] = 0.0f;
-      if (tile_max == -INFINITY) continue;  // whole tile masked for this row (warp-uniform)
-      const float m_new = fmaxf(m[r], tile_max);
-      p[r] = valid ? expf(sr - m_new) : 0.0f;
-      const float alpha = expf(m[r] - m_new);  // 0 on the first tile (m = -inf)
-      l[r] = l[r] * alpha + warp_sum(p[r]);
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) o[r][i] *= alpha;
-      m[r] = m_new;
-    }
-    for (int j = 0; j < kTile; ++j) {
-      float vj[kPer];
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) vj[i] = v_s[j][lane + kWarpSize * i];
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const float pj = __shfl_sync(0xffffffffu, p[r], j);
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) o[r][i] += pj * vj[i];
-      }
-    }
-  }
-
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int qi = q0 + warp * kRowsPerWarp + r;
-    if (qi >= T) continue;
-    const float inv = 1.0f / l[r];  // l >= 1: the row's maximum contributes exp(0)
-    bf16* o_row = out + (std::int64_t{b} * T + qi) * C + std::int64_t{h} * D;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) o_row[lane + kWarpSize * i] = to_bf16(o[r][i] * inv);
-    if (lane == 0) lse[std::int64_t{bh} * T + qi] = m[r] + logf(l[r]);
-  }
-}
-
-// delta[b, h, t] = sum_d dout[b, t, h, d] * out[b, t, h, d]. One warp per (b, h, t).
-__global__ void attention_delta_kernel(float* delta, const bf16* dout, const bf16* out, int B,
-                                       int T, int C, int NH) {
-  const int lane = threadIdx.x % kWarpSize;
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarps} + threadIdx.x / kWarpSize;
-  if (row >= std::int64_t{B} * NH * T) return;
-  const int t = static_cast<int>(row % T);
-  const int bh = static_cast<int>(row / T), b = bh / NH, h = bh % NH;
-  const int hs = C / NH;
-  const std::int64_t base = (std::int64_t{b} * T + t) * C + std::int64_t{h} * hs;
-  float sum = 0.0f;
-  for (int d = lane; d < hs; d += kWarpSize) sum += to_float(dout[base + d]) * to_float(out[base + d]);
-  sum = warp_sum(sum);
-  if (lane == 0) delta[row] = sum;
-}
-
-// dK, dV. grid (ceil(T / 16), B * NH), block 128. The block owns keys [k0, k0 + 16) and
-// walks query tiles from the one holding k0 to the end (earlier queries cannot see them).
-template <int D>
-__global__ void __launch_bounds__(kThreads)
-    attention_backward_kv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                                 const float* delta, int T, int C, int NH, float scale) {
-  constexpr int kPer = D / kWarpSize;
-  constexpr int kPad = D + 2;  // bf16 rows padded by one 4-byte word
-  __shared__ float k_s[kBlockRows][D];
-  __shared__ float v_s[kBlockRows][D];
-  __shared__ bf16 q_s[kTile][kPad];
-  __shared__ bf16 do_s[kTile][kPad];
-  __shared__ float lse_s[kTile];
-  __shared__ float delta_s[kTile];
-
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int k0 = blockIdx.x * kBlockRows;
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-  const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;  // row stride C
-
-  for (int idx = threadIdx.x; idx < kBlockRows * D; idx += kThreads) {
-    const int r = idx / D, d = idx % D, kj = k0 + r;
-    k_s[r][d] = kj < T ? to_float(hv.k[kj * hv.stride + d]) : 0.0f;
-    v_s[r][d] = kj < T ? to_float(hv.v[kj * hv.stride + d]) : 0.0f;
-  }
-
-  float dk[kRowsPerWarp][kPer], dv[kRowsPerWarp][kPer];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) dk[r][i] = dv[r][i] = 0.0f;
-
-  for (int qt = k0 / kTile * kTile; qt < T; qt += kTile) {
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
-      const int j = idx / D, d = idx % D, qi = qt + j;
-      q_s[j][d] = qi < T ? hv.q[qi * hv.stride + d] : to_bf16(0.0f);
-      do_s[j][d] = qi < T ? dout_h[std::int64_t{qi} * C + d] : to_bf16(0.0f);
-    }
-    if (threadIdx.x < kTile) {
-      const int qi = qt + threadIdx.x;
-      lse_s[threadIdx.x] = qi < T ? lse[std::int64_t{bh} * T + qi] : 0.0f;
-      delta_s[threadIdx.x] = qi < T ? delta[std::int64_t{bh} * T + qi] : 0.0f;
-    }
-    __syncthreads();
-
-    // lane = query qt + lane; rows r = this warp's keys.
-    float s[kRowsPerWarp], dp[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = dp[r] = 0.0f;
-    for (int d = 0; d < D; ++d) {
-      const float qd = to_float(q_s[lane][d]);
-      const float dod = to_float(do_s[lane][d]);
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        s[r] += qd * k_s[warp * kRowsPerWarp + r][d];
-        dp[r] += dod * v_s[warp * kRowsPerWarp + r][d];
-      }
-    }
-    const int qi = qt + lane;
-    float p[kRowsPerWarp], ds[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int kj = k0 + warp * kRowsPerWarp + r;
-      const bool valid = qi < T && kj < T && kj <= qi;
-      p[r] = valid ? expf(s[r] * scale - lse_s[lane]) : 0.0f;
-      ds[r] = p[r] * (dp[r] - delta_s[lane]);
-    }
-    for (int j = 0; j < kTile; ++j) {
-      float qj[kPer], doj[kPer];
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        qj[i] = to_float(q_s[j][lane + kWarpSize * i]);
-        doj[i] = to_float(do_s[j][lane + kWarpSize * i]);
-      }
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const float pj = __shfl_sync(0xffffffffu, p[r], j);
-        const float dsj = __shfl_sync(0xffffffffu, ds[r], j);
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          dv[r][i] += pj * doj[i];
-          dk[r][i] += dsj * qj[i];
-        }
-      }
-    }
-  }
-
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int kj = k0 + warp * kRowsPerWarp + r;
-    if (kj >= T) continue;
-    bf16* row = dqkv + (std::int64_t{b} * T + kj) * 3 * C + std::int64_t{h} * D;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      row[C + lane + kWarpSize * i] = to_bf16(dk[r][i] * scale);
-      row[2 * C + lane + kWarpSize * i] = to_bf16(dv[r][i]);
-    }
-  }
-}
-
-// dQ. grid (ceil(T / 16), B * NH), block 128. The block owns queries [q0, q0 + 16) and walks
-// key tiles up to its last query.
-template <int D>
-__global__ void __launch_bounds__(kThreads)
-    attention_backward_q_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                                const float* delta, int T, int C, int NH, float scale) {
-  constexpr int kPer = D / kWarpSize;
-  constexpr int kPad = D + 2;
-  __shared__ float q_s[kBlockRows][D];
-  __shared__ float do_s[kBlockRows][D];
-  __shared__ bf16 k_s[kTile][kPad];
-  __shared__ bf16 v_s[kTile][kPad];
-
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int q0 = blockIdx.x * kBlockRows;
-  const HeadView hv = head_view(qkv, b, h, T, C, D);
-  const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;
-
-  for (int idx = threadIdx.x; idx < kBlockRows * D; idx += kThreads) {
-    const int r = idx / D, d = idx % D, qi = q0 + r;
-    q_s[r][d] = qi < T ? to_float(hv.q[qi * hv.stride + d]) : 0.0f;
-    do_s[r][d] = qi < T ? to_float(dout_h[std::int64_t{qi} * C + d]) : 0.0f;
-  }
-  float row_lse[kRowsPerWarp], row_delta[kRowsPerWarp];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int qi = q0 + warp * kRowsPerWarp + r;
-    row_lse[r] = qi < T ? lse[std::int64_t{bh} * T + qi] : 0.0f;
-    row_delta[r] = qi < T ? delta[std::int64_t{bh} * T + qi] : 0.0f;
-  }
-
-  float dq[kRowsPerWarp][kPer];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) dq[r][i] = 0.0f;
-
-  const int kv_end = min(T, q0 + kBlockRows);
-  for (int k0 = 0; k0 < kv_end; k0 += kTile) {
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
-      const int j = idx / D, d = idx % D, kj = k0 + j;
-      k_s[j][d] = kj < T ? hv.k[kj * hv.stride + d] : to_bf16(0.0f);
-      v_s[j][d] = kj < T ? hv.v[kj * hv.stride + d] : to_bf16(0.0f);
-    }
-    __syncthreads();
-
-    // lane = key k0 + lane; rows r = this warp's queries.
-    float s[kRowsPerWarp], dp[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = dp[r] = 0.0f;
-    for (int d = 0; d < D; ++d) {
-      const float kd = to_float(k_s[lane][d]);
-      const float vd = to_float(v_s[lane][d]);
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        s[r] += q_s[warp * kRowsPerWarp + r][d] * kd;
-        dp[r] += do_s[warp * kRowsPerWarp + r][d] * vd;
-      }
-    }
-    const int kj = k0 + lane;
-    float ds[kRowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int qi = q0 + warp * kRowsPerWarp + r;
-      const bool valid = qi < T && kj <= qi;
-      const float p = valid ? expf(s[r] * scale - row_lse[r]) : 0.0f;
-      ds[r] = p * (dp[r] - row_delta[r]);
-    }
-    for (int j = 0; j < kTile; ++j) {
-      float kj_[kPer];
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) kj_[i] = to_float(k_s[j][lane + kWarpSize * i]);
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const float dsj = __shfl_sync(0xffffffffu, ds[r], j);
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) dq[r][i] += dsj * kj_[i];
-      }
-    }
-  }
-
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int qi = q0 + warp * kRowsPerWarp + r;
-    if (qi >= T) continue;
-    bf16* row = dqkv + (std::int64_t{b} * T + qi) * 3 * C + std::int64_t{h} * D;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) row[lane + kWarpSize * i] = to_bf16(dq[r][i] * scale);
-  }
-}
-
-void check_dims(const char* what, int B, int T, int C, int NH) {
-  require(B > 0 && T > 0 && C > 0 && NH > 0, what,
-          "B, T, C, NH must be positive, got " + std::to_string(B) + ", " + std::to_string(T) +
-              ", " + std::to_string(C) + ", " + std::to_string(NH));
-  require(C % NH == 0 && (C / NH == 64 || C / NH == 128), what,
-          "head size C / NH must be 64 or 128, got C=" + std::to_string(C) +
-              " NH=" + std::to_string(NH));
-  require(std::int64_t{B} * NH <= 65535, what, "B * NH must be <= 65535");
-}
-
-}  // namespace
-
-// ----------------------------------------------------------------------------
-// launchers
-
-void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                       cudaStream_t stream) {
-  check_dims("attention_forward", B, T, C, NH);
-  const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const dim3 grid(ceil_div(T, kBlockRows), B * NH);
-  if (hs == 64)
-    attention_forward_kernel<64><<<grid, kThreads, 0, stream>>>(out, lse, qkv, T, C, NH, scale);
-  else
-    attention_forward_kernel<128><<<grid, kThreads, 0, stream>>>(out, lse, qkv, T, C, NH, scale);
-  CUDA_CHECK_LAUNCH();
-}
-
-void attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                              const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
-  check_dims("attention_backward_input", B, T, C, NH);
-  const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::int64_t rows = std::int64_t{B} * NH * T;
-  DeviceBuffer delta(sizeof(float) * rows, current_device(), stream, "attention backward delta");
-  attention_delta_kernel<<<ceil_div(rows, kWarps), kThreads, 0, stream>>>(delta.as<float>(), dout,
-                                                                         out, B, T, C, NH);
-  CUDA_CHECK_LAUNCH();
-  const dim3 grid(ceil_div(T, kBlockRows), B * NH);
-  if (hs == 64) {
-    attention_backward_kv_kernel<64><<<grid, kThreads, 0, stream>>>(dqkv, dout, qkv, lse,
-                                                                    delta.as<float>(), T, C, NH,
-                                                                    scale);
-    CUDA_CHECK_LAUNCH();
-    attention_backward_q_kernel<64><<<grid, kThreads, 0, stream>>>(dqkv, dout, qkv, lse,
-                                                                   delta.as<float>(), T, C, NH,
-                                                                   scale);
-  } else {
-    attention_backward_kv_kernel<128><<<grid, kThreads, 0, stream>>>(dqkv, dout, qkv, lse,
-                                                                     delta.as<float>(), T, C, NH,
-                                                                     scale);
-    CUDA_CHECK_LAUNCH();
-    attention_backward_q_kernel<128><<<grid, kThreads, 0, stream>>>(dqkv, dout, qkv, lse,
-                                                                    delta.as<float>(), T, C, NH,
-                                                                    scale);
-  }
-  CUDA_CHECK_LAUNCH();
-}
-
-}  // namespace conveyor
-
-#endif  // CONVEYOR_ATTENTION_TENSOR_CORES

@@ -1,47 +1,43 @@
-#include "kernels/model/stage_model.hpp"
+#include "kernels/model/cpu_stage_model.hpp"
 
 #include <stdexcept>
 
 namespace conveyor {
-namespace {
 
-class CpuStageModel final : public StageModel {
- public:
-  CpuStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
-      : model_(config, slice, seed) {}
+CpuStageModel::CpuStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
+    : model_(config, slice, seed) {}
 
-  StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash) override {
-    return model_.forward(input, targets, keep_stash);
-  }
-  Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
-    return model_.backward(stash, grad_output, loss_scale);
-  }
-  Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
-    return model_.backward_input(stash, grad_output, loss_scale);
-  }
-  void backward_weight(StageStash& stash) override { model_.backward_weight(stash); }
+StageForward CpuStageModel::forward(const Tensor& input, const Tensor& targets, bool keep_stash) {
+  return model_.forward(input, targets, keep_stash);
+}
 
-  std::vector<double> grad_squares() const override {
-    std::vector<double> squares;
-    for (const auto& p : model_.params()) squares.push_back(grad_square_sum(p));
-    return squares;
-  }
-  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override {
-    adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
-    model_.zero_grads();
-  }
-  std::vector<NamedTensor> weights() const override {
-    std::vector<NamedTensor> out;
-    for (const auto& p : model_.params()) out.push_back(NamedTensor{p.name, p.value});
-    return out;
-  }
+Tensor CpuStageModel::backward(StageStash& stash, const Tensor& grad_output, float loss_scale) {
+  return model_.backward(stash, grad_output, loss_scale);
+}
 
- private:
-  GptStage model_;
-  AdamWState optim_;
-};
+Tensor CpuStageModel::backward_input(StageStash& stash, const Tensor& grad_output,
+                                     float loss_scale) {
+  return model_.backward_input(stash, grad_output, loss_scale);
+}
 
-}  // namespace
+void CpuStageModel::backward_weight(StageStash& stash) { model_.backward_weight(stash); }
+
+std::vector<double> CpuStageModel::grad_squares() const {
+  std::vector<double> squares;
+  for (const auto& p : model_.params()) squares.push_back(grad_square_sum(p));
+  return squares;
+}
+
+void CpuStageModel::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
+  adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
+  model_.zero_grads();
+}
+
+std::vector<NamedTensor> CpuStageModel::weights() const {
+  std::vector<NamedTensor> out;
+  for (const auto& p : model_.params()) out.push_back(NamedTensor{p.name, p.value});
+  return out;
+}
 
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
                                                  std::uint64_t seed, Device device) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/io/safetensors.hpp"
+#include "kernels/model/action_clock.hpp"
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/optim/adamw.hpp"
 
@@ -35,6 +36,9 @@ class StageModel {
   virtual void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) = 0;
   /// Current parameters as host tensors with stage-independent names, in parameter order.
   virtual std::vector<NamedTensor> weights() const = 0;
+  /// The device's own times for actions (tracing a GPU stage); null where the host clock
+  /// around each call is already the truth (the CPU). Made on first use; owned by the model.
+  virtual DeviceActionClock* action_clock() { return nullptr; }
 };
 
 /// Builds the model of one chunk; chosen by device when the job is built.

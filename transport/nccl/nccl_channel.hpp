@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kernels/tensor/tensor.hpp"
 #include "transport/nccl/nccl_edge_stream.hpp"
@@ -79,6 +80,10 @@ class NcclSendChannel {
   void flush() { side_.flush(); }
   /// Throws if the edge failed or a send is overdue; never waits.
   void poll() { side_.poll(); }
+  /// Aborts the edge and throws NcclTimeout: `what` did not complete in time.
+  [[noreturn]] void fail_timeout(std::string_view what) { side_.comm().fail_timeout(what); }
+  /// Aborts the edge now (the peer is gone): queued work ends without it. Never throws.
+  void abort() noexcept { side_.comm().abort(); }
 
   const NcclEdge& edge() const { return edge_; }
   cudaStream_t stream() const { return side_.stream(); }
@@ -101,6 +106,8 @@ class NcclRecvChannel {
   /// Waits until every queued receive has arrived (bounded by the timeout).
   void flush() { side_.flush(); }
   void poll() { side_.poll(); }
+  [[noreturn]] void fail_timeout(std::string_view what) { side_.comm().fail_timeout(what); }
+  void abort() noexcept { side_.comm().abort(); }
 
   const NcclEdge& edge() const { return edge_; }
   cudaStream_t stream() const { return side_.stream(); }

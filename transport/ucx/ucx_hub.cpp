@@ -3,14 +3,12 @@
 #include <future>
 #include <utility>
 
+#include "transport/poll_backoff.hpp"
+
 namespace conveyor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Empty polls that only yield before the thread starts sleeping between polls.
-constexpr int kSpinPolls = 64;
-constexpr auto kIdleSleep = std::chrono::microseconds(50);
 
 std::string ms_text(std::chrono::milliseconds ms) {
   return ms.count() % 1000 == 0 ? std::to_string(ms.count() / 1000) + " s"
@@ -166,7 +164,7 @@ void UcxHub::post(Op& op) {
 }
 
 void UcxHub::run() {
-  int empty_polls = 0;
+  PollBackoff backoff;
   for (;;) {
     std::vector<Op> ops;
     {
@@ -203,13 +201,7 @@ void UcxHub::run() {
       in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(i));
       busy = true;
     }
-    if (busy) {
-      empty_polls = 0;
-    } else if (++empty_polls < kSpinPolls) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(kIdleSleep);
-    }
+    backoff.after_poll(busy);
   }
 }
 

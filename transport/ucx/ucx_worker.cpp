@@ -157,7 +157,7 @@ UcxRequest UcxEndpoint::post_receive(std::uint64_t tag, const Shape& shape, DTyp
   r.endpoint_ = this;
   r.kind_ = UcxRequest::Kind::receive;
   r.tag_ = tag;
-  r.tensor_ = Tensor::zeros(shape, dtype);
+  r.tensor_ = worker_->receive_buffers_->take(shape, dtype);  // UCX overwrites every byte
   r.peer_ = peer_;
   // No immediate completion: the length of what arrived is read from the request.
   ucp_request_param_t param{};

@@ -15,6 +15,9 @@
 // request and throws UcxTimeout naming the tag and the peer; nothing waits forever.
 // Buffers: a request that is abandoned (timed out, or destroyed while in flight) keeps its
 // tensor alive in the worker until UCX lets go of it, so UCX never writes freed memory.
+// A receive lands in a buffer of the worker's HostBufferPool (host_buffer_pool.hpp), not a
+// fresh zero-filled one: the buffer comes back when the received tensor's last handle goes
+// away, and the next receive of that size reuses it.
 // Memory: host tensors only (Debian's UCX has no CUDA support).
 // Thread-safety: a worker, its endpoints and its requests belong to one thread at a time
 // (UCS_THREAD_MODE_SINGLE); two workers may be driven by two threads.
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "kernels/tensor/tensor.hpp"
+#include "transport/ucx/host_buffer_pool.hpp"
 #include "transport/ucx/ucx_error.hpp"
 #include "transport/ucx/ucx_tag.hpp"
 
@@ -152,6 +156,9 @@ class UcxWorker {
   /// The UCX_TLS this worker was configured with ("" for UCX's default).
   const std::string& transports() const { return options_.transports; }
 
+  /// Where received tensors come from (shared with the tensors it handed out).
+  HostBufferPool& receive_buffers() { return *receive_buffers_; }
+
  private:
   friend class UcxRequest;
   friend class UcxEndpoint;
@@ -169,6 +176,7 @@ class UcxWorker {
   ucp_worker* worker_ = nullptr;
   std::deque<std::unique_ptr<UcxEndpoint>> endpoints_;
   std::vector<Orphan> orphans_;
+  std::shared_ptr<HostBufferPool> receive_buffers_ = HostBufferPool::create();
 };
 
 }  // namespace conveyor

@@ -35,6 +35,7 @@
 #include "kernels/cuda/embedding.hpp"
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/layernorm.hpp"
+#include "kernels/cuda/model/cuda_action_clock.hpp"
 #include "kernels/cuda/model/deferred_release.hpp"
 #include "kernels/model/stash_phase.hpp"
 #include "kernels/cuda/model/host_staging.hpp"
@@ -245,6 +246,11 @@ class CudaStageModel final : public StageModel {
   std::vector<NamedTensor> gradients() const {
     DeviceGuard guard(device_);
     return params_->gradients();
+  }
+
+  DeviceActionClock* action_clock() override {
+    if (!clock_) clock_ = std::make_unique<CudaActionClock>(device_, stream_.get());
+    return clock_.get();
   }
 
  private:
@@ -610,6 +616,7 @@ class CudaStageModel final : public StageModel {
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
   Tensor loss_host_;                // pinned f32 (1) for the loss readback
+  std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced
 };
 
 }  // namespace

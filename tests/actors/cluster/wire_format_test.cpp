@@ -25,7 +25,7 @@ T round_trip(caf::actor_system& system, const T& x) {
 
 }  // namespace
 
-TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchanged") {
+TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchanged, trace ids too") {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   add_wire_types(cfg);
@@ -35,8 +35,10 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
       system, StepPlan{3, 2, Phase::eval,
                        std::make_shared<const std::vector<sched::Action>>(std::vector<sched::Action>{
                            sched::Action::parse("1F3"), sched::Action::parse("0I2"),
-                           sched::Action::parse("0F3c1")})});
+                           sched::Action::parse("0F3c1")}),
+                       11});
   CHECK(plan.round == 3);
+  CHECK(plan.trace_id == 11);
   CHECK(plan.step == 2);
   CHECK(plan.phase == Phase::eval);
   REQUIRE(plan.actions);
@@ -45,7 +47,8 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK((*plan.actions)[2].chunk == 1);
 
   const auto header = round_trip(
-      system, PipeHeader{PipeKind::gradient, 5, 4, Phase::train, 7, 2, 1, {2, 16, 32}, DType::bf16});
+      system, PipeHeader{PipeKind::gradient, 5, 4, Phase::train, 7, 2, 1, {2, 16, 32}, DType::bf16,
+                         0x0003000000000011ull});
   CHECK(header.kind == PipeKind::gradient);
   CHECK(header.round == 5);
   CHECK(header.micro_batch == 7);
@@ -53,6 +56,7 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK(header.to_model_stage == 1);
   CHECK(header.shape == std::vector<std::int64_t>{2, 16, 32});
   CHECK(header.dtype == DType::bf16);
+  CHECK(header.trace_id == 0x0003000000000011ull);  // the flow of a trace crosses processes
 
   StageReport report;
   report.rank = 1;
@@ -61,8 +65,10 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   report.losses = {{0, 1.5}, {1, 2.25}};
   report.grad_squares = {ModelStageGradSquares{1, {0.5, 0.25}}};
   report.timings = {ActionTiming{sched::Action::parse("1B0"), 10, 20}};
+  report.trace_id = 12;
   const auto r = round_trip(system, report);
   CHECK(r.rank == 1);
+  CHECK(r.trace_id == 12);
   CHECK(r.losses == report.losses);
   REQUIRE(r.grad_squares.size() == 1);
   CHECK(r.grad_squares[0].squares == std::vector<double>{0.5, 0.25});
@@ -70,9 +76,13 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK(r.timings[0].action == sched::Action::parse("1B0"));
   CHECK(r.timings[0].end_ns == 20);
 
-  const auto step = round_trip(system, OptimizerStep{4, 1e-3, 0.5f});
+  const auto step = round_trip(system, OptimizerStep{4, 1e-3, 0.5f, 13});
   CHECK(step.lr == doctest::Approx(1e-3));
   CHECK(step.grad_scale == 0.5f);
+  CHECK(step.trace_id == 13);
+  const auto done = round_trip(system, OptimizerDone{1, 4, 14});
+  CHECK(done.step == 4);
+  CHECK(done.trace_id == 14);
 }
 
 TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes left to the transport") {

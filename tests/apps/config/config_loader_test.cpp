@@ -74,13 +74,13 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
-        "fault.policy"}) {
+        "fault.policy", "checkpoint.dir", "checkpoint.every", "checkpoint.keep"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 41);
+  CHECK(config_keys().size() == 44);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -254,6 +254,21 @@ TEST_CASE("names outside their lists are rejected with the allowed names") {
                                "model.layers=8"})
               .pipeline.schedule == n);
   }
+}
+
+TEST_CASE("the checkpoint keys reject bad values naming the key") {
+  check_message(set_error({"checkpoint.every=-1"}), {"checkpoint.every", ">= 0", "-1"});
+  check_message(set_error({"checkpoint.keep=0"}), {"checkpoint.keep", ">= 1", "got 0"});
+  check_message(set_error({"checkpoint.every=[1]"}), {"checkpoint.every"});
+  const auto c = load_run_config("", {"checkpoint.every=5", "checkpoint.keep=2",
+                                      "checkpoint.dir=/tmp/ck"});
+  CHECK(c.checkpoint.every == 5);
+  CHECK(c.checkpoint.keep == 2);
+  CHECK(c.checkpoint.dir == "/tmp/ck");
+  CHECK(RunConfig{}.checkpoint.every == 0);  // off unless asked for (docs/CHECKPOINTS.md)
+  CHECK(RunConfig{}.checkpoint.dir.empty());  // DIR/checkpoints
+  check_message(set_error({"devices.kind=cuda", "checkpoint.every=5"}),
+                {"checkpoint.every", "devices.kind cuda"});
 }
 
 TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {

@@ -48,6 +48,9 @@ struct NodeRun {
   // Not empty: SIGKILL this node once node 0's stderr contains this text (a node that
   // dies at a known point, e.g. "step 1/", the first progress line).
   std::string kill_when_node0_says;
+  // The signal sent then: SIGSTOP freezes the node (its sockets stay open, only its
+  // silence shows); a stopped node is killed once every other node has ended.
+  int kill_signal = SIGKILL;
 };
 
 struct NodeResult {
@@ -96,15 +99,17 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     pids.push_back(pid);
   }
   std::vector<NodeResult> results(nodes.size());
-  std::vector<bool> done(nodes.size(), false);
+  std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t left = nodes.size();
   while (left > 0) {
     for (std::size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
-      if (!nodes[i].kill_when_node0_says.empty() &&
-          read_text(errs[0]).find(nodes[i].kill_when_node0_says) != std::string::npos)
-        ::kill(pids[i], SIGKILL);
+      if (!signalled[i] && !nodes[i].kill_when_node0_says.empty() &&
+          read_text(errs[0]).find(nodes[i].kill_when_node0_says) != std::string::npos) {
+        ::kill(pids[i], nodes[i].kill_signal);
+        signalled[i] = true;
+      }
       int status = 0;
       if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
         results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -113,6 +118,12 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
       }
     }
     if (left == 0) break;
+    std::size_t stopped = 0;
+    for (std::size_t i = 0; i < pids.size(); ++i)
+      stopped += !done[i] && signalled[i] && nodes[i].kill_signal == SIGSTOP;
+    if (stopped == left)
+      for (std::size_t i = 0; i < pids.size(); ++i)
+        if (!done[i]) ::kill(pids[i], SIGKILL);
     if (std::chrono::steady_clock::now() > deadline) {
       for (std::size_t i = 0; i < pids.size(); ++i) {
         if (done[i]) continue;

@@ -1,6 +1,7 @@
 // What a multi-process launch that cannot start does: one `error:` line naming what is
 // wrong (the missing rank, the port in use, the differing key, the wrong token), exit 2,
-// no run folder, and never a hang (every wait is bounded by rendezvous.timeout_s).
+// no run folder, and never a hang (every wait is bounded by rendezvous.timeout_s); and a
+// node that dies or freezes mid-run fails the job within seconds (liveness heartbeats).
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -9,6 +10,22 @@
 #include "tests/apps/multihost/multihost_support.hpp"
 
 using namespace conveyor::testing;
+
+namespace {
+
+// Two nodes on a job long enough to be killed mid-run (2000 steps).
+std::vector<NodeRun> long_two_node_job(const TempDir& dir) {
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n)
+    nodes.push_back(NodeRun{tiny_job({"--set", "train.steps=2000", "--set", "rendezvous.timeout_s=10",
+                                      "--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv",
+                                      rdzv, "--out", dir / "run"}),
+                            {}, {}});
+  return nodes;
+}
+
+}  // namespace
 
 TEST_CASE("a node that never joins fails node 0 after rendezvous.timeout_s naming rank 1") {
   TempDir dir;
@@ -83,14 +100,7 @@ TEST_CASE("a node with the wrong job token is refused") {
 
 TEST_CASE("when node 0 dies mid-run the other node stops within seconds saying so") {
   TempDir dir;
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n) {
-    nodes.push_back(NodeRun{tiny_job({"--set", "train.steps=2000", "--set", "rendezvous.timeout_s=10", "--nnodes", "2",
-                                      "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out",
-                                      dir / "run"}),
-                            {}, {}});
-  }
+  auto nodes = long_two_node_job(dir);
   nodes[0].kill_when_node0_says = "step 1/";  // training has started
   const auto start = std::chrono::steady_clock::now();
   const auto results = run_nodes(dir, nodes, 60);
@@ -106,19 +116,29 @@ TEST_CASE("when node 0 dies mid-run the other node stops within seconds saying s
 
 TEST_CASE("when a node dies mid-run node 0 stops naming a failed stage") {
   TempDir dir;
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n) {
-    nodes.push_back(NodeRun{tiny_job({"--set", "train.steps=2000", "--set", "rendezvous.timeout_s=10", "--nnodes", "2",
-                                      "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out",
-                                      dir / "run"}),
-                            {}, {}});
-  }
+  auto nodes = long_two_node_job(dir);
   nodes[1].kill_when_node0_says = "step 1/";  // training has started
   const auto results = run_nodes(dir, nodes, 60);
   INFO("node 0: " << results[0].err);
   CHECK(results[0].exit_code == 1);
   CHECK(results[0].err.find("stage ") != std::string::npos);
   CHECK(results[0].err.find(" failed: ") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
+}
+
+TEST_CASE("a node that stops responding (frozen, sockets open) fails the job on node 0 within seconds") {
+  TempDir dir;
+  auto nodes = long_two_node_job(dir);
+  // SIGSTOP: no connection breaks, so only the missing heartbeats can tell (within the
+  // 5 s silence bound, far below transport.timeout_s's 60 s).
+  nodes[1].kill_when_node0_says = "step 1/";
+  nodes[1].kill_signal = SIGSTOP;
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = run_nodes(dir, nodes, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("node 0: " << results[0].err);
+  CHECK(results[0].exit_code == 1);
+  CHECK(results[0].err.find("error: stages 2, 3 failed: node 1 stopped responding") != std::string::npos);
+  CHECK(s < 30);
   CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
 }

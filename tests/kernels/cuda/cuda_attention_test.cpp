@@ -1,7 +1,8 @@
 // Flash-style causal attention against kernels/cpu/attention.hpp in double.
-// T is mostly not a multiple of the kernels' row blocks or key tiles (16/32 in the CUDA-core
-// kernels, 64 and 32/64 in the tensor-core ones), to exercise the edges (T = 1 is one partial
-// tile; T = 1024 is the reference shape's sequence length).
+// T is mostly not a multiple of the kernels' row blocks or key tiles (128 query rows and 32
+// keys forward, 64 keys and 32 queries for dK/dV, 64 queries and 64 keys for dQ; each block
+// also takes a second, mirrored row block), to exercise the edges (T = 1 is one partial tile;
+// T = 1024 is the reference shape's sequence length).
 // Tolerances (scaled_error): 2e-2 on the bf16 output, 3e-2 on the gradients (5e-2 at
 // T = 1024; see below).
 #if CONVEYOR_WITH_CUDA

@@ -1,0 +1,105 @@
+#include "actors/cluster/channel_setup.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include "actors/cluster/edge_tags.hpp"
+#include "transport/ucx/ucx_channel.hpp"
+
+#if CONVEYOR_WITH_CUDA
+#include "transport/nccl/nccl_remote_channel.hpp"
+#include "transport/nccl/nccl_rendezvous.hpp"
+#endif
+
+namespace conveyor {
+namespace {
+
+std::string node_name(int node) { return fmt::format("node {}", node); }
+
+std::vector<std::uint8_t> to_bytes(const std::vector<std::byte>& b) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+  return {p, p + b.size()};
+}
+
+std::vector<std::byte> from_bytes(const rendezvous::Bytes& b) {
+  const auto* p = reinterpret_cast<const std::byte*>(b.data());
+  return {p, p + b.size()};
+}
+
+// One direction of a pipeline edge that crosses nodes between two CUDA stages.
+struct GpuEdge {
+  TagKind kind;               // activation (from → to = model stage + 1) or gradient
+  int boundary;               // the tag's edge field: the lower model stage
+  int from_rank, to_rank;     // sending and receiving pipeline ranks
+  std::string name;           // "act 1->2", "grad 2->1"
+};
+
+// Every such edge of the job, in the order every process joins them.
+std::vector<GpuEdge> gpu_edges(const TrainingJob& job, const NodeSetup& setup) {
+  std::vector<GpuEdge> edges;
+  const Placement& p = job.placement;
+  for (int ms = 0; ms + 1 < p.model_stages(); ++ms) {
+    const int a = p.chunk_of(ms).rank, b = p.chunk_of(ms + 1).rank;
+    if (setup.node_of_rank.at(a) == setup.node_of_rank.at(b)) continue;
+    if (p.ranks.at(a).device.is_cpu() || p.ranks.at(b).device.is_cpu()) continue;
+    edges.push_back({TagKind::activation, ms, a, b, fmt::format("act {}->{}", ms, ms + 1)});
+    edges.push_back({TagKind::gradient, ms, b, a, fmt::format("grad {}->{}", ms + 1, ms)});
+  }
+  return edges;
+}
+
+}  // namespace
+
+std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
+                                             RendezvousClient& store, std::shared_ptr<UcxHub> hub) {
+  auto links = std::make_shared<StageLinks>();
+  links->node = setup.node;
+  links->node_of_rank = setup.node_of_rank;
+  links->through_channels = setup.through_channels;
+  links->timeout = setup.transport_timeout;
+
+  // 1. UCX to every node (host tensors; the final weights also from GPU stages).
+  store.set(fmt::format("ucx/{}", setup.node), to_bytes(hub->address()));
+  for (int j = 0; j < setup.nnodes; ++j) {
+    if (j == setup.node && !setup.through_channels) continue;
+    const auto address = store.wait(fmt::format("ucx/{}", j), setup.rendezvous_timeout);
+    hub->connect(j, from_bytes(address), node_name(j));
+    links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
+  }
+
+  // 2. NCCL for the edges between CUDA stages of different nodes, in the global order.
+  const std::vector<GpuEdge> edges = gpu_edges(job, setup);
+  if (edges.empty()) return links;
+#if CONVEYOR_WITH_CUDA
+  std::map<int, std::shared_ptr<NcclRemoteChannel>> nccl;  // by peer node
+  auto channel_to = [&](int peer) -> NcclRemoteChannel& {
+    auto& c = nccl[peer];
+    if (!c) c = std::make_shared<NcclRemoteChannel>(links->channels.at(peer), node_name(peer));
+    return *c;
+  };
+  for (const GpuEdge& e : edges) {
+    const int from_node = setup.node_of_rank.at(e.from_rank);
+    const int to_node = setup.node_of_rank.at(e.to_rank);
+    if (from_node != setup.node && to_node != setup.node) continue;
+    const bool sending = from_node == setup.node;
+    NcclEdge edge{.name = e.name,
+                  .device = job.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
+                  .timeout = setup.transport_timeout,
+                  .generation = 0};
+    if (sending)
+      channel_to(to_node).add_sender(e.kind, e.boundary, connect_nccl_sender(store, edge));
+    else
+      channel_to(from_node).add_receiver(e.kind, e.boundary, connect_nccl_receiver(store, edge));
+  }
+  for (auto& [peer, channel] : nccl) links->channels[peer] = channel;
+  return links;
+#else
+  throw std::runtime_error(fmt::format(
+      "edge {} joins CUDA stages of different nodes, but this build has no NCCL", edges.front().name));
+#endif
+}
+
+}  // namespace conveyor

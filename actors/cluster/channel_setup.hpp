@@ -1,0 +1,34 @@
+#pragma once
+// The channels that carry tensors between this process and the other nodes of a job: one
+// RemoteChannel per peer node, chosen by what the pipeline edges between the two carry.
+//
+//   edges between host-memory stages        ucx    (transport/ucx/ucx_channel.hpp)
+//   edges between CUDA stages               nccl   for their activations and gradients,
+//                                                  one communicator per directed edge;
+//                                                  ucx for the rest (final weights)
+//                                                  (transport/nccl/nccl_remote_channel.hpp)
+//
+// Rendezvous keys (every wait bounded by rendezvous_timeout, NCCL setup by the transport
+// timeout):
+//   ucx/<node>                   the node's UCX worker address; every node connects to all
+//   nccl/<edge name>/0           an NCCL edge's unique id, made by its sending node:
+//                                "act 1->2" (activations of model stage 1 to 2),
+//                                "grad 2->1" (their gradients)
+// Order: the NCCL edges are joined in one order every process follows (by model-stage
+// boundary, activations before gradients), so that two processes never wait for each
+// other's second edge (nccl_channel.hpp).
+#include <memory>
+
+#include "actors/cluster/run_node.hpp"
+#include "actors/cluster/stage_links.hpp"
+#include "transport/rendezvous/client.hpp"
+#include "transport/ucx/ucx_hub.hpp"
+
+namespace conveyor {
+
+/// REQUIRES: `store` joined as setup.node; `hub` is this process's UCX hub. Throws
+/// UcxError / NcclError / RendezvousError naming the peer or the edge that failed.
+std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
+                                             RendezvousClient& store, std::shared_ptr<UcxHub> hub);
+
+}  // namespace conveyor

@@ -1,0 +1,37 @@
+#pragma once
+// What the coordinator asks at every step boundary about checkpoints, and where it hands
+// the stages' state. The app implements it (apps/train/train_checkpoints.hpp) over the
+// checkpoint library; the coordinator only takes the in-memory snapshot: at a boundary
+// every stage has finished its optimizer step and no plan runs, so the state it captures
+// is exactly "after `steps_done` steps" on every stage.
+//
+// The hook reaches the coordinator as the run's TrainingObserver: an observer that also
+// derives from CheckpointHook gets these calls (run_training's signature carries no other
+// seam; see the report of issue 7 for the TrainingJob field that would replace this).
+// All calls come from the coordinator's thread, in step order.
+#include <cstdint>
+#include <vector>
+
+#include "actors/checkpoint/snapshot.hpp"
+
+namespace conveyor {
+
+struct BoundaryDecision {
+  bool snapshot = false;  // capture every stage's state and hand it to take()
+  bool stop = false;      // then end the run here (a preemption notice): implies snapshot
+};
+
+class CheckpointHook {
+ public:
+  virtual ~CheckpointHook() = default;
+  /// Completed steps the run starts from: the resumed checkpoint's step, else 0.
+  virtual std::int64_t first_step() const = 0;
+  /// After the optimizer step that completes `steps_done` steps, before any evaluation.
+  virtual BoundaryDecision at_boundary(std::int64_t steps_done) = 0;
+  /// Every stage's state after `steps_done` steps, one shard per rank in rank order.
+  /// With `stop` it must not return before the checkpoint is durable. Throwing fails the run.
+  virtual void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
+                    bool stop) = 0;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,82 @@
+#include "apps/train/train_checkpoints.hpp"
+
+#include <chrono>
+
+#include "actors/checkpoint/checkpoint_error.hpp"
+#include "actors/checkpoint/checkpoint_log.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor {
+namespace {
+
+checkpoint::Filesystem& pick_filesystem(std::unique_ptr<checkpoint::CorruptingFilesystem>& corrupting,
+                                        const std::set<std::int64_t>& corrupt_steps) {
+  if (corrupt_steps.empty()) return checkpoint::posix_filesystem();
+  corrupting = std::make_unique<checkpoint::CorruptingFilesystem>(checkpoint::posix_filesystem(),
+                                                                  corrupt_steps);
+  return *corrupting;
+}
+
+}  // namespace
+
+BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every,
+                                     std::int64_t total_steps, bool stop_requested) {
+  BoundaryDecision d;
+  d.stop = stop_requested && steps_done < total_steps;
+  d.snapshot = d.stop || (every > 0 && steps_done % every == 0);
+  return d;
+}
+
+checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& schedule,
+                                   const std::string& config_text) {
+  checkpoint::Manifest m;
+  m.seed = job.data.seed;
+  m.schedule = schedule;
+  m.stages = static_cast<int>(job.placement.ranks.size());
+  m.partition.assign(static_cast<std::size_t>(job.placement.model_stages()), 0);
+  for (const auto& rank : job.placement.ranks)
+    for (const auto& c : rank.chunks)
+      m.partition.at(static_cast<std::size_t>(c.model_stage)) = c.slice.num_blocks;
+  m.config = config_text;
+  return m;
+}
+
+void prepare_checkpoint_dir(const std::string& dir) {
+  try {
+    checkpoint::posix_filesystem().make_dirs(dir);
+  } catch (const checkpoint::CheckpointError& e) {
+    throw InputError("checkpoint.dir: cannot create " + e.path() + " (" + e.reason() + ")");
+  }
+}
+
+TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings settings,
+                                   std::function<bool()> stop_requested)
+    : metrics_(metrics),
+      settings_(std::move(settings)),
+      stop_requested_(std::move(stop_requested)),
+      writer_(pick_filesystem(corrupting_, settings_.corrupt_steps),
+              checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
+
+BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
+  const auto d = checkpoint_decision(steps_done, settings_.every, settings_.total_steps,
+                                     stop_requested_ && stop_requested_());
+  if (d.snapshot) decided_ = std::chrono::steady_clock::now();
+  return d;
+}
+
+void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
+                            bool stop) {
+  checkpoint::Snapshot snapshot;
+  snapshot.manifest = settings_.base;
+  snapshot.manifest.step = steps_done;
+  snapshot.manifest.optimizer_steps = steps_done;  // no step is ever skipped yet
+  snapshot.shards = std::move(shards);
+  writer_.submit(std::move(snapshot));
+  ++taken_;
+  step_loop_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided_).count();
+  if (!stop) return;
+  writer_.flush();  // a preempted process may be killed soon: the checkpoint must be on disk
+  stopped_at_ = steps_done;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,89 @@
+#pragma once
+// `conveyor train`'s side of checkpoints: the policy (when to take one), the manifest
+// (what the run is), and the writer. It is the run's TrainingObserver (forwarding steps
+// and evaluations to the metrics log) and the coordinator's CheckpointHook:
+// - every `checkpoint.every` steps the coordinator hands over host copies of every stage's
+//   state and training goes on while a BackgroundWriter writes them;
+// - after SIGTERM (preemption.hpp) the next boundary takes one, writes it synchronously,
+//   and the run stops there (stopped_at()).
+// Thread-safety: the hook calls come from the coordinator's thread; the rest from the
+// thread that built it, after the run returned.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/checkpoint/background_writer.hpp"
+#include "actors/checkpoint/corrupting_filesystem.hpp"
+#include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/runtime/training_job.hpp"
+
+namespace conveyor {
+
+struct CheckpointSettings {
+  std::string dir;              // checkpoint.dir, resolved (DIR/checkpoints by default)
+  std::int64_t every = 0;       // checkpoint.every (0: only on SIGTERM)
+  int keep = 3;                 // checkpoint.keep
+  std::int64_t total_steps = 1; // train.steps
+  std::int64_t first_step = 0;  // the resumed checkpoint's step
+  checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
+  std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
+};
+
+/// The decision at the boundary after `steps_done` steps. The last step never stops
+/// (the run is ending: it writes its weights instead); a stop always snapshots.
+BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every,
+                                     std::int64_t total_steps, bool stop_requested);
+
+/// The manifest fields a run knows before it starts: seed, schedule, stages, partition
+/// (blocks per model stage) and the resolved config text.
+checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& schedule,
+                                   const std::string& config_text);
+
+/// Creates an explicitly configured checkpoint.dir before the run starts, so that a folder
+/// that cannot exist fails now (InputError naming checkpoint.dir and the reason) rather
+/// than at the first checkpoint.
+void prepare_checkpoint_dir(const std::string& dir);
+
+class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
+ public:
+  /// `metrics` must outlive this object; `stop_requested` is polled at every boundary.
+  TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings settings,
+                   std::function<bool()> stop_requested);
+
+  void on_step(const StepMetrics& m, const std::vector<StageReport>& reports) override {
+    metrics_.on_step(m, reports);
+  }
+  void on_eval(const EvalMetrics& m) override { metrics_.on_eval(m); }
+
+  std::int64_t first_step() const override { return settings_.first_step; }
+  BoundaryDecision at_boundary(std::int64_t steps_done) override;
+  void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
+            bool stop) override;
+
+  /// Waits for the background writes; throws CheckpointError of any that failed.
+  void flush() { writer_.flush(); }
+  /// The step the run stopped at after SIGTERM, if it did.
+  std::optional<std::int64_t> stopped_at() const { return stopped_at_; }
+  std::optional<checkpoint::WriteResult> last_written() const { return writer_.last_written(); }
+  /// Checkpoints taken, and the milliseconds the step loop spent on them in all: from the
+  /// boundary's decision to the snapshot queued (stages' copies, the hand-off), not the disk.
+  std::int64_t taken() const { return taken_; }
+  double step_loop_ms() const { return step_loop_ms_; }
+
+ private:
+  TrainingObserver& metrics_;
+  CheckpointSettings settings_;
+  std::function<bool()> stop_requested_;
+  std::unique_ptr<checkpoint::CorruptingFilesystem> corrupting_;  // when faults are injected
+  checkpoint::BackgroundWriter writer_;
+  std::optional<std::int64_t> stopped_at_;
+  std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
+  std::int64_t taken_ = 0;
+  double step_loop_ms_ = 0;
+};
+
+}  // namespace conveyor

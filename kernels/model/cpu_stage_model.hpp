@@ -1,0 +1,35 @@
+#pragma once
+// The CPU reference chunk model: GptStage and fp32 AdamW in host memory
+// (make_cpu_stage_model returns one). Its class is visible so that a wrapper can reach the
+// parameters and the optimizer state (checkpoints: actors/stage/stateful_stage_model.hpp)
+// while computing exactly as this model does.
+#include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/stage_model.hpp"
+#include "kernels/optim/adamw.hpp"
+
+namespace conveyor {
+
+class CpuStageModel : public StageModel {
+ public:
+  CpuStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed);
+
+  StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash) override;
+  Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override;
+  Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override;
+  void backward_weight(StageStash& stash) override;
+  std::vector<double> grad_squares() const override;
+  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
+  std::vector<NamedTensor> weights() const override;
+
+ protected:
+  GptStage& stage() { return model_; }
+  const GptStage& stage() const { return model_; }
+  AdamWState& optimizer() { return optim_; }
+  const AdamWState& optimizer() const { return optim_; }
+
+ private:
+  GptStage model_;
+  AdamWState optim_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,158 @@
+// The coordinator's side of checkpoints: at the step boundaries its hook asks for, every
+// stage's state reaches the hook (after the optimizer step, before the next step); a stop
+// ends the run there; a run started from a captured state continues exactly.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "actors/checkpoint/reshard.hpp"
+#include "actors/checkpoint/tensor_names.hpp"
+#include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/runtime/run_training.hpp"
+#include "actors/stage/stateful_stage_model.hpp"
+#include "tests/actors/support/tiny_job.hpp"
+
+using namespace conveyor;
+using namespace conveyor::testing;
+
+namespace {
+
+struct Taken {
+  std::int64_t steps_done = 0;
+  bool stop = false;
+  std::vector<checkpoint::StageShard> shards;
+};
+
+// Snapshots every `every` steps, stops after `stop_after` steps (0: never), starts at
+// `first`.
+struct HookObserver final : TrainingObserver, CheckpointHook {
+  std::int64_t every = 0, stop_after = 0, first = 0;
+  std::vector<StepMetrics> steps;
+  std::vector<Taken> taken;
+  void on_step(const StepMetrics& m, const std::vector<StageReport>&) override { steps.push_back(m); }
+  void on_eval(const EvalMetrics&) override {}
+  std::int64_t first_step() const override { return first; }
+  BoundaryDecision at_boundary(std::int64_t done) override {
+    BoundaryDecision d;
+    d.stop = stop_after > 0 && done == stop_after;
+    d.snapshot = d.stop || (every > 0 && done % every == 0);
+    return d;
+  }
+  void take(std::int64_t done, std::vector<checkpoint::StageShard> shards, bool stop) override {
+    taken.push_back(Taken{done, stop, std::move(shards)});
+  }
+};
+
+std::map<std::string, Tensor> by_name(const std::vector<checkpoint::StageShard>& shards) {
+  std::map<std::string, Tensor> out;
+  for (const auto& s : shards)
+    for (const auto& t : s.tensors) out.emplace(t.name, t.tensor);
+  return out;
+}
+
+// Stage models restored from `state` (the shards of a snapshot), split by name.
+StageModelFactory restoring(std::shared_ptr<const std::map<std::string, Tensor>> state,
+                            std::int64_t optimizer_steps) {
+  return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device)
+             -> std::unique_ptr<StageModel> {
+    auto m = make_stateful_cpu_stage_model(model, slice, seed, device);
+    std::vector<NamedTensor> mine;
+    for (const auto& t : m->weights())
+      for (const auto& name : {t.name, checkpoint::opt_m_name(t.name), checkpoint::opt_v_name(t.name)})
+        mine.push_back({name, state->at(name)});
+    m->restore_state(mine, optimizer_steps, "test");
+    return m;
+  };
+}
+
+TrainingJob stateful_job(std::int64_t steps, int stages = 2) {
+  TinyJobOptions o;
+  o.steps = steps;
+  o.stages = stages;
+  TrainingJob job = tiny_job(o);
+  job.make_model = [](const GptConfig& m, const StageSlice& s, std::uint64_t seed, Device d)
+      -> std::unique_ptr<StageModel> { return make_stateful_cpu_stage_model(m, s, seed, d); };
+  return job;
+}
+
+bool same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].tensor.bytes() != b[i].tensor.bytes() ||
+        std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.bytes()) != 0)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the coordinator hands every stage's weights and AdamW state to the hook at the boundaries it asks for") {
+  HookObserver hook;
+  hook.every = 2;
+  const TrainResult result = run_training(stateful_job(5), hook);
+  CHECK(hook.steps.size() == 5);
+  REQUIRE(hook.taken.size() == 2);
+  CHECK(hook.taken[0].steps_done == 2);
+  CHECK(hook.taken[1].steps_done == 4);
+  for (const auto& t : hook.taken) {
+    CHECK_FALSE(t.stop);
+    REQUIRE(t.shards.size() == 2);
+    CHECK(t.shards[0].stage == 0);
+    CHECK(t.shards[1].stage == 1);
+    const auto tensors = by_name(t.shards);
+    for (const auto& w : result.weights) {
+      CAPTURE(w.name);
+      CHECK(tensors.count(w.name) == 1);
+      CHECK(tensors.count(checkpoint::opt_m_name(w.name)) == 1);
+      CHECK(tensors.count(checkpoint::opt_v_name(w.name)) == 1);
+    }
+    CHECK(tensors.size() == 3 * result.weights.size());
+  }
+  // Host copies: the snapshot after 4 steps does not follow the 5th step's update.
+  const auto after4 = by_name(hook.taken[1].shards);
+  const auto& w = result.weights.front();
+  CHECK(std::memcmp(after4.at(w.name).raw(), w.tensor.raw(), w.tensor.bytes()) != 0);
+}
+
+TEST_CASE("a stop at a boundary snapshots, ends the run there and gathers no weights") {
+  HookObserver hook;
+  hook.stop_after = 2;
+  const TrainResult result = run_training(stateful_job(5), hook);
+  CHECK(hook.steps.size() == 2);
+  REQUIRE(hook.taken.size() == 1);
+  CHECK(hook.taken[0].steps_done == 2);
+  CHECK(hook.taken[0].stop);
+  CHECK(result.weights.empty());
+}
+
+TEST_CASE("a run started from a snapshot after 2 of 4 steps ends bitwise identical to one that never stopped, also on another stage count") {
+  HookObserver full;
+  full.every = 2;
+  const TrainResult uninterrupted = run_training(stateful_job(4), full);
+  REQUIRE(full.taken.size() == 2);
+  auto state = std::make_shared<const std::map<std::string, Tensor>>(by_name(full.taken[0].shards));
+  for (int stages : {2, 4, 1}) {
+    CAPTURE(stages);
+    TrainingJob job = stateful_job(4, stages);
+    job.make_model = restoring(state, 2);
+    HookObserver resumed;
+    resumed.first = 2;
+    const TrainResult got = run_training(job, resumed);
+    REQUIRE(resumed.steps.size() == 2);
+    CHECK(resumed.steps[0].step == 2);
+    CHECK(resumed.steps[0].loss == full.steps[2].loss);
+    CHECK(resumed.steps[1].loss == full.steps[3].loss);
+    CHECK(same_bits(got.weights, uninterrupted.weights));
+  }
+}
+
+TEST_CASE("a stage whose model cannot be captured fails the run naming the stage") {
+  HookObserver hook;
+  hook.every = 1;
+  TinyJobOptions o;
+  o.steps = 2;
+  CHECK_THROWS_WITH_AS(run_training(tiny_job(o), hook),
+                       doctest::Contains("cannot be captured for a checkpoint"), std::runtime_error);
+}

@@ -1,0 +1,312 @@
+// Checkpoints through the real `conveyor train`: a run resumed from its checkpoint ends
+// bitwise identical to one that never stopped (also after SIGTERM), resumes into another
+// stage count on the same loss curve, falls back past a corrupt shard (flipped by hand or
+// by fault.inject), and a bad --resume changes nothing.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+extern char** environ;
+
+using namespace conveyor::testing;
+
+namespace {
+
+// The small job for 12 steps on 4 stages, with the extra overrides.
+std::vector<std::string> job_args(const std::string& data, const std::string& out,
+                                  std::vector<std::string> sets) {
+  std::vector<std::string> args{source_path("configs/tiny.yaml")};
+  for (const auto& a : small_job(data)) args.push_back(a);
+  for (const auto& a : std::vector<std::string>{"--set", "train.steps=12", "--set", "pipeline.stages=4"})
+    args.push_back(a);
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), {"--out", out});
+  return args;
+}
+
+std::vector<std::string> plus(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// step -> loss of every step row of a run's metrics.jsonl.
+std::map<std::int64_t, double> losses(const fs::path& run) {
+  std::map<std::int64_t, double> out;
+  for (const auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.contains("step")) out[row.at("step").get<std::int64_t>()] = row.at("loss").get<double>();
+  return out;
+}
+
+std::string weights(const fs::path& run) { return read_text(run / "weights.safetensors"); }
+
+void flip_byte(const fs::path& file, std::size_t offset) {
+  std::string bytes = read_text(file);
+  REQUIRE(offset < bytes.size());
+  bytes[offset] = static_cast<char>(bytes[offset] ^ 0x40);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One uninterrupted 12-step run with checkpoints every 4 steps, shared by the tests.
+struct Reference {
+  TempDir dir;
+  std::string data = copy_english_text(dir);
+  fs::path run = dir.path() / "full";
+  CommandResult result;
+  Reference() {
+    result = train_ok(job_args(data, run.string(), {"checkpoint.every=4"}));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("checkpoint.every writes keep-K complete checkpoints under DIR/checkpoints without changing the run") {
+  Reference ref;
+  for (const char* step : {"step-000004", "step-000008", "step-000012"}) {
+    CAPTURE(step);
+    CHECK(fs::exists(ref.run / "checkpoints" / step / "manifest.json"));
+    for (int s = 0; s < 4; ++s)
+      CHECK(fs::exists(ref.run / "checkpoints" / step / ("stage-" + std::to_string(s) + ".safetensors")));
+  }
+  const auto manifest = nlohmann::json::parse(read_text(ref.run / "checkpoints/step-000008/manifest.json"));
+  CHECK(manifest.at("step") == 8);
+  CHECK(manifest.at("stages") == 4);
+  CHECK(manifest.at("schedule") == "1f1b");
+  CHECK(manifest.at("seed") == 1234);
+  CHECK(contains(manifest.at("config").get<std::string>(), "every: 4"));
+  CHECK(contains(ref.result.err, "step 8 written to"));
+  // Checkpointing does not touch the arithmetic: the same job without it, same bits.
+  const fs::path plain = ref.dir.path() / "plain";
+  train_ok(job_args(ref.data, plain.string(), {}));
+  CHECK(weights(plain) == weights(ref.run));
+  CHECK_FALSE(fs::exists(plain / "checkpoints"));
+  // checkpoint.keep 2: only the two newest stay.
+  const fs::path kept = ref.dir.path() / "kept";
+  train_ok(job_args(ref.data, kept.string(), {"checkpoint.every=4", "checkpoint.keep=2"}));
+  CHECK_FALSE(fs::exists(kept / "checkpoints/step-000004"));
+  CHECK(fs::exists(kept / "checkpoints/step-000008/manifest.json"));
+  CHECK(fs::exists(kept / "checkpoints/step-000012/manifest.json"));
+}
+
+TEST_CASE("a 12-step run resumed from its step-8 checkpoint ends bitwise identical, with identical loss rows") {
+  Reference ref;
+  const fs::path resumed = ref.dir.path() / "resumed";
+  const auto r = train_ok(plus(job_args(ref.data, resumed.string(), {"checkpoint.every=4"}),
+                               {"--resume", (ref.run / "checkpoints/step-000008").string()}));
+  CHECK(contains(r.err, "resuming from " + (ref.run / "checkpoints/step-000008").string()));
+  CHECK(weights(resumed) == weights(ref.run));
+  const auto full = losses(ref.run), after = losses(resumed);
+  REQUIRE(after.size() == 4);
+  for (const auto& [step, loss] : after) {
+    CAPTURE(step);
+    CHECK(step >= 8);
+    CHECK(loss == full.at(step));
+  }
+  const auto rows = read_jsonl(resumed / "metrics.jsonl");
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.front().at("event") == "resume");
+  CHECK(rows.front().at("after_step") == 8);
+  CHECK_FALSE(rows.front().contains("step"));  // step rows only carry "step"
+}
+
+TEST_CASE("a checkpoint of 4 stages resumes into 2 stages on the same loss curve") {
+  Reference ref;
+  const fs::path two = ref.dir.path() / "two";
+  train_ok(plus(job_args(ref.data, two.string(), {"pipeline.stages=2"}),
+                {"--resume", (ref.run / "checkpoints/step-000004").string()}));
+  const auto full = losses(ref.run), after = losses(two);
+  REQUIRE(after.size() == 8);
+  for (const auto& [step, loss] : after) {
+    CAPTURE(step);
+    CHECK(std::abs(loss - full.at(step)) <= 1e-5 * std::abs(full.at(step)));
+  }
+  const auto plan = nlohmann::json::parse(read_text(two / "plan.json"));
+  CHECK(plan.at("placement").size() == 2);
+}
+
+TEST_CASE("a shard with one flipped byte is detected: the resume falls back to the previous checkpoint and says so") {
+  Reference ref;
+  const fs::path shard = ref.run / "checkpoints/step-000008/stage-1.safetensors";
+  flip_byte(shard, fs::file_size(shard) / 2);
+  const fs::path resumed = ref.dir.path() / "resumed";
+  const auto r = train_ok(plus(job_args(ref.data, resumed.string(), {}),
+                               {"--resume", (ref.run / "checkpoints/step-000008").string()}));
+  CHECK(contains(r.err, "resuming from " + (ref.run / "checkpoints/step-000004").string()));
+  CHECK(contains(r.err, "skipped a newer checkpoint that failed verification: " + shard.string()));
+  CHECK(contains(r.err, "sha256"));
+  CHECK(weights(resumed) == weights(ref.run));  // 8 steps from step 4 land on the same bits
+  CHECK(losses(resumed).begin()->first == 4);
+}
+
+TEST_CASE("fault.inject corrupt-checkpoint:step=8 corrupts that checkpoint only, and a later resume falls back") {
+  Reference ref;
+  const fs::path faulty = ref.dir.path() / "faulty";
+  train_ok(job_args(ref.data, faulty.string(),
+                    {"checkpoint.every=4", "fault.inject=[corrupt-checkpoint:step=8]"}));
+  CHECK(weights(faulty) == weights(ref.run));  // the run itself is unaffected
+  const fs::path resumed = ref.dir.path() / "resumed";
+  const auto r = train_ok(plus(job_args(ref.data, resumed.string(), {}),
+                               {"--resume", (faulty / "checkpoints/step-000008").string()}));
+  CHECK(contains(r.err, "resuming from " + (faulty / "checkpoints/step-000004").string()));
+  CHECK(contains(r.err, (faulty / "checkpoints/step-000008/stage-0.safetensors").string() +
+                            ": shard's sha256"));
+  CHECK(weights(resumed) == weights(ref.run));
+}
+
+TEST_CASE("a bad --resume exits 2 with one error line naming it and writes nothing") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  const fs::path out = dir.path() / "run";
+  struct Case {
+    std::vector<std::string> extra;
+    std::string message;
+  };
+  const fs::path empty = dir.path() / "empty";
+  fs::create_directories(empty);
+  for (const Case& c : std::vector<Case>{
+           {{"--resume", (dir.path() / "missing").string()}, "--resume " + (dir.path() / "missing").string() + ": no such folder"},
+           {{"--resume", "latest"}, "--resume latest: checkpoint.dir " + (out / "checkpoints").string() + " does not exist"},
+           {{"--resume", empty.string()}, "not a checkpoint"},
+       }) {
+    CAPTURE(c.message);
+    std::vector<std::string> args{"train"};
+    for (const auto& a : plus(job_args(data, out.string(), {}), c.extra)) args.push_back(a);
+    const auto r = run_conveyor(args);
+    CHECK(r.exit_code == 2);
+    CHECK(split_lines(r.err).size() == 1);
+    CHECK(contains(r.err, c.message));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // --resume latest without --out has no run to continue.
+  std::vector<std::string> args{"train", source_path("configs/tiny.yaml"), "--set",
+                                "data.path=" + data, "--resume", "latest"};
+  const auto r = run_conveyor(args, 60, dir.path().string());
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--resume latest: give --out"));
+  CHECK_FALSE(fs::exists(dir.path() / "runs"));
+}
+
+TEST_CASE("a resume that does not fit the run is refused naming the key") {
+  Reference ref;
+  const fs::path out = ref.dir.path() / "other";
+  const std::string step4 = (ref.run / "checkpoints/step-000004").string();
+  auto refused = [&](std::vector<std::string> sets, const std::string& message) {
+    std::vector<std::string> args{"train"};
+    for (const auto& a : plus(job_args(ref.data, out.string(), sets), {"--resume", step4})) args.push_back(a);
+    const auto r = run_conveyor(args);
+    CAPTURE(message);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, message));
+    CHECK_FALSE(fs::exists(out));
+  };
+  refused({"train.seed=99"}, "train.seed is 99, the checkpoint was written with 1234");
+  refused({"train.steps=4"}, "train.steps is 4, the checkpoint already has 4 steps");
+  refused({"model.d_model=64"}, "shape");
+}
+
+TEST_CASE("a checkpoint.dir that cannot be created exits 2 naming the key, before the run folder exists") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  const std::string file = dir.write("a-file", "x");
+  const fs::path out = dir.path() / "run";
+  std::vector<std::string> args{"train"};
+  for (const auto& a : job_args(data, out.string(), {"checkpoint.every=2", "checkpoint.dir=" + file + "/ck"}))
+    args.push_back(a);
+  const auto r = run_conveyor(args);
+  CHECK(r.exit_code == 2);
+  CHECK(split_lines(r.err).size() == 1);
+  CHECK(contains(r.err, "checkpoint.dir: cannot create " + file + "/ck"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("checkpoint.every with --nnodes 2 is refused naming the key, before any rendezvous") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  const fs::path out = dir.path() / "run";
+  std::vector<std::string> args{"train"};
+  for (const auto& a : plus(job_args(data, out.string(), {"checkpoint.every=2"}),
+                            {"--nnodes", "2", "--node-rank", "0", "--rdzv", "127.0.0.1:1"}))
+    args.push_back(a);
+  const auto r = run_conveyor(args);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "checkpoint.every: 2 with nnodes 2"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+namespace {
+
+// Starts `conveyor args...` without waiting; returns its pid.
+pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv{CONVEYOR_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargs;
+  for (auto& a : argv) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+std::size_t step_rows(const fs::path& metrics) {
+  if (!fs::exists(metrics)) return 0;
+  std::size_t n = 0;
+  for (const auto& line : split_lines(read_text(metrics))) n += line.find("\"step\"") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM mid-run writes a checkpoint, prints the resume command and exits 0; resuming ends bitwise identical") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  const std::vector<std::string> sets{"train.steps=40"};
+  const fs::path full = dir.path() / "full", run = dir.path() / "run";
+  train_ok(job_args(data, full.string(), sets), 120);
+
+  std::vector<std::string> args{"train"};
+  for (const auto& a : job_args(data, run.string(), sets)) args.push_back(a);
+  const std::string log = dir / "stderr.txt";
+  const pid_t pid = start_conveyor(args, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (step_rows(run / "metrics.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  const std::string err = read_text(log);
+  INFO("stderr: " << err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contains(err, "SIGTERM: stopped after step"));
+  CHECK(contains(err, "--out " + run.string() + " --resume latest"));
+  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+  const auto rows = read_jsonl(run / "metrics.jsonl");
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.back().at("event") == "stopped");
+  const auto stopped = rows.back().at("after_step").get<std::int64_t>();
+  CHECK(stopped < 40);
+  CHECK(fs::exists(run / "checkpoints" / ("step-" + std::string(6 - std::to_string(stopped).size(), '0') +
+                                          std::to_string(stopped)) / "manifest.json"));
+
+  // What the message says to run, in the same folder.
+  train_ok(plus(job_args(data, run.string(), sets), {"--resume", "latest"}), 120);
+  CHECK(weights(run) == weights(full));
+  const auto before = losses(full), after = losses(run);
+  CHECK(after == before);  // every step once: the stopped run's rows, then the resumed ones
+}

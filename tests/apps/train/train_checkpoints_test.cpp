@@ -1,0 +1,51 @@
+// The pure parts of `conveyor train`'s checkpoints: when one is taken, what its manifest
+// says about the run, and the resume command printed after SIGTERM.
+#include <doctest/doctest.h>
+
+#include "apps/train/resume_hint.hpp"
+#include "apps/train/train_checkpoints.hpp"
+#include "tests/actors/support/tiny_job.hpp"
+
+using namespace conveyor;
+
+TEST_CASE("a checkpoint is taken every checkpoint.every steps, and a stop request takes one and stops") {
+  auto d = checkpoint_decision(6, 3, 12, false);
+  CHECK(d.snapshot);
+  CHECK_FALSE(d.stop);
+  d = checkpoint_decision(7, 3, 12, false);
+  CHECK_FALSE(d.snapshot);
+  d = checkpoint_decision(12, 3, 12, false);  // the last step too: a later run may go on from it
+  CHECK(d.snapshot);
+  d = checkpoint_decision(5, 0, 12, false);  // 0: off
+  CHECK_FALSE(d.snapshot);
+  d = checkpoint_decision(5, 0, 12, true);  // SIGTERM: even with checkpoint.every 0
+  CHECK(d.snapshot);
+  CHECK(d.stop);
+  d = checkpoint_decision(12, 0, 12, true);  // after the last step the run just ends
+  CHECK_FALSE(d.stop);
+  CHECK_FALSE(d.snapshot);
+}
+
+TEST_CASE("the manifest of a run names its seed, schedule, stages, blocks per stage and config") {
+  testing::TinyJobOptions o;
+  o.stages = 2;
+  o.layers = 5;
+  const TrainingJob job = testing::tiny_job(o);
+  const auto m = manifest_base(job, "1f1b", "model:\n  layers: 5\n");
+  CHECK(m.seed == job.data.seed);
+  CHECK(m.schedule == "1f1b");
+  CHECK(m.stages == 2);
+  CHECK(m.partition == std::vector<std::int64_t>{3, 2});
+  CHECK(m.config == "model:\n  layers: 5\n");
+}
+
+TEST_CASE("the resume command repeats config, overrides and run folder, quoted for a shell") {
+  CHECK(shell_quote("runs/x-1.yaml") == "runs/x-1.yaml");
+  CHECK(shell_quote("a b") == "'a b'");
+  CHECK(shell_quote("it's") == "'it'\\''s'");
+  CHECK(shell_quote("") == "''");
+  CHECK(resume_command("configs/tiny.yaml", {"train.steps=40", "fault.inject=[drop:stage=1:step=2]"},
+                       "/tmp/run 1", {"--format", "json"}) ==
+        "conveyor train configs/tiny.yaml --set train.steps=40 --set "
+        "'fault.inject=[drop:stage=1:step=2]' --out '/tmp/run 1' --resume latest --format json");
+}

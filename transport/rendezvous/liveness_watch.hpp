@@ -1,0 +1,70 @@
+#pragma once
+// Heartbeats through the rendezvous store, and the first sign that a peer process is gone.
+//
+// A thread of its own with a connection of its own (the main client blocks in waits):
+// every `interval` it marks this rank alive and asks the store for ranks silent longer
+// than `max_silence`. The first silent rank, or the store itself becoming unreachable
+// (node 0 hosts it, so that is how the other nodes see node 0 die), is reported once
+// through the callback, on the watch's thread; then the watch stops. A process that is
+// killed stops heartbeating at once, so a peer learns of it within about max_silence
+// whether or not any connection to it reports an error.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/rendezvous/client.hpp"
+
+namespace conveyor {
+
+struct LivenessOptions {
+  /// Where the store is; the watch opens its own connection with these.
+  RendezvousClientOptions store;
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  std::chrono::milliseconds interval{250};
+  /// A rank silent this long is dead. Must exceed interval by a margin for scheduling
+  /// hiccups of a loaded machine.
+  std::chrono::milliseconds max_silence{5000};
+};
+
+struct LivenessLoss {
+  /// Ranks silent longer than max_silence, ascending; empty when the store was unreachable.
+  std::vector<std::uint32_t> silent_ranks;
+  /// One line saying what was seen ("rank 1 silent for more than 5 s", or the store's error).
+  std::string detail;
+};
+
+class LivenessWatch {
+ public:
+  using OnLoss = std::function<void(const LivenessLoss&)>;
+
+  /// Starts the thread; connecting and joining happen there (a failure is a loss).
+  /// REQUIRES: every rank has joined the store already (join does not wait then).
+  LivenessWatch(LivenessOptions options, OnLoss on_loss);
+  /// Stops the thread; no callback runs after it returns.
+  ~LivenessWatch();
+  LivenessWatch(const LivenessWatch&) = delete;
+  LivenessWatch& operator=(const LivenessWatch&) = delete;
+
+  /// Stops watching (a normal end: peers leaving now are not losses). Idempotent.
+  void stop();
+
+ private:
+  void run();
+  /// Waits one interval; false once stop() was called.
+  bool pause();
+
+  LivenessOptions options_;
+  OnLoss on_loss_;
+  std::mutex mutex_;
+  std::condition_variable stopped_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace conveyor

@@ -153,6 +153,7 @@ void run_train(const TrainOptions& opt) {
     checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()), sigterm_received);
   }
   TrainingObserver& observer = checkpoints ? static_cast<TrainingObserver&>(*checkpoints) : log;
+  if (checkpoints) job.checkpoints = &*checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &log) : run_training(job, observer);
   progress.finish();
 

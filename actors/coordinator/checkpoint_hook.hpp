@@ -5,10 +5,8 @@
 // every stage has finished its optimizer step and no plan runs, so the state it captures
 // is exactly "after `steps_done` steps" on every stage.
 //
-// The hook reaches the coordinator as the run's TrainingObserver: an observer that also
-// derives from CheckpointHook gets these calls (run_training's signature carries no other
-// seam; see the report of issue 7 for the TrainingJob field that would replace this).
-// All calls come from the coordinator's thread, in step order.
+// The hook reaches the coordinator through TrainingJob::checkpoints. All calls come from
+// the coordinator's thread, in step order.
 #include <cstdint>
 #include <vector>
 

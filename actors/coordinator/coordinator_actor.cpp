@@ -190,7 +190,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   auto& st = self->state;
   st.job = job;
   st.observer = observer;
-  st.checkpoints = dynamic_cast<CheckpointHook*>(observer);
+  st.checkpoints = job->checkpoints;
   if (st.checkpoints) st.step = st.checkpoints->first_step();
   st.stages = stages;
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);

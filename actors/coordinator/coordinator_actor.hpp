@@ -4,9 +4,9 @@
 // has every stage take its optimizer step together (a step is atomic), evaluates on the
 // held-out split every `eval_every` steps, and finally gathers the weights. It monitors
 // every stage: a stage failure ends the run with that stage's reason.
-// When the observer is also a CheckpointHook, at every step boundary it asks the hook
-// whether to snapshot (or snapshot and stop), gathers every stage's state and hands it
-// over before the next step starts (checkpoint_hook.hpp).
+// With a CheckpointHook in the job, at every step boundary it asks the hook whether to
+// snapshot (or snapshot and stop), gathers every stage's state and hands it over before
+// the next step starts (checkpoint_hook.hpp).
 #include <caf/all.hpp>
 #include <chrono>
 #include <memory>
@@ -22,7 +22,7 @@ namespace conveyor {
 struct CoordinatorState {
   std::shared_ptr<const TrainingJob> job;
   TrainingObserver* observer = nullptr;
-  CheckpointHook* checkpoints = nullptr;  // the observer, when it takes checkpoints
+  CheckpointHook* checkpoints = nullptr;  // job->checkpoints
   std::vector<caf::actor> stages;
   std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans, eval_plans;
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/coordinator/checkpoint_hook.hpp"
 #include "actors/placement.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "actors/stage/stage_worker.hpp"
@@ -39,6 +40,9 @@ struct TrainingJob {
   bool detached_stages = true;
   // Tracing and hang diagnosis (actors/trace/). The recorder: null when not tracing.
   std::shared_ptr<trace::TraceSession> trace;
+  // Checkpoints (actors/coordinator/checkpoint_hook.hpp): asked at every step boundary;
+  // null: none. Not owned: it outlives the run.
+  CheckpointHook* checkpoints = nullptr;
   double watchdog_timeout_s = 0;  // deadline of every action and wait; 0: no watchdog
   std::shared_ptr<trace::ProgressBoard> progress;  // set by run_training with a watchdog
   std::shared_ptr<MessageFault> fault;             // tests only: loses stage messages

@@ -86,12 +86,18 @@ bool same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>
   return true;
 }
 
+// The hook is both the run's observer and its checkpoint hook, as the app's is.
+TrainResult run_with_hook(TrainingJob job, HookObserver& hook) {
+  job.checkpoints = &hook;
+  return run_training(job, hook);
+}
+
 }  // namespace
 
 TEST_CASE("the coordinator hands every stage's weights and AdamW state to the hook at the boundaries it asks for") {
   HookObserver hook;
   hook.every = 2;
-  const TrainResult result = run_training(stateful_job(5), hook);
+  const TrainResult result = run_with_hook(stateful_job(5), hook);
   CHECK(hook.steps.size() == 5);
   REQUIRE(hook.taken.size() == 2);
   CHECK(hook.taken[0].steps_done == 2);
@@ -119,7 +125,7 @@ TEST_CASE("the coordinator hands every stage's weights and AdamW state to the ho
 TEST_CASE("a stop at a boundary snapshots, ends the run there and gathers no weights") {
   HookObserver hook;
   hook.stop_after = 2;
-  const TrainResult result = run_training(stateful_job(5), hook);
+  const TrainResult result = run_with_hook(stateful_job(5), hook);
   CHECK(hook.steps.size() == 2);
   REQUIRE(hook.taken.size() == 1);
   CHECK(hook.taken[0].steps_done == 2);
@@ -130,7 +136,7 @@ TEST_CASE("a stop at a boundary snapshots, ends the run there and gathers no wei
 TEST_CASE("a run started from a snapshot after 2 of 4 steps ends bitwise identical to one that never stopped, also on another stage count") {
   HookObserver full;
   full.every = 2;
-  const TrainResult uninterrupted = run_training(stateful_job(4), full);
+  const TrainResult uninterrupted = run_with_hook(stateful_job(4), full);
   REQUIRE(full.taken.size() == 2);
   auto state = std::make_shared<const std::map<std::string, Tensor>>(by_name(full.taken[0].shards));
   for (int stages : {2, 4, 1}) {
@@ -139,7 +145,7 @@ TEST_CASE("a run started from a snapshot after 2 of 4 steps ends bitwise identic
     job.make_model = restoring(state, 2);
     HookObserver resumed;
     resumed.first = 2;
-    const TrainResult got = run_training(job, resumed);
+    const TrainResult got = run_with_hook(job, resumed);
     REQUIRE(resumed.steps.size() == 2);
     CHECK(resumed.steps[0].step == 2);
     CHECK(resumed.steps[0].loss == full.steps[2].loss);
@@ -153,6 +159,6 @@ TEST_CASE("a stage whose model cannot be captured fails the run naming the stage
   hook.every = 1;
   TinyJobOptions o;
   o.steps = 2;
-  CHECK_THROWS_WITH_AS(run_training(tiny_job(o), hook),
+  CHECK_THROWS_WITH_AS(run_with_hook(tiny_job(o), hook),
                        doctest::Contains("cannot be captured for a checkpoint"), std::runtime_error);
 }

@@ -74,7 +74,7 @@ struct PipeHeader {
 /// Version of the messages that cross processes (wire_format.hpp): every node reports it
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
-inline constexpr int kProtocolVersion = 2;  // 2: every message carries its trace_id
+inline constexpr int kProtocolVersion = 3;  // 2: trace ids; 3: OptimizerStep::skip
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {
@@ -104,6 +104,8 @@ struct OptimizerStep {
   double lr = 0.0;
   float grad_scale = 1.0f;
   std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
+  /// fault.on_nan skip: drop this step's gradients, no update (the AdamW step count stays).
+  bool skip = false;
 };
 
 struct OptimizerDone {

@@ -146,7 +146,7 @@ wire::load_t<Inspector> inspect(Inspector& f, StageReport& x) {
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, OptimizerStep> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("OptimizerStep"), x.step, x.lr, x.grad_scale, x.trace_id);
+  return f(caf::meta::type_name("OptimizerStep"), x.step, x.lr, x.grad_scale, x.trace_id, x.skip);
 }
 
 template <class Inspector, class T>

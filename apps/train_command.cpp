@@ -86,6 +86,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
+  s.first_optimizer_steps = resume ? resume->manifest.optimizer_steps : 0;
   s.base = manifest_base(job, config.pipeline.schedule, to_yaml(config));
   std::vector<FaultSpec> faults;
   for (const auto& entry : config.fault.inject) faults.push_back(parse_fault_spec(entry));

@@ -1,7 +1,10 @@
 #include "actors/coordinator/coordinator_actor.hpp"
 
 #include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
@@ -159,9 +162,21 @@ void finish_train_compute(Self* self) {
   st.last_step.loss = mean_loss(st.reports, job.data.micro_batches);
   st.last_step.lr = lr;
   st.last_step.grad_norm = norm;
+  if (!std::isfinite(st.last_step.loss) || !std::isfinite(norm)) {
+    st.last_step.nonfinite_ranks = nonfinite_ranks(st.reports);
+    const auto where = fmt::format(
+        "step {}: the loss ({}) or the gradient norm ({}) is not finite; non-finite on stage(s) {}",
+        st.step, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "));
+    if (job.on_nan == NanPolicy::abort) {
+      fail(self, where + " (fault.on_nan: abort; skip drops such a step's update instead)");
+      return;
+    }
+    st.last_step.skipped = true;
+  }
   auto pending = std::make_shared<std::size_t>(st.stages.size());
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     OptimizerStep step{st.step, lr, scale};
+    step.skip = st.last_step.skipped;
     st.probe.optimizer_sending(step, static_cast<int>(r));
     self->request(st.stages[r], caf::infinite, step)
         .then(

@@ -38,6 +38,19 @@ double global_grad_norm(const std::vector<StageReport>& reports) {
   return std::sqrt(sum);
 }
 
+std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports) {
+  std::vector<int> ranks;
+  for (const auto& r : reports) {
+    bool bad = false;
+    for (const auto& [mb, loss] : r.losses) bad = bad || !std::isfinite(loss);
+    for (const auto& g : r.grad_squares)
+      for (double s : g.squares) bad = bad || !std::isfinite(s);
+    if (bad) ranks.push_back(r.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks) {
   MeasuredBubble m;
   m.busy_ms.assign(ranks, 0.0);

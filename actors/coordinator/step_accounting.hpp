@@ -16,6 +16,10 @@ double mean_loss(const std::vector<StageReport>& reports, int micro_batches);
 /// sqrt of the sum of squared gradients, summed by model stage then parameter.
 double global_grad_norm(const std::vector<StageReport>& reports);
 
+/// Ranks whose report holds a loss or a gradient square that is NaN or infinite, ascending:
+/// where a non-finite step shows first (fault.on_nan names them).
+std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports);
+
 /// Busy time per rank (ms) and the idle share of all ranks over the step's compute span
 /// (first action start to last action end).
 struct MeasuredBubble {

@@ -23,6 +23,7 @@ class EmptyStageModel final : public StageModel {
   void backward_weight(StageStash&) override {}
   std::vector<double> grad_squares() const override { return {}; }
   void optimizer_step(const AdamWConfig&, double, float) override {}
+  void discard_gradients() override {}
   std::vector<NamedTensor> weights() const override { return {}; }
 
  private:

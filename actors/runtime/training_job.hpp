@@ -19,6 +19,9 @@
 
 namespace conveyor {
 
+/// fault.on_nan: what a step whose loss or gradient norm is not finite does.
+enum class NanPolicy { abort, skip };
+
 struct TrainingJob {
   GptConfig model;
   Placement placement;
@@ -43,6 +46,7 @@ struct TrainingJob {
   // Checkpoints (actors/coordinator/checkpoint_hook.hpp): asked at every step boundary;
   // null: none. Not owned: it outlives the run.
   CheckpointHook* checkpoints = nullptr;
+  NanPolicy on_nan = NanPolicy::abort;
   double watchdog_timeout_s = 0;  // deadline of every action and wait; 0: no watchdog
   std::shared_ptr<trace::ProgressBoard> progress;  // set by run_training with a watchdog
   std::shared_ptr<MessageFault> fault;             // tests only: loses stage messages
@@ -62,6 +66,10 @@ struct StepMetrics {
   double tokens_per_s = 0.0;
   double bubble = 0.0;       // measured: idle share of ranks over the step's compute span
   std::vector<double> stage_busy_ms;  // per rank
+  /// A non-finite step skipped under fault.on_nan skip: no update was applied; the ranks
+  /// whose loss or gradients were not finite.
+  bool skipped = false;
+  std::vector<int> nonfinite_ranks;
 };
 
 struct EvalMetrics {

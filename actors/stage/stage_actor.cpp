@@ -1,6 +1,8 @@
 #include "actors/stage/stage_actor.hpp"
 
+#include <cstdint>
 #include <exception>
+#include <limits>
 
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
@@ -12,11 +14,24 @@ namespace {
 using Self = caf::stateful_actor<StageActorState>;
 
 // Runs what the worker can run now; routes its messages; reports a finished plan.
+// fault.inject nan: a NaN in the message's first element, as a numerical blow-up upstream
+// would leave it. Host tensors only (CPU stages).
+void put_nan(Tensor& t) {
+  if (!t.device().is_cpu())
+    throw std::runtime_error("fault nan: injected into host tensors only (CPU stages), not " +
+                             t.device().str());
+  if (t.dtype() == DType::f32)
+    t.f32()[0] = std::numeric_limits<float>::quiet_NaN();
+  else
+    static_cast<std::uint16_t*>(t.raw())[0] = 0x7FC0;  // bf16 quiet NaN
+}
+
 void drive(Self* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
     const int dest = st.job->placement.chunk_of(m.to_model_stage).rank;
+    if (st.job->fault && st.job->fault->poison(m, st.worker->rank())) put_nan(m.tensor);
     st.probe->sending(m, dest);
     if (dest == st.worker->rank()) {
       st.probe->received(m);
@@ -84,7 +99,10 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       [=](const OptimizerStep& step) -> caf::result<OptimizerDone> {
         try {
           self->state.probe->optimizer_received(step);
-          self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
+          if (step.skip)
+            self->state.worker->discard_gradients();
+          else
+            self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
         } catch (const std::exception& e) {
           self->quit(failure(e.what()));
           return failure(e.what());

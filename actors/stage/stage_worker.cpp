@@ -259,6 +259,10 @@ StageReport StageWorker::take_report() {
   return std::move(report_);
 }
 
+void StageWorker::discard_gradients() {
+  for (auto& c : chunks_) c.model->discard_gradients();
+}
+
 void StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   for (auto& c : chunks_) c.model->optimizer_step(config, lr, grad_scale);
 }

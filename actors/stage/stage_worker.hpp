@@ -85,6 +85,8 @@ class StageWorker {
   StageReport take_report();
 
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
+  /// A skipped step (fault.on_nan skip): every chunk drops its gradients, no update.
+  void discard_gradients();
   /// Parameter handles by model stage, for the final weights file.
   WeightsReply weights() const;
   /// Host copies of every chunk's parameters and optimizer state under global names

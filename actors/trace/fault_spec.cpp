@@ -39,9 +39,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::delay;
   else if (parts[0] == "corrupt-checkpoint")
     spec.kind = FaultSpec::Kind::corrupt_checkpoint;
+  else if (parts[0] == "nan")
+    spec.kind = FaultSpec::Kind::nan;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
-                                "' is not a fault kind (drop, delay, corrupt-checkpoint)");
+                                "' is not a fault kind (drop, delay, corrupt-checkpoint, nan)");
   const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
   bool has_stage = false, has_ms = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -81,7 +83,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
-  if (spec.kind == FaultSpec::Kind::drop && !spec.step)
+  if ((spec.kind == FaultSpec::Kind::drop || spec.kind == FaultSpec::Kind::nan) && !spec.step)
     throw std::invalid_argument("fault '" + entry + "': step=N is missing");
   if (spec.kind == FaultSpec::Kind::delay && !has_ms)
     throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
@@ -101,6 +103,15 @@ ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(
     if (s.kind == FaultSpec::Kind::drop)
       drops_.push_back(std::make_unique<DropOneMessage>(s.stage, *s.step, s.micro_batch,
                                                         s.message_kind));
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::nan) poisons_.push_back({s.stage, *s.step});
+}
+
+bool ScriptedFaults::poison(const PipeMessage& message, int from_rank) {
+  if (message.phase != Phase::train) return false;
+  for (auto& p : poisons_)
+    if (p.stage == from_rank && p.step == message.step && !p.fired.exchange(true)) return true;
+  return false;
 }
 
 bool ScriptedFaults::drop(const PipeMessage& message, int from_rank) {

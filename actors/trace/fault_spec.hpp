@@ -7,6 +7,10 @@
 //       is never sent
 //   delay:stage=S:ms=D[:step=N]
 //       every message stage S sends (in step N when given) leaves D milliseconds late
+//   nan:stage=S:step=N
+//       the first message stage S sends in train step N (an activation; the last stage's
+//       first is a gradient) carries a NaN, as a numerical blow-up there would: the loss
+//       or the gradient norm of step N is not finite and fault.on_nan decides
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
@@ -25,7 +29,7 @@
 namespace conveyor {
 
 struct FaultSpec {
-  enum class Kind { drop, delay, corrupt_checkpoint } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint, nan } kind = Kind::drop;
   int stage = 0;
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
@@ -39,17 +43,26 @@ FaultSpec parse_fault_spec(const std::string& entry);
 /// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
 std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
 
-/// Applies every drop and delay spec to the messages stages send (other kinds are
-/// ignored here). Thread-safe (stages call it from
-/// their own threads); a drop spec fires once.
+/// Applies every drop, delay and nan spec to the messages stages send (other kinds are
+/// ignored here). Thread-safe (stages call it from their own threads); a drop or nan spec
+/// fires once.
 class ScriptedFaults final : public MessageFault {
  public:
   explicit ScriptedFaults(std::vector<FaultSpec> specs);
   bool drop(const PipeMessage& message, int from_rank) override;
+  bool poison(const PipeMessage& message, int from_rank) override;
 
  private:
+  struct Poison {
+    int stage = 0;
+    std::int64_t step = 0;
+    std::atomic<bool> fired{false};
+    Poison(int s, std::int64_t k) : stage(s), step(k) {}
+    Poison(const Poison& o) : stage(o.stage), step(o.step), fired(o.fired.load()) {}
+  };
   std::vector<FaultSpec> specs_;
   std::vector<std::unique_ptr<DropOneMessage>> drops_;  // one per drop spec, in order
+  std::vector<Poison> poisons_;                          // one per nan spec
 };
 
 }  // namespace conveyor

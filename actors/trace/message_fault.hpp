@@ -14,6 +14,8 @@ class MessageFault {
   virtual ~MessageFault() = default;
   /// True: the message from `from_rank` is lost. Called from any stage's thread.
   virtual bool drop(const PipeMessage& message, int from_rank) = 0;
+  /// True: the message's tensor gets a NaN before it leaves (a numerical fault upstream).
+  virtual bool poison(const PipeMessage& /*message*/, int /*from_rank*/) { return false; }
 };
 
 /// Drops the first message that `from_rank` sends in train step `step` (of `kind`, for

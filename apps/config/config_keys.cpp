@@ -26,7 +26,8 @@ struct StepRangeRule {
 // fault.inject: every entry must parse (actors/trace/fault_spec.hpp).
 struct FaultSpecsRule {
   std::string describe() const {
-    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...] or corrupt-checkpoint:step=N";
+    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N or "
+           "corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
@@ -126,8 +127,15 @@ std::vector<ConfigKey> build_keys() {
           "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
           "never sent), delay:stage=S:ms=D[:step=N] (stage S's messages leave D ms late), "
           "corrupt-checkpoint:step=N (the checkpoint written after N steps gets a shard whose "
-          "bytes on disk differ from its sha256, so a resume must fall back)",
+          "bytes on disk differ from its sha256, so a resume must fall back), "
+          "nan:stage=S:step=N (the first message stage S sends in train step N carries a NaN, "
+          "as a numerical blow-up there would; CPU stages)",
           FaultSpecsRule{}),
+      KEY(fault.on_nan,
+          "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "
+          "the step and the stages whose gradients are not finite) or skip (no optimizer "
+          "update that step: every stage drops its gradients, the AdamW step count stays)",
+          one_of(&known_nan_policies)),
       KEY(fault.policy, "what a failure (a hang the watchdog found, a stage error) does: abort "
                         "(stop with the diagnosis; exit 3 for a hang)",
           one_of(&known_fault_policies)),

@@ -33,6 +33,11 @@ const std::vector<std::string>& known_transport_kinds() {
   return names;
 }
 
+const std::vector<std::string>& known_nan_policies() {
+  static const std::vector<std::string> names = {"abort", "skip"};
+  return names;
+}
+
 const std::vector<std::string>& known_fault_policies() {
   // restart arrives with stage-actor recovery (issue 7)
   static const std::vector<std::string> names = {"abort"};

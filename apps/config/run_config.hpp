@@ -78,6 +78,7 @@ struct TransportSection {
 struct FaultSection {
   std::vector<std::string> inject;           // fault.inject: faults injected on purpose (tests)
   std::string policy = "abort";              // fault.policy: what a failure does (abort)
+  std::string on_nan = "abort";              // fault.on_nan: abort | skip
 };
 
 struct CheckpointSection {

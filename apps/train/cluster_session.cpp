@@ -87,12 +87,21 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
       return NodeIdentity::from_json(
           rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)));
     };
+    std::optional<std::string> mismatch;
     if (spec.node_rank == 0) {
-      for (int n = 1; n < spec.nnodes; ++n)
-        if (auto why = identity_mismatch(n, identity(n), mine)) throw InputError(*why);
-    } else if (auto why = identity_mismatch(spec.node_rank, mine, identity(0))) {
-      throw InputError(*why);
+      for (int n = 1; n < spec.nnodes && !mismatch; ++n)
+        mismatch = identity_mismatch(n, identity(n), mine);
+    } else {
+      mismatch = identity_mismatch(spec.node_rank, mine, identity(0));
     }
+    // Node 0 hosts the store: it stays until every node has compared, so that each one
+    // can say why the job does not start (a node that never arrives only delays that).
+    try {
+      client_->barrier("identities", rdzv_timeout);
+    } catch (const RendezvousError&) {
+      if (!mismatch) throw;
+    }
+    if (mismatch) throw InputError(*mismatch);
   } catch (const RendezvousError& e) {
     throw InputError(fmt::format("{}: {}", where, e.what()));
   }

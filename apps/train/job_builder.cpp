@@ -48,6 +48,7 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
   job.detached_stages = config.runtime.stage_threads == "detached";
   job.watchdog_timeout_s = config.watchdog.timeout_s;
+  job.on_nan = config.fault.on_nan == "skip" ? NanPolicy::skip : NanPolicy::abort;
   if (!config.fault.inject.empty()) {
     std::vector<FaultSpec> specs;
     for (const auto& entry : config.fault.inject) specs.push_back(parse_fault_spec(entry));

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 
 namespace conveyor {
@@ -37,6 +38,12 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& r
           {"step_ms", m.step_ms},
           {"bubble", m.bubble},
           {"stage_busy_ms", m.stage_busy_ms}});
+  if (m.skipped) {
+    append({{"event", "nan"}, {"step", m.step}, {"action", "skip"}, {"stages", m.nonfinite_ranks}});
+    progress_.note(fmt::format("step {}: loss or gradients not finite (on stage(s) {}); "
+                               "update skipped (fault.on_nan: skip)",
+                               m.step, fmt::join(m.nonfinite_ranks, ", ")));
+  }
   if (m.step >= 2) {  // the first steps pay for allocation and page faults
     tokens_per_s_sum_ += m.tokens_per_s;
     bubble_sum_ += m.bubble;

@@ -69,7 +69,8 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
   checkpoint::Snapshot snapshot;
   snapshot.manifest = settings_.base;
   snapshot.manifest.step = steps_done;
-  snapshot.manifest.optimizer_steps = steps_done;  // no step is ever skipped yet
+  snapshot.manifest.optimizer_steps =
+      settings_.first_optimizer_steps + (steps_done - settings_.first_step) - skipped_;
   snapshot.shards = std::move(shards);
   writer_.submit(std::move(snapshot));
   ++taken_;

@@ -29,6 +29,7 @@ struct CheckpointSettings {
   int keep = 3;                 // checkpoint.keep
   std::int64_t total_steps = 1; // train.steps
   std::int64_t first_step = 0;  // the resumed checkpoint's step
+  std::int64_t first_optimizer_steps = 0;  // and its AdamW step count (less after skips)
   checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
   std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
 };
@@ -55,6 +56,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
                    std::function<bool()> stop_requested);
 
   void on_step(const StepMetrics& m, const std::vector<StageReport>& reports) override {
+    skipped_ += m.skipped ? 1 : 0;  // fault.on_nan skip: no AdamW step that step
     metrics_.on_step(m, reports);
   }
   void on_eval(const EvalMetrics& m) override { metrics_.on_eval(m); }
@@ -84,6 +86,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;
+  std::int64_t skipped_ = 0;  // steps skipped since the run started
 };
 
 }  // namespace conveyor

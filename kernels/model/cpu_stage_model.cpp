@@ -33,6 +33,8 @@ void CpuStageModel::optimizer_step(const AdamWConfig& config, double lr, float g
   model_.zero_grads();
 }
 
+void CpuStageModel::discard_gradients() { model_.zero_grads(); }
+
 std::vector<NamedTensor> CpuStageModel::weights() const {
   std::vector<NamedTensor> out;
   for (const auto& p : model_.params()) out.push_back(NamedTensor{p.name, p.value});

@@ -19,6 +19,7 @@ class CpuStageModel : public StageModel {
   void backward_weight(StageStash& stash) override;
   std::vector<double> grad_squares() const override;
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
+  void discard_gradients() override;
   std::vector<NamedTensor> weights() const override;
 
  protected:

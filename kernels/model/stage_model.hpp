@@ -34,6 +34,9 @@ class StageModel {
   virtual std::vector<double> grad_squares() const = 0;
   /// AdamW on every parameter (grads scaled by grad_scale first), then zero the grads.
   virtual void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) = 0;
+  /// Zero the grads without an update (a skipped step): parameters, moments and the AdamW
+  /// step count stay as they are.
+  virtual void discard_gradients() = 0;
   /// Current parameters as host tensors with stage-independent names, in parameter order.
   virtual std::vector<NamedTensor> weights() const = 0;
   /// The device's own times for actions (tracing a GPU stage); null where the host clock

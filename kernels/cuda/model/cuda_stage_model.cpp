@@ -238,6 +238,11 @@ class CudaStageModel final : public StageModel {
     params_->step(config, lr, grad_scale);
   }
 
+  void discard_gradients() override {
+    DeviceGuard guard(device_);
+    params_->discard_grads();
+  }
+
   std::vector<NamedTensor> weights() const override {
     DeviceGuard guard(device_);
     return params_->weights();

@@ -113,6 +113,10 @@ void ParamStore::step(const AdamWConfig& config, double lr, float grad_scale) {
   CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
 }
 
+void ParamStore::discard_grads() {
+  CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
+}
+
 std::vector<NamedTensor> ParamStore::weights() const {
   if (master_fp32_) return download_f32(master_);
   const auto n = static_cast<std::size_t>(total_);

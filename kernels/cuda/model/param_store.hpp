@@ -49,6 +49,8 @@ class ParamStore {
 
   /// One AdamW step over every parameter (one launch), then zero the gradients.
   void step(const AdamWConfig& config, double lr, float grad_scale);
+  /// Zero the gradients, no update (a skipped step).
+  void discard_grads();
 
   /// Host f32 copies of the current parameters (fp32 master, or bf16 widened); waits.
   std::vector<NamedTensor> weights() const;

@@ -76,10 +76,11 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK(r.timings[0].action == sched::Action::parse("1B0"));
   CHECK(r.timings[0].end_ns == 20);
 
-  const auto step = round_trip(system, OptimizerStep{4, 1e-3, 0.5f, 13});
+  const auto step = round_trip(system, OptimizerStep{4, 1e-3, 0.5f, 13, true});
   CHECK(step.lr == doctest::Approx(1e-3));
   CHECK(step.grad_scale == 0.5f);
   CHECK(step.trace_id == 13);
+  CHECK(step.skip);
   const auto done = round_trip(system, OptimizerDone{1, 4, 14});
   CHECK(done.step == 4);
   CHECK(done.trace_id == 14);

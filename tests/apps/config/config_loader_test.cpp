@@ -80,7 +80,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 44);
+  CHECK(config_keys().size() == 45);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

@@ -1,0 +1,89 @@
+// fault.on_nan through the real `conveyor train`, with the NaN injected where a numerical
+// blow-up would leave it (fault.inject nan:stage=S:step=K puts it into the first message
+// stage S sends that step). abort stops naming the step; skip drops exactly that step's
+// update: the skipped run's state after K + 1 steps is bitwise the fault-free run's after
+// K, its checkpoints count the AdamW steps actually taken, and a resume continues it bit
+// for bit.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+// tiny.yaml on 4 stages for 6 steps, a checkpoint after every step, plus `sets`.
+std::vector<std::string> job(const fs::path& out, std::vector<std::string> sets) {
+  std::vector<std::string> args{"configs/tiny.yaml", "--set", "pipeline.stages=4", "--set",
+                                "train.steps=6", "--set", "train.eval_every=0", "--set",
+                                "checkpoint.every=1", "--set", "checkpoint.keep=10"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), {"--out", out.string()});
+  return args;
+}
+
+fs::path checkpoint(const fs::path& run, int steps) {
+  return run / "checkpoints" / fmt::format("step-{:06d}", steps);
+}
+
+}  // namespace
+
+TEST_CASE("fault.on_nan abort stops at the non-finite step naming it, without weights") {
+  TempDir dir;
+  auto args = job(dir / "run", {"fault.inject=[nan:stage=1:step=3]"});
+  args.insert(args.begin(), "train");
+  const auto r = run_conveyor(args);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("error: step 3: the loss (nan) or the gradient norm (nan) is not finite") !=
+        std::string::npos);
+  CHECK(r.err.find("fault.on_nan: abort") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
+}
+
+TEST_CASE("fault.on_nan skip drops exactly the non-finite step's update, whichever stage it came from") {
+  TempDir dir;
+  train_ok(job(dir / "clean", {}));
+  train_ok(job(dir / "skip1", {"fault.inject=[nan:stage=1:step=3]", "fault.on_nan=skip"}));
+  train_ok(job(dir / "skip3", {"fault.inject=[nan:stage=3:step=3]", "fault.on_nan=skip"}));
+
+  // After 4 steps with step 3 skipped, every stage's weights and AdamW moments are the
+  // fault-free run's after 3 steps, and the manifest counts 3 AdamW steps.
+  for (int s = 0; s < 4; ++s) {
+    const auto name = fmt::format("stage-{}.safetensors", s);
+    CAPTURE(name);
+    CHECK(read_text(checkpoint(dir.path() / "skip1", 4) / name) ==
+          read_text(checkpoint(dir.path() / "clean", 3) / name));
+  }
+  const auto manifest = nlohmann::json::parse(read_text(checkpoint(dir.path() / "skip1", 4) / "manifest.json"));
+  CHECK(manifest.at("step") == 4);
+  CHECK(manifest.at("optimizer_steps") == 3);
+
+  bool logged = false;
+  for (const auto& row : read_jsonl(dir.path() / "skip1" / "metrics.jsonl"))
+    if (row.value("event", "") == "nan") {
+      CHECK(row.at("step") == 3);
+      CHECK(row.at("action") == "skip");
+      logged = true;
+    }
+  CHECK(logged);
+  const auto skipped = read_text(dir.path() / "skip1" / "weights.safetensors");
+  CHECK(skipped == read_text(dir.path() / "skip3" / "weights.safetensors"));
+  CHECK(skipped != read_text(dir.path() / "clean" / "weights.safetensors"));
+
+  // A resume from the skipped run's checkpoint after 4 steps continues it bit for bit
+  // (it restores AdamW's step count 3, not 4).
+  train_ok({"configs/tiny.yaml", "--set", "pipeline.stages=4", "--set", "train.steps=6", "--set",
+            "train.eval_every=0", "--resume", checkpoint(dir.path() / "skip1", 4).string(),
+            "--out", (dir.path() / "resumed").string()});
+  CHECK(read_text(dir.path() / "resumed" / "weights.safetensors") == skipped);
+}
+
+TEST_CASE("fault.on_nan takes abort or skip, and a nan fault needs its step") {
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.on_nan=rollback"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("fault.on_nan") != std::string::npos);
+  const auto n = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[nan:stage=1]"});
+  CHECK(n.exit_code == 2);
+  CHECK(n.err.find("step=N is missing") != std::string::npos);
+}

@@ -1,5 +1,7 @@
 #include "actors/stage/stage_actor.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -85,6 +87,11 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
           self->state.probe->plan_received(plan);
+          const auto& fault = self->state.job->fault;
+          if (fault && plan.phase == Phase::train && fault->crash(self->state.worker->rank(), plan.step))
+            throw std::runtime_error(fmt::format(
+                "injected crash at the start of step {} (fault.inject crash:stage={}:step={})",
+                plan.step, self->state.worker->rank(), plan.step));
           self->state.worker->begin(plan);
           drive(self);
         });

@@ -41,9 +41,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::corrupt_checkpoint;
   else if (parts[0] == "nan")
     spec.kind = FaultSpec::Kind::nan;
+  else if (parts[0] == "crash")
+    spec.kind = FaultSpec::Kind::crash;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
-                                "' is not a fault kind (drop, delay, corrupt-checkpoint, nan)");
+                                "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, crash)");
   const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
   bool has_stage = false, has_ms = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -83,7 +85,9 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
-  if ((spec.kind == FaultSpec::Kind::drop || spec.kind == FaultSpec::Kind::nan) && !spec.step)
+  if ((spec.kind == FaultSpec::Kind::drop || spec.kind == FaultSpec::Kind::nan ||
+       spec.kind == FaultSpec::Kind::crash) &&
+      !spec.step)
     throw std::invalid_argument("fault '" + entry + "': step=N is missing");
   if (spec.kind == FaultSpec::Kind::delay && !has_ms)
     throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
@@ -105,6 +109,12 @@ ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(
                                                         s.message_kind));
   for (const auto& s : specs_)
     if (s.kind == FaultSpec::Kind::nan) poisons_.push_back({s.stage, *s.step});
+}
+
+bool ScriptedFaults::crash(int rank, std::int64_t step) {
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::crash && s.stage == rank && *s.step == step) return true;
+  return false;
 }
 
 bool ScriptedFaults::poison(const PipeMessage& message, int from_rank) {

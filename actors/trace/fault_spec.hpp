@@ -11,6 +11,9 @@
 //       the first message stage S sends in train step N (an activation; the last stage's
 //       first is a gradient) carries a NaN, as a numerical blow-up there would: the loss
 //       or the gradient norm of step N is not finite and fault.on_nan decides
+//   crash:stage=S:step=N
+//       stage S fails (throws) as it starts train step N, as a crashed stage would; with
+//       fault.policy abort the run stops naming the stage
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
@@ -29,7 +32,7 @@
 namespace conveyor {
 
 struct FaultSpec {
-  enum class Kind { drop, delay, corrupt_checkpoint, nan } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash } kind = Kind::drop;
   int stage = 0;
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
@@ -43,7 +46,7 @@ FaultSpec parse_fault_spec(const std::string& entry);
 /// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
 std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
 
-/// Applies every drop, delay and nan spec to the messages stages send (other kinds are
+/// Applies every drop, delay, nan and crash spec to the messages stages send (other kinds are
 /// ignored here). Thread-safe (stages call it from their own threads); a drop or nan spec
 /// fires once.
 class ScriptedFaults final : public MessageFault {
@@ -51,6 +54,7 @@ class ScriptedFaults final : public MessageFault {
   explicit ScriptedFaults(std::vector<FaultSpec> specs);
   bool drop(const PipeMessage& message, int from_rank) override;
   bool poison(const PipeMessage& message, int from_rank) override;
+  bool crash(int rank, std::int64_t step) override;
 
  private:
   struct Poison {

@@ -1,6 +1,7 @@
 #pragma once
-// Fault injection between stages, for tests of the watchdog: an interface the stage
-// actor asks before it sends a PipeMessage to another stage. The run never has one
+// Fault injection into stages, for tests of the watchdog and the failure policy: an
+// interface the stage actor asks before it sends a PipeMessage to another stage (lost,
+// NaN-poisoned) and as it starts a step (crashed). The run never has one
 // unless a test (or a fault.* config key, later) installs it.
 #include <atomic>
 #include <cstdint>
@@ -16,6 +17,8 @@ class MessageFault {
   virtual bool drop(const PipeMessage& message, int from_rank) = 0;
   /// True: the message's tensor gets a NaN before it leaves (a numerical fault upstream).
   virtual bool poison(const PipeMessage& /*message*/, int /*from_rank*/) { return false; }
+  /// True: stage `rank` fails as it starts train step `step` (a crashed stage).
+  virtual bool crash(int /*rank*/, std::int64_t /*step*/) { return false; }
 };
 
 /// Drops the first message that `from_rank` sends in train step `step` (of `kind`, for

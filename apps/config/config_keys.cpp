@@ -26,8 +26,8 @@ struct StepRangeRule {
 // fault.inject: every entry must parse (actors/trace/fault_spec.hpp).
 struct FaultSpecsRule {
   std::string describe() const {
-    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N or "
-           "corrupt-checkpoint:step=N";
+    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
+           "crash:stage=S:step=N or corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
@@ -129,7 +129,8 @@ std::vector<ConfigKey> build_keys() {
           "corrupt-checkpoint:step=N (the checkpoint written after N steps gets a shard whose "
           "bytes on disk differ from its sha256, so a resume must fall back), "
           "nan:stage=S:step=N (the first message stage S sends in train step N carries a NaN, "
-          "as a numerical blow-up there would; CPU stages)",
+          "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N (stage S "
+          "fails as it starts train step N)",
           FaultSpecsRule{}),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "

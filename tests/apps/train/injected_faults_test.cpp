@@ -1,5 +1,6 @@
-// fault.on_nan through the real `conveyor train`, with the NaN injected where a numerical
-// blow-up would leave it (fault.inject nan:stage=S:step=K puts it into the first message
+// Injected faults through the real `conveyor train`. A crashed stage stops the run naming
+// the stage and the step. fault.on_nan, with the NaN injected where a numerical blow-up
+// would leave it (fault.inject nan:stage=S:step=K puts it into the first message
 // stage S sends that step). abort stops naming the step; skip drops exactly that step's
 // update: the skipped run's state after K + 1 steps is bitwise the fault-free run's after
 // K, its checkpoints count the AdamW steps actually taken, and a resume continues it bit
@@ -86,4 +87,17 @@ TEST_CASE("fault.on_nan takes abort or skip, and a nan fault needs its step") {
   const auto n = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[nan:stage=1]"});
   CHECK(n.exit_code == 2);
   CHECK(n.err.find("step=N is missing") != std::string::npos);
+}
+
+TEST_CASE("an injected crash stops the run naming the stage and the step, without weights") {
+  TempDir dir;
+  auto args = job(dir / "run", {"fault.inject=[crash:stage=2:step=3]"});
+  args.insert(args.begin(), "train");
+  const auto r = run_conveyor(args);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("error: stage 2 failed: injected crash at the start of step 3") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
+  // The steps before it were trained and checkpointed.
+  CHECK(fs::exists(checkpoint(dir.path() / "run", 3) / "manifest.json"));
 }

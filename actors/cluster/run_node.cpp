@@ -72,8 +72,7 @@ StageWorker::Clock::time_point shared_epoch(const NodeSetup& setup, RendezvousCl
     return now;
   }
   const auto text = rendezvous::to_text(store.wait("epoch", setup.rendezvous_timeout));
-  const auto offset = store.clock_offset();  // server time = local time + offset
-  return Clock::time_point(nanoseconds(std::stoll(text)) - offset.steady);
+  return Clock::time_point(nanoseconds(std::stoll(text)) - setup.steady_clock_offset);
 }
 
 std::pair<std::string, std::uint16_t> split_endpoint(const std::string& text) {

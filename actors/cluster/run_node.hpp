@@ -41,6 +41,9 @@ struct NodeSetup {
   bool through_channels = false;
   /// UCX_TLS for the worker; empty: the UCX_TLS environment variable or UCX's choice.
   std::string ucx_transports;
+  /// This host's steady clock against node 0's (node 0 time = local + offset), measured
+  /// once at the rendezvous: the shared epoch and the trace file both use it. 0 on node 0.
+  std::chrono::nanoseconds steady_clock_offset{0};
   /// The store as the liveness watch reaches it (a connection of its own; short connect
   /// and io timeouts: an unreachable store is how node 0's death shows).
   RendezvousClientOptions store;

@@ -116,6 +116,13 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   // with which a dead peer fails the waits on it instead of aborting this process.
   const char* tls = std::getenv("UCX_TLS");
   setup_.ucx_transports = tls && *tls ? tls : "tcp,self";
+  if (spec.node_rank != 0) {
+    try {
+      setup_.steady_clock_offset = client_->clock_offset().steady;
+    } catch (const RendezvousError& e) {
+      throw InputError(fmt::format("{}: {}", where, e.what()));
+    }
+  }
   setup_.store = c;
   setup_.store.connect_timeout = std::chrono::milliseconds(2000);
   setup_.store.io_timeout = std::chrono::milliseconds(2000);
@@ -131,10 +138,7 @@ std::string ClusterSession::describe() const {
                      fmt::join(mine, " "), setup_.advertise_host);
 }
 
-std::int64_t ClusterSession::clock_offset_ns() {
-  if (spec_.node_rank == 0) return 0;
-  return client_->clock_offset().steady.count();
-}
+std::int64_t ClusterSession::clock_offset_ns() const { return setup_.steady_clock_offset.count(); }
 
 std::optional<TrainResult> ClusterSession::run(const TrainingJob& job, TrainingObserver* observer) {
   return run_node(job, setup_, *client_, observer);

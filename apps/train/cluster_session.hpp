@@ -29,8 +29,8 @@ class ClusterSession {
   const std::vector<int>& node_of_rank() const { return node_of_rank_; }
   std::string describe() const;
   /// This host's steady clock against node 0's, ns (node 0 time = local + offset); 0 on
-  /// node 0. Measured at the rendezvous (a few round trips).
-  std::int64_t clock_offset_ns();
+  /// node 0. Measured once at the rendezvous (NodeSetup::steady_clock_offset).
+  std::int64_t clock_offset_ns() const;
 
   /// Runs this node's stages (and on node 0 the coordinator): node 0 returns the result,
   /// the others std::nullopt.

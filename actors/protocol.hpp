@@ -74,7 +74,8 @@ struct PipeHeader {
 /// Version of the messages that cross processes (wire_format.hpp): every node reports it
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
-inline constexpr int kProtocolVersion = 3;  // 2: trace ids; 3: OptimizerStep::skip
+// 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round
+inline constexpr int kProtocolVersion = 4;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {
@@ -91,6 +92,7 @@ struct ModelStageGradSquares {
 
 struct StageReport {
   int rank = 0;
+  std::int64_t round = 0;  // the StepPlan it reports on (a report of an aborted round is stale)
   std::int64_t step = 0;
   Phase phase = Phase::train;
   std::vector<std::pair<int, double>> losses;     // (micro-batch, loss) from the last model stage

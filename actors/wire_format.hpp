@@ -127,7 +127,7 @@ wire::both_t<Inspector, T, ModelStageGradSquares> inspect(Inspector& f, T& x) {
 template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const StageReport& x) {
   auto phase = wire::u8(x.phase);
-  return f(caf::meta::type_name("StageReport"), x.rank, x.step, phase, x.losses,
+  return f(caf::meta::type_name("StageReport"), x.rank, x.round, x.step, phase, x.losses,
            x.grad_squares, x.timings, x.trace_id);
 }
 
@@ -138,7 +138,7 @@ wire::load_t<Inspector> inspect(Inspector& f, StageReport& x) {
     x.phase = static_cast<Phase>(phase);
     return caf::none;
   });
-  return f(caf::meta::type_name("StageReport"), x.rank, x.step, phase, x.losses,
+  return f(caf::meta::type_name("StageReport"), x.rank, x.round, x.step, phase, x.losses,
            x.grad_squares, x.timings, x.trace_id, done);
 }
 

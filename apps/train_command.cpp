@@ -86,7 +86,6 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
-  s.first_optimizer_steps = resume ? resume->manifest.optimizer_steps : 0;
   s.base = manifest_base(job, config.pipeline.schedule, to_yaml(config));
   std::vector<FaultSpec> faults;
   for (const auto& entry : config.fault.inject) faults.push_back(parse_fault_spec(entry));
@@ -98,18 +97,15 @@ void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
   refuse_checkpoints_across_processes(opt, config);
-  // CPU stages whose state a checkpoint can take; on --resume built from the checkpoint.
-  // Everything here is checked before the run folder exists.
+  // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
+  // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;
   if (opt.resume) {
-    if (config.devices.kind != "cpu")
-      throw InputError("--resume: not supported with devices.kind " + config.devices.kind +
-                       " (checkpoints capture CPU stages only so far)");
     resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job);
     fmt::print(stderr, "conveyor train: {}\n", resume->description);
+    job.make_model = restoring_models(job.make_model, resume);
   }
-  const bool checkpointable = config.devices.kind == "cpu";
-  if (checkpointable) job.make_model = checkpointable_cpu_models(resume);
+
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
   const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment());
@@ -127,7 +123,7 @@ void run_train(const TrainOptions& opt) {
     return;
   }
 
-  if (checkpointable && config.checkpoint.every > 0 && !config.checkpoint.dir.empty())
+  if (config.checkpoint.every > 0 && !config.checkpoint.dir.empty())
     prepare_checkpoint_dir(config.checkpoint.dir);
   const auto dir = create_run_dir(opt.out, resume != nullptr);
   if (config.trace.enabled)
@@ -145,11 +141,12 @@ void run_train(const TrainOptions& opt) {
              job.data.corpus->size(), entropy, dir.string());
 
   Progress progress(job.steps, stderr_is_terminal());
-  MetricsLog log(dir / "metrics.jsonl", job.schedule, progress);
+  MetricsLog log(dir / "metrics.jsonl", job.schedule, progress, config.fault.straggler_factor,
+                 static_cast<int>(config.fault.straggler_steps));
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
   std::optional<TrainCheckpoints> checkpoints;
-  if (checkpointable && !cluster) {
+  if (!cluster) {  // every stage model captures its state (CPU, CUDA); one process so far
     catch_sigterm();
     checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()), sigterm_received);
   }

@@ -5,7 +5,8 @@
 # at the end. Usage: scripts/gpu_check.sh [quick]
 # Env: SECTIONS (default "tests determinism kernels model pipeline schedules trace torch torchpp") picks
 #      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two;
-#      multiproc, not in the default: GPU stages in two processes over NCCL);
+#      multiproc, not in the default: GPU stages in two processes over NCCL;
+#      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots);
 #      STEPS (default 10) steps per training benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -115,6 +116,23 @@ fi
 #     one process driving both GPUs (cuda-peer), in deterministic mode. MP_BIN picks the
 #     binary (default $BIN), e.g. MP_BIN=.gpu-nccl/conveyor with that folder's lib/ on
 #     LD_LIBRARY_PATH.
+# 7. tensor channels against their raw libraries (issue 5's targets: >= 0.95 of raw)
+if want p2p; then
+  for t in cuda-peer nccl; do
+    timeout 200 $BIN bench p2p --transport $t --sizes 8KiB,16MiB,64MiB --repeats 7 > "$OUT/p2p-$t.txt" 2>&1
+    row "p2p $t (ratio to raw at 16/64 MiB)" "$(grep -E '^[a-z-]+ +(16|64)MiB' "$OUT/p2p-$t.txt" | awk '{print $2"="$7}' | tr '\n' ' ')"
+  done
+fi
+
+# 8. what fault.policy restart's in-memory snapshots cost on the reference GPT: the same
+#    bench with a snapshot after every step and with none (the config's 25 is in between)
+if want snapshots; then
+  big zbv-bf16-nosnap --set pipeline.schedule=zbv --set optim.master=bf16 --set fault.snapshot_every=0
+  big zbv-bf16-snap1 --set pipeline.schedule=zbv --set optim.master=bf16 --set fault.snapshot_every=1
+  big zbv-fp32-nosnap --set pipeline.schedule=zbv --set fault.snapshot_every=0
+  big zbv-fp32-snap1 --set pipeline.schedule=zbv --set fault.snapshot_every=1
+fi
+
 if want multiproc; then
   MP_BIN=${MP_BIN:-$BIN}
   mp=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512

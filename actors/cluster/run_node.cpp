@@ -255,7 +255,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                [&](caf::error& e) { failed = error_text(system, e); });
   if (!failed.empty()) throw std::runtime_error("gathering the stage actors: " + failed);
 
-  auto coordinator = system.spawn(coordinator_actor, job, stages, observer);
+  auto coordinator = system.spawn(coordinator_actor, job, stages, observer, StageRestarts{});
   end.actors.push_back(coordinator);
   relay.deliver_to(coordinator);
   TrainResult result;

@@ -26,10 +26,11 @@ class CheckpointHook {
   virtual std::int64_t first_step() const = 0;
   /// After the optimizer step that completes `steps_done` steps, before any evaluation.
   virtual BoundaryDecision at_boundary(std::int64_t steps_done) = 0;
-  /// Every stage's state after `steps_done` steps, one shard per rank in rank order.
-  /// With `stop` it must not return before the checkpoint is durable. Throwing fails the run.
+  /// Every stage's state after `steps_done` steps, one shard per rank in rank order, and
+  /// AdamW's step count then (fewer than steps_done after skipped steps). With `stop` it
+  /// must not return before the checkpoint is durable. Throwing fails the run.
   virtual void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
-                    bool stop) = 0;
+                    std::int64_t optimizer_steps, bool stop) = 0;
 };
 
 }  // namespace conveyor

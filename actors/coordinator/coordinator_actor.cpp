@@ -6,15 +6,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
+#include "actors/fault/recovery_messages.hpp"
 #include "actors/stage/stage_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
 
 namespace conveyor {
-namespace {
-
-using Self = caf::stateful_actor<CoordinatorState>;
+namespace coordinator_flow {
 
 void start_round(Self* self, Phase phase) {
   auto& st = self->state;
@@ -37,6 +37,12 @@ void fail(Self* self, const std::string& why) {
   for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->quit(failure(why));
 }
+
+}  // namespace coordinator_flow
+
+namespace {
+
+using namespace coordinator_flow;
 
 void gather_weights(Self* self) {
   auto& st = self->state;
@@ -92,33 +98,51 @@ void finish_stopped(Self* self) {
   self->quit();
 }
 
-// Every stage's state after `steps_done` steps, to the hook; then the run goes on (or stops).
+// Hands every stage's state after `steps_done` steps to the hook; then the run goes on
+// (or stops).
+void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
+               std::int64_t optimizer_steps, bool stop) {
+  try {
+    self->state.checkpoints->take(steps_done, std::move(shards), optimizer_steps, stop);
+  } catch (const std::exception& e) {
+    fail(self, fmt::format("checkpoint after step {}: {}", steps_done, e.what()));
+    return;
+  }
+  if (stop)
+    finish_stopped(self);
+  else
+    next_after_step(self);
+}
+
+// Every stage's state after `steps_done` steps, to the hook: from the in-memory snapshots
+// when every stage holds that step, else asked of the stages.
 void capture_state(Self* self, std::int64_t steps_done, bool stop) {
   auto& st = self->state;
+  if (st.job->snapshots)
+    if (auto held = st.job->snapshots->shards(steps_done)) {
+      hand_over(self, steps_done, std::move(held->first), held->second, stop);
+      return;
+    }
   const std::size_t n = st.stages.size();
   auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
   auto pending = std::make_shared<std::size_t>(n);
+  auto optimizer_steps = std::make_shared<std::int64_t>(0);
+  const auto generation = st.generation;
   for (std::size_t r = 0; r < n; ++r)
     self->request(st.stages[r], caf::infinite, snapshot_atom::value)
         .then(
             [=](StageSnapshot& snap) {
-              auto& st = self->state;
+              if (self->state.generation != generation) return;
               auto& shard = shards->at(static_cast<std::size_t>(snap.rank));
               shard.stage = snap.rank;
               shard.tensors = std::move(snap.tensors);
+              *optimizer_steps = snap.optimizer_steps;
               if (--*pending > 0) return;
-              try {
-                st.checkpoints->take(steps_done, std::move(*shards), stop);
-              } catch (const std::exception& e) {
-                fail(self, fmt::format("checkpoint after step {}: {}", steps_done, e.what()));
-                return;
-              }
-              if (stop)
-                finish_stopped(self);
-              else
-                next_after_step(self);
+              hand_over(self, steps_done, std::move(*shards), *optimizer_steps, stop);
             },
             [=](caf::error& e) {
+              // A stage that died here is recovered through its down message.
+              if (self->state.generation != generation || self->state.budget) return;
               fail(self, fmt::format("checkpoint after step {}: {}", steps_done,
                                      error_text(self->system(), e)));
             });
@@ -142,6 +166,7 @@ void after_step(Self* self) {
 void finish_eval(Self* self) {
   auto& st = self->state;
   st.last_eval = EvalMetrics{st.step, mean_loss(st.reports, st.job->eval_batches)};
+  st.evaluated_through = st.step;
   st.observer->on_eval(st.last_eval);
   if (st.step + 1 == st.job->steps) {
     gather_weights(self);
@@ -171,9 +196,21 @@ void finish_train_compute(Self* self) {
       fail(self, where + " (fault.on_nan: abort; skip drops such a step's update instead)");
       return;
     }
+    if (job.on_nan == NanPolicy::rollback) {
+      if (st.rolled_back_step == st.step) {
+        fail(self, where + " again after a rollback: not a transient fault (fault.on_nan: rollback)");
+        return;
+      }
+      st.rolled_back_step = st.step;
+      Failure nan{"nan", st.last_step.nonfinite_ranks, {}, where};
+      if (!try_recover(self, std::move(nan)))
+        fail(self, where + " (fault.on_nan: rollback, but no snapshot to roll back to)");
+      return;
+    }
     st.last_step.skipped = true;
   }
   auto pending = std::make_shared<std::size_t>(st.stages.size());
+  const auto generation = st.generation;
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     OptimizerStep step{st.step, lr, scale};
     step.skip = st.last_step.skipped;
@@ -182,6 +219,7 @@ void finish_train_compute(Self* self) {
         .then(
             [=](const OptimizerDone& done) {
               auto& st = self->state;
+              if (st.generation != generation) return;
               st.probe.done_received(done);
               if (--*pending > 0) return;
               const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
@@ -194,20 +232,101 @@ void finish_train_compute(Self* self) {
               st.observer->on_step(st.last_step, st.reports);
               after_step(self);
             },
-            [=](caf::error& e) { fail(self, "optimizer step: " + error_text(self->system(), e)); });
+            [=](caf::error& e) {
+              // A stage that died here is recovered through its down message.
+              if (self->state.generation != generation || self->state.budget) return;
+              fail(self, "optimizer step: " + error_text(self->system(), e));
+            });
+  }
+}
+
+}  // namespace
+
+namespace coordinator_flow {
+
+void resume_at_boundary(Self* self, std::int64_t steps_done) {
+  auto& st = self->state;
+  st.reports.clear();
+  if (steps_done > 0 && eval_due(*st.job, steps_done - 1) && st.evaluated_through < steps_done - 1) {
+    st.step = steps_done - 1;
+    start_round(self, Phase::eval);
+    return;
+  }
+  st.step = steps_done;
+  start_round(self, Phase::train);
+}
+
+}  // namespace coordinator_flow
+
+namespace {
+
+using namespace coordinator_flow;
+
+int rank_of(const CoordinatorState& st, const caf::actor_addr& who) {
+  for (std::size_t r = 0; r < st.stages.size(); ++r)
+    if (st.stages[r].address() == who) return static_cast<int>(r);
+  return -1;
+}
+
+void on_stage_down(Self* self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (st.finishing && !down.reason) return;
+  const int rank = rank_of(st, down.source);
+  if (rank < 0) return;  // a stage already replaced by a recovery
+  const auto why = fmt::format("stage {} failed: {}", rank, error_text(self->system(), down.reason));
+  if (st.started && !st.finishing && !st.recovering &&
+      try_recover(self, Failure{"crash", {rank}, {rank}, why}))
+    return;
+  fail(self, why);
+}
+
+// The watchdog's verdict under fault.policy restart: the blamed stage is replaced (it may
+// be stuck waiting for a message that will never come), every stage rolls back.
+void on_hang(Self* self, int culprit, const std::string& verdict) {
+  auto& st = self->state;
+  if (st.recovering || st.finishing) return;
+  const auto why = "hang: " + verdict;
+  std::vector<int> blamed;
+  if (culprit >= 0 && culprit < static_cast<int>(st.stages.size())) blamed.push_back(culprit);
+  if (!(st.started && try_recover(self, Failure{"hang", blamed, blamed, why}))) fail(self, why);
+}
+
+void on_report(Self* self, StageReport& report) {
+  auto& st = self->state;
+  if (st.recovering || report.round < st.round) return;  // of an aborted round
+  st.probe.report_received(report);
+  if (report.round != st.round || report.step != st.step || report.phase != st.phase) {
+    fail(self, fmt::format("stage {} reported {} step {} (round {}) during {} step {} (round {})",
+                           report.rank, phase_name(report.phase), report.step, report.round,
+                           phase_name(st.phase), st.step, st.round));
+    return;
+  }
+  st.reports.push_back(std::move(report));
+  if (st.reports.size() < st.stages.size()) return;
+  try {
+    if (st.phase == Phase::train)
+      finish_train_compute(self);
+    else
+      finish_eval(self);
+  } catch (const std::exception& e) {
+    fail(self, e.what());
   }
 }
 
 }  // namespace
 
 caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> job,
-                                std::vector<caf::actor> stages, TrainingObserver* observer) {
+                                std::vector<caf::actor> stages, TrainingObserver* observer,
+                                StageRestarts restarts) {
   auto& st = self->state;
   st.job = job;
   st.observer = observer;
   st.checkpoints = job->checkpoints;
   if (st.checkpoints) st.step = st.checkpoints->first_step();
   st.stages = stages;
+  st.restarts = std::move(restarts);
+  if (job->snapshots)
+    st.budget.emplace(job->recovery.max_restarts, job->recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
   for (std::size_t r = 0; r < stages.size(); ++r) {
     st.train_plans.push_back(
@@ -219,42 +338,20 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
     self->monitor(s);
     self->send(s, PeerTable{stages});
   }
-  self->set_down_handler([=](caf::down_msg& down) {
-    auto& st = self->state;
-    if (st.finishing && !down.reason) return;
-    int rank = -1;
-    for (std::size_t r = 0; r < st.stages.size(); ++r)
-      if (st.stages[r].address() == down.source) rank = static_cast<int>(r);
-    fail(self, fmt::format("stage {} failed: {}", rank, error_text(self->system(), down.reason)));
-  });
+  self->set_down_handler([=](caf::down_msg& down) { on_stage_down(self, down); });
   return {
       [=](train_atom) -> caf::result<TrainResult> {
         auto& st = self->state;
         st.done = self->make_response_promise();
-        start_round(self, Phase::train);
+        take_first_snapshot(self, [=] {
+          self->state.started = true;
+          start_round(self, Phase::train);
+        });
         return st.done;
       },
       [=](stop_run_atom, const std::string& why) { fail(self, why); },
-      [=](StageReport& report) {
-        auto& st = self->state;
-        st.probe.report_received(report);
-        if (report.step != st.step || report.phase != st.phase) {
-          fail(self, fmt::format("stage {} reported {} step {} during {} step {}", report.rank,
-                                 phase_name(report.phase), report.step, phase_name(st.phase),
-                                 st.step));
-          return;
-        }
-        st.reports.push_back(std::move(report));
-        if (st.reports.size() < st.stages.size()) return;
-        try {
-          if (st.phase == Phase::train)
-            finish_train_compute(self);
-          else
-            finish_eval(self);
-        } catch (const std::exception& e) {
-          fail(self, e.what());
-        }
-      },
+      [=](stage_hang_atom, int culprit, const std::string& verdict) { on_hang(self, culprit, verdict); },
+      [=](StageReport& report) { on_report(self, report); },
   };
 }
 

@@ -7,17 +7,35 @@
 // With a CheckpointHook in the job, at every step boundary it asks the hook whether to
 // snapshot (or snapshot and stop), gathers every stage's state and hands it over before
 // the next step starts (checkpoint_hook.hpp).
+//
+// Recovery (fault.policy restart, fault.on_nan rollback; coordinator_recovery.cpp): the
+// stages keep in-memory snapshots (job->snapshots). A failed or hung stage is respawned
+// through StageRestarts::respawn, every stage drops the aborted round and loads the
+// newest snapshot all of them hold, and the steps from there are replayed. Every request
+// made before a recovery carries the generation it was made in; replies from an older
+// generation are ignored, and so are reports of aborted rounds.
 #include <caf/all.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/fault/restart_budget.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime/training_job.hpp"
 #include "actors/trace/coordinator_probe.hpp"
 
 namespace conveyor {
+
+/// How the coordinator replaces a stage actor (fault.policy restart); empty: it cannot.
+struct StageRestarts {
+  /// A new actor for `rank` that ignores messages of rounds up to `round_fence`.
+  std::function<caf::actor(int rank, std::int64_t round_fence)> respawn;
+  /// After every recovery, before the replay (re-arms the hang watchdog).
+  std::function<void()> recovered;
+};
 
 struct CoordinatorState {
   std::shared_ptr<const TrainingJob> job;
@@ -37,12 +55,22 @@ struct CoordinatorState {
   bool finishing = false;
   std::vector<WeightsReply> weights;
   trace::CoordinatorProbe probe;  // trace records of plans, reports, optimizer steps
+
+  // Recovery (coordinator_recovery.cpp).
+  StageRestarts restarts;
+  std::optional<RestartBudget> budget;  // set when recovery is possible
+  std::uint64_t generation = 0;   // bumped by every recovery; older replies are void
+  bool started = false;           // the first snapshot is taken and plans are under way
+  bool recovering = false;
+  std::int64_t rolled_back_step = -1;   // the step a NaN rollback last replayed
+  std::int64_t evaluated_through = -1;  // the train step the last finished eval followed
   static inline const char* name = "coordinator";
 };
 
 caf::behavior coordinator_actor(caf::stateful_actor<CoordinatorState>* self,
                                 std::shared_ptr<const TrainingJob> job,
-                                std::vector<caf::actor> stages, TrainingObserver* observer);
+                                std::vector<caf::actor> stages, TrainingObserver* observer,
+                                StageRestarts restarts);
 
 }  // namespace conveyor
 

@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
+#include "actors/fault/recovery_messages.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "actors/trace/hang_error.hpp"
 #include "actors/trace/watchdog.hpp"
@@ -28,19 +30,24 @@ trace::WaitForContext wait_for_context(const TrainingJob& job) {
   return c;
 }
 
-// Abort policy of a hang (restarts come with fault tolerance): print the diagnosis, ask
-// the coordinator to fail the run (it stops every stage), and if the run has not ended
-// a few seconds later (a stage stuck inside a kernel never reads its mailbox) exit hard.
+// A hang: print the diagnosis; under fault.policy restart hand it to the coordinator to
+// recover from (it rearms the watchdog when done), else ask it to fail the run (it stops
+// every stage). If the run has neither recovered nor ended a few seconds later (a stage
+// stuck inside a kernel never reads its mailbox) exit hard.
 std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const TrainingJob>& job,
                                                 const caf::actor& coordinator,
                                                 std::shared_ptr<std::string> diagnosis) {
   if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
+  const bool restart = job->recovery.policy == FaultPolicy::restart && job->snapshots;
   return std::make_unique<trace::Watchdog>(
       job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
-      [coordinator, diagnosis](const trace::HangDiagnosis& d) {
+      [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {
         *diagnosis = d.text();
         std::fputs(diagnosis->c_str(), stderr);
-        caf::anon_send(coordinator, stop_run_atom::value, "hang: " + d.graph.verdict);
+        if (restart)
+          caf::anon_send(coordinator, stage_hang_atom::value, d.graph.culprit, d.graph.verdict);
+        else
+          caf::anon_send(coordinator, stop_run_atom::value, "hang: " + d.graph.verdict);
       },
       [] {
         std::fputs("watchdog: the run did not stop after the diagnosis; exiting\n", stderr);
@@ -54,9 +61,13 @@ std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const Trai
 
 TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) {
   TrainingJob resolved = job_in;
+  const int ranks_count = static_cast<int>(resolved.placement.ranks.size());
   if (resolved.watchdog_timeout_s > 0 && !resolved.progress)
-    resolved.progress =
-        std::make_shared<trace::ProgressBoard>(static_cast<int>(resolved.placement.ranks.size()));
+    resolved.progress = std::make_shared<trace::ProgressBoard>(ranks_count);
+  if (!resolved.snapshots && resolved.recovery.snapshot_every > 0 &&
+      (resolved.recovery.policy == FaultPolicy::restart ||
+                              resolved.on_nan == NanPolicy::rollback))
+    resolved.snapshots = std::make_shared<SnapshotStore>(ranks_count);
   auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);  // before any stage computes
   caf::actor_system_config cfg;
@@ -75,10 +86,23 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
     stages.push_back(job->detached_stages
                          ? system.spawn<caf::detached>(stage_actor, job, r, epoch)
                          : system.spawn(stage_actor, job, r, epoch));
-  auto coordinator = system.spawn(coordinator_actor, job, stages, &observer);
+  // Replacements are spawned like the originals; the watchdog is rearmed after a recovery.
+  // It is created after the coordinator, so the coordinator reaches it through `armed`.
+  auto armed = std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
+  StageRestarts restarts;
+  restarts.respawn = [&system, job, epoch](int rank, std::int64_t fence) {
+    return job->detached_stages
+               ? system.spawn<caf::detached>(restarted_stage_actor, job, rank, epoch, fence)
+               : system.spawn(restarted_stage_actor, job, rank, epoch, fence);
+  };
+  restarts.recovered = [armed] {
+    if (auto* w = armed->load()) w->rearm();
+  };
+  auto coordinator = system.spawn(coordinator_actor, job, stages, &observer, restarts);
 
   auto diagnosis = std::make_shared<std::string>();
   auto watchdog = start_watchdog(job, coordinator, diagnosis);
+  armed->store(watchdog.get());
 
   TrainResult result;
   std::string failed;
@@ -89,6 +113,7 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
                  [&](caf::error& e) { failed = error_text(system, e); });
   }
   const bool hung = watchdog && watchdog->fired();
+  armed->store(nullptr);
   watchdog.reset();  // stops it (a fired one is waiting out its grace period)
   if (hung) throw HangError(*diagnosis);
   if (!failed.empty()) throw std::runtime_error(failed);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/fault/snapshot_store.hpp"
 #include "actors/placement.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "actors/stage/stage_worker.hpp"
@@ -19,8 +20,21 @@
 
 namespace conveyor {
 
-/// fault.on_nan: what a step whose loss or gradient norm is not finite does.
-enum class NanPolicy { abort, skip };
+/// fault.on_nan: what a step whose loss or gradient norm is not finite does: stop the run,
+/// drop that step's update, or restore every stage to its last snapshot and replay the
+/// step once (a second non-finite result there stops the run).
+enum class NanPolicy { abort, skip, rollback };
+
+/// fault.policy: a failed stage (exception, injected crash, hang) stops the run, or is
+/// respawned and every stage rolls back to the newest in-memory snapshot.
+enum class FaultPolicy { abort, restart };
+
+struct RecoverySettings {
+  FaultPolicy policy = FaultPolicy::abort;
+  int snapshot_every = 1;    // steps between in-memory snapshots (fault.snapshot_every)
+  int max_restarts = 3;      // recoveries allowed within window_s ...
+  double window_s = 600.0;   // ... beyond which the run checkpoints and stops
+};
 
 struct TrainingJob {
   GptConfig model;
@@ -47,6 +61,10 @@ struct TrainingJob {
   // null: none. Not owned: it outlives the run.
   CheckpointHook* checkpoints = nullptr;
   NanPolicy on_nan = NanPolicy::abort;
+  RecoverySettings recovery;
+  // In-memory snapshots (actors/fault/snapshot_store.hpp): made by run_training when
+  // recovery.policy is restart or on_nan is rollback; null otherwise.
+  std::shared_ptr<SnapshotStore> snapshots;
   double watchdog_timeout_s = 0;  // deadline of every action and wait; 0: no watchdog
   std::shared_ptr<trace::ProgressBoard> progress;  // set by run_training with a watchdog
   std::shared_ptr<MessageFault> fault;             // tests only: loses stage messages
@@ -72,6 +90,18 @@ struct StepMetrics {
   std::vector<int> nonfinite_ranks;
 };
 
+/// One recovery: what failed, where, and what it cost (a `recovery` row of metrics.jsonl).
+struct RecoveryEvent {
+  std::string fault;             // crash | hang | nan
+  std::vector<int> stages;       // the failed (crash, hang) or non-finite (nan) ranks
+  std::int64_t step = 0;         // the train step under way when it was detected
+  std::int64_t restored_step = 0;  // completed steps restored; steps from here are replayed
+  std::vector<int> respawned;    // ranks whose actor was replaced
+  double recovery_ms = 0;        // detection → every stage restored, replay starting
+  int restarts_in_window = 0;    // recoveries within fault.window_s, this one included
+  std::string reason;            // the failure as detected
+};
+
 struct EvalMetrics {
   std::int64_t step = 0;  // evaluated after this train step
   double val_loss = 0.0;
@@ -83,6 +113,8 @@ class TrainingObserver {
   virtual ~TrainingObserver() = default;
   virtual void on_step(const StepMetrics&, const std::vector<StageReport>& reports) = 0;
   virtual void on_eval(const EvalMetrics&) = 0;
+  /// After a recovery, before the replay starts.
+  virtual void on_recovery(const RecoveryEvent&) {}
 };
 
 struct TrainResult {

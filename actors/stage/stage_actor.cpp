@@ -8,6 +8,7 @@
 
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
+#include "actors/fault/recovery_messages.hpp"
 #include "actors/stage/stage_snapshot.hpp"
 
 namespace conveyor {
@@ -52,6 +53,17 @@ void drive(Self* self) {
   }
 }
 
+// The stage's state after `steps_done` steps into the process's snapshot store.
+void put_snapshot(Self* self, std::int64_t steps_done) {
+  auto& st = self->state;
+  st.job->snapshots->put(st.worker->rank(), {steps_done, st.worker->snapshot()});
+}
+
+bool snapshot_due(const TrainingJob& job, std::int64_t steps_done) {
+  return job.snapshots && job.recovery.snapshot_every > 0 &&
+         steps_done % job.recovery.snapshot_every == 0;
+}
+
 // Every handler body runs through this: an exception becomes the actor's exit reason.
 template <class F>
 void guarded(Self* self, F&& body) {
@@ -80,14 +92,20 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
     // A traced GPU stage times its actions on the device (CUDA events), not by the host.
     if (job->trace) st.probe->use_device_clocks(st.worker->device_clocks());
     st.worker->set_listener(st.probe.get());
+    st.worker->set_fault(job->fault);
   });
   return {
       [=](const PeerTable& peers) { self->state.peers = peers; },
       [=](const StepPlan& plan) {
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
-          self->state.probe->plan_received(plan);
           const auto& fault = self->state.job->fault;
+          if (fault && plan.phase == Phase::train && fault->hang(self->state.worker->rank(), plan.step)) {
+            fmt::print(stderr, "stage {}: fault.inject hang: never starting step {}\n",
+                       self->state.worker->rank(), plan.step);
+            return;
+          }
+          self->state.probe->plan_received(plan);
           if (fault && plan.phase == Phase::train && fault->crash(self->state.worker->rank(), plan.step))
             throw std::runtime_error(fmt::format(
                 "injected crash at the start of step {} (fault.inject crash:stage={}:step={})",
@@ -110,6 +128,8 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
             self->state.worker->discard_gradients();
           else
             self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
+          // Before the reply: once every stage has answered, the snapshot is there.
+          if (snapshot_due(*self->state.job, step.step + 1)) put_snapshot(self, step.step + 1);
         } catch (const std::exception& e) {
           self->quit(failure(e.what()));
           return failure(e.what());
@@ -122,9 +142,36 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
         guarded(self, [&] { receive_over_channel(self, header); });
       },
       [=](const ChannelFailure& f) { self->quit(failure(f.what)); },
+      [=](const TakeSnapshot& take) -> caf::result<SnapshotTaken> {
+        try {
+          put_snapshot(self, take.steps_done);
+          return SnapshotTaken{self->state.worker->rank(), take.steps_done};
+        } catch (const std::exception& e) {
+          self->quit(failure(e.what()));
+          return failure(e.what());
+        }
+      },
+      [=](const RestoreStage& restore) -> caf::result<StageRestored> {
+        try {
+          auto& st = self->state;
+          st.worker->abort(restore.round_fence);
+          st.probe->plan_aborted();
+          const auto snap = st.job->snapshots ? st.job->snapshots->get(st.worker->rank(), restore.steps_done)
+                                              : nullptr;
+          if (!snap)
+            throw std::logic_error(fmt::format("stage {}: no snapshot of step {} to restore",
+                                               st.worker->rank(), restore.steps_done));
+          st.worker->restore_snapshot(snap->chunks);
+          return StageRestored{st.worker->rank(), restore.steps_done};
+        } catch (const std::exception& e) {
+          self->quit(failure(e.what()));
+          return failure(e.what());
+        }
+      },
       [=](snapshot_atom) -> caf::result<StageSnapshot> {
         try {
-          return StageSnapshot{self->state.worker->rank(), self->state.worker->capture_state()};
+          return StageSnapshot{self->state.worker->rank(), self->state.worker->capture_state(),
+                               self->state.worker->optimizer_steps()};
         } catch (const std::exception& e) {
           self->quit(failure(e.what()));
           return failure(e.what());
@@ -136,6 +183,13 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
         return weights;
       },
   };
+}
+
+caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+                                    StageWorker::Clock::time_point epoch, std::int64_t round_fence) {
+  auto behavior = stage_actor(self, std::move(job), rank, epoch);
+  if (self->state.worker) self->state.worker->abort(round_fence);
+  return behavior;
 }
 
 caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,

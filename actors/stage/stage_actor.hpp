@@ -29,6 +29,13 @@ caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
                           std::shared_ptr<const TrainingJob> job, int rank,
                           StageWorker::Clock::time_point epoch);
 
+/// The replacement of a failed stage actor (fault.policy restart): a stage_actor that
+/// ignores every message of a round up to `round_fence` (the aborted ones) until the
+/// coordinator restores its state (RestoreStage).
+caf::behavior restarted_stage_actor(caf::stateful_actor<StageActorState>* self,
+                                    std::shared_ptr<const TrainingJob> job, int rank,
+                                    StageWorker::Clock::time_point epoch, std::int64_t round_fence);
+
 /// A stage actor whose edges to ranks of other processes go through `links`
 /// (actors/cluster/stage_remote.hpp); the rest is stage_actor.
 caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,

@@ -14,6 +14,7 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 struct StageSnapshot {
   int rank = 0;
   std::vector<NamedTensor> tensors;  // global names, host copies
+  std::int64_t optimizer_steps = 0;  // AdamW's step count
 };
 
 }  // namespace conveyor

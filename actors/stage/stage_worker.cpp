@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "actors/stage/nvtx_range.hpp"
-#include "actors/stage/stateful_stage_model.hpp"
+#include "actors/trace/message_fault.hpp"
 
 namespace conveyor {
 namespace {
@@ -67,6 +70,7 @@ void StageWorker::begin(const StepPlan& plan) {
   next_ = 0;
   report_ = StageReport{};
   report_.rank = rank_;
+  report_.round = plan.round;
   report_.step = plan.step;
   report_.phase = plan.phase;
   auto early = std::move(early_);
@@ -89,6 +93,7 @@ const sched::Action* StageWorker::pending_consumer(const PipeMessage& m) const {
 }
 
 void StageWorker::accept(PipeMessage m) {
+  if (m.round <= round_fence_) return;  // sent before a recovery aborted its round
   const std::int64_t next_round = (plan_ ? plan_->round : last_round_) + 1;
   if (m.round == next_round) {  // for the plan after this one: hold it until then
     early_.push_back(std::move(m));
@@ -171,6 +176,11 @@ MicroBatch StageWorker::batch_for(int micro_batch) const {
 
 void StageWorker::run(const sched::Action& a, const Outbox& outbox) {
   Chunk& c = chunk(a.chunk);
+  // fault.inject slow: inside the action's timing, so it counts as busy time.
+  if (fault_ && (a.kind == sched::ActionKind::F || a.kind == sched::ActionKind::B ||
+                 a.kind == sched::ActionKind::I || a.kind == sched::ActionKind::W))
+    if (const auto d = fault_->action_delay(rank_, plan_->step, plan_->phase); d.count() > 0)
+      std::this_thread::sleep_for(d);
   switch (a.kind) {
     case sched::ActionKind::F:
       forward(a, c, outbox);
@@ -280,16 +290,49 @@ std::vector<NamedTensor> StageWorker::capture_state() const {
     throw std::logic_error(where() + ": state captured in the middle of a plan");
   std::vector<NamedTensor> out;
   for (const auto& c : chunks_) {
-    const auto* model = dynamic_cast<const StatefulStageModel*>(c.model.get());
-    if (!model)
-      throw std::logic_error(fmt::format(
-          "stage {}: the model of model stage {} cannot be captured for a checkpoint", rank_,
-          c.model_stage));
-    auto tensors = model->capture_state();
+    auto tensors = c.model->capture_state();
     out.insert(out.end(), std::make_move_iterator(tensors.begin()),
                std::make_move_iterator(tensors.end()));
   }
   return out;
+}
+
+std::int64_t StageWorker::optimizer_steps() const {
+  return chunks_.empty() ? 0 : chunks_.front().model->optimizer_steps();
+}
+
+void StageWorker::restore_state(const std::vector<NamedTensor>& tensors,
+                                std::int64_t optimizer_steps) {
+  if (plan_) throw std::logic_error(where() + ": state restored in the middle of a plan");
+  for (auto& c : chunks_) c.model->restore_state(tensors, optimizer_steps);
+}
+
+std::vector<std::shared_ptr<const StateSnapshot>> StageWorker::snapshot() const {
+  if (plan_) throw std::logic_error(where() + ": snapshot taken in the middle of a plan");
+  std::vector<std::shared_ptr<const StateSnapshot>> out;
+  for (const auto& c : chunks_) out.push_back(c.model->snapshot());
+  return out;
+}
+
+void StageWorker::restore_snapshot(const std::vector<std::shared_ptr<const StateSnapshot>>& chunks) {
+  if (plan_) throw std::logic_error(where() + ": snapshot restored in the middle of a plan");
+  if (chunks.size() != chunks_.size())
+    throw std::logic_error(fmt::format("stage {}: a snapshot of {} chunks for {} chunks", rank_,
+                                       chunks.size(), chunks_.size()));
+  for (std::size_t i = 0; i < chunks_.size(); ++i) chunks_[i].model->restore_snapshot(*chunks[i]);
+}
+
+void StageWorker::abort(std::int64_t round_fence) {
+  plan_.reset();
+  next_ = 0;
+  early_.clear();
+  activations_.clear();
+  gradients_.clear();
+  stash_.clear();
+  report_ = StageReport{};
+  last_round_ = std::max(last_round_, round_fence);
+  round_fence_ = std::max(round_fence_, round_fence);
+  for (auto& c : chunks_) c.model->discard_gradients();
 }
 
 }  // namespace conveyor

@@ -31,6 +31,8 @@
 
 namespace conveyor {
 
+class MessageFault;  // actors/trace/message_fault.hpp
+
 /// A message that the stage's plan does not expect: wrong step, micro-batch, shape,
 /// dtype, or a duplicate.
 class ProtocolError : public std::runtime_error {
@@ -90,16 +92,35 @@ class StageWorker {
   /// Parameter handles by model stage, for the final weights file.
   WeightsReply weights() const;
   /// Host copies of every chunk's parameters and optimizer state under global names
-  /// (stateful_stage_model.hpp), for a checkpoint. REQUIRES: no plan is running (a step
-  /// boundary). Throws std::logic_error when a chunk's model cannot be captured (a model
-  /// that is not a StatefulStageModel, e.g. a GPU one).
+  /// (StageModel::capture_state), for a checkpoint or a snapshot. REQUIRES: no plan is
+  /// running (a step boundary). Throws std::logic_error when a chunk's model cannot be
+  /// captured.
   std::vector<NamedTensor> capture_state() const;
+  /// AdamW's step count (every chunk steps together).
+  std::int64_t optimizer_steps() const;
+  /// Loads `tensors` (capture_state() of this or another stage layout) into every chunk,
+  /// with AdamW step count `optimizer_steps`. REQUIRES: no plan is running. Throws
+  /// StateMismatch (kernels/model/param_state.hpp) before changing a chunk.
+  void restore_state(const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
+
+  /// Every chunk's StageModel::snapshot(), in chunk order. REQUIRES: no plan is running.
+  std::vector<std::shared_ptr<const StateSnapshot>> snapshot() const;
+  /// Restores what snapshot() returned (of this rank, maybe of a worker that died).
+  /// REQUIRES: no plan is running; one snapshot per chunk.
+  void restore_snapshot(const std::vector<std::shared_ptr<const StateSnapshot>>& chunks);
+
+  /// A recovery: drops the current plan, every message held or still to come of a round
+  /// up to `round_fence` (they are silently ignored), the stashed activations and the
+  /// gradients accumulated; the next plan must be round_fence + 1.
+  void abort(std::int64_t round_fence);
 
   /// Each chunk's device clock (null for a CPU model), by chunk: for the trace probe.
   std::vector<DeviceActionClock*> device_clocks();
 
   /// REQUIRES: `listener` outlives the worker (or is reset to nullptr first).
   void set_listener(ActionListener* listener) { listener_ = listener; }
+  /// fault.inject slow: asked for extra time before each compute action (null: none).
+  void set_fault(std::shared_ptr<MessageFault> fault) { fault_ = std::move(fault); }
 
   /// Stashed activations now held (micro-batches with forward done, backward pending).
   std::size_t stashed() const { return stash_.size(); }
@@ -131,6 +152,7 @@ class StageWorker {
 
   std::optional<StepPlan> plan_;
   std::int64_t last_round_ = 0;
+  std::int64_t round_fence_ = 0;  // messages of rounds up to this one belong to aborted plans
   std::size_t next_ = 0;
   // Messages for the next plan that arrived before it (a neighbour may get its plan
   // and send before ours is delivered); checked when that plan begins.
@@ -140,6 +162,7 @@ class StageWorker {
   std::map<Key, std::unique_ptr<StageStash>> stash_;
   StageReport report_;
   ActionListener* listener_ = nullptr;
+  std::shared_ptr<MessageFault> fault_;
 };
 
 }  // namespace conveyor

@@ -43,9 +43,14 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::nan;
   else if (parts[0] == "crash")
     spec.kind = FaultSpec::Kind::crash;
+  else if (parts[0] == "hang")
+    spec.kind = FaultSpec::Kind::hang;
+  else if (parts[0] == "slow")
+    spec.kind = FaultSpec::Kind::slow;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
-                                "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, crash)");
+                                "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, "
+                                "crash, hang, slow)");
   const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
   bool has_stage = false, has_ms = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -68,7 +73,8 @@ FaultSpec parse_fault_spec(const std::string& entry) {
       else
         throw std::invalid_argument("fault '" + entry + "': kind=" + value +
                                     " is not activation or gradient");
-    } else if (field == "ms" && spec.kind == FaultSpec::Kind::delay) {
+    } else if (field == "ms" && (spec.kind == FaultSpec::Kind::delay ||
+                                 spec.kind == FaultSpec::Kind::slow)) {
       spec.delay = std::chrono::milliseconds(number(entry, field, value));
       has_ms = true;
     } else {
@@ -85,11 +91,10 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
-  if ((spec.kind == FaultSpec::Kind::drop || spec.kind == FaultSpec::Kind::nan ||
-       spec.kind == FaultSpec::Kind::crash) &&
-      !spec.step)
+  const bool timed = spec.kind == FaultSpec::Kind::delay || spec.kind == FaultSpec::Kind::slow;
+  if (!timed && !spec.step)
     throw std::invalid_argument("fault '" + entry + "': step=N is missing");
-  if (spec.kind == FaultSpec::Kind::delay && !has_ms)
+  if (timed && !has_ms)
     throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
   return spec;
 }
@@ -108,20 +113,38 @@ ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(
       drops_.push_back(std::make_unique<DropOneMessage>(s.stage, *s.step, s.micro_batch,
                                                         s.message_kind));
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::nan) poisons_.push_back({s.stage, *s.step});
+    if (s.kind == FaultSpec::Kind::nan || s.kind == FaultSpec::Kind::crash ||
+        s.kind == FaultSpec::Kind::hang)
+      one_shots_.push_back({s.kind, s.stage, *s.step});
+}
+
+bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step) {
+  for (auto& o : one_shots_)
+    if (o.kind == kind && o.stage == rank && o.step == step && !o.fired.exchange(true)) return true;
+  return false;
 }
 
 bool ScriptedFaults::crash(int rank, std::int64_t step) {
+  return fire(FaultSpec::Kind::crash, rank, step);
+}
+
+bool ScriptedFaults::hang(int rank, std::int64_t step) {
+  return fire(FaultSpec::Kind::hang, rank, step);
+}
+
+std::chrono::milliseconds ScriptedFaults::action_delay(int rank, std::int64_t step,
+                                                       Phase phase) {
+  std::chrono::milliseconds total{0};
+  if (phase != Phase::train) return total;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::crash && s.stage == rank && *s.step == step) return true;
-  return false;
+    if (s.kind == FaultSpec::Kind::slow && s.stage == rank && (!s.step || *s.step == step))
+      total += s.delay;
+  return total;
 }
 
 bool ScriptedFaults::poison(const PipeMessage& message, int from_rank) {
   if (message.phase != Phase::train) return false;
-  for (auto& p : poisons_)
-    if (p.stage == from_rank && p.step == message.step && !p.fired.exchange(true)) return true;
-  return false;
+  return fire(FaultSpec::Kind::nan, from_rank, message.step);
 }
 
 bool ScriptedFaults::drop(const PipeMessage& message, int from_rank) {

@@ -13,7 +13,17 @@
 //       or the gradient norm of step N is not finite and fault.on_nan decides
 //   crash:stage=S:step=N
 //       stage S fails (throws) as it starts train step N, as a crashed stage would; with
-//       fault.policy abort the run stops naming the stage
+//       fault.policy abort the run stops naming the stage, with restart it is respawned
+//   hang:stage=S:step=N
+//       stage S never starts train step N (its plan is lost on the way in): its peers wait
+//       for it until the watchdog (trace.watchdog_s) diagnoses the hang
+//   slow:stage=S:ms=D[:step=N]
+//       every compute action (F, B, I, W) of stage S in a train step (step N when given)
+//       takes D milliseconds longer: the stage sleeps inside the action, so the time counts
+//       as busy time, as a slow device would (a straggler; fault.straggler_*)
+//
+// nan, crash and hang fire once: a replayed step after a recovery runs clean, as it
+// would after a transient fault.
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
@@ -32,12 +42,12 @@
 namespace conveyor {
 
 struct FaultSpec {
-  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, slow } kind = Kind::drop;
   int stage = 0;
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
-  std::chrono::milliseconds delay{0};
+  std::chrono::milliseconds delay{0};  // delay, slow
 };
 
 /// Parses one entry; throws std::invalid_argument naming the entry and what is wrong.
@@ -46,27 +56,32 @@ FaultSpec parse_fault_spec(const std::string& entry);
 /// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
 std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
 
-/// Applies every drop, delay, nan and crash spec to the messages stages send (other kinds are
-/// ignored here). Thread-safe (stages call it from their own threads); a drop or nan spec
-/// fires once.
+/// Applies every drop, delay, nan, crash, hang and slow spec to the stages (other kinds are
+/// ignored here). Thread-safe (stages call it from their own threads); every spec but
+/// delay and slow fires once.
 class ScriptedFaults final : public MessageFault {
  public:
   explicit ScriptedFaults(std::vector<FaultSpec> specs);
   bool drop(const PipeMessage& message, int from_rank) override;
   bool poison(const PipeMessage& message, int from_rank) override;
   bool crash(int rank, std::int64_t step) override;
+  bool hang(int rank, std::int64_t step) override;
+  std::chrono::milliseconds action_delay(int rank, std::int64_t step, Phase phase) override;
 
  private:
-  struct Poison {
+  struct OneShot {
+    FaultSpec::Kind kind;
     int stage = 0;
     std::int64_t step = 0;
     std::atomic<bool> fired{false};
-    Poison(int s, std::int64_t k) : stage(s), step(k) {}
-    Poison(const Poison& o) : stage(o.stage), step(o.step), fired(o.fired.load()) {}
+    OneShot(FaultSpec::Kind k, int s, std::int64_t n) : kind(k), stage(s), step(n) {}
+    OneShot(const OneShot& o) : kind(o.kind), stage(o.stage), step(o.step), fired(o.fired.load()) {}
   };
+  /// True the first time (kind, rank, step) matches a spec.
+  bool fire(FaultSpec::Kind kind, int rank, std::int64_t step);
   std::vector<FaultSpec> specs_;
   std::vector<std::unique_ptr<DropOneMessage>> drops_;  // one per drop spec, in order
-  std::vector<Poison> poisons_;                          // one per nan spec
+  std::vector<OneShot> one_shots_;                       // one per nan, crash, hang spec
 };
 
 }  // namespace conveyor

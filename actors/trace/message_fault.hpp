@@ -4,6 +4,7 @@
 // NaN-poisoned) and as it starts a step (crashed). The run never has one
 // unless a test (or a fault.* config key, later) installs it.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "actors/protocol.hpp"
@@ -19,6 +20,14 @@ class MessageFault {
   virtual bool poison(const PipeMessage& /*message*/, int /*from_rank*/) { return false; }
   /// True: stage `rank` fails as it starts train step `step` (a crashed stage).
   virtual bool crash(int /*rank*/, std::int64_t /*step*/) { return false; }
+  /// True: stage `rank` never starts train step `step` (a hung stage).
+  virtual bool hang(int /*rank*/, std::int64_t /*step*/) { return false; }
+  /// Extra time every compute action of stage `rank` in `step` (of `phase`) takes: it
+  /// sleeps inside the action, so the time counts as busy time (a straggler).
+  virtual std::chrono::milliseconds action_delay(int /*rank*/, std::int64_t /*step*/,
+                                                 Phase /*phase*/) {
+    return {};
+  }
 };
 
 /// Drops the first message that `from_rank` sends in train step `step` (of `kind`, for

@@ -171,6 +171,13 @@ void StageProbe::report_sending(StageReport& report) {
   buffer_->add(r);
 }
 
+void StageProbe::plan_aborted() {
+  const std::int64_t t = now_ns();
+  if (!awaiting_.empty()) resolve_device_times(true);
+  current_action_ = 0;
+  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t);
+}
+
 void StageProbe::optimizer_received(const OptimizerStep& step) {
   optimizer_record_ = 0;
   if (!buffer_ || !buffer_->wants(step.step)) return;

@@ -44,6 +44,8 @@ class StageProbe final : public ActionListener {
   void report_sending(StageReport& report);
   void optimizer_received(const OptimizerStep& step);
   void done_sending(OptimizerDone& done);
+  /// A recovery aborted the plan: the stage is idle again (its trace records so far stay).
+  void plan_aborted();
 
   /// The device clock of each chunk's model, by chunk (null: that chunk's host times).
   void use_device_clocks(std::vector<DeviceActionClock*> by_chunk);

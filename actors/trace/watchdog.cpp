@@ -82,14 +82,29 @@ void Watchdog::loop() {
     d.graph = build_wait_for_graph(stages, context_, now);
     if (trace_) d.last_records = trace_->recent(8);
     fired_ = true;
+    rearmed_ = false;
     lock.unlock();
     on_fire_(d);
     lock.lock();
-    const bool stopped = wake_.wait_for(lock, std::chrono::duration<double>(grace_s_),
-                                        [this] { return stopping_; });
-    if (!stopped && on_stuck_) on_stuck_();
+    const bool answered = wake_.wait_for(lock, std::chrono::duration<double>(grace_s_),
+                                         [this] { return stopping_ || rearmed_; });
+    if (stopping_) return;
+    if (answered) {  // recovered: deadlines start again now
+      started_ns_ = now_ns();
+      fired_ = false;
+      continue;
+    }
+    if (on_stuck_) on_stuck_();
     return;
   }
+}
+
+void Watchdog::rearm() {
+  {
+    std::lock_guard lock(mutex_);
+    rearmed_ = true;
+  }
+  wake_.notify_all();
 }
 
 }  // namespace conveyor::trace

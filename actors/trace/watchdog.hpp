@@ -3,9 +3,10 @@
 // second. Each action and each wait for a message has a deadline (timeout after it
 // began); so has a stage idle between plans. When one passes, the watchdog builds the
 // wait-for graph, adds the last trace records (if tracing), hands the diagnosis to
-// `on_fire` once, and stops looking. What happens next (abort now, restart later) is the
-// caller's policy; if the run has not stopped `grace_s` after the diagnosis (a stage
-// stuck in a kernel never reads its mailbox), `on_stuck` runs (say, exit the process).
+// `on_fire`, and stops looking. What happens next (abort, restart) is the caller's
+// policy: after a restart, rearm() makes it look again; if the run has neither stopped
+// nor been rearmed `grace_s` after the diagnosis (a stage stuck in a kernel never reads
+// its mailbox), `on_stuck` runs (say, exit the process).
 // CAF-free: the caller's callbacks do the actor work.
 #include <atomic>
 #include <chrono>
@@ -51,7 +52,11 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   void stop();
+  /// True from a diagnosis until the run recovered from it (rearm()).
   bool fired() const { return fired_.load(); }
+  /// The run recovered from the hang it diagnosed (a restart): look again, with every
+  /// deadline counted from now. Without it, on_stuck runs grace_s after the diagnosis.
+  void rearm();
 
  private:
   void loop();
@@ -69,6 +74,7 @@ class Watchdog {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool rearmed_ = false;
   std::thread thread_;
 };
 

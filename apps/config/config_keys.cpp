@@ -27,7 +27,8 @@ struct StepRangeRule {
 struct FaultSpecsRule {
   std::string describe() const {
     return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
-           "crash:stage=S:step=N or corrupt-checkpoint:step=N";
+           "crash:stage=S:step=N, hang:stage=S:step=N, slow:stage=S:ms=D[:step=N] or "
+           "corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
@@ -130,16 +131,42 @@ std::vector<ConfigKey> build_keys() {
           "bytes on disk differ from its sha256, so a resume must fall back), "
           "nan:stage=S:step=N (the first message stage S sends in train step N carries a NaN, "
           "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N (stage S "
-          "fails as it starts train step N)",
+          "fails as it starts train step N), hang:stage=S:step=N (stage S never starts train "
+          "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
+          "stage S takes D ms longer, a straggler). nan, crash and hang fire once",
           FaultSpecsRule{}),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "
-          "the step and the stages whose gradients are not finite) or skip (no optimizer "
-          "update that step: every stage drops its gradients, the AdamW step count stays)",
+          "the step and the stages whose gradients are not finite), skip (no optimizer "
+          "update that step: every stage drops its gradients, the AdamW step count stays) or "
+          "rollback (every stage goes back to its in-memory snapshot and the step is "
+          "replayed once; non-finite again stops the run)",
           one_of(&known_nan_policies)),
-      KEY(fault.policy, "what a failure (a hang the watchdog found, a stage error) does: abort "
-                        "(stop with the diagnosis; exit 3 for a hang)",
+      KEY(fault.policy,
+          "what a failed stage (an error, a crash, a hang the watchdog found) does: restart "
+          "(its actor is respawned, every stage rolls back to the newest in-memory snapshot, "
+          "the steps since are replayed; one process) or abort (stop with the diagnosis; "
+          "exit 3 for a hang)",
           one_of(&known_fault_policies)),
+      KEY(fault.snapshot_every,
+          "steps between in-memory snapshots of every stage's weights and optimizer state, "
+          "which a restart or rollback restores (0: none, so failures stop the run)",
+          at_least(0)),
+      KEY(fault.max_restarts,
+          "recoveries allowed within fault.window_s; one more stops the run after writing a "
+          "checkpoint of the newest snapshot",
+          at_least(0)),
+      KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
+          greater_than(0.0)),
+      KEY(fault.straggler_factor,
+          "a stage whose busy time in a step exceeds this many times the median stage's is "
+          "slow; slow for fault.straggler_steps steps in a row, it is reported as a straggler "
+          "(a metrics.jsonl row and a progress note)",
+          greater_than(1.0)),
+      KEY(fault.straggler_steps,
+          "consecutive slow steps before a stage is reported as a straggler (once per "
+          "episode: again only after it recovered and became slow again)",
+          at_least(1)),
 
       KEY(checkpoint.dir,
           "folder of the checkpoints (empty: DIR/checkpoints, DIR being the run folder); "

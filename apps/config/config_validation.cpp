@@ -63,12 +63,6 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                              format_number(c.train.lr) +
                                              " (the decay ends at lr_min: keep it <= lr)",
                          "train.lr"};
-  if (cuda && c.checkpoint.every > 0)
-    return ConfigProblem{"checkpoint.every",
-                         to_string(c.checkpoint.every) +
-                             " on devices.kind cuda (checkpoints capture CPU stages only so far: "
-                             "set checkpoint.every: 0)",
-                         "devices.kind"};
   return std::nullopt;
 }
 

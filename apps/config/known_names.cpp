@@ -34,13 +34,12 @@ const std::vector<std::string>& known_transport_kinds() {
 }
 
 const std::vector<std::string>& known_nan_policies() {
-  static const std::vector<std::string> names = {"abort", "skip"};
+  static const std::vector<std::string> names = {"abort", "skip", "rollback"};
   return names;
 }
 
 const std::vector<std::string>& known_fault_policies() {
-  // restart arrives with stage-actor recovery (issue 7)
-  static const std::vector<std::string> names = {"abort"};
+  static const std::vector<std::string> names = {"restart", "abort"};
   return names;
 }
 

@@ -21,7 +21,7 @@ const std::vector<std::string>& known_stage_threads();
 const std::vector<std::string>& known_transport_kinds();
 /// fault.policy values.
 const std::vector<std::string>& known_fault_policies();
-/// fault.on_nan values (rollback arrives with in-memory snapshots, issue 7).
+/// fault.on_nan values.
 const std::vector<std::string>& known_nan_policies();
 
 }  // namespace conveyor

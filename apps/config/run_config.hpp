@@ -77,8 +77,13 @@ struct TransportSection {
 
 struct FaultSection {
   std::vector<std::string> inject;           // fault.inject: faults injected on purpose (tests)
-  std::string policy = "abort";              // fault.policy: what a failure does (abort)
-  std::string on_nan = "abort";              // fault.on_nan: abort | skip
+  std::string policy = "restart";            // fault.policy: restart | abort
+  std::string on_nan = "abort";              // fault.on_nan: abort | skip | rollback
+  std::int64_t snapshot_every = 1;           // fault.snapshot_every: steps between in-memory snapshots (0: none)
+  std::int64_t max_restarts = 3;             // fault.max_restarts: recoveries allowed within fault.window_s
+  double window_s = 600;                     // fault.window_s
+  double straggler_factor = 2.0;             // fault.straggler_factor: busy time over the median stage's that is slow
+  std::int64_t straggler_steps = 3;          // fault.straggler_steps: consecutive slow steps before a report
 };
 
 struct CheckpointSection {

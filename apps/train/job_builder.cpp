@@ -48,7 +48,13 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
   job.detached_stages = config.runtime.stage_threads == "detached";
   job.watchdog_timeout_s = config.watchdog.timeout_s;
-  job.on_nan = config.fault.on_nan == "skip" ? NanPolicy::skip : NanPolicy::abort;
+  job.on_nan = config.fault.on_nan == "skip"       ? NanPolicy::skip
+               : config.fault.on_nan == "rollback" ? NanPolicy::rollback
+                                                   : NanPolicy::abort;
+  job.recovery.policy = config.fault.policy == "restart" ? FaultPolicy::restart : FaultPolicy::abort;
+  job.recovery.snapshot_every = static_cast<int>(config.fault.snapshot_every);
+  job.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);
+  job.recovery.window_s = config.fault.window_s;
   if (!config.fault.inject.empty()) {
     std::vector<FaultSpec> specs;
     for (const auto& entry : config.fault.inject) specs.push_back(parse_fault_spec(entry));

@@ -9,12 +9,13 @@
 namespace conveyor {
 
 MetricsLog::MetricsLog(const std::filesystem::path& file, const sched::Schedule& schedule,
-                       Progress& progress)
+                       Progress& progress, double straggler_factor, int straggler_steps)
     : path_(file),
       file_(std::fopen(file.c_str(), "a")),
       schedule_(schedule),
       progress_(progress),
-      durations_(schedule) {
+      durations_(schedule),
+      stragglers_(straggler_factor, straggler_steps) {
   if (!file_)
     throw std::runtime_error(fmt::format("{}: cannot open: {}", path_.string(),
                                          std::strerror(errno)));
@@ -44,6 +45,19 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& r
                                "update skipped (fault.on_nan: skip)",
                                m.step, fmt::join(m.nonfinite_ranks, ", ")));
   }
+  for (const auto& s : stragglers_.observe(m)) {
+    append({{"event", "straggler"},
+            {"stage", s.stage},
+            {"step", s.step},
+            {"busy_ms", s.busy_ms},
+            {"peer_median_ms", s.peer_median_ms},
+            {"ratio", s.ratio},
+            {"steps", s.steps}});
+    progress_.note(fmt::format(
+        "stage {} is a straggler: {} steps at {:.1f}x the median of the other stages' busy time ({:.1f} ms "
+        "vs {:.1f} ms)",
+        s.stage, s.steps, s.ratio, s.busy_ms, s.peer_median_ms));
+  }
   if (m.step >= 2) {  // the first steps pay for allocation and page faults
     tokens_per_s_sum_ += m.tokens_per_s;
     bubble_sum_ += m.bubble;
@@ -56,6 +70,25 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& r
 void MetricsLog::on_eval(const EvalMetrics& m) {
   append({{"event", "eval"}, {"after_step", m.step}, {"val_loss", m.val_loss}});
   progress_.note(fmt::format("eval after step {}: val_loss {:.4f}", m.step + 1, m.val_loss));
+}
+
+void MetricsLog::on_recovery(const RecoveryEvent& e) {
+  append({{"event", "recovery"},
+          {"fault", e.fault},
+          {"stage", e.stages.empty() ? -1 : e.stages.front()},
+          {"stages", e.stages},
+          {"step", e.step},
+          {"restored_step", e.restored_step},
+          {"respawned", e.respawned},
+          {"recovery_ms", e.recovery_ms},
+          {"restarts_in_window", e.restarts_in_window},
+          {"reason", e.reason}});
+  progress_.note(fmt::format(
+      "recovered from a {} at step {} in {:.0f} ms: {}; {} respawned, every stage back at step "
+      "{}, replaying",
+      e.fault, e.step, e.recovery_ms, e.reason,
+      e.respawned.empty() ? std::string("no stage") : fmt::format("stage(s) {}", fmt::join(e.respawned, ", ")),
+      e.restored_step));
 }
 
 void MetricsLog::event(const nlohmann::json& row) { append(row); }

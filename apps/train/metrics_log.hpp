@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "actors/fault/straggler_detector.hpp"
 #include "actors/runtime/action_duration_stats.hpp"
 #include "actors/runtime/training_job.hpp"
 #include "apps/train/progress.hpp"
@@ -14,14 +15,19 @@ namespace conveyor {
 
 class MetricsLog final : public TrainingObserver {
  public:
+  /// straggler_factor, straggler_steps: fault.straggler_* (actors/fault/straggler_detector.hpp).
   MetricsLog(const std::filesystem::path& file, const sched::Schedule& schedule,
-             Progress& progress);
+             Progress& progress, double straggler_factor, int straggler_steps);
   ~MetricsLog() override;
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
+  /// A step row; a `straggler` row and a progress note for each stage that became a
+  /// straggler at this step.
   void on_step(const StepMetrics& m, const std::vector<StageReport>& reports) override;
   void on_eval(const EvalMetrics& m) override;
+  /// A `recovery` row, and a line on the progress display.
+  void on_recovery(const RecoveryEvent& e) override;
   /// Any other row; REQUIRES: row has an "event" key.
   void event(const nlohmann::json& row);
 
@@ -40,6 +46,7 @@ class MetricsLog final : public TrainingObserver {
   const sched::Schedule& schedule_;
   Progress& progress_;
   ActionDurationStats durations_;
+  StragglerDetector stragglers_;
   double tokens_per_s_sum_ = 0, bubble_sum_ = 0;
   std::int64_t counted_ = 0;
 };

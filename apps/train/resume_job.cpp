@@ -7,7 +7,7 @@
 #include "actors/checkpoint/reader.hpp"
 #include "actors/checkpoint/reshard.hpp"
 #include "actors/checkpoint/resume.hpp"
-#include "actors/stage/stateful_stage_model.hpp"
+#include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/gpt_stage.hpp"
 
@@ -50,14 +50,18 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
   return out;
 }
 
-StageModelFactory checkpointable_cpu_models(std::shared_ptr<const ResumeSource> resume) {
-  return [resume](const GptConfig& model, const StageSlice& slice, std::uint64_t seed,
-                  Device device) -> std::unique_ptr<StageModel> {
-    auto m = make_stateful_cpu_stage_model(model, slice, seed, device);
+StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const ResumeSource> resume) {
+  return [make, resume](const GptConfig& model, const StageSlice& slice, std::uint64_t seed,
+                        Device device) -> std::unique_ptr<StageModel> {
+    auto m = make(model, slice, seed, device);
     if (!resume) return m;
     for (std::size_t s = 0; s < resume->slices.size(); ++s)
       if (resume->slices[s] == slice) {
-        m->restore_state(resume->tensors[s], resume->manifest.optimizer_steps, resume->path);
+        try {
+          m->restore_state(resume->tensors[s], resume->manifest.optimizer_steps);
+        } catch (const StateMismatch& e) {
+          throw checkpoint::CheckpointError(resume->path, e.what());
+        }
         return m;
       }
     throw std::logic_error(fmt::format("--resume {}: no tensors for blocks [{}, {})", resume->path,

@@ -31,8 +31,8 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
                                                 const RunConfig& config, const TrainingJob& job);
 
-/// CPU stage models that can be checkpointed (stateful_stage_model.hpp), each restored
-/// from `resume` when it is not null (with AdamW's step count of the checkpoint).
-StageModelFactory checkpointable_cpu_models(std::shared_ptr<const ResumeSource> resume);
+/// Stage models made by `make` (CPU or GPU), each restored from `resume` when it is not
+/// null (with AdamW's step count of the checkpoint).
+StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const ResumeSource> resume);
 
 }  // namespace conveyor

@@ -65,12 +65,11 @@ BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
 }
 
 void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
-                            bool stop) {
+                            std::int64_t optimizer_steps, bool stop) {
   checkpoint::Snapshot snapshot;
   snapshot.manifest = settings_.base;
   snapshot.manifest.step = steps_done;
-  snapshot.manifest.optimizer_steps =
-      settings_.first_optimizer_steps + (steps_done - settings_.first_step) - skipped_;
+  snapshot.manifest.optimizer_steps = optimizer_steps;
   snapshot.shards = std::move(shards);
   writer_.submit(std::move(snapshot));
   ++taken_;

@@ -29,7 +29,6 @@ struct CheckpointSettings {
   int keep = 3;                 // checkpoint.keep
   std::int64_t total_steps = 1; // train.steps
   std::int64_t first_step = 0;  // the resumed checkpoint's step
-  std::int64_t first_optimizer_steps = 0;  // and its AdamW step count (less after skips)
   checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
   std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
 };
@@ -56,15 +55,15 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
                    std::function<bool()> stop_requested);
 
   void on_step(const StepMetrics& m, const std::vector<StageReport>& reports) override {
-    skipped_ += m.skipped ? 1 : 0;  // fault.on_nan skip: no AdamW step that step
     metrics_.on_step(m, reports);
   }
   void on_eval(const EvalMetrics& m) override { metrics_.on_eval(m); }
+  void on_recovery(const RecoveryEvent& e) override { metrics_.on_recovery(e); }
 
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
-            bool stop) override;
+            std::int64_t optimizer_steps, bool stop) override;
 
   /// Waits for the background writes; throws CheckpointError of any that failed.
   void flush() { writer_.flush(); }
@@ -86,7 +85,6 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;
-  std::int64_t skipped_ = 0;  // steps skipped since the run started
 };
 
 }  // namespace conveyor

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kernels/model/param_state.hpp"
+
 namespace conveyor {
 
 CpuStageModel::CpuStageModel(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
@@ -39,6 +41,16 @@ std::vector<NamedTensor> CpuStageModel::weights() const {
   std::vector<NamedTensor> out;
   for (const auto& p : model_.params()) out.push_back(NamedTensor{p.name, p.value});
   return out;
+}
+
+std::vector<NamedTensor> CpuStageModel::capture_state() const {
+  return capture_param_state(model_.params(), optim_);
+}
+
+void CpuStageModel::restore_state(const std::vector<NamedTensor>& tensors,
+                                  std::int64_t optimizer_steps) {
+  restore_param_state(tensors, model_.params(), optim_, optimizer_steps);
+  model_.zero_grads();
 }
 
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,

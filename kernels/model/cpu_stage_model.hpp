@@ -1,8 +1,6 @@
 #pragma once
 // The CPU reference chunk model: GptStage and fp32 AdamW in host memory
-// (make_cpu_stage_model returns one). Its class is visible so that a wrapper can reach the
-// parameters and the optimizer state (checkpoints: actors/stage/stateful_stage_model.hpp)
-// while computing exactly as this model does.
+// (make_cpu_stage_model returns one).
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/model/stage_model.hpp"
 #include "kernels/optim/adamw.hpp"
@@ -21,12 +19,9 @@ class CpuStageModel : public StageModel {
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
   void discard_gradients() override;
   std::vector<NamedTensor> weights() const override;
-
- protected:
-  GptStage& stage() { return model_; }
-  const GptStage& stage() const { return model_; }
-  AdamWState& optimizer() { return optim_; }
-  const AdamWState& optimizer() const { return optim_; }
+  std::vector<NamedTensor> capture_state() const override;
+  std::int64_t optimizer_steps() const override { return optim_.t; }
+  void restore_state(const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps) override;
 
  private:
   GptStage model_;

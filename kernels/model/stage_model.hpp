@@ -16,6 +16,7 @@
 #include "kernels/io/safetensors.hpp"
 #include "kernels/model/action_clock.hpp"
 #include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/state_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
 
 namespace conveyor {
@@ -39,6 +40,29 @@ class StageModel {
   virtual void discard_gradients() = 0;
   /// Current parameters as host tensors with stage-independent names, in parameter order.
   virtual std::vector<NamedTensor> weights() const = 0;
+  /// Training state for checkpoints and in-memory snapshots (stage restarts): host copies,
+  /// which the caller may keep while training goes on, under the global names of
+  /// state_names.hpp: every parameter (f32), then opt.m.<p> / opt.v.<p> (f32) once the
+  /// optimizer has stepped. REQUIRES: between steps (no gradients pending). The default
+  /// throws std::logic_error: a model that cannot be captured.
+  virtual std::vector<NamedTensor> capture_state() const;
+  /// AdamW steps taken (the bias correction's t); 0 by default.
+  virtual std::int64_t optimizer_steps() const { return 0; }
+  /// Sets the parameters and the optimizer state from `tensors` (as capture_state() names
+  /// them; names of other stages are ignored) with AdamW step count `optimizer_steps`, and
+  /// zeroes the gradients. Bitwise: restoring what capture_state() returned continues
+  /// exactly as the captured model would. Throws StateMismatch (param_state.hpp) naming a
+  /// missing or misshapen tensor before changing anything; the default throws
+  /// std::logic_error.
+  virtual void restore_state(const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
+  /// The same state as capture_state(), kept in the model's cheapest form (state_snapshot.hpp)
+  /// for a restore in memory. A GPU model returns before the copy to the host is done (it
+  /// completes in the background, before the next optimizer step changes the state).
+  /// Default: capture_state() as named tensors.
+  virtual std::shared_ptr<const StateSnapshot> snapshot() const;
+  /// Restores `snapshot` (taken by this or any model of the same slice): bitwise the state
+  /// it was taken from; gradients zeroed. Default: restore_state(snapshot.tensors(), ...).
+  virtual void restore_snapshot(const StateSnapshot& snapshot);
   /// The device's own times for actions (tracing a GPU stage); null where the host clock
   /// around each call is already the truth (the CPU). Made on first use; owned by the model.
   virtual DeviceActionClock* action_clock() { return nullptr; }

@@ -193,6 +193,10 @@ class CudaStageModel final : public StageModel {
       params_ = std::make_unique<ParamStore>(host.params(), options.master_fp32, device_,
                                              stream_.get());
       loss_host_ = zeros_pinned({1});
+      // Pinned memory is mapped into the device's address space (unified addressing).
+      void* alias = nullptr;
+      CUDA_CHECK(cudaHostGetDevicePointer(&alias, loss_host_.raw(), 0));
+      loss_device_alias_ = static_cast<float*>(alias);
     } catch (const CudaError& e) {
       rethrow_with_context(e, "construction");
     }
@@ -251,6 +255,31 @@ class CudaStageModel final : public StageModel {
   std::vector<NamedTensor> gradients() const {
     DeviceGuard guard(device_);
     return params_->gradients();
+  }
+
+  // Training state (stage_model.hpp, state_names.hpp): the ParamStore's flat buffers, read
+  // after everything queued on the compute stream. Between steps only: a pending
+  // backward_weight would still add to the gradients, which restore_state zeroes.
+  std::vector<NamedTensor> capture_state() const override {
+    DeviceGuard guard(device_);
+    return params_->capture_state();
+  }
+
+  std::int64_t optimizer_steps() const override { return params_->steps(); }
+
+  void restore_state(const std::vector<NamedTensor>& tensors,
+                     std::int64_t optimizer_steps) override {
+    guarded("restore_state", [&] { params_->restore_state(tensors, optimizer_steps); });
+  }
+
+  // In-memory snapshots: pinned copies made in the background (param_store.hpp).
+  std::shared_ptr<const StateSnapshot> snapshot() const override {
+    DeviceGuard guard(device_);
+    return params_->snapshot();
+  }
+
+  void restore_snapshot(const StateSnapshot& snapshot) override {
+    guarded("restore_snapshot", [&] { params_->restore_snapshot(snapshot); });
   }
 
   DeviceActionClock* action_clock() override {
@@ -485,11 +514,11 @@ class CudaStageModel final : public StageModel {
     Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
     cross_entropy_forward_backward(f32(losses), nullptr, bf(h.logits), i32(h.targets), 0.0f, n,
                                    v, stream());
-    Tensor mean = alloc({1}, DType::f32, "mean loss");
-    mean_loss(f32(mean), f32(losses), n, stream());
-    // The one host sync of a micro-batch (see the header).
-    CUDA_CHECK(cudaMemcpyAsync(loss_host_.raw(), mean.raw(), sizeof(float),
-                               cudaMemcpyDeviceToHost, stream()));
+    // The kernel writes the mean straight into pinned host memory: no copy-engine
+    // transfer, so this readback never queues behind a snapshot's device-to-host copies
+    // (ParamStore::snapshot), which would stall the stage's thread and its GPU. The one
+    // host sync of a micro-batch (see the header).
+    mean_loss(loss_device_alias_, f32(losses), n, stream());
     CUDA_CHECK(cudaStreamSynchronize(stream()));
     return static_cast<double>(*static_cast<const float*>(loss_host_.raw()));
   }
@@ -621,6 +650,7 @@ class CudaStageModel final : public StageModel {
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
   Tensor loss_host_;                // pinned f32 (1) for the loss readback
+  float* loss_device_alias_ = nullptr;  // loss_host_ as the device addresses it
   std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced
 };
 

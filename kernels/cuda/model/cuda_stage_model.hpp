@@ -14,6 +14,9 @@
 //                     d(loss)/d(logit) is scaled by loss_scale / (B * T) as on the CPU)
 //   input grad out    bf16 (B, T, C) on this device, fresh (empty on the embedding slice)
 //   weights()         host f32 tensors (the fp32 master, or the bf16 weights widened)
+//   capture_state()   host f32 tensors named as the CPU model's (param_store.hpp): the
+//                     weights as weights(), then opt.m / opt.v (bf16 moments widened)
+//   restore_state()   the inverse, from a GPU or CPU capture (bf16 recipe: narrowed, RNE)
 //
 // Ordering without host syncs: every model owns a non-blocking compute stream on its
 // device. It calls wait_ready(t, stream) (device_storage.hpp) on every device tensor it is

@@ -1,11 +1,19 @@
 #include "kernels/cuda/model/param_store.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "kernels/cuda/adamw.hpp"
 #include "kernels/cuda/bf16.hpp"
+#include "kernels/cuda/cast.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/device_storage.hpp"
 #include "kernels/cuda/grad_norm.hpp"
+#include "kernels/model/param_state.hpp"
+#include "kernels/model/state_names.hpp"
 
 namespace conveyor {
 namespace {
@@ -80,6 +88,22 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   CUDA_CHECK(cudaMemcpyAsync(decay_flags_.data(), flags.data(), flags.size(),
                              cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host images go out of scope
+
+  auto layout = std::make_shared<FlatLayout>();
+  layout->total = total_;
+  layout->f32 = master_fp32_;
+  for (const Meta& m : meta_) layout->entries.push_back({m.name, m.shape, m.offset, m.numel});
+  layout_ = std::move(layout);
+}
+
+ParamStore::~ParamStore() {
+  // Snapshots still held elsewhere own their blocks; only the copies must be done.
+  if (snap_stream_) {
+    (void)cudaStreamSynchronize(snap_stream_);
+    (void)cudaStreamDestroy(snap_stream_);
+  }
+  if (state_ready_) (void)cudaEventDestroy(state_ready_);
+  if (snapshot_copied_) (void)cudaEventDestroy(snapshot_copied_);
 }
 
 std::vector<double> ParamStore::grad_squares() const {
@@ -94,6 +118,7 @@ std::vector<double> ParamStore::grad_squares() const {
 }
 
 void ParamStore::step(const AdamWConfig& config, double lr, float grad_scale) {
+  wait_for_snapshot_copies();  // AdamW rewrites what a snapshot may still be copying
   AdamWHyper hp;
   hp.lr = static_cast<float>(lr);
   hp.beta1 = config.beta1;
@@ -118,38 +143,259 @@ void ParamStore::discard_grads() {
 }
 
 std::vector<NamedTensor> ParamStore::weights() const {
-  if (master_fp32_) return download_f32(master_);
-  const auto n = static_cast<std::size_t>(total_);
-  std::vector<std::uint16_t> bits(n);
-  CUDA_CHECK(cudaMemcpyAsync(bits.data(), values_.data(), n * sizeof(bf16), cudaMemcpyDeviceToHost,
-                             stream_));
+  return download_params(param_state_buffer(), state_is_f32());
+}
+
+std::vector<NamedTensor> ParamStore::gradients() const { return download_params(grads_, true); }
+
+// ---- training state
+
+std::vector<NamedTensor> ParamStore::capture_state() const {
+  // The moments are state once AdamW has run; before that the state is the parameters
+  // alone, as on the CPU (AdamWState::m still empty).
+  const bool with_opt = steps_ > 0;
+  HostFlat values, m, v;
+  queue_download(param_state_buffer(), state_is_f32(), values);
+  if (with_opt) {
+    queue_download(m_, state_is_f32(), m);
+    queue_download(v_, state_is_f32(), v);
+  }
+  // After every queued step and backward on the stream; the host images are complete.
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::vector<NamedTensor> out;
-  out.reserve(meta_.size());
-  for (const Meta& m : meta_) {
-    Tensor t = Tensor::zeros(m.shape);
-    float* dst = t.f32();
-    for (std::int64_t k = 0; k < m.numel; ++k)
-      dst[k] = bf16_bits_to_float(bits[static_cast<std::size_t>(m.offset + k)]);
-    out.push_back(NamedTensor{m.name, std::move(t)});
+  out.reserve(meta_.size() * (with_opt ? 3 : 1));
+  for (const Meta& meta : meta_) {
+    out.push_back(NamedTensor{meta.name, piece(values, meta)});
+    if (with_opt) {
+      out.push_back(NamedTensor{opt_m_name(meta.name), piece(m, meta)});
+      out.push_back(NamedTensor{opt_v_name(meta.name), piece(v, meta)});
+    }
   }
   return out;
 }
 
-std::vector<NamedTensor> ParamStore::gradients() const { return download_f32(grads_); }
+void ParamStore::restore_state(const std::vector<NamedTensor>& tensors,
+                               std::int64_t optimizer_steps) {
+  if (optimizer_steps < 0)
+    throw std::invalid_argument("ParamStore::restore_state: negative optimizer step count " +
+                                std::to_string(optimizer_steps));
+  // Everything is checked before the first upload, so a mismatch leaves the store as it was.
+  const std::vector<Found> found = find_state(tensors);
+  wait_for_snapshot_copies();
+  const bool with_opt = !found.empty() && found.front().m != nullptr;
 
-std::vector<NamedTensor> ParamStore::download_f32(const DeviceBuffer& flat) const {
+  std::vector<HostFlat> images;  // read by the queued copies: kept until the wait below
+  images.reserve(3);
+  if (master_fp32_) {
+    images.push_back(queue_upload(found, &Found::value, master_, /*is_f32=*/true));
+    // The bf16 compute copy exactly as adamw_update writes it after a step: round to
+    // nearest even of the master on the device, so a restored model computes with the very
+    // bits the captured one did.
+    cast_f32_to_bf16(values_.as<bf16>(), master_.as<float>(), total_, stream_);
+  } else {
+    // Narrowed on the host (float_to_bf16_bits, RNE, bitwise the device's conversion); a
+    // captured bf16 value comes back unchanged since widening was exact.
+    images.push_back(queue_upload(found, &Found::value, values_, /*is_f32=*/false));
+  }
+  if (with_opt) {
+    images.push_back(queue_upload(found, &Found::m, m_, state_is_f32()));
+    images.push_back(queue_upload(found, &Found::v, v_, state_is_f32()));
+  } else {
+    queue_zero(m_);
+    queue_zero(v_);
+  }
+  queue_zero(grads_);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // As the CPU (restore_param_state): the step count means nothing without moments.
+  steps_ = with_opt ? optimizer_steps : 0;
+}
+
+std::vector<ParamStore::Found> ParamStore::find_state(
+    const std::vector<NamedTensor>& tensors) const {
+  std::map<std::string_view, const Tensor*> by_name;
+  for (const NamedTensor& t : tensors) by_name[t.name] = &t.tensor;  // the last of a name wins
+  auto find = [&](const std::string& name, const Meta& meta) -> const Tensor* {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) throw StateMismatch("missing tensor " + name);
+    const Tensor& t = *it->second;
+    // Host f32 of the parameter's shape: what capture_state (here or on the CPU) produces.
+    if (!t.defined() || t.dtype() != DType::f32 || t.shape() != meta.shape || !t.device().is_cpu())
+      throw StateMismatch("tensor " + name + " is " + t.describe() + ", the stage needs " +
+                          std::string(dtype_name(DType::f32)) + " " + meta.shape.str() + " on " +
+                          Device::cpu().str());
+    return &t;
+  };
+  // Moments are restored when any of this stage's are given; then all are needed (a
+  // partial optimizer state would silently restart some moments from zero).
+  bool with_opt = false;
+  for (const Meta& meta : meta_)
+    with_opt = with_opt || by_name.count(opt_m_name(meta.name)) > 0 ||
+               by_name.count(opt_v_name(meta.name)) > 0;
+  std::vector<Found> found(meta_.size());
+  for (std::size_t i = 0; i < meta_.size(); ++i) {
+    found[i].value = find(meta_[i].name, meta_[i]);
+    if (with_opt) {
+      found[i].m = find(opt_m_name(meta_[i].name), meta_[i]);
+      found[i].v = find(opt_v_name(meta_[i].name), meta_[i]);
+    }
+  }
+  return found;
+}
+
+ParamStore::HostFlat ParamStore::queue_upload(const std::vector<Found>& found,
+                                              const Tensor* Found::*pick, DeviceBuffer& flat,
+                                              bool is_f32) const {
+  const auto n = static_cast<std::size_t>(total_);
+  HostFlat host;  // padding zero: AdamW keeps it zero only if it starts zero
+  if (is_f32)
+    host.f32.assign(n, 0.0f);
+  else
+    host.bf16.assign(n, 0);
+  for (std::size_t i = 0; i < meta_.size(); ++i) {
+    const float* src = (found[i].*pick)->f32();
+    const auto off = static_cast<std::size_t>(meta_[i].offset);
+    const auto count = static_cast<std::size_t>(meta_[i].numel);
+    if (is_f32)
+      std::memcpy(host.f32.data() + off, src, count * sizeof(float));
+    else
+      for (std::size_t k = 0; k < count; ++k) host.bf16[off + k] = float_to_bf16_bits(src[k]);
+  }
+  if (n > 0) {
+    const void* src = is_f32 ? static_cast<const void*>(host.f32.data())
+                             : static_cast<const void*>(host.bf16.data());
+    CUDA_CHECK(cudaMemcpyAsync(flat.data(), src, n * (is_f32 ? sizeof(float) : sizeof(bf16)),
+                               cudaMemcpyHostToDevice, stream_));
+  }
+  return host;  // moved: the vectors' storage (what the copy reads) stays where it is
+}
+
+// ---- snapshots in pinned host memory
+
+void ParamStore::ensure_snapshot_stream() const {
+  if (snap_stream_) return;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&snap_stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&state_ready_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&snapshot_copied_, cudaEventDisableTiming));
+}
+
+std::shared_ptr<Storage> ParamStore::free_block() const {
+  for (const auto& b : pinned_blocks_)
+    if (b.use_count() == 1) return b;  // no snapshot holds it; its last copy ran before ours
+  pinned_blocks_.push_back(allocate_pinned(layout_->buffer_bytes()));
+  return pinned_blocks_.back();
+}
+
+void ParamStore::wait_for_snapshot_copies() {
+  if (!copies_pending_) return;
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, snapshot_copied_, 0));
+  copies_pending_ = false;
+}
+
+std::shared_ptr<const StateSnapshot> ParamStore::snapshot() const {
+  ensure_snapshot_stream();
+  const bool with_opt = steps_ > 0;  // as capture_state: moments once AdamW has run
+  const std::size_t bytes = layout_->buffer_bytes();
+  // The copies start after everything queued on the compute stream so far (the step).
+  CUDA_CHECK(cudaEventRecord(state_ready_, stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(snap_stream_, state_ready_, 0));
+  // One device-to-host copy engine serves every stream: a copy the compute stream needs
+  // during the next step queues behind these (the loss is read without one for that
+  // reason, cuda_stage_model.cpp).
+  auto copy = [&](const DeviceBuffer& from) {
+    auto block = free_block();
+    if (bytes > 0)
+      CUDA_CHECK(cudaMemcpyAsync(block->data(), from.data(), bytes, cudaMemcpyDeviceToHost, snap_stream_));
+    return block;
+  };
+  auto values = copy(param_state_buffer());
+  std::shared_ptr<Storage> m, v;
+  if (with_opt) {
+    m = copy(m_);
+    v = copy(v_);
+  }
+  cudaEvent_t done = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(done, snap_stream_));
+  CUDA_CHECK(cudaEventRecord(snapshot_copied_, snap_stream_));
+  copies_pending_ = true;
+  return std::make_shared<CudaStateSnapshot>(layout_, std::move(values), std::move(m),
+                                             std::move(v), steps_, device_, done);
+}
+
+void ParamStore::restore_snapshot(const StateSnapshot& snapshot) {
+  const auto* mine = dynamic_cast<const CudaStateSnapshot*>(&snapshot);
+  if (!mine || !mine->layout().same_as(*layout_)) {
+    restore_state(snapshot.tensors(), snapshot.optimizer_steps());
+    return;
+  }
+  mine->wait();
+  wait_for_snapshot_copies();
+  const std::size_t bytes = layout_->buffer_bytes();
+  auto upload = [&](DeviceBuffer& to, const void* from) {
+    if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(to.data(), from, bytes, cudaMemcpyHostToDevice, stream_));
+  };
+  if (master_fp32_) {
+    upload(master_, mine->values());
+    // The compute copy as adamw_update writes it (see restore_state).
+    cast_f32_to_bf16(values_.as<bf16>(), master_.as<float>(), total_, stream_);
+  } else {
+    upload(values_, mine->values());
+  }
+  if (mine->has_moments()) {
+    upload(m_, mine->m());
+    upload(v_, mine->v());
+  } else {
+    queue_zero(m_);
+    queue_zero(v_);
+  }
+  queue_zero(grads_);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  steps_ = mine->has_moments() ? snapshot.optimizer_steps() : 0;
+}
+
+// ---- host images of flat buffers
+
+void ParamStore::queue_download(const DeviceBuffer& flat, bool is_f32, HostFlat& host) const {
+  const auto n = static_cast<std::size_t>(total_);
+  if (n == 0) return;
+  void* dst = nullptr;
+  std::size_t bytes = 0;
+  if (is_f32) {
+    host.f32.resize(n);
+    dst = host.f32.data();
+    bytes = n * sizeof(float);
+  } else {
+    host.bf16.resize(n);
+    dst = host.bf16.data();
+    bytes = n * sizeof(bf16);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(dst, flat.data(), bytes, cudaMemcpyDeviceToHost, stream_));
+}
+
+Tensor ParamStore::piece(const HostFlat& host, const Meta& m) {
+  Tensor t = Tensor::zeros(m.shape);
+  float* dst = t.f32();
+  const auto off = static_cast<std::size_t>(m.offset);
+  const auto count = static_cast<std::size_t>(m.numel);
+  if (!host.f32.empty())
+    std::memcpy(dst, host.f32.data() + off, count * sizeof(float));
+  else
+    for (std::size_t k = 0; k < count; ++k) dst[k] = bf16_bits_to_float(host.bf16[off + k]);
+  return t;
+}
+
+std::vector<NamedTensor> ParamStore::download_params(const DeviceBuffer& flat, bool is_f32) const {
+  HostFlat host;
+  queue_download(flat, is_f32, host);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::vector<NamedTensor> out;
   out.reserve(meta_.size());
-  for (const Meta& m : meta_) {
-    Tensor t = Tensor::zeros(m.shape);
-    CUDA_CHECK(cudaMemcpyAsync(t.raw(), flat.as<float>() + m.offset,
-                               static_cast<std::size_t>(m.numel) * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream_));
-    out.push_back(NamedTensor{m.name, std::move(t)});
-  }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (const Meta& m : meta_) out.push_back(NamedTensor{m.name, piece(host, m)});
   return out;
+}
+
+void ParamStore::queue_zero(DeviceBuffer& flat) const {
+  if (flat.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(flat.data(), 0, flat.bytes(), stream_));
 }
 
 std::size_t ParamStore::bytes() const {

@@ -19,10 +19,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/allocator.hpp"
+#include "kernels/cuda/model/cuda_state_snapshot.hpp"
 #include "kernels/cuda/types.hpp"
 #include "kernels/io/safetensors.hpp"
 #include "kernels/model/param.hpp"
@@ -55,11 +57,48 @@ class ParamStore {
   /// Host f32 copies of the current parameters (fp32 master, or bf16 widened); waits.
   std::vector<NamedTensor> weights() const;
 
+  /// AdamW steps taken (the bias correction's t).
+  std::int64_t steps() const { return steps_; }
+
+  /// Training state under the names of kernels/model/state_names.hpp, host f32, in
+  /// parameter order: <p>, then opt.m.<p> and opt.v.<p> once a step was taken (steps() >
+  /// 0); bf16 values and moments are widened (exact). The same names, shapes and order as
+  /// capture_param_state of the CPU model. One download per flat buffer and one wait for
+  /// all of them. REQUIRES: no gradients pending (between steps).
+  std::vector<NamedTensor> capture_state() const;
+
+  /// Sets the parameters, moments and step count from `tensors` (host f32 as
+  /// capture_state returns them; names of other stages are ignored) and zeroes the
+  /// gradients; padding stays zero. fp32 master: master and moments take the values as
+  /// they are, the bf16 copy is the master rounded to nearest even on the device, as
+  /// adamw_update writes it. All bf16: values and moments rounded to nearest even (exact
+  /// for a bf16 capture). Without opt.* tensors the moments are zeroed and the step count
+  /// is 0 (AdamW starts afresh); with any, all are needed. Throws StateMismatch
+  /// (kernels/model/param_state.hpp) naming a missing or misshapen tensor, or
+  /// std::invalid_argument for a negative step count, before changing anything. Waits for
+  /// the uploads: `tensors` may be freed on return.
+  void restore_state(const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
+
+  /// The state of capture_state() as a snapshot in pinned host memory, in this store's
+  /// layout (cuda_state_snapshot.hpp): queued on a side stream after the work queued so far
+  /// on `stream`, so it returns at once and the copy overlaps the next step's forward and
+  /// backward; the next step() (or restore) waits for it on the device before changing
+  /// the state. Pinned blocks are reused once no snapshot holds them.
+  std::shared_ptr<const StateSnapshot> snapshot() const;
+  /// Restores a snapshot: three host-to-device copies when it is a CudaStateSnapshot of
+  /// the same layout (bitwise what it was taken from), else restore_state(its tensors()).
+  /// Zeroes the gradients; waits for the copies.
+  void restore_snapshot(const StateSnapshot& snapshot);
+
   /// Host copies of the f32 gradients accumulated so far (tests, debugging); waits.
   std::vector<NamedTensor> gradients() const;
 
   /// Device bytes held (weights, gradients, moments).
   std::size_t bytes() const;
+
+  ~ParamStore();
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
 
  private:
   struct Meta {
@@ -68,7 +107,36 @@ class ParamStore {
     std::int64_t offset = 0, numel = 0;
     bool decay = true;
   };
-  std::vector<NamedTensor> download_f32(const DeviceBuffer& flat) const;
+  // Host image of one flat buffer: f32, or bf16 bits (one of the two is filled).
+  struct HostFlat {
+    std::vector<float> f32;
+    std::vector<std::uint16_t> bf16;
+  };
+  // Whether the flat state buffers (values or master, m, v) hold f32, else bf16.
+  bool state_is_f32() const { return master_fp32_; }
+  // The buffer holding the parameters as captured: the master, or the bf16 values.
+  const DeviceBuffer& param_state_buffer() const { return master_fp32_ ? master_ : values_; }
+  // Queues one copy of the whole of `flat` into `host`; the caller waits for the stream.
+  void queue_download(const DeviceBuffer& flat, bool is_f32, HostFlat& host) const;
+  // Parameter m's elements of `host` as a fresh f32 host tensor (bf16 widened).
+  static Tensor piece(const HostFlat& host, const Meta& m);
+  // One parameter's tensors in a restore's input (m, v null when no moments are given).
+  struct Found {
+    const Tensor* value = nullptr;
+    const Tensor* m = nullptr;
+    const Tensor* v = nullptr;
+  };
+  // Every parameter's Found, in order, each tensor checked to be host f32 of the
+  // parameter's shape; throws StateMismatch naming the first that is missing or is not.
+  std::vector<Found> find_state(const std::vector<NamedTensor>& tensors) const;
+  // Uploads `pick(found)` of every parameter into `flat` as one padded image (f32 or
+  // bf16 by `is_f32`, padding zero) and returns the image, which must outlive the copy.
+  HostFlat queue_upload(const std::vector<Found>& found, const Tensor* Found::*pick,
+                        DeviceBuffer& flat, bool is_f32) const;
+  // Every parameter's elements of `flat` as host f32 tensors: one copy, one wait.
+  std::vector<NamedTensor> download_params(const DeviceBuffer& flat, bool is_f32) const;
+  // Queues a zero fill of `flat` (all of it, padding included).
+  void queue_zero(DeviceBuffer& flat) const;
 
   std::vector<Meta> meta_;
   std::int64_t total_ = 0;  // padded element count of every flat buffer
@@ -83,6 +151,19 @@ class ParamStore {
   DeviceBuffer m_, v_;   // f32 or bf16
   DeviceBuffer decay_ends_, decay_flags_;  // DecayRuns: one run per parameter
   DeviceBuffer squares_;                   // f32, one per parameter
+
+  // Snapshots (snapshot()): the layout they record, the side stream their copies run on,
+  // the events ordering them after the state's last write and before its next, and the
+  // pinned blocks (a block is free when only this pool holds it).
+  void ensure_snapshot_stream() const;
+  std::shared_ptr<Storage> free_block() const;
+  // Orders the next write of the state after every snapshot copy queued (device side).
+  void wait_for_snapshot_copies();
+  std::shared_ptr<const FlatLayout> layout_;
+  mutable cudaStream_t snap_stream_ = nullptr;
+  mutable cudaEvent_t state_ready_ = nullptr, snapshot_copied_ = nullptr;
+  mutable bool copies_pending_ = false;
+  mutable std::vector<std::shared_ptr<Storage>> pinned_blocks_;
 };
 
 }  // namespace conveyor

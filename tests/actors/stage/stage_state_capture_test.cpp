@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/stage/stage_worker.hpp"
-#include "actors/stage/stateful_stage_model.hpp"
+#include "actors/runtime/empty_stage_model.hpp"
+#include "kernels/model/param_state.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
 using namespace conveyor;
@@ -14,10 +14,7 @@ using namespace conveyor::testing;
 
 namespace {
 
-StageModelFactory stateful() {
-  return [](const GptConfig& m, const StageSlice& s, std::uint64_t seed, Device d)
-             -> std::unique_ptr<StageModel> { return make_stateful_cpu_stage_model(m, s, seed, d); };
-}
+StageModelFactory stateful() { return make_cpu_stage_model; }
 
 // One 1-stage step: every action runs locally, so the worker finishes its plan alone.
 void train_one_step(StageWorker& worker, const TrainingJob& job, std::int64_t round) {
@@ -65,13 +62,13 @@ TEST_CASE("capturing a stage in the middle of a plan is refused") {
 TEST_CASE("a stage built on a model without state access cannot be captured") {
   TinyJobOptions o;
   o.stages = 1;
-  const TrainingJob job = tiny_job(o);  // make_cpu_stage_model
+  const TrainingJob job = tiny_job(o);
   StageWorker worker(job.model, job.placement.ranks[0], 1, job.data, StageWorker::Clock::now(),
-                     job.make_model);
+                     empty_stage_model_factory(job.data.micro_batch_size));
   CHECK_THROWS_WITH_AS(worker.capture_state(), doctest::Contains("cannot be captured"), std::logic_error);
 }
 
-TEST_CASE("a stateful CPU model restores what another captured and refuses a wrong shape untouched") {
+TEST_CASE("a CPU model restores what another captured and refuses a wrong shape untouched") {
   TinyJobOptions o;
   o.stages = 1;
   const TrainingJob job = tiny_job(o);
@@ -80,14 +77,14 @@ TEST_CASE("a stateful CPU model restores what another captured and refuses a wro
   train_one_step(worker, job, 1);
   const auto state = worker.capture_state();
   const StageSlice slice = job.placement.ranks[0].chunks[0].slice;
-  auto fresh = make_stateful_cpu_stage_model(job.model, slice, 99);
+  auto fresh = make_cpu_stage_model(job.model, slice, 99);
   auto bad = state;
   bad[0].tensor = Tensor::zeros(Shape{3});
   const auto untouched = fresh->capture_state();
-  CHECK_THROWS_AS(fresh->restore_state(bad, 1, "test"), checkpoint::CheckpointError);
+  CHECK_THROWS_WITH_AS(fresh->restore_state(bad, 1), doctest::Contains(state[0].name.c_str()), StateMismatch);
   CHECK(std::memcmp(fresh->capture_state()[0].tensor.raw(), untouched[0].tensor.raw(),
                     untouched[0].tensor.bytes()) == 0);
-  fresh->restore_state(state, 1, "test");
+  fresh->restore_state(state, 1);
   const auto again = fresh->capture_state();
   REQUIRE(again.size() == state.size());
   for (std::size_t i = 0; i < state.size(); ++i) {

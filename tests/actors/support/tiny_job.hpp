@@ -1,6 +1,7 @@
 #pragma once
 // A small training job on a synthetic corpus, for actor and runtime tests.
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,16 @@ inline TrainingJob tiny_job(const TinyJobOptions& o) {
   return job;
 }
 
+/// Same names in the same order with the same bytes.
+inline bool same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].tensor.bytes() != b[i].tensor.bytes() ||
+        std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.bytes()) != 0)
+      return false;
+  return true;
+}
+
 /// Collects what the coordinator reports.
 struct RecordingObserver final : TrainingObserver {
   std::vector<StepMetrics> steps;
@@ -60,6 +71,8 @@ struct RecordingObserver final : TrainingObserver {
     steps.push_back(m);
   }
   void on_eval(const EvalMetrics& m) override { evals.push_back(m); }
+  std::vector<RecoveryEvent> recoveries;
+  void on_recovery(const RecoveryEvent& e) override { recoveries.push_back(e); }
 };
 
 }  // namespace conveyor::testing

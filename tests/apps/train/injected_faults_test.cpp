@@ -80,18 +80,19 @@ TEST_CASE("fault.on_nan skip drops exactly the non-finite step's update, whichev
   CHECK(read_text(dir.path() / "resumed" / "weights.safetensors") == skipped);
 }
 
-TEST_CASE("fault.on_nan takes abort or skip, and a nan fault needs its step") {
-  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.on_nan=rollback"});
+TEST_CASE("fault.on_nan takes abort, skip or rollback, and a nan fault needs its step") {
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.on_nan=retry"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("fault.on_nan") != std::string::npos);
+  CHECK(r.err.find("rollback") != std::string::npos);
   const auto n = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[nan:stage=1]"});
   CHECK(n.exit_code == 2);
   CHECK(n.err.find("step=N is missing") != std::string::npos);
 }
 
-TEST_CASE("an injected crash stops the run naming the stage and the step, without weights") {
+TEST_CASE("fault.policy abort: an injected crash stops the run naming the stage and the step, without weights") {
   TempDir dir;
-  auto args = job(dir / "run", {"fault.inject=[crash:stage=2:step=3]"});
+  auto args = job(dir / "run", {"fault.inject=[crash:stage=2:step=3]", "fault.policy=abort"});
   args.insert(args.begin(), "train");
   const auto r = run_conveyor(args);
   CHECK(r.exit_code == 1);
@@ -100,4 +101,62 @@ TEST_CASE("an injected crash stops the run naming the stage and the step, withou
   CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
   // The steps before it were trained and checkpointed.
   CHECK(fs::exists(checkpoint(dir.path() / "run", 3) / "manifest.json"));
+}
+
+namespace {
+
+std::vector<nlohmann::json> recovery_rows(const fs::path& run) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto row = nlohmann::json::parse(line);
+    if (row.value("event", "") == "recovery") rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("fault.policy restart (the default): a crash, a hang, a lost message and a NaN rollback each end bitwise identical to the fault-free run") {
+  TempDir dir;
+  train_ok(job(dir / "clean", {}));
+  const auto clean = read_text(dir.path() / "clean" / "weights.safetensors");
+  struct Case {
+    const char* name;
+    std::vector<std::string> sets;
+    const char* fault;
+    int stage;
+  };
+  const std::vector<Case> cases = {
+      {"crash", {"fault.inject=[crash:stage=2:step=3]"}, "crash", 2},
+      {"hang", {"fault.inject=[hang:stage=1:step=2]", "watchdog.timeout_s=1"}, "hang", 1},
+      // A lost message is a hang too: the watchdog finds it, the step is replayed.
+      {"drop", {"fault.inject=[drop:stage=2:step=3]", "watchdog.timeout_s=1"}, "hang", -1},
+      {"nan", {"fault.inject=[nan:stage=3:step=4]", "fault.on_nan=rollback"}, "nan", -1},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    train_ok(job(dir / c.name, c.sets));
+    CHECK(read_text(dir.path() / c.name / "weights.safetensors") == clean);
+    const auto rows = recovery_rows(dir.path() / c.name);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at("fault") == c.fault);
+    if (c.stage >= 0) CHECK(rows[0].at("stage") == c.stage);
+    CHECK_FALSE(rows[0].at("stages").empty());
+    CHECK(rows[0].at("recovery_ms").get<double>() < 1000.0);
+  }
+}
+
+TEST_CASE("beyond fault.max_restarts the run writes a checkpoint of its newest snapshot and stops saying how to resume") {
+  TempDir dir;
+  auto args = job(dir / "run", {"fault.inject=[crash:stage=0:step=2,crash:stage=1:step=4]",
+                                "fault.max_restarts=1", "checkpoint.every=0"});
+  args.insert(args.begin(), "train");
+  const auto r = run_conveyor(args);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("fault.max_restarts") != std::string::npos);
+  CHECK(r.err.find("a checkpoint after step 4 was written") != std::string::npos);
+  CHECK(r.err.find("--resume latest") != std::string::npos);
+  CHECK(fs::exists(checkpoint(dir.path() / "run", 4) / "manifest.json"));
+  CHECK(recovery_rows(dir.path() / "run").size() == 1);
 }

@@ -20,6 +20,7 @@
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/optim/adamw.hpp"
+#include "tests/kernels/cuda/cuda_stage_test_support.hpp"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
 #include "tests/kernels/model/gpt_test_util.hpp"
 
@@ -28,29 +29,8 @@ namespace {
 
 using namespace cuda_testing;
 
-#define CONVEYOR_REQUIRE_CUDA_DEVICE(d)                   \
-  do {                                                    \
-    if (!::conveyor::cuda_device_available(d)) {          \
-      MESSAGE("skipped: no GPU " << (d));                 \
-      return;                                             \
-    }                                                     \
-  } while (0)
-
-// C = 128, 2 heads of 64, T = 64, V = 512, B = 2: every GEMM dimension a multiple of 8.
-const GptConfig kConfig{/*layers=*/2, /*d_model=*/128, /*heads=*/2, /*seq_len=*/64,
-                        /*vocab=*/512};
-const StageSlice kFull{0, 2, true, true};
 const StageSlice kFirst{0, 1, true, false};
 const StageSlice kLast{1, 1, false, true};
-constexpr std::uint64_t kSeed = 1234;
-constexpr std::int64_t kB = 2, kT = 64;
-
-CudaStageOptions on_device(int device, bool master_fp32 = true) {
-  CudaStageOptions o;
-  o.device = device;
-  o.master_fp32 = master_fp32;
-  return o;
-}
 
 std::vector<float> values_of(const Tensor& t) {
   return std::vector<float>(t.f32(), t.f32() + t.numel());

@@ -1,0 +1,24 @@
+#include "kernels/model/stage_model.hpp"
+
+#include <stdexcept>
+
+namespace conveyor {
+
+std::vector<NamedTensor> StageModel::capture_state() const {
+  throw std::logic_error("this stage model's training state cannot be captured");
+}
+
+void StageModel::restore_state(const std::vector<NamedTensor>& /*tensors*/,
+                               std::int64_t /*optimizer_steps*/) {
+  throw std::logic_error("this stage model's training state cannot be restored");
+}
+
+std::shared_ptr<const StateSnapshot> StageModel::snapshot() const {
+  return std::make_shared<TensorStateSnapshot>(capture_state(), optimizer_steps());
+}
+
+void StageModel::restore_snapshot(const StateSnapshot& snapshot) {
+  restore_state(snapshot.tensors(), snapshot.optimizer_steps());
+}
+
+}  // namespace conveyor

@@ -1,0 +1,57 @@
+// The in-memory snapshot store: which step every stage can roll back to, and what it
+// keeps.
+#include <doctest/doctest.h>
+
+#include "actors/fault/snapshot_store.hpp"
+
+using namespace conveyor;
+
+namespace {
+
+StageStateSnapshot snap(std::int64_t steps_done, float value) {
+  Tensor t = Tensor::zeros(Shape{4});
+  for (auto& x : t.f32_span()) x = value;
+  return {steps_done, {std::make_shared<TensorStateSnapshot>(std::vector<NamedTensor>{{"w", t}}, steps_done)}};
+}
+
+}  // namespace
+
+TEST_CASE("the consistent step is the newest one every stage holds") {
+  SnapshotStore store(3);
+  CHECK_FALSE(store.consistent_step());
+  for (int r = 0; r < 3; ++r) store.put(r, snap(0, 1.0f));
+  CHECK(store.consistent_step() == 0);
+  store.put(0, snap(1, 2.0f));
+  store.put(2, snap(1, 2.0f));
+  CHECK(store.consistent_step() == 0);  // stage 1 failed before its step-1 snapshot
+  store.put(1, snap(1, 2.0f));
+  CHECK(store.consistent_step() == 1);
+}
+
+TEST_CASE("two snapshots are kept per stage; a replay replaces the discarded newer ones") {
+  SnapshotStore store(1);
+  for (int k = 0; k < 4; ++k) store.put(0, snap(k, static_cast<float>(k)));
+  CHECK(store.get(0, 1) == nullptr);
+  REQUIRE(store.get(0, 2) != nullptr);
+  CHECK(store.get(0, 3)->tensors()[0].tensor.f32()[0] == 3.0f);
+  store.discard_after(2);
+  CHECK(store.get(0, 3) == nullptr);
+  CHECK(store.consistent_step() == 2);
+  store.put(0, snap(3, 30.0f));
+  CHECK(store.get(0, 3)->tensors()[0].tensor.f32()[0] == 30.0f);
+  CHECK(store.bytes() == 2 * 4 * sizeof(float));
+}
+
+TEST_CASE("shards of a step come in rank order only when every stage holds it") {
+  SnapshotStore store(2);
+  store.put(1, snap(5, 1.0f));
+  CHECK_FALSE(store.shards(5));
+  store.put(0, snap(5, 2.0f));
+  auto shards = store.shards(5);
+  REQUIRE(shards);
+  CHECK(shards->first.size() == 2);
+  CHECK(shards->first[0].stage == 0);
+  CHECK(shards->first[1].tensors[0].tensor.f32()[0] == 1.0f);
+  CHECK(shards->second == 5);
+  CHECK_THROWS_AS(store.put(2, snap(5, 0.0f)), std::out_of_range);
+}

@@ -1,0 +1,62 @@
+// fault.straggler_factor / fault.straggler_steps through the real `conveyor train`: a stage
+// made slow on purpose (fault.inject slow:stage=S:ms=D) is reported as a straggler, once,
+// in metrics.jsonl and on the progress display; a fault-free run reports none.
+#include <doctest/doctest.h>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+// tiny.yaml on 4 stages, 8 steps, 4 micro-batches, evaluated only at the end, plus `sets`.
+std::vector<std::string> job(const fs::path& out, std::vector<std::string> sets) {
+  std::vector<std::string> args{"configs/tiny.yaml",       "--set", "pipeline.stages=4",
+                                "--set", "train.steps=8",  "--set", "train.eval_every=0",
+                                "--set", "pipeline.micro_batches=4"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), {"--out", out.string()});
+  return args;
+}
+
+std::vector<nlohmann::json> straggler_rows(const fs::path& run) {
+  std::vector<nlohmann::json> rows;
+  for (const auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.value("event", "") == "straggler") rows.push_back(row);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("a stage slowed by fault.inject slow is reported as a straggler once, and no other stage") {
+  TempDir dir;
+  const auto r = train_ok(job(dir / "slow", {"fault.inject=[slow:stage=2:ms=40]"}));
+  const auto rows = straggler_rows(dir.path() / "slow");
+  REQUIRE(rows.size() == 1);  // one episode: it stays slow to the end
+  const auto& row = rows.front();
+  CHECK(row.at("stage") == 2);
+  CHECK(row.at("steps") == 3);  // fault.straggler_steps' default
+  CHECK(row.at("step") == 2);   // slow from step 0: the third slow step
+  CHECK(row.at("ratio").get<double>() > 2.0);
+  CHECK(row.at("busy_ms").get<double>() > row.at("peer_median_ms").get<double>() * 2);
+  CHECK(r.err.find("stage 2 is a straggler: 3 steps at ") != std::string::npos);
+}
+
+TEST_CASE("a fault-free run reports no straggler") {
+  TempDir dir;
+  const auto r = train_ok(job(dir / "clean", {}));
+  CHECK(straggler_rows(dir.path() / "clean").empty());
+  CHECK(r.err.find("straggler") == std::string::npos);
+}
+
+TEST_CASE("fault.straggler_* settings are checked, and slow needs its ms") {
+  const auto f = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.straggler_factor=1"});
+  CHECK(f.exit_code == 2);
+  CHECK(f.err.find("fault.straggler_factor") != std::string::npos);
+  const auto s = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.straggler_steps=0"});
+  CHECK(s.exit_code == 2);
+  CHECK(s.err.find("fault.straggler_steps") != std::string::npos);
+  const auto m = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[slow:stage=1]"});
+  CHECK(m.exit_code == 2);
+  CHECK(m.err.find("ms=D is missing") != std::string::npos);
+}

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s (see --help)\n", e.what());
     return conveyor::kExitBadInput;
+  } catch (const conveyor::ExitStatus& e) {
+    return e.code;
   } catch (const conveyor::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return conveyor::kExitBadInput;

@@ -29,6 +29,8 @@
 #include "apps/train/resume_hint.hpp"
 #include "apps/train/resume_job.hpp"
 #include "apps/train/run_dir.hpp"
+#include "apps/train/supervisor.hpp"
+#include "apps/exit_code.hpp"
 #include "apps/train/train_checkpoints.hpp"
 #include "actors/trace/fault_spec.hpp"
 #include "kernels/common/error.hpp"
@@ -45,7 +47,27 @@ struct TrainOptions {
   LaunchFlags launch;                 // --nnodes, --node-rank, --rdzv
   std::optional<std::string> token;   // --token (else CONVEYOR_TOKEN)
   std::optional<std::string> resume;  // --resume PATH|latest
+  bool supervise = false;             // --supervise
 };
+
+// --supervise (apps/train/supervisor.hpp): this process restarts the training process it
+// starts until it succeeds. One process per job so far: a restarted node of a job over
+// several processes cannot rejoin it yet.
+[[noreturn]] void run_supervised(const TrainOptions& opt) {
+  if (resolve_launch(opt.launch, process_environment()).nnodes > 1)
+    throw InputError("--supervise: jobs over one process only so far (a restarted node cannot "
+                     "rejoin a running job yet)");
+  const RunConfig config = load_run_config(opt.config, opt.overrides);  // bad input: exit 2 now
+  SupervisedRun run;
+  run.out = opt.out ? std::filesystem::path(*opt.out) : unused_run_dir();
+  run.checkpoint_dir = config.checkpoint.dir.empty() ? run.out / "checkpoints"
+                                                     : std::filesystem::path(config.checkpoint.dir);
+  run.first_resume = opt.resume;
+  run.max_restarts = static_cast<int>(config.fault.max_restarts);
+  run.args = {"train", opt.config, "--format", opt.format};
+  for (const auto& s : opt.overrides) run.args.insert(run.args.end(), {"--set", s});
+  throw ExitStatus{supervise(run)};
+}
 
 // Checkpoints need every stage's state in this process: refuse them for a job over
 // several processes before anything starts (each node writing its own shards is not
@@ -94,6 +116,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
 }
 
 void run_train(const TrainOptions& opt) {
+  if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
   refuse_checkpoints_across_processes(opt, config);
@@ -109,6 +132,9 @@ void run_train(const TrainOptions& opt) {
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
   const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment());
+  // Injected process exits name a node and fire in a supervised run's first attempt only.
+  if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.fault))
+    scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
   if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
   if (cluster && cluster->node() != 0) {
     // Node k writes no run folder of its own, only its trace file when traced: into
@@ -226,6 +252,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--rdzv", opt->launch.rdzv, "HOST:PORT of node 0's rendezvous store");
   cmd->add_option("--token", opt->token,
                   "Job token, the same on every node (default: the CONVEYOR_TOKEN variable)");
+  cmd->add_flag("--supervise", opt->supervise,
+                 "Run the training as a child process and start it again from the newest "
+                 "checkpoint when it dies (killed, crashed, hung in a kernel), up to "
+                 "fault.max_restarts times; one process per job");
   cmd->callback([opt] { run_train(*opt); });
 }
 

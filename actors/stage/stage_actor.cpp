@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <limits>
 
@@ -100,6 +102,12 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
           const auto& fault = self->state.job->fault;
+          if (fault && plan.phase == Phase::train && fault->exit_process(plan.step)) {
+            fmt::print(stderr, "stage {}: fault.inject exit: this process dies at step {}\n",
+                       self->state.worker->rank(), plan.step);
+            std::fflush(stderr);
+            std::raise(SIGKILL);
+          }
           if (fault && plan.phase == Phase::train && fault->hang(self->state.worker->rank(), plan.step)) {
             fmt::print(stderr, "stage {}: fault.inject hang: never starting step {}\n",
                        self->state.worker->rank(), plan.step);

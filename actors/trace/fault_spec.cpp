@@ -47,18 +47,24 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::hang;
   else if (parts[0] == "slow")
     spec.kind = FaultSpec::Kind::slow;
+  else if (parts[0] == "exit")
+    spec.kind = FaultSpec::Kind::exit;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
                                 "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, "
-                                "crash, hang, slow)");
+                                "crash, hang, slow, exit)");
   const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
-  bool has_stage = false, has_ms = false;
+  const bool process = spec.kind == FaultSpec::Kind::exit;
+  bool has_stage = false, has_ms = false, has_node = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');
     if (eq == std::string::npos)
       throw std::invalid_argument("fault '" + entry + "': '" + parts[i] + "' is not FIELD=VALUE");
     const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-    if (field == "stage" && !corrupt) {
+    if (field == "node" && process) {
+      spec.node = static_cast<int>(number(entry, field, value));
+      has_node = true;
+    } else if (field == "stage" && !corrupt && !process) {
       spec.stage = static_cast<int>(number(entry, field, value));
       has_stage = true;
     } else if (field == "step") {
@@ -88,6 +94,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
       throw std::invalid_argument("fault '" + entry +
                                   "': step=0 names no checkpoint (the first is written after "
                                   "step 1 at the earliest)");
+    return spec;
+  }
+  if (process) {
+    if (!has_node) throw std::invalid_argument("fault '" + entry + "': node=R is missing");
+    if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
@@ -121,6 +132,13 @@ ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(
 bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step) {
   for (auto& o : one_shots_)
     if (o.kind == kind && o.stage == rank && o.step == step && !o.fired.exchange(true)) return true;
+  return false;
+}
+
+bool ScriptedFaults::exit_process(std::int64_t step) {
+  if (!first_attempt_) return false;
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::exit && s.node == node_ && *s.step == step) return true;
   return false;
 }
 

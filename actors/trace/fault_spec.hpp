@@ -21,14 +21,17 @@
 //       every compute action (F, B, I, W) of stage S in a train step (step N when given)
 //       takes D milliseconds longer: the stage sleeps inside the action, so the time counts
 //       as busy time, as a slow device would (a straggler; fault.straggler_*)
-//
-// nan, crash and hang fire once: a replayed step after a recovery runs clean, as it
-// would after a transient fault.
+//   exit:node=R:step=N
+//       the process of node R (0 in a one-process run) dies at once (SIGKILL) as train
+//       step N starts on its stages, as a killed or crashed host process would; only in
+//       the first attempt (`conveyor train --supervise` restarts it)
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
 //       it must fall back to an older one (actors/checkpoint/corrupting_filesystem.hpp)
 //
+// nan, crash and hang fire once: a replayed step after a recovery runs clean, as it
+// would after a transient fault.
 // Stages are pipeline ranks (0-based), steps count from 0 as in metrics.jsonl.
 #include <chrono>
 #include <cstdint>
@@ -42,8 +45,9 @@
 namespace conveyor {
 
 struct FaultSpec {
-  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, slow } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, exit, slow } kind = Kind::drop;
   int stage = 0;
+  int node = 0;  // exit: the process (node rank) that exits
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
@@ -67,6 +71,15 @@ class ScriptedFaults final : public MessageFault {
   bool crash(int rank, std::int64_t step) override;
   bool hang(int rank, std::int64_t step) override;
   std::chrono::milliseconds action_delay(int rank, std::int64_t step, Phase phase) override;
+  bool exit_process(std::int64_t step) override;
+
+  /// The node this process is (exit specs name one) and whether this is the first attempt
+  /// of the run: a process restarted by `conveyor train --supervise` (or by hand, after a
+  /// crash) does not exit again, as a real fault would not recur.
+  void set_process(int node, bool first_attempt) {
+    node_ = node;
+    first_attempt_ = first_attempt;
+  }
 
  private:
   struct OneShot {
@@ -81,7 +94,9 @@ class ScriptedFaults final : public MessageFault {
   bool fire(FaultSpec::Kind kind, int rank, std::int64_t step);
   std::vector<FaultSpec> specs_;
   std::vector<std::unique_ptr<DropOneMessage>> drops_;  // one per drop spec, in order
-  std::vector<OneShot> one_shots_;                       // one per nan, crash, hang spec
+  std::vector<OneShot> one_shots_;
+  int node_ = 0;
+  bool first_attempt_ = true;                       // one per nan, crash, hang spec
 };
 
 }  // namespace conveyor

@@ -27,8 +27,8 @@ struct StepRangeRule {
 struct FaultSpecsRule {
   std::string describe() const {
     return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
-           "crash:stage=S:step=N, hang:stage=S:step=N, slow:stage=S:ms=D[:step=N] or "
-           "corrupt-checkpoint:step=N";
+           "crash:stage=S:step=N, hang:stage=S:step=N, slow:stage=S:ms=D[:step=N], "
+           "exit:node=R:step=N or corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
@@ -133,7 +133,8 @@ std::vector<ConfigKey> build_keys() {
           "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N (stage S "
           "fails as it starts train step N), hang:stage=S:step=N (stage S never starts train "
           "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
-          "stage S takes D ms longer, a straggler). nan, crash and hang fire once",
+          "stage S takes D ms longer, a straggler), exit:node=R:step=N (node R's process is "
+          "killed as step N starts; not again after a restart). nan, crash and hang fire once",
           FaultSpecsRule{}),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "

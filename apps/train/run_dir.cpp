@@ -28,6 +28,13 @@ std::string utc_timestamp() {
 
 }  // namespace
 
+fs::path unused_run_dir() {
+  const fs::path base = fs::path("runs") / utc_timestamp();
+  fs::path dir = base;
+  for (int n = 2; fs::exists(dir); ++n) dir = base.string() + "-" + std::to_string(n);
+  return dir;
+}
+
 fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) {
   fs::path dir;
   if (out) {
@@ -38,9 +45,7 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
                                    "folder",
                                    dir.string()));
   } else {
-    const fs::path base = fs::path("runs") / utc_timestamp();
-    dir = base;
-    for (int n = 2; fs::exists(dir); ++n) dir = base.string() + "-" + std::to_string(n);
+    dir = unused_run_dir();
   }
   std::error_code ec;
   fs::create_directories(dir, ec);

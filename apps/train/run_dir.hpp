@@ -8,6 +8,9 @@
 
 namespace conveyor {
 
+/// runs/<UTC timestamp>[-N]: the default run folder, one that does not exist yet.
+std::filesystem::path unused_run_dir();
+
 /// `out` if given, else runs/<UTC timestamp>/. Throws InputError when `out` already
 /// holds a run (a metrics.jsonl) or cannot be created. With `continuing` (a resumed run)
 /// a folder holding a run is the one to continue: it is returned as it is, and the run

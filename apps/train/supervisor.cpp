@@ -1,0 +1,133 @@
+#include "apps/train/supervisor.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace conveyor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<pid_t> g_child{0};
+std::atomic<bool> g_stopping{false};
+
+// SIGTERM (and SIGINT) are for the child: it checkpoints and ends; no restart follows.
+void forward_signal(int signal) {
+  g_stopping = true;
+  if (const pid_t child = g_child.load(); child > 0) ::kill(child, signal);
+}
+
+void install_forwarding() {
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
+// Starts the same binary with `args`; the child inherits stdin, stdout and stderr.
+pid_t start_child(const std::vector<std::string>& args) {
+  std::vector<std::string> argv_text{"conveyor"};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  if (rc != 0)
+    throw std::runtime_error(fmt::format("--supervise: cannot start the worker: {}", std::strerror(rc)));
+  return pid;
+}
+
+// Waits for the child; its status as waitpid gives it.
+int wait_child(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      throw std::runtime_error(fmt::format("--supervise: waiting for the worker: {}", std::strerror(errno)));
+  return status;
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  return "an unknown status";
+}
+
+// Moves a failed attempt's folder aside so the next one starts in an empty --out.
+void set_aside(const fs::path& out, int attempt) {
+  if (!fs::exists(out)) return;
+  fs::path aside = out.string() + fmt::format(".attempt-{}", attempt);
+  for (int n = 2; fs::exists(aside); ++n) aside = out.string() + fmt::format(".attempt-{}-{}", attempt, n);
+  fs::rename(out, aside);
+  fmt::print(stderr, "conveyor train --supervise: attempt {} left no checkpoint; its folder is now {}\n",
+             attempt, aside.string());
+}
+
+}  // namespace
+
+int supervised_attempt() {
+  const char* text = std::getenv("CONVEYOR_SUPERVISED_ATTEMPT");
+  if (!text) return 1;
+  const int n = std::atoi(text);
+  return n >= 1 ? n : 1;
+}
+
+bool holds_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind("step-", 0) == 0 &&
+        fs::exists(entry.path() / "manifest.json", ec))
+      return true;
+  return false;
+}
+
+int supervise(const SupervisedRun& run) {
+  install_forwarding();
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::string> args = run.args;
+    args.insert(args.end(), {"--out", run.out.string()});
+    std::string from = "the start";
+    if (attempt == 1 && run.first_resume) {
+      args.insert(args.end(), {"--resume", *run.first_resume});
+      from = *run.first_resume;
+    } else if (attempt > 1 && holds_checkpoint(run.checkpoint_dir)) {
+      args.insert(args.end(), {"--resume", "latest"});
+      from = "the newest checkpoint in " + run.checkpoint_dir.string();
+    } else if (attempt > 1) {
+      set_aside(run.out, attempt - 1);
+    }
+    if (attempt > 1)
+      fmt::print(stderr, "conveyor train --supervise: starting attempt {} of {} from {}\n", attempt,
+                 run.max_restarts + 1, from);
+    ::setenv("CONVEYOR_SUPERVISED_ATTEMPT", std::to_string(attempt).c_str(), 1);
+    const pid_t pid = start_child(args);
+    g_child = pid;
+    if (g_stopping) ::kill(pid, SIGTERM);  // a stop that came while starting it
+    const int status = wait_child(pid);
+    g_child = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return 2;  // bad input: fails again
+    if (g_stopping) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    fmt::print(stderr, "conveyor train --supervise: attempt {} ended with {}\n", attempt, describe(status));
+    if (attempt > run.max_restarts) {
+      fmt::print(stderr, "conveyor train --supervise: giving up after {} restarts\n", run.max_restarts);
+      return 1;
+    }
+  }
+}
+
+}  // namespace conveyor

@@ -1,0 +1,39 @@
+#pragma once
+// `conveyor train --supervise`: this process becomes a supervisor that runs the training
+// as a child process (the same binary and arguments) and starts it again when it dies —
+// killed, crashed, stopped by the hang watchdog (a stage stuck inside a kernel) or failed —
+// from the newest checkpoint (`--resume latest`), up to a number of restarts. A run killed
+// before its first checkpoint starts over; the folder of the failed attempt is kept beside
+// (OUT.attempt-N). What a restart cannot fix is not retried: bad input (exit 2) ends the
+// supervisor with the same code. SIGTERM to the supervisor goes to the child (which writes
+// a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
+//
+// The child learns its attempt from CONVEYOR_SUPERVISED_ATTEMPT (1, 2, ...): a fault
+// injected with `exit:` fires in the first attempt only.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conveyor {
+
+struct SupervisedRun {
+  std::vector<std::string> args;          // `train ...` without --supervise, --out, --resume
+  std::filesystem::path out;              // the run folder, fixed for every attempt
+  std::filesystem::path checkpoint_dir;   // where `--resume latest` looks
+  std::optional<std::string> first_resume;  // the user's --resume, for the first attempt
+  int max_restarts = 3;
+};
+
+/// Runs the attempts; returns the exit code for the supervisor (0 once an attempt
+/// succeeded). Logs every restart on stderr.
+int supervise(const SupervisedRun& run);
+
+/// This process's attempt under a supervisor (CONVEYOR_SUPERVISED_ATTEMPT), 1 without one.
+int supervised_attempt();
+
+/// True when `dir` holds a step-N folder with a manifest (a checkpoint to resume from; it
+/// is verified when loaded).
+bool holds_checkpoint(const std::filesystem::path& dir);
+
+}  // namespace conveyor

@@ -1,0 +1,69 @@
+// `conveyor train --supervise`: a training process killed hard (fault.inject exit:, a
+// SIGKILL) is started again from the newest checkpoint, or from scratch before the first
+// one, and the run ends with weights.safetensors bitwise identical to a run never killed;
+// bad input is not retried, and the restarts are bounded.
+#include <doctest/doctest.h>
+
+#include "tests/apps/train/train_test_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+// tiny.yaml on 4 stages for 8 steps, plus `sets`.
+std::vector<std::string> job(const fs::path& out, std::vector<std::string> sets, bool supervise) {
+  std::vector<std::string> args{"train", "configs/tiny.yaml", "--set", "pipeline.stages=4",
+                                "--set", "train.steps=8", "--out", out.string()};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  if (supervise) args.push_back("--supervise");
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("--supervise restarts a killed run from its newest checkpoint, or from scratch before one, bitwise") {
+  TempDir dir;
+  auto clean = job(dir / "clean", {}, false);
+  clean.erase(clean.begin());
+  train_ok(clean);
+  const std::string weights = read_text(dir.path() / "clean" / "weights.safetensors");
+
+  const auto resumed = run_conveyor(
+      job(dir / "resumed", {"checkpoint.every=2", "fault.inject=[exit:node=0:step=5]"}, true), 120);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.err.find("attempt 1 ended with signal 9") != std::string::npos);
+  CHECK(resumed.err.find("starting attempt 2 of 4 from the newest checkpoint") != std::string::npos);
+  CHECK(resumed.err.find("resuming from") != std::string::npos);
+  CHECK(read_text(dir.path() / "resumed" / "weights.safetensors") == weights);
+
+  const auto fresh = run_conveyor(job(dir / "fresh", {"fault.inject=[exit:node=0:step=1]"}, true), 120);
+  INFO(fresh.err);
+  CHECK(fresh.exit_code == 0);
+  CHECK(fs::exists(dir.path() / "fresh.attempt-1" / "config.yaml"));  // the killed attempt, kept
+  CHECK(read_text(dir.path() / "fresh" / "weights.safetensors") == weights);
+}
+
+TEST_CASE("--supervise does not retry bad input and gives up after fault.max_restarts") {
+  TempDir dir;
+  const auto bad = run_conveyor(job(dir / "bad", {"train.steps=0"}, true));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("train.steps") != std::string::npos);
+  CHECK(bad.err.find("attempt") == std::string::npos);
+
+  const auto none = run_conveyor(
+      job(dir / "none", {"fault.max_restarts=0", "fault.inject=[exit:node=0:step=1]"}, true));
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find("giving up after 0 restarts") != std::string::npos);
+
+  const auto nodes = run_conveyor({"train", "--supervise", "--nnodes", "2", "--node-rank", "0",
+                                   "--rdzv", "127.0.0.1:1"});
+  CHECK(nodes.exit_code == 2);
+  CHECK(nodes.err.find("--supervise") != std::string::npos);
+}
+
+TEST_CASE("an exit fault names a node and a step") {
+  const auto r = run_conveyor({"train", "--set", "fault.inject=[exit:step=2]"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("node=R is missing") != std::string::npos);
+}

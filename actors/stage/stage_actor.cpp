@@ -132,6 +132,12 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       [=](const OptimizerStep& step) -> caf::result<OptimizerDone> {
         try {
           self->state.probe->optimizer_received(step);
+          const auto& fault = self->state.job->fault;
+          if (fault && fault->crash_in_optimizer(self->state.worker->rank(), step.step))
+            throw std::runtime_error(fmt::format(
+                "injected crash in the optimizer step of step {} (fault.inject "
+                "crash:stage={}:step={}:when=optimizer)",
+                step.step, self->state.worker->rank(), step.step));
           if (step.skip)
             self->state.worker->discard_gradients();
           else

@@ -69,6 +69,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
       has_stage = true;
     } else if (field == "step") {
       spec.step = number(entry, field, value);
+    } else if (field == "when" && spec.kind == FaultSpec::Kind::crash) {
+      if (value != "start" && value != "optimizer")
+        throw std::invalid_argument("fault '" + entry + "': when=" + value +
+                                    " is not start or optimizer");
+      spec.in_optimizer = value == "optimizer";
     } else if (field == "micro_batch" && spec.kind == FaultSpec::Kind::drop) {
       spec.micro_batch = static_cast<int>(number(entry, field, value));
     } else if (field == "kind" && spec.kind == FaultSpec::Kind::drop) {
@@ -126,12 +131,14 @@ ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(
   for (const auto& s : specs_)
     if (s.kind == FaultSpec::Kind::nan || s.kind == FaultSpec::Kind::crash ||
         s.kind == FaultSpec::Kind::hang)
-      one_shots_.push_back({s.kind, s.stage, *s.step});
+      one_shots_.push_back({s.kind, s.stage, *s.step, s.in_optimizer});
 }
 
-bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step) {
+bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, bool in_optimizer) {
   for (auto& o : one_shots_)
-    if (o.kind == kind && o.stage == rank && o.step == step && !o.fired.exchange(true)) return true;
+    if (o.kind == kind && o.stage == rank && o.step == step && o.in_optimizer == in_optimizer &&
+        !o.fired.exchange(true))
+      return true;
   return false;
 }
 
@@ -144,6 +151,10 @@ bool ScriptedFaults::exit_process(std::int64_t step) {
 
 bool ScriptedFaults::crash(int rank, std::int64_t step) {
   return fire(FaultSpec::Kind::crash, rank, step);
+}
+
+bool ScriptedFaults::crash_in_optimizer(int rank, std::int64_t step) {
+  return fire(FaultSpec::Kind::crash, rank, step, /*in_optimizer=*/true);
 }
 
 bool ScriptedFaults::hang(int rank, std::int64_t step) {

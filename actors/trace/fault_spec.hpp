@@ -11,9 +11,11 @@
 //       the first message stage S sends in train step N (an activation; the last stage's
 //       first is a gradient) carries a NaN, as a numerical blow-up there would: the loss
 //       or the gradient norm of step N is not finite and fault.on_nan decides
-//   crash:stage=S:step=N
-//       stage S fails (throws) as it starts train step N, as a crashed stage would; with
-//       fault.policy abort the run stops naming the stage, with restart it is respawned
+//   crash:stage=S:step=N[:when=start|optimizer]
+//       stage S fails (throws) as it starts train step N, as a crashed stage would, or
+//       (when=optimizer) as it is told to take that step's optimizer step, while its peers
+//       take theirs; with fault.policy abort the run stops naming the stage, with restart
+//       it is respawned
 //   hang:stage=S:step=N
 //       stage S never starts train step N (its plan is lost on the way in): its peers wait
 //       for it until the watchdog (trace.watchdog_s) diagnoses the hang
@@ -48,6 +50,7 @@ struct FaultSpec {
   enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, exit, slow } kind = Kind::drop;
   int stage = 0;
   int node = 0;  // exit: the process (node rank) that exits
+  bool in_optimizer = false;  // crash ...:when=optimizer: in the step's optimizer step
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
@@ -69,6 +72,7 @@ class ScriptedFaults final : public MessageFault {
   bool drop(const PipeMessage& message, int from_rank) override;
   bool poison(const PipeMessage& message, int from_rank) override;
   bool crash(int rank, std::int64_t step) override;
+  bool crash_in_optimizer(int rank, std::int64_t step) override;
   bool hang(int rank, std::int64_t step) override;
   std::chrono::milliseconds action_delay(int rank, std::int64_t step, Phase phase) override;
   bool exit_process(std::int64_t step) override;
@@ -87,11 +91,14 @@ class ScriptedFaults final : public MessageFault {
     int stage = 0;
     std::int64_t step = 0;
     std::atomic<bool> fired{false};
-    OneShot(FaultSpec::Kind k, int s, std::int64_t n) : kind(k), stage(s), step(n) {}
-    OneShot(const OneShot& o) : kind(o.kind), stage(o.stage), step(o.step), fired(o.fired.load()) {}
+    bool in_optimizer = false;
+    OneShot(FaultSpec::Kind k, int s, std::int64_t n, bool opt = false)
+        : kind(k), stage(s), step(n), in_optimizer(opt) {}
+    OneShot(const OneShot& o)
+        : kind(o.kind), stage(o.stage), step(o.step), fired(o.fired.load()), in_optimizer(o.in_optimizer) {}
   };
-  /// True the first time (kind, rank, step) matches a spec.
-  bool fire(FaultSpec::Kind kind, int rank, std::int64_t step);
+  /// True the first time (kind, rank, step, in_optimizer) matches a spec.
+  bool fire(FaultSpec::Kind kind, int rank, std::int64_t step, bool in_optimizer = false);
   std::vector<FaultSpec> specs_;
   std::vector<std::unique_ptr<DropOneMessage>> drops_;  // one per drop spec, in order
   std::vector<OneShot> one_shots_;

@@ -20,6 +20,8 @@ class MessageFault {
   virtual bool poison(const PipeMessage& /*message*/, int /*from_rank*/) { return false; }
   /// True: stage `rank` fails as it starts train step `step` (a crashed stage).
   virtual bool crash(int /*rank*/, std::int64_t /*step*/) { return false; }
+  /// True: stage `rank` fails as it is told to take train step `step`'s optimizer step.
+  virtual bool crash_in_optimizer(int /*rank*/, std::int64_t /*step*/) { return false; }
   /// True: this process exits hard (SIGKILL) as train step `step` starts on its stages.
   virtual bool exit_process(std::int64_t /*step*/) { return false; }
   /// True: stage `rank` never starts train step `step` (a hung stage).

@@ -27,7 +27,7 @@ struct StepRangeRule {
 struct FaultSpecsRule {
   std::string describe() const {
     return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
-           "crash:stage=S:step=N, hang:stage=S:step=N, slow:stage=S:ms=D[:step=N], "
+           "crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, slow:stage=S:ms=D[:step=N], "
            "exit:node=R:step=N or corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
@@ -130,8 +130,8 @@ std::vector<ConfigKey> build_keys() {
           "corrupt-checkpoint:step=N (the checkpoint written after N steps gets a shard whose "
           "bytes on disk differ from its sha256, so a resume must fall back), "
           "nan:stage=S:step=N (the first message stage S sends in train step N carries a NaN, "
-          "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N (stage S "
-          "fails as it starts train step N), hang:stage=S:step=N (stage S never starts train "
+          "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N[:when=optimizer] "
+          "(stage S fails as it starts train step N, or in its optimizer step), hang:stage=S:step=N (stage S never starts train "
           "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
           "stage S takes D ms longer, a straggler), exit:node=R:step=N (node R's process is "
           "killed as step N starts; not again after a restart). nan, crash and hang fire once",

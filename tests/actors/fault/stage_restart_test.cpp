@@ -71,6 +71,25 @@ TEST_CASE("a stage that crashes at a random step is respawned and the run ends b
   for (std::size_t i = 0; i < obs.steps.size(); ++i) CHECK(obs.steps[i].loss == clean_obs.steps[i].loss);
 }
 
+TEST_CASE("a crash during the optimizer step, with peers already past it, rolls every stage back to the step's start") {
+  RecordingObserver clean_obs;
+  const TrainResult clean = run(four_stage_job(), clean_obs);
+  for (int stage : {0, 3}) {
+    CAPTURE(stage);
+    RecordingObserver obs;
+    const TrainResult recovered = run(
+        with_faults(four_stage_job(), {fmt::format("crash:stage={}:step=2:when=optimizer", stage)}), obs);
+    CHECK(same_bits(clean.weights, recovered.weights));
+    REQUIRE(obs.recoveries.size() == 1);
+    // The other stages may have stepped and snapshotted step 3: the crashed one has not,
+    // so step 2's start is the newest state every stage holds.
+    CHECK(obs.recoveries[0].restored_step == 2);
+    CHECK(obs.recoveries[0].reason.find("optimizer step of step 2") != std::string::npos);
+    REQUIRE(obs.steps.size() == clean_obs.steps.size());
+    for (std::size_t i = 0; i < obs.steps.size(); ++i) CHECK(obs.steps[i].loss == clean_obs.steps[i].loss);
+  }
+}
+
 TEST_CASE("snapshots every 2 steps: a crash rolls back to the older snapshot and replays both steps") {
   RecordingObserver clean_obs;
   const TrainResult clean = run(four_stage_job(), clean_obs);

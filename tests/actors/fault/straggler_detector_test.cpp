@@ -82,7 +82,7 @@ TEST_CASE("with two ranks the slower one is measured against the other") {
 TEST_CASE("balanced ranks are never flagged") {
   StragglerDetector d(1.5, 1);
   for (int s = 0; s < 20; ++s)
-    CHECK(d.observe(step(s, {10 + s % 3, 11, 10.5, 12 - s % 2})).empty());
+    CHECK(d.observe(step(s, {10.0 + s % 3, 11, 10.5, 12.0 - s % 2})).empty());
 }
 
 TEST_CASE("one rank, or a median of 0, is never flagged") {

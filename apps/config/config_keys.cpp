@@ -160,9 +160,10 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
           greater_than(0.0)),
       KEY(fault.straggler_factor,
-          "a stage whose busy time in a step exceeds this many times the median stage's is "
-          "slow; slow for fault.straggler_steps steps in a row, it is reported as a straggler "
-          "(a metrics.jsonl row and a progress note)",
+          "a stage whose busy time over the median of the other stages' rises above this "
+          "many times what it was in the first 3 steps is slow; slow for "
+          "fault.straggler_steps steps in a row, it is reported as a straggler (a "
+          "metrics.jsonl row and a progress note)",
           greater_than(1.0)),
       KEY(fault.straggler_steps,
           "consecutive slow steps before a stage is reported as a straggler (once per "

@@ -52,11 +52,12 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& r
             {"busy_ms", s.busy_ms},
             {"peer_median_ms", s.peer_median_ms},
             {"ratio", s.ratio},
+            {"baseline_ratio", s.baseline_ratio},
             {"steps", s.steps}});
     progress_.note(fmt::format(
-        "stage {} is a straggler: {} steps at {:.1f}x the median of the other stages' busy time ({:.1f} ms "
-        "vs {:.1f} ms)",
-        s.stage, s.steps, s.ratio, s.busy_ms, s.peer_median_ms));
+        "stage {} is a straggler: {} steps at {:.1f}x the median of the other stages' busy time "
+        "({:.1f} ms vs {:.1f} ms; {:.1f}x in its first steps)",
+        s.stage, s.steps, s.ratio, s.busy_ms, s.peer_median_ms, s.baseline_ratio));
   }
   if (m.step >= 2) {  // the first steps pay for allocation and page faults
     tokens_per_s_sum_ += m.tokens_per_s;

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include "tests/support/cuda_devices.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -18,14 +20,7 @@
 namespace conveyor {
 namespace {
 
-int gpu_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+int gpu_count() { return testing::cuda_device_count(); }
 
 #define REQUIRE_TWO_GPUS()                                                     \
   do {                                                                         \

@@ -3,6 +3,8 @@
 // file, bounded waits. Header-only, for tests/apps/gpu/.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
+
+#include "tests/support/cuda_devices.hpp"
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,14 +26,7 @@ namespace conveyor::testing {
 
 namespace fs = std::filesystem;
 
-inline int gpu_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+inline int gpu_count() { return testing::cuda_device_count(); }
 
 // CONVEYOR_BIN, else `conveyor` beside this test or one folder up (the build tree).
 inline fs::path conveyor_binary() {

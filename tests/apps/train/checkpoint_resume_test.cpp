@@ -40,7 +40,7 @@ std::vector<std::string> plus(std::vector<std::string> args, const std::vector<s
 std::map<std::int64_t, double> losses(const fs::path& run) {
   std::map<std::int64_t, double> out;
   for (const auto& row : read_jsonl(run / "metrics.jsonl"))
-    if (row.contains("step")) out[row.at("step").get<std::int64_t>()] = row.at("loss").get<double>();
+    if (row.contains("step") && !row.contains("event")) out[row.at("step").get<std::int64_t>()] = row.at("loss").get<double>();
   return out;
 }
 

@@ -33,7 +33,7 @@ RunFiles train_split(const std::string& data, int stages, const std::string& sch
   f.summary = nlohmann::json::parse(r.out);
   f.weights = read_safetensors((out / "weights.safetensors").string());
   for (const auto& row : read_jsonl(out / "metrics.jsonl"))
-    if (row.contains("step")) f.step_losses.push_back(row.at("loss").get<double>());
+    if (row.contains("step") && !row.contains("event")) f.step_losses.push_back(row.at("loss").get<double>());
   return f;
 }
 

@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include "tests/support/cuda_devices.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -22,14 +24,7 @@
 
 namespace conveyor::nccl_testing {
 
-inline int gpu_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+inline int gpu_count() { return testing::cuda_device_count(); }
 
 #define CONVEYOR_REQUIRE_TWO_GPUS()                                   \
   do {                                                                \

@@ -41,7 +41,7 @@ TEST_CASE("a bad corrupt-checkpoint entry names the entry and what is wrong") {
   CHECK(message("corrupt-checkpoint:step=x").find("step=x is not a whole number") != std::string::npos);
   CHECK(message("corrupt-checkpoint:step=0").find("step=0 names no checkpoint") != std::string::npos);
   CHECK(message("corrupt-checkpoint:step=2:stage=1").find("unknown field 'stage'") != std::string::npos);
-  CHECK(message("corrupted:step=2").find("(drop, delay, corrupt-checkpoint, nan, crash, hang, slow)") != std::string::npos);
+  CHECK(message("corrupted:step=2").find("(drop, delay, corrupt-checkpoint, nan, crash, hang, slow, exit)") != std::string::npos);
 }
 
 TEST_CASE("the checkpoint of a corrupt-checkpoint step fails verification by sha256 and resume falls back") {

@@ -117,7 +117,7 @@ TEST_CASE("a hung stage is diagnosed by the watchdog, replaced, and the run ends
   RecordingObserver clean_obs;
   const TrainResult clean = run(four_stage_job(), clean_obs);
   TrainingJob job = with_faults(four_stage_job(), {"hang:stage=2:step=3"});
-  job.watchdog_timeout_s = 0.5;
+  job.watchdog_timeout_s = 1.0;  // well above any action or wait of this job, even on a loaded machine
   RecordingObserver obs;
   const TrainResult recovered = run(job, obs);
   CHECK(same_bits(clean.weights, recovered.weights));

@@ -13,8 +13,6 @@
 
 #include "tests/apps/train/train_test_support.hpp"
 
-extern char** environ;
-
 using namespace conveyor::testing;
 
 namespace {
@@ -243,34 +241,6 @@ TEST_CASE("checkpoint.every with --nnodes 2 is refused naming the key, before an
   CHECK_FALSE(fs::exists(out));
 }
 
-namespace {
-
-// Starts `conveyor args...` without waiting; returns its pid.
-pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv{CONVEYOR_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargs;
-  for (auto& a : argv) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-std::size_t step_rows(const fs::path& metrics) {
-  if (!fs::exists(metrics)) return 0;
-  std::size_t n = 0;
-  for (const auto& line : split_lines(read_text(metrics))) n += line.find("\"step\"") != std::string::npos;
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("SIGTERM mid-run writes a checkpoint, prints the resume command and exits 0; resuming ends bitwise identical") {
   TempDir dir;
@@ -283,12 +253,7 @@ TEST_CASE("SIGTERM mid-run writes a checkpoint, prints the resume command and ex
   for (const auto& a : job_args(data, run.string(), sets)) args.push_back(a);
   const std::string log = dir / "stderr.txt";
   const pid_t pid = start_conveyor(args, log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (step_rows(run / "metrics.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  REQUIRE(::kill(pid, SIGTERM) == 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  const int status = terminate_after_steps(pid, run / "metrics.jsonl", 3);
   const std::string err = read_text(log);
   INFO("stderr: " << err);
   REQUIRE(WIFEXITED(status));

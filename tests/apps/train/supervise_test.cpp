@@ -67,3 +67,19 @@ TEST_CASE("an exit fault names a node and a step") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("node=R is missing") != std::string::npos);
 }
+
+TEST_CASE("SIGTERM to the supervisor reaches the training process: it checkpoints and all exit 0, no restart") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  const std::string log = dir / "stderr.txt";
+  const pid_t pid = start_conveyor(job(run, {"train.steps=400"}, true), log);
+  const int status = terminate_after_steps(pid, run / "metrics.jsonl", 3);
+  const std::string err = read_text(log);
+  INFO("stderr: " << err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(err.find("SIGTERM: stopped after step") != std::string::npos);
+  CHECK(err.find("starting attempt 2") == std::string::npos);
+  CHECK(fs::exists(run / "checkpoints"));
+  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+}

@@ -3,8 +3,13 @@
 // running the built binary (from the source dir, under a deadline), reading what a run
 // wrote, and the small, fast job the tests train.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,9 +17,12 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/apps/support/run_command.hpp"
+
+extern char** environ;
 
 namespace conveyor::testing {
 
@@ -123,6 +131,47 @@ inline std::vector<std::string> small_job(const std::string& data_path) {
           "--set", "model.d_model=32",       "--set", "model.heads=2",
           "--set", "pipeline.micro_batches=4", "--set", "train.steps=6",
           "--set", "train.eval_every=0"};
+}
+
+/// Step rows (not events) in a run's metrics.jsonl so far; read as text, since the run
+/// may be writing its last line.
+inline std::size_t step_rows(const fs::path& metrics) {
+  if (!fs::exists(metrics)) return 0;
+  std::size_t n = 0;
+  for (const auto& line : split_lines(read_text(metrics)))
+    n += line.find("\"step\"") != std::string::npos && line.find("\"event\"") == std::string::npos;
+  return n;
+}
+
+/// Starts `conveyor args...` without waiting, stdout to /dev/null and stderr to `log`;
+/// returns its pid.
+inline pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv{CONVEYOR_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargs;
+  for (auto& a : argv) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+/// Waits (up to a minute) until the run started as `pid` logged `steps` step rows in
+/// `metrics`, sends it SIGTERM and returns its wait status once it ended.
+inline int terminate_after_steps(pid_t pid, const fs::path& metrics, std::size_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (step_rows(metrics) < steps && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
 }
 
 }  // namespace conveyor::testing

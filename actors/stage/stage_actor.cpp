@@ -76,6 +76,18 @@ void guarded(Self* self, F&& body) {
   }
 }
 
+// A request handler's body: its reply, or (on an exception) the actor's failure, which is
+// also the reply the requester gets.
+template <class T, class F>
+caf::result<T> replying(Self* self, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    self->quit(failure(e.what()));
+    return failure(e.what());
+  }
+}
+
 }  // namespace
 
 caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
@@ -129,8 +141,8 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
           drive(self);
         });
       },
-      [=](const OptimizerStep& step) -> caf::result<OptimizerDone> {
-        try {
+      [=](const OptimizerStep& step) {
+        return replying<OptimizerDone>(self, [&] {
           self->state.probe->optimizer_received(step);
           const auto& fault = self->state.job->fault;
           if (fault && fault->crash_in_optimizer(self->state.worker->rank(), step.step))
@@ -144,29 +156,23 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
             self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
           // Before the reply: once every stage has answered, the snapshot is there.
           if (snapshot_due(*self->state.job, step.step + 1)) put_snapshot(self, step.step + 1);
-        } catch (const std::exception& e) {
-          self->quit(failure(e.what()));
-          return failure(e.what());
-        }
-        OptimizerDone done{self->state.worker->rank(), step.step};
-        self->state.probe->done_sending(done);
-        return done;
+          OptimizerDone done{self->state.worker->rank(), step.step};
+          self->state.probe->done_sending(done);
+          return done;
+        });
       },
       [=](const PipeHeader& header) {
         guarded(self, [&] { receive_over_channel(self, header); });
       },
       [=](const ChannelFailure& f) { self->quit(failure(f.what)); },
-      [=](const TakeSnapshot& take) -> caf::result<SnapshotTaken> {
-        try {
+      [=](const TakeSnapshot& take) {
+        return replying<SnapshotTaken>(self, [&] {
           put_snapshot(self, take.steps_done);
           return SnapshotTaken{self->state.worker->rank(), take.steps_done};
-        } catch (const std::exception& e) {
-          self->quit(failure(e.what()));
-          return failure(e.what());
-        }
+        });
       },
-      [=](const RestoreStage& restore) -> caf::result<StageRestored> {
-        try {
+      [=](const RestoreStage& restore) {
+        return replying<StageRestored>(self, [&] {
           auto& st = self->state;
           st.worker->abort(restore.round_fence);
           st.probe->plan_aborted();
@@ -177,19 +183,13 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
                                                st.worker->rank(), restore.steps_done));
           st.worker->restore_snapshot(snap->chunks);
           return StageRestored{st.worker->rank(), restore.steps_done};
-        } catch (const std::exception& e) {
-          self->quit(failure(e.what()));
-          return failure(e.what());
-        }
+        });
       },
-      [=](snapshot_atom) -> caf::result<StageSnapshot> {
-        try {
+      [=](snapshot_atom) {
+        return replying<StageSnapshot>(self, [&] {
           return StageSnapshot{self->state.worker->rank(), self->state.worker->capture_state(),
                                self->state.worker->optimizer_steps()};
-        } catch (const std::exception& e) {
-          self->quit(failure(e.what()));
-          return failure(e.what());
-        }
+        });
       },
       [=](weights_atom) {
         auto weights = self->state.worker->weights();

@@ -8,10 +8,8 @@
 #include "kernels/model/state_names.hpp"
 
 namespace conveyor {
-namespace {
 
-// One parameter's slice of a flat host block as a fresh f32 tensor (bf16 widened: exact).
-Tensor piece(const void* block, bool f32, const FlatLayout::Entry& e) {
+Tensor flat_piece(const void* block, bool f32, const FlatLayout::Entry& e) {
   Tensor t = Tensor::zeros(e.shape);
   float* dst = t.f32();
   const auto off = static_cast<std::size_t>(e.offset), n = static_cast<std::size_t>(e.numel);
@@ -23,8 +21,6 @@ Tensor piece(const void* block, bool f32, const FlatLayout::Entry& e) {
   }
   return t;
 }
-
-}  // namespace
 
 bool FlatLayout::same_as(const FlatLayout& o) const {
   if (total != o.total || f32 != o.f32 || entries.size() != o.entries.size()) return false;
@@ -67,10 +63,10 @@ std::vector<NamedTensor> CudaStateSnapshot::tensors() const {
   std::vector<NamedTensor> out;
   out.reserve(layout_->entries.size() * (has_moments() ? 3 : 1));
   for (const auto& e : layout_->entries) {
-    out.push_back({e.name, piece(values(), layout_->f32, e)});
+    out.push_back({e.name, flat_piece(values(), layout_->f32, e)});
     if (has_moments()) {
-      out.push_back({opt_m_name(e.name), piece(m(), layout_->f32, e)});
-      out.push_back({opt_v_name(e.name), piece(v(), layout_->f32, e)});
+      out.push_back({opt_m_name(e.name), flat_piece(m(), layout_->f32, e)});
+      out.push_back({opt_v_name(e.name), flat_piece(v(), layout_->f32, e)});
     }
   }
   return out;

@@ -37,6 +37,10 @@ struct FlatLayout {
   bool same_as(const FlatLayout& o) const;
 };
 
+/// One parameter's slice of a flat host block (f32, or bf16 bits when !f32) as a fresh f32
+/// tensor of its shape; bf16 is widened, which is exact.
+Tensor flat_piece(const void* block, bool f32, const FlatLayout::Entry& e);
+
 class CudaStateSnapshot final : public StateSnapshot {
  public:
   /// `values`, `m`, `v`: pinned blocks of layout->buffer_bytes() being filled by copies

@@ -373,15 +373,9 @@ void ParamStore::queue_download(const DeviceBuffer& flat, bool is_f32, HostFlat&
 }
 
 Tensor ParamStore::piece(const HostFlat& host, const Meta& m) {
-  Tensor t = Tensor::zeros(m.shape);
-  float* dst = t.f32();
-  const auto off = static_cast<std::size_t>(m.offset);
-  const auto count = static_cast<std::size_t>(m.numel);
-  if (!host.f32.empty())
-    std::memcpy(dst, host.f32.data() + off, count * sizeof(float));
-  else
-    for (std::size_t k = 0; k < count; ++k) dst[k] = bf16_bits_to_float(host.bf16[off + k]);
-  return t;
+  const bool f32 = !host.f32.empty();
+  const void* block = f32 ? static_cast<const void*>(host.f32.data()) : host.bf16.data();
+  return flat_piece(block, f32, FlatLayout::Entry{m.name, m.shape, m.offset, m.numel});
 }
 
 std::vector<NamedTensor> ParamStore::download_params(const DeviceBuffer& flat, bool is_f32) const {

@@ -8,19 +8,24 @@
 #include <string>
 #include <vector>
 
+#include "actors/fault/recovery_messages.hpp"
 #include "actors/protocol.hpp"
 #include "actors/wire_format.hpp"
 
 namespace conveyor {
 
-/// Handles of every stage actor by rank; sent once before the first plan.
+/// Handles of every stage actor by rank; sent before the first plan and after every
+/// recovery that replaced one.
 struct PeerTable {
   std::vector<caf::actor> ranks;
+  /// Node 0's snapshot keeper (actors/cluster/snapshot_keeper.hpp) when the stages of
+  /// other nodes send it copies of their snapshots; null otherwise.
+  caf::actor keeper;
 };
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, PeerTable> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("PeerTable"), x.ranks);
+  return f(caf::meta::type_name("PeerTable"), x.ranks, x.keeper);
 }
 
 /// A node's stage actors, announced to node 0 before the coordinator starts.
@@ -28,17 +33,34 @@ struct NodeStages {
   int node = 0;
   std::vector<int> ranks;
   std::vector<caf::actor> actors;  // actors[i] runs rank ranks[i]
+  caf::actor directory;            // the node's own directory (node_directory.hpp)
+  std::vector<std::uint8_t> ucx_address;  // its UCX worker's, for peers that reconnect
 };
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, NodeStages> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("NodeStages"), x.node, x.ranks, x.actors);
+  return f(caf::meta::type_name("NodeStages"), x.node, x.ranks, x.actors, x.directory,
+           x.ucx_address);
+}
+
+/// From node 0's directory to the other nodes' when a lost node's replacement joined:
+/// connect this process's channels to its new UCX worker (node_directory.hpp).
+struct PeerRejoined {
+  int node = 0;
+  std::vector<std::uint8_t> ucx_address;
+};
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, PeerRejoined> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("PeerRejoined"), x.node, x.ucx_address);
 }
 
 /// A channel operation of a stage failed (timeout, broken connection, wrong length);
-/// local to the stage's process: the stage fails with this text.
+/// local to the stage's process: the stage fails with this text, unless the operation
+/// belonged to a round a recovery has aborted since.
 struct ChannelFailure {
   std::string what;
+  std::int64_t round = 0;
 };
 
 using weights_atom = caf::atom_constant<caf::atom("weights")>;
@@ -59,6 +81,14 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<WeightsReply>("conveyor::WeightsReply");
   cfg.add_message_type<PeerTable>("conveyor::PeerTable");
   cfg.add_message_type<NodeStages>("conveyor::NodeStages");
+  cfg.add_message_type<PeerRejoined>("conveyor::PeerRejoined");
+  cfg.add_message_type<TakeSnapshot>("conveyor::TakeSnapshot");
+  cfg.add_message_type<SnapshotTaken>("conveyor::SnapshotTaken");
+  cfg.add_message_type<RestoreStage>("conveyor::RestoreStage");
+  cfg.add_message_type<StageRestored>("conveyor::StageRestored");
+  cfg.add_message_type<SnapshotCopy>("conveyor::SnapshotCopy");
+  cfg.add_message_type<RespawnStage>("conveyor::RespawnStage");
+  cfg.add_message_type<RestoreFromCopy>("conveyor::RestoreFromCopy");
 }
 
 }  // namespace conveyor

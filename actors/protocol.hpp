@@ -74,8 +74,9 @@ struct PipeHeader {
 /// Version of the messages that cross processes (wire_format.hpp): every node reports it
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
-// 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round
-inline constexpr int kProtocolVersion = 4;
+// 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round; 5: recovery messages,
+// snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round
+inline constexpr int kProtocolVersion = 5;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {

@@ -44,6 +44,45 @@ std::uint8_t u8(E e) {
   return static_cast<std::uint8_t>(e);
 }
 
+/// What crosses CAF in place of a list of named tensors: names, shapes and dtypes. The
+/// bytes follow on a channel, each under a tag of its own.
+struct TensorListMeta {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::uint8_t> dtypes;
+};
+
+inline TensorListMeta meta_of(const std::vector<NamedTensor>& tensors) {
+  TensorListMeta m;
+  for (const auto& t : tensors) {
+    m.names.push_back(t.name);
+    m.shapes.push_back(t.tensor.shape().dims());
+    m.dtypes.push_back(u8(t.tensor.dtype()));
+  }
+  return m;
+}
+
+/// The tensors `m` describes as PendingPayload placeholders, the i-th waiting for the
+/// bytes tagged tag_of(i). An error for lists of different lengths or an unknown dtype.
+template <class TagOf>
+caf::error placeholders(const TensorListMeta& m, TagOf tag_of, std::vector<NamedTensor>* out) {
+  if (m.shapes.size() != m.names.size() || m.dtypes.size() != m.names.size())
+    return caf::make_error(caf::sec::invalid_argument, "tensor list: inconsistent lists");
+  out->clear();
+  for (std::size_t i = 0; i < m.names.size(); ++i) {
+    if (m.dtypes[i] > u8(DType::i32))
+      return caf::make_error(caf::sec::invalid_argument, "tensor list: unknown dtype of " + m.names[i]);
+    for (auto d : m.shapes[i])
+      if (d < 0) return caf::make_error(caf::sec::invalid_argument, "tensor list: bad shape of " + m.names[i]);
+    Shape shape(m.shapes[i]);
+    const auto dtype = static_cast<DType>(m.dtypes[i]);
+    const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+    auto storage = std::make_shared<PendingPayload>(bytes, tag_of(static_cast<int>(i)));
+    out->push_back(NamedTensor{m.names[i], Tensor::wrap(storage, shape, dtype)});
+  }
+  return caf::none;
+}
+
 }  // namespace wire
 
 // -- sched::Action: stage, kind, micro_batch, chunk (in its namespace, for ADL) --

@@ -51,12 +51,15 @@ struct TrainOptions {
 };
 
 // --supervise (apps/train/supervisor.hpp): this process restarts the training process it
-// starts until it succeeds. One process per job so far: a restarted node of a job over
-// several processes cannot rejoin it yet.
+// starts until it succeeds. In a job over several processes, a node other than 0 that is
+// restarted rejoins the running job (fault.rejoin_timeout_s); node 0 hosts the store and
+// the coordinator, which do not outlive it.
 [[noreturn]] void run_supervised(const TrainOptions& opt) {
-  if (resolve_launch(opt.launch, process_environment()).nnodes > 1)
-    throw InputError("--supervise: jobs over one process only so far (a restarted node cannot "
-                     "rejoin a running job yet)");
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  if (spec.nnodes > 1 && spec.node_rank == 0)
+    throw InputError("--supervise: not on node 0 of a job over several processes (node 0 hosts "
+                     "the rendezvous store and the coordinator: the job ends with it); "
+                     "supervise the other nodes, whose restarted processes rejoin the job");
   const RunConfig config = load_run_config(opt.config, opt.overrides);  // bad input: exit 2 now
   SupervisedRun run;
   run.out = opt.out ? std::filesystem::path(*opt.out) : unused_run_dir();
@@ -66,6 +69,11 @@ struct TrainOptions {
   run.max_restarts = static_cast<int>(config.fault.max_restarts);
   run.args = {"train", opt.config, "--format", opt.format};
   for (const auto& s : opt.overrides) run.args.insert(run.args.end(), {"--set", s});
+  if (opt.launch.nnodes) run.args.insert(run.args.end(), {"--nnodes", *opt.launch.nnodes});
+  if (opt.launch.node_rank) run.args.insert(run.args.end(), {"--node-rank", *opt.launch.node_rank});
+  if (opt.launch.rdzv) run.args.insert(run.args.end(), {"--rdzv", *opt.launch.rdzv});
+  if (opt.token) run.args.insert(run.args.end(), {"--token", *opt.token});
+  run.rejoins = spec.nnodes > 1;
   throw ExitStatus{supervise(run)};
 }
 
@@ -255,7 +263,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--supervise", opt->supervise,
                  "Run the training as a child process and start it again from the newest "
                  "checkpoint when it dies (killed, crashed, hung in a kernel), up to "
-                 "fault.max_restarts times; one process per job");
+                 "fault.max_restarts times; on a node other than 0 of a job over several "
+                 "processes, the restarted process rejoins the running job");
   cmd->callback([opt] { run_train(*opt); });
 }
 

@@ -7,6 +7,9 @@
 //                           number), micro-batch
 //   final weights           kind control, edge = model stage, micro-batch field = index of
 //                           the tensor in the model stage's parameter list, step 0
+//   snapshot copies         kind control, edge = pipeline rank, step field = steps done + 1
+//                           (never 0: apart from the final weights), micro-batch field =
+//                           index of the tensor in the stage's state (snapshot_keeper.hpp)
 #include <algorithm>
 #include <cstdint>
 
@@ -22,6 +25,10 @@ inline std::uint64_t pipe_tag(bool activation, std::int64_t round, int micro_bat
 
 inline std::uint64_t weight_tag(int model_stage, int index) {
   return pack_tag(TagFields{model_stage, 0, index, TagKind::control});
+}
+
+inline std::uint64_t snapshot_tag(int rank, std::int64_t steps_done, int index) {
+  return pack_tag(TagFields{rank, steps_done + 1, index, TagKind::control});
 }
 
 }  // namespace conveyor

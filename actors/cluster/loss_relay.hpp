@@ -1,15 +1,17 @@
 #pragma once
-// Hands a node loss, seen on the liveness watch's thread (transport/rendezvous/
-// liveness_watch.hpp), to the actor that must act on it: the coordinator on node 0, the
-// main thread's scoped actor on the other nodes. A loss seen before that actor exists
-// is kept and delivered once it is set. Thread-safe.
+// Hands what the liveness watch sees (transport/rendezvous/liveness_watch.hpp), on its
+// thread, to the actor that must act on it: the coordinator on node 0, the main thread's
+// scoped actor on the other nodes. Messages reported before that actor exists are kept
+// and delivered, in order, once it is set. Thread-safe.
 //
-// The message: (stop_run_atom, std::string why), as the hang watchdog sends it.
+// The messages: (stop_run_atom, std::string why), as the hang watchdog sends it, for a
+// loss that ends the job; (node_lost_atom, int node, std::string why) for a lost process
+// whose replacement the job waits for (fault.rejoin_timeout_s).
 #include <caf/all.hpp>
 
 #include <mutex>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/messages.hpp"
 
@@ -17,41 +19,40 @@ namespace conveyor {
 
 class LossRelay {
  public:
-  /// REQUIRES: called at most once. Delivers a loss reported earlier at once.
+  /// REQUIRES: called at most once. Delivers the losses reported earlier at once.
   void deliver_to(caf::actor target) {
     std::lock_guard lock(mutex_);
     target_ = std::move(target);
-    if (loss_) send(*loss_);
+    for (auto& m : pending_) caf::anon_send(target_, std::move(m));
+    pending_.clear();
   }
-  /// Only the first loss counts: the rest follow from it.
-  void report(std::string why, bool node0_lost) {
+  /// Once node 0 (the store, the coordinator) is reported lost, nothing else counts.
+  void report(caf::message m, bool node0_lost) {
     std::lock_guard lock(mutex_);
-    if (loss_) return;
-    loss_ = Loss{std::move(why), node0_lost};
-    if (target_) send(*loss_);
+    if (node0_lost_) return;
+    node0_lost_ = node0_lost;
+    if (target_)
+      caf::anon_send(target_, std::move(m));
+    else
+      pending_.push_back(std::move(m));
   }
-  /// Whether the loss reported was node 0's (and with it the store's and the
-  /// coordinator's) rather than some other node's.
+  /// Whether node 0 (and with it the store and the coordinator) was reported lost.
   bool node0_lost() const {
     std::lock_guard lock(mutex_);
-    return loss_ && loss_->node0_lost;
+    return node0_lost_;
   }
   /// Drops the target handle: it must not outlive the actor system.
   void release() {
     std::lock_guard lock(mutex_);
     target_ = caf::actor{};
+    pending_.clear();
   }
 
  private:
-  struct Loss {
-    std::string why;
-    bool node0_lost = false;
-  };
-  void send(const Loss& l) { caf::anon_send(target_, stop_run_atom::value, l.why); }
-
   mutable std::mutex mutex_;
   caf::actor target_;
-  std::optional<Loss> loss_;
+  std::vector<caf::message> pending_;
+  bool node0_lost_ = false;
 };
 
 }  // namespace conveyor

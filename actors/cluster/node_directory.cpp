@@ -1,6 +1,10 @@
 #include "actors/cluster/node_directory.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <memory>
 
 #include "actors/error_text.hpp"
 
@@ -23,6 +27,8 @@ caf::error add(Self* self, const NodeStages& stages) {
     st.by_rank[r] = stages.actors[i];
     ++st.known;
   }
+  st.ranks_of_node[stages.node] = stages.ranks;
+  if (stages.directory) st.directories[stages.node] = stages.directory;
   if (st.known == st.ranks) {
     for (auto& p : st.waiting) p.deliver(st.by_rank);
     st.waiting.clear();
@@ -30,14 +36,95 @@ caf::error add(Self* self, const NodeStages& stages) {
   return caf::none;
 }
 
+// A replacement of a lost node: channels first (here and on every other node), then the
+// coordinator learns of its stages, then the replacement hears back.
+caf::result<bool> rejoin(Self* self, NodeStages stages) {
+  auto& st = self->state;
+  auto known = st.ranks_of_node.find(stages.node);
+  if (!st.reconnect)
+    return failure(fmt::format("node {} announced its stages again, but this job does not take "
+                               "replacements (fault.policy restart with fault.rejoin_timeout_s > 0)",
+                               stages.node));
+  if (known == st.ranks_of_node.end() || known->second != stages.ranks ||
+      stages.actors.size() != stages.ranks.size())
+    return failure(fmt::format("node {} rejoined with ranks [{}], but it ran [{}]", stages.node,
+                               fmt::join(stages.ranks, ", "),
+                               known == st.ranks_of_node.end() ? "" : fmt::format("{}", fmt::join(known->second, ", "))));
+  try {
+    st.reconnect(stages.node, stages.ucx_address);
+  } catch (const std::exception& e) {
+    return failure(fmt::format("connecting to node {}'s replacement: {}", stages.node, e.what()));
+  }
+  st.directories[stages.node] = stages.directory;
+  std::vector<caf::actor> others;
+  for (auto& [node, d] : st.directories)
+    if (node != stages.node && d != caf::actor_cast<caf::actor>(self)) others.push_back(d);
+  struct Pending {
+    caf::typed_response_promise<bool> promise;
+    std::size_t left = 0;
+    bool failed = false;
+  };
+  auto p = std::make_shared<Pending>(Pending{self->make_response_promise<bool>(), others.size() + 1});
+  auto one_done = [self, p, stages] {
+    if (p->failed || --p->left > 0) return;
+    for (std::size_t i = 0; i < stages.ranks.size(); ++i)
+      self->state.by_rank[stages.ranks[i]] = stages.actors[i];
+    if (self->state.coordinator) self->send(self->state.coordinator, stages);
+    p->promise.deliver(true);
+  };
+  for (auto& d : others)
+    self->request(d, std::chrono::seconds(30), PeerRejoined{stages.node, stages.ucx_address})
+        .then([one_done](bool) { one_done(); },
+              [self, p, node = stages.node](caf::error& e) {
+                if (p->failed) return;
+                p->failed = true;  // the replacement fails; the coordinator keeps waiting
+                p->promise.deliver(failure(fmt::format(
+                    "a node could not connect to node {}'s replacement: {}", node,
+                    error_text(self->system(), e))));
+              });
+  one_done();
+  return p->promise;
+}
+
+// Respawns one of this node's stages, or forwards to the node that runs it.
+caf::result<caf::actor> respawn(Self* self, const RespawnStage& r) {
+  auto& st = self->state;
+  const auto& mine = st.ranks_of_node[st.node];
+  if (std::find(mine.begin(), mine.end(), r.rank) != mine.end()) {
+    if (!st.respawn) return failure(fmt::format("node {} does not respawn its stages", st.node));
+    try {
+      auto fresh = st.respawn(r.rank, r.round_fence);
+      st.by_rank.at(static_cast<std::size_t>(r.rank)) = fresh;
+      return fresh;
+    } catch (const std::exception& e) {
+      return failure(fmt::format("respawning stage {} on node {}: {}", r.rank, st.node, e.what()));
+    }
+  }
+  for (const auto& [node, ranks] : st.ranks_of_node)
+    if (node != st.node && std::find(ranks.begin(), ranks.end(), r.rank) != ranks.end() &&
+        st.directories.count(node)) {
+      auto promise = self->make_response_promise();
+      promise.delegate(st.directories[node], r);
+      return promise;
+    }
+  return failure(fmt::format("no node runs stage {}", r.rank));
+}
+
 }  // namespace
 
-caf::behavior node_directory(Self* self, int ranks, NodeStages local) {
+caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
+                             RespawnLocal respawn_local) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
+  self->state.reconnect = std::move(reconnect);
+  self->state.respawn = std::move(respawn_local);
+  self->state.node = local.node;
+  local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
   return {
-      [=](const NodeStages& stages) -> caf::result<bool> {
+      [=](NodeStages& stages) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.known == st.ranks) return rejoin(self, std::move(stages));
         if (auto err = add(self, stages)) return err;
         return true;
       },
@@ -46,6 +133,17 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local) {
         if (st.known == st.ranks) return st.by_rank;
         st.waiting.push_back(self->make_response_promise());
         return st.waiting.back();
+      },
+      [=](coordinator_atom, caf::actor coordinator) { self->state.coordinator = std::move(coordinator); },
+      [=](const RespawnStage& r) { return respawn(self, r); },
+      [=](const PeerRejoined& peer) -> caf::result<bool> {
+        if (!self->state.reconnect) return failure("this node does not take replacements");
+        try {
+          self->state.reconnect(peer.node, peer.ucx_address);
+        } catch (const std::exception& e) {
+          return failure(fmt::format("connecting to node {}'s replacement: {}", peer.node, e.what()));
+        }
+        return true;
       },
   };
 }

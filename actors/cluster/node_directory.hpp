@@ -6,7 +6,19 @@
 // Node 0's directory also gathers the stage actors of every node (NodeStages) and hands
 // them, ordered by rank, to the coordinator's builder (stages_atom), so remote stage
 // actors reach the coordinator as ordinary caf::actor handles.
+//
+// A lost process's replacement (same node rank, fault.rejoin_timeout_s) announces its
+// stages again, once every rank is known: node 0's directory then connects this
+// process's channels to the replacement's UCX worker, has every other node's directory
+// do the same (PeerRejoined), and only then hands the new stages to the coordinator
+// (NodeStages; coordinator_rejoin.cpp) and answers the replacement. A replacement must
+// run exactly the ranks its node ran before.
+// A failed stage of a node whose process lives on is respawned by that node's directory
+// (RespawnStage, which node 0's directory forwards to the node that runs the rank).
 #include <caf/all.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -14,17 +26,31 @@
 namespace conveyor {
 
 using stages_atom = caf::atom_constant<caf::atom("stages")>;
+/// To node 0's directory: the coordinator that takes the stages of rejoined nodes.
+using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
+
+/// Connects this process's channels to node `node`'s new UCX worker; throws on failure.
+using Reconnect = std::function<void(int node, const std::vector<std::uint8_t>& ucx_address)>;
+/// Spawns a replacement for this node's stage `rank`, fenced at `round_fence`.
+using RespawnLocal = std::function<caf::actor(int rank, std::int64_t round_fence)>;
 
 struct NodeDirectoryState {
   int ranks = 0;                      // pipeline ranks of the whole job
   std::vector<caf::actor> by_rank;    // filled as nodes announce their stages
   int known = 0;                      // entries of by_rank filled
   std::vector<caf::response_promise> waiting;  // stages_atom requests before all known
+  std::map<int, std::vector<int>> ranks_of_node;  // as first announced
+  std::map<int, caf::actor> directories;          // every node's, by node
+  Reconnect reconnect;               // null: replacements are refused
+  RespawnLocal respawn;              // null: this node's stages are not respawned
+  int node = 0;                      // this directory's
+  caf::actor coordinator;            // node 0, once it runs
   static inline const char* name = "node-directory";
 };
 
-/// `local` are this node's stages (NodeStages.node is ignored here).
+/// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
+/// null: a failed stage of this node is not replaced.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
-                             NodeStages local);
+                             NodeStages local, Reconnect reconnect, RespawnLocal respawn);
 
 }  // namespace conveyor

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@
 #include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
 #include "actors/cluster/remote_weights.hpp"
+#include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/cluster/stage_links.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/error_text.hpp"
@@ -83,27 +85,45 @@ std::pair<std::string, std::uint16_t> split_endpoint(const std::string& text) {
   return {host, static_cast<std::uint16_t>(std::stoi(text.substr(colon + 1)))};
 }
 
+/// To node k's main thread: its directory respawned stage `rank` as this actor.
+using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
+
 // Node k > 0: waits until its stages are down (the coordinator ends them). Throws naming
-// a local stage that failed, or a node that was lost (`relay`: the liveness watch).
+// a local stage that failed (and was not replaced), or a node that was lost (`relay`:
+// the liveness watch).
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::actor& node0,
                   const LossRelay& relay, milliseconds grace) {
-  for (const auto& a : mine.actors) self->monitor(a);
+  std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
+  for (std::size_t i = 0; i < mine.actors.size(); ++i) {
+    self->monitor(mine.actors[i]);
+    rank_of[mine.actors[i].address()] = mine.ranks[i];
+  }
   self->monitor(node0);
   std::size_t alive = mine.actors.size();
   bool node0_gone = false, waited_out = false;
-  std::string failed, lost;
+  std::string lost;
+  // A failure counts unless a replacement followed (or came first: the two messages
+  // come from different actors, in no fixed order).
+  std::map<int, int> unresolved;  // rank → failures − replacements
+  std::map<int, std::string> failed;
   auto on_down = [&](caf::down_msg& d) {
     if (d.source == node0.address()) {
       node0_gone = true;
       return;
     }
-    for (std::size_t i = 0; i < mine.actors.size(); ++i) {
-      if (mine.actors[i].address() != d.source) continue;
-      --alive;
-      if (!normal_end(d.reason) && failed.empty())
-        failed = fmt::format("stage {} failed: {}", mine.ranks[i],
-                             error_text(self->system(), d.reason));
-    }
+    auto it = rank_of.find(d.source);
+    if (it == rank_of.end()) return;
+    --alive;
+    if (normal_end(d.reason)) return;
+    ++unresolved[it->second];
+    failed.try_emplace(it->second, fmt::format("stage {} failed: {}", it->second,
+                                               error_text(self->system(), d.reason)));
+  };
+  auto on_replaced = [&](stage_replaced_atom, int rank, caf::actor& fresh) {
+    self->monitor(fresh);
+    rank_of[fresh.address()] = rank;
+    ++alive;
+    --unresolved[rank];
   };
   auto on_lost = [&](stop_run_atom, std::string& why) {
     lost = std::move(why);
@@ -111,12 +131,14 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
   };
   while (alive > 0 && !waited_out) {
     if (!node0_gone)
-      self->receive(on_down, on_lost);
+      self->receive(on_down, on_replaced, on_lost);
     else
-      self->receive(on_down, on_lost, caf::after(grace) >> [&] { waited_out = true; });
+      self->receive(on_down, on_replaced, on_lost,
+                    caf::after(grace) >> [&] { waited_out = true; });
   }
+  for (const auto& [rank, n] : unresolved)
+    if (n > 0) throw std::runtime_error(failed.at(rank));
   // Stages still alive end when this throws (EndActors), as the hub is abandoned.
-  if (!failed.empty()) throw std::runtime_error(failed);
   // Node 0 leaving right after ending the stages is the normal end; another node lost
   // is a failed job even when node 0 then ended the stages in order.
   if (!lost.empty() && (waited_out || !relay.node0_lost())) throw std::runtime_error(lost);
@@ -142,13 +164,54 @@ std::string describe_loss(const LivenessLoss& loss, const NodeSetup& setup, bool
                      fmt::join(loss.silent_ranks, ", "), loss.detail);
 }
 
+// In-memory snapshots and recovery across processes cover host-memory stages: a GPU
+// stage's edges to other processes are NCCL communicators, which a replacement cannot
+// join yet.
+bool all_cpu(const TrainingJob& job) {
+  for (const auto& r : job.placement.ranks)
+    if (!r.device.is_cpu()) return false;
+  return true;
+}
+
+bool keeps_snapshots(const TrainingJob& job) {
+  return job.recovery.snapshot_every > 0 &&
+         (job.recovery.policy == FaultPolicy::restart || job.on_nan == NanPolicy::rollback) &&
+         all_cpu(job);
+}
+
+std::vector<std::uint8_t> bytes_of(const std::vector<std::byte>& b) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+  return {p, p + b.size()};
+}
+
+std::vector<std::byte> bytes_of(const std::vector<std::uint8_t>& b) {
+  const auto* p = reinterpret_cast<const std::byte*>(b.data());
+  return {p, p + b.size()};
+}
+
 }  // namespace
 
 std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& setup,
                                     RendezvousClient& store, TrainingObserver* observer) {
-  auto job = std::make_shared<const TrainingJob>(job_in);
+  TrainingJob resolved = job_in;
+  const int ranks = static_cast<int>(resolved.placement.ranks.size());
+  const bool snapshots = keeps_snapshots(resolved);
+  // Node 0 keeps one more than the minimum: the copies of other nodes' snapshots arrive
+  // a little after its own stages' snapshots; the others keep a margin beyond that.
+  if (snapshots && !resolved.snapshots)
+    resolved.snapshots = std::make_shared<SnapshotStore>(ranks, setup.node == 0 ? 3 : 4);
+  const bool rejoin = snapshots && resolved.recovery.policy == FaultPolicy::restart &&
+                      setup.rejoin_timeout.count() > 0 && setup.nnodes > 1;
+  if (setup.rejoining && !rejoin)
+    throw std::runtime_error(fmt::format(
+        "node {} joins a job that is running already, as a replacement, but this job does not "
+        "take replacements ({}): restart the whole job",
+        setup.node,
+        all_cpu(resolved) ? "it needs fault.policy restart, fault.snapshot_every > 0 and "
+                            "fault.rejoin_timeout_s > 0"
+                          : "recovery across processes covers CPU stages only"));
+  auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);
-  const int ranks = static_cast<int>(job->placement.ranks.size());
   if (static_cast<int>(setup.node_of_rank.size()) != ranks)
     throw std::logic_error("run_node: node_of_rank does not cover every rank");
 
@@ -186,10 +249,22 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   liveness.world_size = static_cast<std::uint32_t>(setup.nnodes);
   liveness.interval = setup.heartbeat_interval;
   liveness.max_silence = setup.peer_silence;
-  LivenessWatch watch(liveness, [&relay, &setup](const LivenessLoss& loss) {
+  liveness.keep_watching = rejoin;
+  LivenessWatch watch(liveness, [&relay, &setup, rejoin](const LivenessLoss& loss) {
     bool node0_lost = false;
     auto why = describe_loss(loss, setup, &node0_lost);
-    relay.report(std::move(why), node0_lost);
+    if (!rejoin || node0_lost) {
+      relay.report(caf::make_message(stop_run_atom::value, std::move(why)), node0_lost);
+      return;
+    }
+    // The job waits for a replacement: node 0's coordinator decides, the others go on.
+    if (setup.node != 0) return;
+    for (auto n : loss.silent_ranks) {
+      bool ignored = false;
+      relay.report(caf::make_message(node_lost_atom::value, static_cast<int>(n),
+                                     describe_loss(LivenessLoss{{n}, loss.detail}, setup, &ignored)),
+                   false);
+    }
   });
 
   UcxOptions ucx;
@@ -201,13 +276,33 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   AbandonOnError abandon_on_error{hub};
   std::shared_ptr<const StageLinks> links = connect_channels(*job, setup, store, hub);
   const auto epoch = shared_epoch(setup, store);
+  mine.ucx_address = bytes_of(hub->address());
 
   for (int r : local_ranks) {
     auto a = system.spawn(linked_stage_actor, job, r, epoch, links);
     mine.actors.push_back(a);
     end.actors.push_back(a);
   }
-  auto directory = system.spawn(node_directory, ranks, mine);
+  Reconnect reconnect;
+  if (rejoin)
+    reconnect = [hub](int node, const std::vector<std::uint8_t>& address) {
+      hub->connect(node, bytes_of(address), node_name(node));
+    };
+  // Replacements of this node's stages that fail while the process lives on: spawned
+  // here, but where the coordinator (node 0) asks for them (RespawnStage).
+  // On node k > 0 the main thread, which watches this node's stages, learns of each.
+  caf::scoped_actor self{system};
+  RespawnLocal respawn_local;
+  if (snapshots)
+    respawn_local = [&system, job, epoch, links, node = setup.node,
+                     watcher = caf::actor_cast<caf::weak_actor_ptr>(self.ptr())](int rank, std::int64_t fence) {
+      auto fresh = system.spawn(restarted_linked_stage_actor, job, rank, epoch, links, fence);
+      if (auto w = watcher.lock(); w && node != 0)
+        caf::anon_send(caf::actor_cast<caf::actor>(w), stage_replaced_atom::value, rank, fresh);
+      return fresh;
+    };
+  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local);
+  mine.directory = directory;
   end.actors.push_back(directory);
   auto port = system.middleman().publish(directory, 0, setup.advertise_host.c_str());
   if (!port)
@@ -215,9 +310,11 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                                          setup.advertise_host, system.render(port.error())));
   store.set(key("caf", setup.node), fmt::format("{}:{}", setup.advertise_host, *port));
 
-  // One direct CAF connection per pair of nodes: node k dials nodes 0 .. k-1.
+  // One direct CAF connection per pair of nodes: node k dials nodes 0 .. k-1 (a
+  // replacement dials every other node: their connections to it died with its forerunner).
   std::vector<caf::actor> directories(setup.nnodes);
-  for (int j = 0; j < setup.node; ++j) {
+  for (int j = 0; j < setup.nnodes; ++j) {
+    if (j == setup.node || (j > setup.node && !setup.rejoining)) continue;
     const auto endpoint = rendezvous::to_text(store.wait(key("caf", j), setup.rendezvous_timeout));
     const auto [host, p] = split_endpoint(endpoint);
     auto remote = system.middleman().remote_actor(host, p);
@@ -227,7 +324,6 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     directories[j] = *remote;
   }
 
-  caf::scoped_actor self{system};
   const auto io = setup.rendezvous_timeout;
   if (setup.node != 0) {
     std::string refused;
@@ -236,7 +332,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                  [&](caf::error& e) { refused = error_text(system, e); });
     if (!refused.empty())
       throw std::runtime_error(fmt::format("node 0 did not take this node's stages: {}", refused));
-    store.barrier("stages", setup.rendezvous_timeout);
+    if (!setup.rejoining) store.barrier("stages", setup.rendezvous_timeout);
     relay.deliver_to(caf::actor_cast<caf::actor>(self.ptr()));
     // Once node 0 is gone nothing can end these stages normally: a short grace covers
     // exits still in flight behind its last messages.
@@ -248,6 +344,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   }
 
   store.barrier("stages", setup.rendezvous_timeout);  // names the nodes that never announced
+  store.set(kJobRunningKey, "1");  // a node that joins from now on is a replacement
   std::vector<caf::actor> stages;
   std::string failed;
   self->request(directory, io, stages_atom::value)
@@ -255,8 +352,19 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                [&](caf::error& e) { failed = error_text(system, e); });
   if (!failed.empty()) throw std::runtime_error("gathering the stage actors: " + failed);
 
-  auto coordinator = system.spawn(coordinator_actor, job, stages, observer, StageRestarts{});
+  StageRestarts restarts;
+  restarts.node_of_rank = setup.node_of_rank;
+  if (snapshots) {
+    restarts.respawn = respawn_local;
+    restarts.directory = directory;
+    auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
+    end.actors.push_back(keeper);
+    restarts.keeper = keeper;
+    if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
+  }
+  auto coordinator = system.spawn(coordinator_actor, job, stages, observer, restarts);
   end.actors.push_back(coordinator);
+  self->send(directory, coordinator_atom::value, coordinator);
   relay.deliver_to(coordinator);
   TrainResult result;
   self->request(coordinator, caf::infinite, train_atom::value)

@@ -19,6 +19,12 @@
 // Liveness: every node heartbeats through the store (LivenessWatch); a node that goes
 // silent fails the job on node 0 ("stage 2 failed: node 1 stopped responding"), and the
 // store going silent tells the other nodes that node 0 is gone.
+// Recovery (fault.policy restart, CPU stages): every node keeps its stages' in-memory
+// snapshots, and node 0 a copy of every other node's (snapshot_keeper.hpp). A stage of
+// node 0 that fails is respawned in place; a lost node k > 0 is waited for
+// (rejoin_timeout): its replacement, started again with the same node rank, finds the
+// job running (the store's "running" key), dials every node, announces its stages to
+// node 0's directory, and the coordinator restores and replays (coordinator_rejoin.cpp).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -51,7 +57,16 @@ struct NodeSetup {
   /// job fails naming its stages instead of waiting out transport.timeout_s.
   std::chrono::milliseconds heartbeat_interval{250};
   std::chrono::milliseconds peer_silence{std::chrono::seconds(5)};
+  /// How long the job waits for a lost node's replacement (fault.rejoin_timeout_s); 0:
+  /// a lost node ends the job.
+  std::chrono::milliseconds rejoin_timeout{0};
+  /// This process replaces a lost one of a running job (ClusterSession saw "running").
+  bool rejoining = false;
 };
+
+/// The store key node 0 sets once every node's stages are known: a node that joins
+/// later is a replacement.
+inline constexpr const char* kJobRunningKey = "running";
 
 /// REQUIRES: `store` joined as rank setup.node of setup.nnodes. Node 0 returns the result
 /// with the whole model's weights; other nodes return std::nullopt. Throws

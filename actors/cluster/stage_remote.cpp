@@ -7,6 +7,7 @@
 #include <string>
 
 #include "actors/cluster/edge_tags.hpp"
+#include "actors/cluster/payload_transfer.hpp"
 
 namespace conveyor {
 namespace {
@@ -55,8 +56,8 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
   const auto what = fmt::format("stage {}: sending {} over {}", st.worker->rank(),
                                 edge_text(m), channel.name());
   channel.send(tag_of(m), m.tensor, links.timeout,
-               [me = weak(self), what](Tensor, std::exception_ptr e) {
-                 if (e) tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e)}));
+               [me = weak(self), what, round = m.round](Tensor, std::exception_ptr e) {
+                 if (e) tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e), round}));
                });
   self->send(st.peers.ranks.at(dest), std::move(header));
 }
@@ -88,7 +89,7 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
       tag_of(h), got, h.dtype, links.timeout,
       [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
         if (e) {
-          tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e)}));
+          tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e), h.round}));
           return;
         }
         tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,
@@ -100,18 +101,40 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
 void send_weights_payload(StageSelf* self, const WeightsReply& weights) {
   auto& st = self->state;
   if (!st.links || st.links->node == 0) return;
-  const StageLinks& links = *st.links;
-  RemoteChannel& channel = links.channel_to(0);
-  for (const auto& m : weights.model_stages) {
-    for (std::size_t j = 0; j < m.tensors.size(); ++j) {
-      const auto what = fmt::format("stage {}: sending weight {} to node 0 over {}",
-                                    weights.rank, m.tensors[j].name, channel.name());
-      channel.send(weight_tag(m.model_stage, static_cast<int>(j)), m.tensors[j].tensor,
-                   links.timeout, [what](Tensor, std::exception_ptr e) {
-                     if (e) fmt::print(stderr, "conveyor: {} failed: {}\n", what, reason(e));
+  for (const auto& m : weights.model_stages)
+    send_payloads(
+        st.links->channel_to(0), m.tensors,
+        [ms = m.model_stage](int i) { return weight_tag(ms, i); }, st.links->timeout,
+        fmt::format("stage {}: the final weights of model stage {} to node 0", weights.rank,
+                    m.model_stage),
+        [](const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); });
+}
+
+void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
+                        const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps) {
+  auto& st = self->state;
+  if (!st.links || st.links->node == 0 || !st.peers.keeper) return;
+  const int rank = st.worker->rank();
+  SnapshotCopy copy{rank, steps_done, optimizer_steps, tensors};
+  // A copy that fails to arrive is not the stage's failure: node 0 keeps the older ones.
+  send_payloads(
+      st.links->channel_to(0), copy.tensors,
+      [rank, steps_done](int i) { return snapshot_tag(rank, steps_done, i); }, st.links->timeout,
+      fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done),
+      [](const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); });
+  self->send(st.peers.keeper, std::move(copy));
+}
+
+void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy) {
+  auto& st = self->state;
+  if (!st.links) throw std::logic_error("a snapshot copy to restore, but this stage has no channels");
+  auto header = SnapshotCopy{copy.rank, copy.steps_done, copy.optimizer_steps, {}};
+  receive_payloads(st.links->channel_to(0), std::move(copy.tensors), st.links->timeout,
+                   [me = weak(self), header](std::vector<NamedTensor> tensors, std::exception_ptr e) {
+                     CopyArrived arrived{header, e ? reason(e) : std::string()};
+                     arrived.copy.tensors = std::move(tensors);
+                     tell(me, caf::make_message(std::move(arrived)));
                    });
-    }
-  }
 }
 
 }  // namespace conveyor

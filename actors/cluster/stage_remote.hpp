@@ -25,4 +25,21 @@ void receive_over_channel(StageSelf* self, const PipeHeader& header);
 /// copy of the reply holds PendingPayload placeholders). Elsewhere: nothing.
 void send_weights_payload(StageSelf* self, const WeightsReply& weights);
 
+/// On a node other than 0 whose peers name node 0's snapshot keeper: a copy of the
+/// stage's snapshot after `steps_done` steps goes there (snapshot_keeper.hpp); the send
+/// runs in the background. Elsewhere: nothing.
+void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
+                        const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
+
+/// The bytes of a copy to restore from (RestoreFromCopy) have arrived (or failed: `error`).
+struct CopyArrived {
+  SnapshotCopy copy;
+  std::string error;
+};
+
+/// Posts the receives of `copy`'s bytes from node 0; CopyArrived comes back to the stage.
+void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy);
+
 }  // namespace conveyor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::CopyArrived)

@@ -274,6 +274,18 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
   const int rank = rank_of(st, down.source);
   if (rank < 0) return;  // a stage already replaced by a recovery
   const auto why = fmt::format("stage {} failed: {}", rank, error_text(self->system(), down.reason));
+  if (is_remote(st, rank) && down.reason == caf::exit_reason::remote_link_unreachable) {
+    const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
+    on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable", rank, node));
+    return;
+  }
+  if (st.recovering && (!st.awaiting.empty() || st.respawning > 0) && !is_remote(st, rank) &&
+      st.restarts.respawn) {
+    // Its transfers to a lost node broke: replaced within the recovery under way.
+    st.recovery->failure.respawn.push_back(rank);
+    replace_stage(self, rank, /*lost_node=*/false);
+    return;
+  }
   if (st.started && !st.finishing && !st.recovering &&
       try_recover(self, Failure{"crash", {rank}, {rank}, why}))
     return;
@@ -336,7 +348,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   }
   for (auto& s : stages) {
     self->monitor(s);
-    self->send(s, PeerTable{stages});
+    self->send(s, PeerTable{stages, st.restarts.keeper});
   }
   self->set_down_handler([=](caf::down_msg& down) { on_stage_down(self, down); });
   return {
@@ -350,6 +362,11 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
         return st.done;
       },
       [=](stop_run_atom, const std::string& why) { fail(self, why); },
+      [=](node_lost_atom, int node, const std::string& why) { on_node_lost(self, node, why); },
+      [=](NodeStages& stages) { on_node_rejoined(self, stages); },
+      [=](rejoin_deadline_atom, int node, std::uint64_t generation) {
+        on_rejoin_deadline(self, node, generation);
+      },
       [=](stage_hang_atom, int culprit, const std::string& verdict) { on_hang(self, culprit, verdict); },
       [=](StageReport& report) { on_report(self, report); },
   };

@@ -14,11 +14,19 @@
 // newest snapshot all of them hold, and the steps from there are replayed. Every request
 // made before a recovery carries the generation it was made in; replies from an older
 // generation are ignored, and so are reports of aborted rounds.
+// Across processes (coordinator_rejoin.cpp): a node whose process is lost (its silence
+// at the store, its CAF connection) is waited for up to fault.rejoin_timeout_s; its
+// replacement's stages (NodeStages, from node 0's directory) take the lost ranks and are
+// restored from node 0's copies of their snapshots (actors/cluster/snapshot_keeper.hpp),
+// every other stage from its own.
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "actors/coordinator/checkpoint_hook.hpp"
@@ -31,10 +39,32 @@ namespace conveyor {
 
 /// How the coordinator replaces a stage actor (fault.policy restart); empty: it cannot.
 struct StageRestarts {
-  /// A new actor for `rank` that ignores messages of rounds up to `round_fence`.
+  /// A new actor for `rank` (of the coordinator's process) that ignores messages of
+  /// rounds up to `round_fence`.
   std::function<caf::actor(int rank, std::int64_t round_fence)> respawn;
   /// After every recovery, before the replay (re-arms the hang watchdog).
   std::function<void()> recovered;
+  /// Multi-process runs: the node that runs each rank (the coordinator's is node 0);
+  /// empty when every stage runs in this process.
+  std::vector<int> node_of_rank;
+  /// Node 0's snapshot keeper: restores the ranks of a rejoined node. Null: lost nodes
+  /// end the run.
+  caf::actor keeper;
+  /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s).
+  std::chrono::milliseconds rejoin_timeout{0};
+  /// Node 0's directory: respawns a failed stage of another node whose process lives on
+  /// (RespawnStage). Null: such a failure ends the run.
+  caf::actor directory;
+};
+
+namespace coordinator_flow {
+struct PendingRecovery;
+}
+
+/// A lost node whose replacement the coordinator waits for.
+struct AwaitedNode {
+  std::vector<int> ranks;
+  std::string why;
 };
 
 struct CoordinatorState {
@@ -62,6 +92,10 @@ struct CoordinatorState {
   std::uint64_t generation = 0;   // bumped by every recovery; older replies are void
   bool started = false;           // the first snapshot is taken and plans are under way
   bool recovering = false;
+  std::shared_ptr<coordinator_flow::PendingRecovery> recovery;  // while recovering
+  std::map<int, AwaitedNode> awaiting;  // lost nodes, until their replacements announce
+  std::set<int> rejoined;               // ranks to restore from node 0's copies
+  int respawning = 0;                   // RespawnStage requests to other nodes not answered yet
   std::int64_t rolled_back_step = -1;   // the step a NaN rollback last replayed
   std::int64_t evaluated_through = -1;  // the train step the last finished eval followed
   static inline const char* name = "coordinator";

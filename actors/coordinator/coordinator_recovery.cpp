@@ -1,6 +1,7 @@
 // Recovery of a run from a failed, hung or non-finite step (coordinator_flow.hpp):
-//   detection → (budget check) → replace dead or hung stage actors → every stage aborts the
-//   round and loads snapshot S (the newest all hold) → replay from S.
+//   detection → (budget check) → replace dead or hung stage actors (or wait for a lost
+//   node's replacement, coordinator_rejoin.cpp) → every stage aborts the round and loads
+//   snapshot S (the newest all hold) → replay from S.
 // What must hold: after a recovery every stage holds exactly the state after S steps, no
 // message or reply of an aborted round is acted on (round fences in the stages, the
 // generation here), and a replayed step computes what it would have without the fault
@@ -22,7 +23,18 @@ using Clock = std::chrono::steady_clock;
 bool recoverable(const CoordinatorState& st, const Failure& f) {
   if (!st.job->snapshots || !st.budget) return false;
   if (f.fault != "nan" && st.job->recovery.policy != FaultPolicy::restart) return false;
-  return f.respawn.empty() || static_cast<bool>(st.restarts.respawn);
+  for (int r : f.respawn) {
+    // A stage of a lost process comes back with its node's replacement; one that failed
+    // while its process lives on is respawned there.
+    if (is_remote(st, r) && f.fault == "node") {
+      if (!st.restarts.keeper || st.restarts.rejoin_timeout.count() <= 0) return false;
+    } else if (is_remote(st, r)) {
+      if (!st.restarts.directory) return false;
+    } else if (!st.restarts.respawn) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Beyond fault.max_restarts within fault.window_s: a checkpoint of the newest state every
@@ -47,27 +59,75 @@ void give_up(Self* self, const Failure& f) {
   fail(self, why);
 }
 
-void finish_recovery(Self* self, const Failure& f, std::int64_t failed_step,
-                     std::int64_t restored, Clock::time_point detected) {
+void finish_recovery(Self* self) {
   auto& st = self->state;
+  const auto pending = std::move(st.recovery);
+  const Failure& f = pending->failure;
   st.recovering = false;
-  st.job->snapshots->discard_after(restored);  // the replay puts them again
+  st.rejoined.clear();
+  st.job->snapshots->discard_after(pending->restored);  // the replay puts them again
   const auto now = Clock::now();
   RecoveryEvent e;
   e.fault = f.fault;
   e.stages = f.stages;
-  e.step = failed_step;
-  e.restored_step = restored;
+  e.step = pending->failed_step;
+  e.restored_step = pending->restored;
   e.respawned = f.respawn;
-  e.recovery_ms = std::chrono::duration<double, std::milli>(now - detected).count();
+  e.recovery_ms = std::chrono::duration<double, std::milli>(now - pending->detected).count();
   e.restarts_in_window = st.budget->used(now);
   e.reason = f.reason;
   st.observer->on_recovery(e);
   if (st.restarts.recovered) st.restarts.recovered();
-  resume_at_boundary(self, restored);
+  resume_at_boundary(self, pending->restored);
 }
 
 }  // namespace
+
+bool is_remote(const CoordinatorState& st, int rank) {
+  const auto& nodes = st.restarts.node_of_rank;
+  return !nodes.empty() && nodes.at(static_cast<std::size_t>(rank)) != 0;
+}
+
+void replace_stage(Self* self, int rank, bool lost_node) {
+  auto& st = self->state;
+  auto& old = st.stages.at(static_cast<std::size_t>(rank));
+  self->demonitor(old);
+  self->send_exit(old, caf::exit_reason::kill);  // a hung one; a dead one ignores it
+  if (!is_remote(st, rank)) {
+    old = st.restarts.respawn(rank, st.round);
+    self->monitor(old);
+    return;
+  }
+  if (!lost_node) {
+    ++st.respawning;
+    const auto generation = st.generation;
+    self->request(st.restarts.directory, caf::infinite, RespawnStage{rank, st.round})
+        .then(
+            [=](caf::actor& fresh) {
+              auto& st = self->state;
+              if (st.generation != generation) return;
+              st.stages.at(static_cast<std::size_t>(rank)) = fresh;
+              self->monitor(fresh);
+              --st.respawning;
+              restore_when_replaced(self);
+            },
+            [=](caf::error& e) {
+              if (self->state.generation != generation) return;
+              fail(self, fmt::format("{}; recovering from it failed: respawning stage {}: {}",
+                                     self->state.recovery->failure.reason, rank,
+                                     error_text(self->system(), e)));
+            });
+    return;
+  }
+  const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
+  auto [it, first] = st.awaiting.try_emplace(node);
+  it->second.ranks.push_back(rank);
+  if (first) {
+    it->second.why = st.recovery->failure.reason;
+    self->delayed_send(self, st.restarts.rejoin_timeout, rejoin_deadline_atom::value, node,
+                       st.generation);
+  }
+}
 
 bool try_recover(Self* self, Failure f) {
   auto& st = self->state;
@@ -82,32 +142,50 @@ bool try_recover(Self* self, Failure f) {
   ++st.generation;
   st.recovering = true;
   st.reports.clear();
-  for (int r : f.respawn) {
-    auto& old = st.stages.at(static_cast<std::size_t>(r));
-    self->demonitor(old);
-    self->send_exit(old, caf::exit_reason::kill);  // a hung one; a dead one ignores it
-    old = st.restarts.respawn(r, st.round);
-    self->monitor(old);
-  }
-  const PeerTable table{st.stages};
-  for (auto& s : st.stages) self->send(s, table);
-  const auto failure = std::make_shared<const Failure>(std::move(f));
-  const auto failed_step = st.step;
-  const auto generation = st.generation;
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  for (std::size_t r = 0; r < st.stages.size(); ++r)
-    self->request(st.stages[r], caf::infinite, RestoreStage{*restored, st.round})
-        .then(
-            [=](const StageRestored&) {
-              if (self->state.generation != generation || --*pending > 0) return;
-              finish_recovery(self, *failure, failed_step, *restored, detected);
-            },
-            [=](caf::error& e) {
-              if (self->state.generation != generation) return;
-              fail(self, fmt::format("{}; recovering from it failed: restoring stage {} to step {}: {}",
-                                     failure->reason, r, *restored, error_text(self->system(), e)));
-            });
+  st.recovery = std::make_shared<PendingRecovery>(PendingRecovery{f, st.step, *restored, detected});
+  st.respawning = 0;
+  for (int r : f.respawn) replace_stage(self, r, f.fault == "node");
+  restore_when_replaced(self);
   return true;
+}
+
+void restore_when_replaced(Self* self) {
+  auto& st = self->state;
+  if (!st.awaiting.empty() || st.respawning > 0) return;
+  const PeerTable table{st.stages, st.restarts.keeper};
+  for (auto& s : st.stages) self->send(s, table);
+  const auto generation = st.generation;
+  const auto restored = st.recovery->restored;
+  auto pending = std::make_shared<std::size_t>(st.stages.size());
+  for (std::size_t r = 0; r < st.stages.size(); ++r) {
+    const RestoreStage restore{restored, st.round};
+    const int rank = static_cast<int>(r);
+    // A stage of a rejoined node starts empty: node 0's keeper hands it its copy.
+    auto request = st.rejoined.count(rank)
+                       ? self->request(st.restarts.keeper, caf::infinite,
+                                       RestoreRejoined{rank, st.stages[r], restore})
+                       : self->request(st.stages[r], caf::infinite, restore);
+    std::move(request).then(
+        [=](const StageRestored&) {
+          if (self->state.generation != generation || --*pending > 0) return;
+          finish_recovery(self);
+        },
+        [=](caf::error& e) {
+          auto& st = self->state;
+          if (st.generation != generation) return;
+          // A stage of another process that cannot answer: its process is gone.
+          if (is_remote(st, rank) && (e == caf::sec::request_receiver_down ||
+                                      e == caf::exit_reason::remote_link_unreachable)) {
+            const int node = st.restarts.node_of_rank.at(r);
+            on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable "
+                                                 "while restoring", rank, node));
+            return;
+          }
+          fail(self, fmt::format("{}; recovering from it failed: restoring stage {} to step {}: {}",
+                                 st.recovery->failure.reason, r, restored,
+                                 error_text(self->system(), e)));
+        });
+  }
 }
 
 void take_first_snapshot(Self* self, std::function<void()> then) {

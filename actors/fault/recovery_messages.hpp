@@ -1,14 +1,27 @@
 #pragma once
-// Messages of a recovery (stage restart, NaN rollback), all inside one process:
+// Messages of a recovery (stage restart, NaN rollback, a lost process rejoining):
 //   C → S_r   TakeSnapshot{k}          before the first step: snapshot the starting state
 //   S_r → C   SnapshotTaken
 //   C → S_r   RestoreStage{k, fence}   drop the current plan, every message of a round
 //                                      <= fence, and the gradients; load snapshot k
 //   S_r → C   StageRestored
 //   watchdog → C   (stage_hang_atom, culprit, verdict)   a hang to recover from
+// Across processes (actors/cluster/snapshot_keeper.hpp; node 0 is every stage's buddy):
+//   S_r → K0  SnapshotCopy             a stage of node k > 0 after each snapshot: node 0
+//                                      keeps a copy (the tensors' bytes on the channel)
+//   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
+//   K0 → S_r  RestoreFromCopy          ... from node 0's copy (delegated: S_r answers C)
+//   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
+//                                      is respawned there (node directories)
+//   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
+// The first four and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "actors/wire_format.hpp"
+#include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
 
@@ -31,13 +44,94 @@ struct StageRestored {
   std::int64_t steps_done = 0;
 };
 
+/// A stage's state after `steps_done` steps (StageModel::capture_state() names). Across
+/// processes the tensors are PendingPayload placeholders whose bytes follow on the
+/// channel under snapshot_tag(rank, steps_done, index) (edge_tags.hpp).
+struct SnapshotCopy {
+  int rank = 0;
+  std::int64_t steps_done = 0;
+  std::int64_t optimizer_steps = 0;
+  std::vector<NamedTensor> tensors;
+};
+
+/// To a stage of a process that rejoined: abort as RestoreStage does, then load `copy`.
+struct RestoreFromCopy {
+  std::int64_t round_fence = 0;
+  SnapshotCopy copy;
+};
+
+/// To a node's directory (node 0's forwards it): replace the failed actor of `rank`, a
+/// stage of that node, by a new one fenced at `round_fence`; the reply is its handle.
+struct RespawnStage {
+  int rank = 0;
+  std::int64_t round_fence = 0;
+};
+
+/// To node 0's snapshot keeper (inside node 0): have `stage`, which runs rank `rank`,
+/// restore node 0's copy of its state per `restore`; `stage` answers the requester.
+struct RestoreRejoined {
+  int rank = 0;
+  caf::actor stage;
+  RestoreStage restore;
+};
+
 /// From the hang watchdog under fault.policy restart: the stage its verdict blames (-1:
 /// none in particular) and the verdict.
 using stage_hang_atom = caf::atom_constant<caf::atom("stagehang")>;
+/// To the coordinator: the process of node `node` is gone (its silence at the store, or
+/// its connection); `why` in words.
+using node_lost_atom = caf::atom_constant<caf::atom("nodelost")>;
+/// The coordinator to itself, fault.rejoin_timeout_s after a node was lost.
+using rejoin_deadline_atom = caf::atom_constant<caf::atom("rjdeadline")>;
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, TakeSnapshot> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("TakeSnapshot"), x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, SnapshotTaken> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("SnapshotTaken"), x.rank, x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RestoreStage> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RestoreStage"), x.steps_done, x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, StageRestored> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("StageRestored"), x.rank, x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RespawnStage> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RespawnStage"), x.rank, x.round_fence);
+}
+
+template <class Inspector>
+wire::save_t<Inspector> inspect(Inspector& f, const SnapshotCopy& x) {
+  auto meta = wire::meta_of(x.tensors);
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+           meta.names, meta.shapes, meta.dtypes);
+}
+
+template <class Inspector>
+wire::load_t<Inspector> inspect(Inspector& f, SnapshotCopy& x) {
+  wire::TensorListMeta meta;
+  auto done = caf::meta::load_callback([&]() -> caf::error {
+    return wire::placeholders(
+        meta, [&](int i) { return snapshot_tag(x.rank, x.steps_done, i); }, &x.tensors);
+  });
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+           meta.names, meta.shapes, meta.dtypes, done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RestoreFromCopy> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RestoreFromCopy"), x.round_fence, x.copy);
+}
 
 }  // namespace conveyor
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::TakeSnapshot)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::SnapshotTaken)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreStage)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::StageRestored)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreRejoined)

@@ -55,10 +55,16 @@ void drive(Self* self) {
   }
 }
 
-// The stage's state after `steps_done` steps into the process's snapshot store.
-void put_snapshot(Self* self, std::int64_t steps_done) {
+// The stage's state after `steps_done` steps into the process's snapshot store, and on
+// a node other than 0 (when `copy`) a copy to node 0's keeper (snapshot_keeper.hpp).
+void put_snapshot(Self* self, std::int64_t steps_done, bool copy = true) {
   auto& st = self->state;
-  st.job->snapshots->put(st.worker->rank(), {steps_done, st.worker->snapshot()});
+  StageStateSnapshot snapshot{steps_done, st.worker->snapshot()};
+  const bool copied = copy && st.links && st.links->node != 0 && st.peers.keeper;
+  auto tensors = copied ? snapshot.tensors() : std::vector<NamedTensor>{};
+  const auto optimizer_steps = snapshot.optimizer_steps();
+  st.job->snapshots->put(st.worker->rank(), std::move(snapshot));
+  if (copied) send_snapshot_copy(self, steps_done, tensors, optimizer_steps);
 }
 
 bool snapshot_due(const TrainingJob& job, std::int64_t steps_done) {
@@ -164,7 +170,10 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       [=](const PipeHeader& header) {
         guarded(self, [&] { receive_over_channel(self, header); });
       },
-      [=](const ChannelFailure& f) { self->quit(failure(f.what)); },
+      [=](const ChannelFailure& f) {
+        // A transfer of an aborted round (its peer died, a recovery voided it) is stale.
+        if (!self->state.worker || !self->state.worker->aborted(f.round)) self->quit(failure(f.what));
+      },
       [=](const TakeSnapshot& take) {
         return replying<SnapshotTaken>(self, [&] {
           put_snapshot(self, take.steps_done);
@@ -184,6 +193,37 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
           st.worker->restore_snapshot(snap->chunks);
           return StageRestored{st.worker->rank(), restore.steps_done};
         });
+      },
+      [=](RestoreFromCopy& restore) -> caf::result<StageRestored> {
+        auto& st = self->state;
+        try {
+          st.worker->abort(restore.round_fence);
+          st.probe->plan_aborted();
+          st.restoring = self->make_response_promise();
+          receive_snapshot_copy(self, std::move(restore.copy));
+          return st.restoring;
+        } catch (const std::exception& e) {
+          self->quit(failure(e.what()));
+          return failure(e.what());
+        }
+      },
+      [=](CopyArrived& arrived) {
+        auto& st = self->state;
+        auto promise = std::move(st.restoring);
+        try {
+          if (!arrived.error.empty())
+            throw std::runtime_error(fmt::format("stage {}: node 0's copy of its snapshot after "
+                                                 "step {} did not arrive: {}",
+                                                 st.worker->rank(), arrived.copy.steps_done,
+                                                 arrived.error));
+          st.worker->restore_state(arrived.copy.tensors, arrived.copy.optimizer_steps);
+          // Kept here too: the next recovery may restore this step again.
+          put_snapshot(self, arrived.copy.steps_done, /*copy=*/false);
+          promise.deliver(StageRestored{st.worker->rank(), arrived.copy.steps_done});
+        } catch (const std::exception& e) {
+          promise.deliver(failure(e.what()));
+          self->quit(failure(e.what()));
+        }
       },
       [=](snapshot_atom) {
         return replying<StageSnapshot>(self, [&] {
@@ -211,6 +251,14 @@ caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> 
                                  std::shared_ptr<const StageLinks> links) {
   self->state.links = std::move(links);
   return stage_actor(self, std::move(job), rank, epoch);
+}
+
+caf::behavior restarted_linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job,
+                                           int rank, StageWorker::Clock::time_point epoch,
+                                           std::shared_ptr<const StageLinks> links,
+                                           std::int64_t round_fence) {
+  self->state.links = std::move(links);
+  return restarted_stage_actor(self, std::move(job), rank, epoch, round_fence);
 }
 
 }  // namespace conveyor

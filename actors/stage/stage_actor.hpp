@@ -22,6 +22,8 @@ struct StageActorState {
   caf::actor coordinator;
   // Edges to other processes (actors/cluster/); null when every peer is in this process.
   std::shared_ptr<const StageLinks> links;
+  // A RestoreFromCopy waiting for its bytes (stage_remote.hpp CopyArrived).
+  caf::response_promise restoring;
   static inline const char* name = "stage";
 };
 
@@ -42,5 +44,12 @@ caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,
                                  std::shared_ptr<const TrainingJob> job, int rank,
                                  StageWorker::Clock::time_point epoch,
                                  std::shared_ptr<const StageLinks> links);
+
+/// The replacement of a failed linked_stage_actor, as restarted_stage_actor.
+caf::behavior restarted_linked_stage_actor(caf::stateful_actor<StageActorState>* self,
+                                           std::shared_ptr<const TrainingJob> job, int rank,
+                                           StageWorker::Clock::time_point epoch,
+                                           std::shared_ptr<const StageLinks> links,
+                                           std::int64_t round_fence);
 
 }  // namespace conveyor

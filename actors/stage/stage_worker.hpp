@@ -113,6 +113,8 @@ class StageWorker {
   /// up to `round_fence` (they are silently ignored), the stashed activations and the
   /// gradients accumulated; the next plan must be round_fence + 1.
   void abort(std::int64_t round_fence);
+  /// True for a round an abort() voided (its messages and channel failures are stale).
+  bool aborted(std::int64_t round) const { return round <= round_fence_; }
 
   /// Each chunk's device clock (null for a CPU model), by chunk: for the trace probe.
   std::vector<DeviceActionClock*> device_clocks();

@@ -146,7 +146,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.policy,
           "what a failed stage (an error, a crash, a hang the watchdog found) does: restart "
           "(its actor is respawned, every stage rolls back to the newest in-memory snapshot, "
-          "the steps since are replayed; one process) or abort (stop with the diagnosis; "
+          "the steps since are replayed; across processes, a lost process other than node 0 "
+          "is waited for, see fault.rejoin_timeout_s) or abort (stop with the diagnosis; "
           "exit 3 for a hang)",
           one_of(&known_fault_policies)),
       KEY(fault.snapshot_every,
@@ -159,6 +160,12 @@ std::vector<ConfigKey> build_keys() {
           at_least(0)),
       KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
           greater_than(0.0)),
+      KEY(fault.rejoin_timeout_s,
+          "how long the other processes of a multi-process run (CPU stages) wait for a lost "
+          "process (node rank > 0) to be started again with the same node rank; it then "
+          "rejoins, its stages restore node 0's copies of their snapshots and the steps since "
+          "are replayed (0: a lost process ends the run)",
+          at_least(0.0)),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "
           "many times what it was in the first 3 steps is slow; slow for "

@@ -82,6 +82,7 @@ struct FaultSection {
   std::int64_t snapshot_every = 1;           // fault.snapshot_every: steps between in-memory snapshots (0: none)
   std::int64_t max_restarts = 3;             // fault.max_restarts: recoveries allowed within fault.window_s
   double window_s = 600;                     // fault.window_s
+  double rejoin_timeout_s = 300;             // fault.rejoin_timeout_s: wait for a lost process's replacement (0: fail)
   double straggler_factor = 2.0;             // fault.straggler_factor: busy time over the median stage's that is slow
   std::int64_t straggler_steps = 3;          // fault.straggler_steps: consecutive slow steps before a report
 };

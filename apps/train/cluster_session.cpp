@@ -83,6 +83,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
                   static_cast<std::uint32_t>(spec.nnodes), rdzv_timeout);
     const NodeIdentity mine = identity_of(config);
     client_->set(fmt::format("identity/{}", spec.node_rank), mine.to_json());
+    // Node 0 marks the job running once every node's stages are known: a node that joins
+    // after that replaces a lost one (run_node.hpp) and compares itself with node 0 only.
+    setup_.rejoining = spec.node_rank != 0 && client_->get(kJobRunningKey).has_value();
     auto identity = [&](int n) {
       return NodeIdentity::from_json(
           rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)));
@@ -97,7 +100,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     // Node 0 hosts the store: it stays until every node has compared, so that each one
     // can say why the job does not start (a node that never arrives only delays that).
     try {
-      client_->barrier("identities", rdzv_timeout);
+      if (!setup_.rejoining) client_->barrier("identities", rdzv_timeout);
     } catch (const RendezvousError&) {
       if (!mismatch) throw;
     }
@@ -111,6 +114,8 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   setup_.advertise_host = address_towards(spec.rdzv_host, c.port);
   setup_.rendezvous_timeout = rdzv_timeout;
   setup_.transport_timeout = ms_of(config.transport.timeout_s);
+  setup_.rejoin_timeout = config.fault.policy == "restart" ? ms_of(config.fault.rejoin_timeout_s)
+                                                           : milliseconds(0);
   setup_.through_channels = config.transport.kind == "ucx";
   // UCX_TLS when set; else TCP (and self for a process's own loopback), the transports
   // with which a dead peer fails the waits on it instead of aborting this process.
@@ -134,8 +139,9 @@ std::string ClusterSession::describe() const {
   std::vector<int> mine;
   for (int r = 0; r < static_cast<int>(node_of_rank_.size()); ++r)
     if (node_of_rank_[r] == spec_.node_rank) mine.push_back(r);
-  return fmt::format("{}; stages {} here, reached at {}", conveyor::describe(spec_),
-                     fmt::join(mine, " "), setup_.advertise_host);
+  return fmt::format("{}; stages {} here, reached at {}{}", conveyor::describe(spec_),
+                     fmt::join(mine, " "), setup_.advertise_host,
+                     setup_.rejoining ? "; the job is running: this process replaces the lost node" : "");
 }
 
 std::int64_t ClusterSession::clock_offset_ns() const { return setup_.steady_clock_offset.count(); }

@@ -1,5 +1,7 @@
 #include "apps/train/metrics_log.hpp"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -84,11 +86,22 @@ void MetricsLog::on_recovery(const RecoveryEvent& e) {
           {"recovery_ms", e.recovery_ms},
           {"restarts_in_window", e.restarts_in_window},
           {"reason", e.reason}});
+  // A lost process's stages come back with its replacement; stages of this process that
+  // failed with it (their transfers broke) are respawned here.
+  std::vector<int> rejoined, respawned;
+  for (int r : e.respawned)
+    (e.fault == "node" && std::ranges::find(e.stages, r) != e.stages.end() ? rejoined : respawned)
+        .push_back(r);
+  std::string replaced;
+  if (!rejoined.empty())
+    replaced = fmt::format("stage(s) {} rejoined with the replacement process", fmt::join(rejoined, ", "));
+  if (!respawned.empty())
+    replaced += fmt::format("{}stage(s) {} respawned", replaced.empty() ? "" : ", ",
+                            fmt::join(respawned, ", "));
+  if (replaced.empty()) replaced = "no stage respawned";
   progress_.note(fmt::format(
-      "recovered from a {} at step {} in {:.0f} ms: {}; {} respawned, every stage back at step "
-      "{}, replaying",
-      e.fault, e.step, e.recovery_ms, e.reason,
-      e.respawned.empty() ? std::string("no stage") : fmt::format("stage(s) {}", fmt::join(e.respawned, ", ")),
+      "recovered from a {} at step {} in {:.0f} ms: {}; {}, every stage back at step {}, replaying",
+      e.fault == "node" ? "lost process" : e.fault, e.step, e.recovery_ms, e.reason, replaced,
       e.restored_step));
 }
 

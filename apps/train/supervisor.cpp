@@ -101,7 +101,9 @@ int supervise(const SupervisedRun& run) {
     std::vector<std::string> args = run.args;
     args.insert(args.end(), {"--out", run.out.string()});
     std::string from = "the start";
-    if (attempt == 1 && run.first_resume) {
+    if (run.rejoins) {
+      from = "the running job, which it rejoins";
+    } else if (attempt == 1 && run.first_resume) {
       args.insert(args.end(), {"--resume", *run.first_resume});
       from = *run.first_resume;
     } else if (attempt > 1 && holds_checkpoint(run.checkpoint_dir)) {

@@ -8,6 +8,8 @@
 // supervisor with the same code. SIGTERM to the supervisor goes to the child (which writes
 // a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
 //
+// A node other than 0 of a job over several processes is started again as it was: it
+// rejoins the running job (actors/cluster/run_node.hpp).
 // The child learns its attempt from CONVEYOR_SUPERVISED_ATTEMPT (1, 2, ...): a fault
 // injected with `exit:` fires in the first attempt only.
 #include <filesystem>
@@ -23,6 +25,9 @@ struct SupervisedRun {
   std::filesystem::path checkpoint_dir;   // where `--resume latest` looks
   std::optional<std::string> first_resume;  // the user's --resume, for the first attempt
   int max_restarts = 3;
+  /// A node other than 0 of a job over several processes: every attempt joins the job
+  /// that is running (it never resumes from a checkpoint of its own).
+  bool rejoins = false;
 };
 
 /// Runs the attempts; returns the exit code for the supervisor (0 once an attempt

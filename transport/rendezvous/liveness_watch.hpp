@@ -5,7 +5,10 @@
 // every `interval` it marks this rank alive and asks the store for ranks silent longer
 // than `max_silence`. The first silent rank, or the store itself becoming unreachable
 // (node 0 hosts it, so that is how the other nodes see node 0 die), is reported once
-// through the callback, on the watch's thread; then the watch stops. A process that is
+// through the callback, on the watch's thread; then the watch stops. With
+// keep_watching (a job that waits for lost processes to rejoin), it goes on instead:
+// each rank is reported again only after it was seen alive in between (its replacement
+// joined, then died too); the store becoming unreachable still ends the watch. A process that is
 // killed stops heartbeating at once, so a peer learns of it within about max_silence
 // whether or not any connection to it reports an error.
 #include <chrono>
@@ -30,10 +33,12 @@ struct LivenessOptions {
   /// A rank silent this long is dead. Must exceed interval by a margin for scheduling
   /// hiccups of a loaded machine.
   std::chrono::milliseconds max_silence{5000};
+  bool keep_watching = false;
 };
 
 struct LivenessLoss {
-  /// Ranks silent longer than max_silence, ascending; empty when the store was unreachable.
+  /// Ranks silent longer than max_silence and not reported before, ascending; empty when
+  /// the store was unreachable.
   std::vector<std::uint32_t> silent_ranks;
   /// One line saying what was seen ("rank 1 silent for more than 5 s", or the store's error).
   std::string detail;
@@ -56,6 +61,8 @@ class LivenessWatch {
 
  private:
   void run();
+  /// Calls on_loss_ unless stopping; false when stopping.
+  bool report(const LivenessLoss& loss);
   /// Waits one interval; false once stop() was called.
   bool pause();
 

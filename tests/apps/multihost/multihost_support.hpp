@@ -51,20 +51,27 @@ struct NodeRun {
   // The signal sent then: SIGSTOP freezes the node (its sockets stay open, only its
   // silence shows); a stopped node is killed once every other node has ended.
   int kill_signal = SIGKILL;
+  // Once the killed node has exited, start it again with the same arguments and
+  // environment (a replacement that rejoins the running job).
+  bool restart_after_kill = false;
 };
 
 struct NodeResult {
-  int exit_code = -1;
+  int exit_code = -1;  // of the last process that ran the node
   std::string out, err;
   bool timed_out = false;
+  // A node restarted after its kill: the killed process's exit code and stderr.
+  int killed_exit_code = -1;
+  std::string killed_err;
 };
 
 /// Starts every node, waits for all (at most timeout_s), returns their results in order.
 inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<NodeRun>& nodes,
                                          int timeout_s = 120) {
-  std::vector<pid_t> pids;
-  std::vector<std::string> outs, errs;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
+  std::vector<pid_t> pids(nodes.size(), -1);
+  std::vector<std::string> outs(nodes.size()), errs(nodes.size());
+  // Starts node i; its stdout and stderr go to node<i><suffix>.out / .err.
+  auto start = [&](std::size_t i, const std::string& suffix) {
     const auto& n = nodes[i];
     std::vector<std::string> argv = n.wrapper;
     argv.push_back(CONVEYOR_BINARY);
@@ -84,20 +91,22 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     for (auto& e : env_lines) cenv.push_back(e.data());
     cenv.push_back(nullptr);
 
-    outs.push_back(dir / ("node" + std::to_string(i) + ".out"));
-    errs.push_back(dir / ("node" + std::to_string(i) + ".err"));
+    outs[i] = dir / ("node" + std::to_string(i) + suffix + ".out");
+    errs[i] = dir / ("node" + std::to_string(i) + suffix + ".err");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, outs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, errs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, outs[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, errs[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addchdir_np(&fa, CONVEYOR_SOURCE_DIR);
     pid_t pid = -1;
     const int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw std::runtime_error("run_nodes: cannot start " + argv[0]);
-    pids.push_back(pid);
-  }
+    pids[i] = pid;
+  };
+  for (std::size_t i = 0; i < nodes.size(); ++i) start(i, "");
+  const std::string node0_err = errs[0];
   std::vector<NodeResult> results(nodes.size());
   std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -106,13 +115,20 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     for (std::size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
       if (!signalled[i] && !nodes[i].kill_when_node0_says.empty() &&
-          read_text(errs[0]).find(nodes[i].kill_when_node0_says) != std::string::npos) {
+          read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) {
         ::kill(pids[i], nodes[i].kill_signal);
         signalled[i] = true;
       }
       int status = 0;
       if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-        results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (signalled[i] && nodes[i].restart_after_kill && results[i].killed_exit_code < 0) {
+          results[i].killed_exit_code = code;
+          results[i].killed_err = read_text(errs[i]);
+          start(i, ".restarted");
+          continue;
+        }
+        results[i].exit_code = code;
         done[i] = true;
         --left;
       }
@@ -120,7 +136,8 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     if (left == 0) break;
     std::size_t stopped = 0;
     for (std::size_t i = 0; i < pids.size(); ++i)
-      stopped += !done[i] && signalled[i] && nodes[i].kill_signal == SIGSTOP;
+      stopped += !done[i] && signalled[i] && nodes[i].kill_signal == SIGSTOP &&
+                 !nodes[i].restart_after_kill;
     if (stopped == left)
       for (std::size_t i = 0; i < pids.size(); ++i)
         if (!done[i]) ::kill(pids[i], SIGKILL);

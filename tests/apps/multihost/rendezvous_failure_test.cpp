@@ -13,12 +13,14 @@ using namespace conveyor::testing;
 
 namespace {
 
-// Two nodes on a job long enough to be killed mid-run (2000 steps).
+// Two nodes on a job long enough to be killed mid-run (2000 steps), which does not wait
+// for a lost node's replacement (that is node_rejoin_test.cpp).
 std::vector<NodeRun> long_two_node_job(const TempDir& dir) {
   const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
   std::vector<NodeRun> nodes;
   for (int n = 0; n < 2; ++n)
     nodes.push_back(NodeRun{tiny_job({"--set", "train.steps=2000", "--set", "rendezvous.timeout_s=10",
+                                      "--set", "fault.rejoin_timeout_s=0",
                                       "--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv",
                                       rdzv, "--out", dir / "run"}),
                             {}, {}});

@@ -59,7 +59,7 @@ TEST_CASE("--supervise does not retry bad input and gives up after fault.max_res
   const auto nodes = run_conveyor({"train", "--supervise", "--nnodes", "2", "--node-rank", "0",
                                    "--rdzv", "127.0.0.1:1"});
   CHECK(nodes.exit_code == 2);
-  CHECK(nodes.err.find("--supervise") != std::string::npos);
+  CHECK(nodes.err.find("--supervise: not on node 0") != std::string::npos);
 }
 
 TEST_CASE("an exit fault names a node and a step") {

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <future>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <optional>
 
@@ -109,6 +111,44 @@ TEST_CASE("a watch stopped before its peers leave reports nothing") {
   w1.stop();  // the job ended normally
   server.reset();
   CHECK_FALSE(p1.within(milliseconds(800)).has_value());
+}
+
+TEST_CASE("keep_watching reports a lost rank once, and again only after its replacement joined and went silent too") {
+  LogCapture log;
+  RendezvousServer server(server_options(log));
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  join_both(server, clients);
+  std::mutex mutex;
+  std::vector<LivenessLoss> losses;
+  auto options = watch_options(server, 0);
+  options.keep_watching = true;
+  LivenessWatch w0(options, [&](const LivenessLoss& l) {
+    std::lock_guard lock(mutex);
+    losses.push_back(l);
+  });
+  auto count = [&] {
+    std::lock_guard lock(mutex);
+    return losses.size();
+  };
+  auto wait_for = [&](std::size_t n) {
+    for (int i = 0; i < 250 && count() < n; ++i) std::this_thread::sleep_for(milliseconds(20));
+    return count();
+  };
+  auto w1 = std::make_unique<LivenessWatch>(watch_options(server, 1), [](const LivenessLoss&) {});
+  std::this_thread::sleep_for(milliseconds(100));
+  w1.reset();  // rank 1 dies
+  REQUIRE(wait_for(1) == 1);
+  std::this_thread::sleep_for(milliseconds(600));  // still silent: not reported again
+  CHECK(count() == 1);
+  // Its replacement joins with the same rank (a LivenessWatch joins and heartbeats), runs
+  // a while, and dies too: a second report.
+  w1 = std::make_unique<LivenessWatch>(watch_options(server, 1), [](const LivenessLoss&) {});
+  std::this_thread::sleep_for(milliseconds(300));
+  w1.reset();
+  REQUIRE(wait_for(2) == 2);
+  std::lock_guard lock(mutex);
+  CHECK(losses[0].silent_ranks == std::vector<std::uint32_t>{1});
+  CHECK(losses[1].silent_ranks == std::vector<std::uint32_t>{1});
 }
 
 }  // namespace

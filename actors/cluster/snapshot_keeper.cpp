@@ -1,0 +1,85 @@
+#include "actors/cluster/snapshot_keeper.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "actors/cluster/edge_tags.hpp"
+#include "actors/cluster/payload_transfer.hpp"
+#include "actors/error_text.hpp"
+#include "actors/fault/recovery_messages.hpp"
+
+namespace conveyor {
+namespace {
+
+using Self = caf::stateful_actor<SnapshotKeeperState>;
+
+std::string reason(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+}
+
+void log(const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); }
+
+// Receives the bytes of a copy from the node that runs its rank; then it is kept.
+void keep(Self* self, SnapshotCopy copy) {
+  const auto& st = self->state;
+  const int ranks = static_cast<int>(st.links->node_of_rank.size());
+  if (copy.rank < 0 || copy.rank >= ranks || st.links->node_of_rank[copy.rank] == st.links->node) {
+    log(fmt::format("a snapshot copy for stage {} was dropped: not a stage of another node",
+                    copy.rank));
+    return;
+  }
+  const int node = st.links->node_of_rank[copy.rank];
+  receive_payloads(
+      st.links->channel_to(node), std::move(copy.tensors), st.links->timeout,
+      [store = st.store, rank = copy.rank, steps = copy.steps_done,
+       optimizer_steps = copy.optimizer_steps](std::vector<NamedTensor> tensors, std::exception_ptr e) {
+        if (e) {
+          log(fmt::format("node 0's copy of stage {}'s snapshot after step {} is lost: {}", rank,
+                          steps, reason(e)));
+          return;
+        }
+        store->put(rank, StageStateSnapshot{
+                             steps, {std::make_shared<TensorStateSnapshot>(std::move(tensors),
+                                                                           optimizer_steps)}});
+      });
+}
+
+caf::result<StageRestored> restore(Self* self, const RestoreRejoined& r) {
+  const auto& st = self->state;
+  const auto steps = r.restore.steps_done;
+  if (r.rank < 0 || r.rank >= static_cast<int>(st.links->node_of_rank.size()))
+    return failure(fmt::format("no stage {} to restore", r.rank));
+  const auto snap = st.store->get(r.rank, steps);
+  if (!snap)
+    return failure(fmt::format("node 0 holds no copy of stage {}'s snapshot after step {}",
+                               r.rank, steps));
+  SnapshotCopy copy{r.rank, steps, snap->optimizer_steps(), snap->tensors()};
+  const int node = st.links->node_of_rank.at(r.rank);
+  send_payloads(
+      st.links->channel_to(node), copy.tensors,
+      [rank = r.rank, steps](int i) { return snapshot_tag(rank, steps, i); }, st.links->timeout,
+      fmt::format("restoring stage {} on node {}", r.rank, node), log);
+  auto promise = self->make_response_promise();
+  promise.delegate(r.stage, RestoreFromCopy{r.restore.round_fence, std::move(copy)});
+  return promise;
+}
+
+}  // namespace
+
+caf::behavior snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
+                              std::shared_ptr<const StageLinks> links) {
+  self->state.store = std::move(store);
+  self->state.links = std::move(links);
+  return {
+      [=](SnapshotCopy& copy) { keep(self, std::move(copy)); },
+      [=](const RestoreRejoined& r) { return restore(self, r); },
+  };
+}
+
+}  // namespace conveyor

@@ -1,0 +1,35 @@
+#pragma once
+// Node 0's copy of every other node's in-memory snapshots, so that a process that dies
+// takes no state with it (issue: "a second copy on a buddy process on another host").
+// Node 0 is every node's buddy: it hosts the rendezvous store and the coordinator, so a
+// job survives only processes other than node 0 anyway, and the coordinator then finds
+// every rank's snapshots (its own stages' and the copies) in node 0's SnapshotStore, from
+// which it picks the step to restore.
+//
+//   stage of node k>0 ─SnapshotCopy (CAF: names, shapes)─▶ keeper (node 0)
+//                     ─bytes (channel, snapshot_tag)────▶ keeper → SnapshotStore.put
+//   coordinator ─RestoreRejoined{r, stage, S}─▶ keeper ─RestoreFromCopy + bytes─▶ stage r
+//                                                (delegated: the stage answers the
+//                                                 coordinator with StageRestored)
+// A copy enters the store only once all its bytes arrived (a copy that fails is logged
+// and dropped: the store keeps the older ones).
+#include <caf/all.hpp>
+#include <chrono>
+#include <memory>
+
+#include "actors/cluster/stage_links.hpp"
+#include "actors/fault/snapshot_store.hpp"
+
+namespace conveyor {
+
+struct SnapshotKeeperState {
+  std::shared_ptr<SnapshotStore> store;   // node 0's: its own stages' snapshots and the copies
+  std::shared_ptr<const StageLinks> links;
+  static inline const char* name = "snapshot-keeper";
+};
+
+caf::behavior snapshot_keeper(caf::stateful_actor<SnapshotKeeperState>* self,
+                              std::shared_ptr<SnapshotStore> store,
+                              std::shared_ptr<const StageLinks> links);
+
+}  // namespace conveyor

@@ -1,0 +1,78 @@
+// A lost process and its replacement (coordinator_flow.hpp; the coordinator runs on node
+// 0, which hosts the store, so every lost node here is some node k > 0):
+//   loss (its stages' CAF connection, or its silence at the store) → a "node" recovery:
+//   the node's ranks wait for a replacement (fault.rejoin_timeout_s), stages of this
+//   process that fail meanwhile (their transfers to the lost node break) are respawned
+//   into the same recovery → the replacement's stages take the ranks → every stage
+//   restores snapshot S (the replacement's from node 0's copies) → replay.
+// What must hold: the survivors never exit; one loss is one recovery however many
+// signals announce it (liveness, connection, failed transfers, a restore that cannot
+// reach it, the replacement itself), in whatever order they come.
+#include <fmt/format.h>
+
+#include "actors/coordinator/coordinator_flow.hpp"
+
+namespace conveyor::coordinator_flow {
+
+void on_node_lost(Self* self, int node, const std::string& why) {
+  auto& st = self->state;
+  if (st.awaiting.count(node)) return;  // known already
+  std::vector<int> ranks;
+  for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
+    if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));
+  if (ranks.empty() || !st.started || st.finishing) {
+    fail(self, why);
+    return;
+  }
+  if (st.recovering) {
+    // This node's ranks join the recovery under way. Restores already sent are void (a
+    // stage of this node cannot answer): every stage restores again once it is back.
+    if (st.awaiting.empty() && st.respawning == 0) ++st.generation;
+    // The lost process is the cause: what failed here first (a stage whose transfers to
+    // it broke) stays among the respawned ranks.
+    auto& f = st.recovery->failure;
+    if (f.fault != "node") {
+      f.fault = "node";
+      f.stages.clear();
+      f.reason = why;
+    }
+    for (int r : ranks) {
+      f.stages.push_back(r);
+      f.respawn.push_back(r);
+      replace_stage(self, r, /*lost_node=*/true);
+    }
+    st.awaiting[node].why = why;
+    return;
+  }
+  if (!try_recover(self, Failure{"node", ranks, ranks, why})) fail(self, why);
+}
+
+void on_node_rejoined(Self* self, NodeStages& stages) {
+  auto& st = self->state;
+  if (!st.awaiting.count(stages.node)) {
+    // The replacement came before the loss was seen: the same as the loss, now.
+    on_node_lost(self, stages.node,
+                 fmt::format("node {} was replaced by a new process", stages.node));
+    if (!st.awaiting.count(stages.node)) return;  // the run ended
+  }
+  for (std::size_t i = 0; i < stages.ranks.size(); ++i) {
+    const int r = stages.ranks[i];
+    st.stages.at(static_cast<std::size_t>(r)) = stages.actors[i];
+    self->monitor(stages.actors[i]);
+    st.rejoined.insert(r);
+  }
+  st.awaiting.erase(stages.node);
+  restore_when_replaced(self);
+}
+
+void on_rejoin_deadline(Self* self, int node, std::uint64_t generation) {
+  auto& st = self->state;
+  auto it = st.awaiting.find(node);
+  if (it == st.awaiting.end() || st.generation != generation) return;
+  fail(self, fmt::format("{}; no replacement of node {} joined within fault.rejoin_timeout_s "
+                         "({} s)",
+                         it->second.why, node,
+                         std::chrono::duration<double>(st.restarts.rejoin_timeout).count()));
+}
+
+}  // namespace conveyor::coordinator_flow

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Soak run of the fault tolerance (issue 7; docs/RELIABILITY.md "Soak"): the tiny config,
+# 4 stages, STEPS steps, once without faults and once with FAULTS faults injected at random
+# steps (seed SEED) — stage crashes at the start of a step and inside the optimizer step,
+# hangs, lost messages, NaN losses (fault.on_nan rollback), one corrupted checkpoint and
+# one killed process after it (under --supervise, which resumes from the checkpoint before
+# the corrupted one). The two runs must end with identical weights.safetensors bytes; the
+# script prints every recovery's time and their median and worst, and exits 1 otherwise.
+# Not part of CI (about two minutes on 2 cores).
+#
+#   scripts/soak.sh                      # STEPS=200 FAULTS=20 SEED=1 OUT=runs/soak
+#   SEED=7 STEPS=400 FAULTS=40 scripts/soak.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+BIN=${CONVEYOR:-build/conveyor}
+STEPS=${STEPS:-200}
+FAULTS=${FAULTS:-20}
+SEED=${SEED:-1}
+OUT=${OUT:-runs/soak}
+[[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
+(( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
+  echo "soak: FAULTS must be at least 7 (every kind) and below STEPS/2" >&2; exit 2; }
+
+RANDOM=$SEED
+# Distinct steps in [3, STEPS-2], ascending: one fault per step.
+declare -A taken=()
+steps=()
+while (( ${#steps[@]} < FAULTS )); do
+  s=$(( 3 + RANDOM % (STEPS - 4) ))
+  [[ -n "${taken[$s]:-}" ]] && continue
+  taken[$s]=1
+  steps+=("$s")
+done
+mapfile -t steps < <(printf '%s\n' "${steps[@]}" | sort -n)
+
+# The corrupted checkpoint and the killed process take two of the middle steps (the kill
+# after the corruption, with a checkpoint every 10 steps, so that the resume meets the
+# corrupted checkpoint and falls back to the one before); every other kind is drawn at
+# random, each at least once.
+kinds=(crash optimizer hang drop nan)
+mid=$(( FAULTS / 2 ))
+specs=()
+for i in "${!steps[@]}"; do
+  s=${steps[$i]}
+  stage=$(( RANDOM % 4 ))
+  if (( i == mid )); then  # the newest checkpoint before the kill below
+    next=${steps[$(( i + 1 ))]}
+    corrupt=$(( ((next - 1) / 10) * 10 )); (( corrupt >= 10 )) || corrupt=10
+    specs+=("corrupt-checkpoint:step=$corrupt")
+    continue
+  fi
+  if (( i == mid + 1 )); then
+    specs+=("exit:node=0:step=$s")
+    continue
+  fi
+  if (( i < ${#kinds[@]} )); then kind=${kinds[$i]}; else kind=${kinds[$(( RANDOM % ${#kinds[@]} ))]}; fi
+  case $kind in
+    crash) specs+=("crash:stage=$stage:step=$s") ;;
+    optimizer) specs+=("crash:stage=$stage:step=$s:when=optimizer") ;;
+    hang) specs+=("hang:stage=$stage:step=$s") ;;
+    drop) specs+=("drop:stage=$stage:step=$s") ;;
+    nan) specs+=("nan:stage=$stage:step=$s") ;;
+  esac
+done
+inject=$(IFS=,; echo "${specs[*]}")
+
+common=(configs/tiny.yaml --set pipeline.stages=4 --set "train.steps=$STEPS"
+        --set train.eval_every=0 --set fault.on_nan=rollback --set fault.max_restarts=100
+        --set watchdog.timeout_s=1 --set checkpoint.every=10)
+rm -rf "$OUT"
+mkdir -p "$OUT"
+echo "soak: $FAULTS faults over $STEPS steps (seed $SEED): $inject" >&2
+start=$SECONDS
+"$BIN" train "${common[@]}" --out "$OUT/reference" 2> "$OUT/reference.log" > /dev/null
+"$BIN" train --supervise "${common[@]}" --set "fault.inject=[$inject]" --out "$OUT/faulted" \
+  2> "$OUT/faulted.log" > /dev/null
+elapsed=$(( SECONDS - start ))
+
+# Every recovery row of every attempt (a resumed attempt appends to metrics.jsonl).
+grep -h '"event":"recovery"' "$OUT"/faulted*/metrics.jsonl > "$OUT/recoveries.jsonl" || true
+recoveries=$(wc -l < "$OUT/recoveries.jsonl")
+echo "fault                 step  restored  recovery_ms"
+sed -E 's/.*"fault":"([a-z]+)".*"recovery_ms":([0-9.]+).*"restored_step":([0-9]+).*"step":([0-9]+).*/\1 \4 \3 \2/' \
+  "$OUT/recoveries.jsonl" | awk '{printf "%-20s %5d %9d %12.1f\n", $1, $2, $3, $4}'
+summary=$(sed -E 's/.*"recovery_ms":([0-9.]+).*/\1/' "$OUT/recoveries.jsonl" | sort -g |
+  awk '{v[NR]=$1} END {if (NR == 0) {print "none"; exit}
+       m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+       printf "median %.1f ms, worst %.1f ms", m, v[NR]}')
+restarts=$(grep -c "starting attempt" "$OUT/faulted.log" || true)
+fallback=$(grep -c "skipped a newer checkpoint that failed verification" "$OUT/faulted.log" || true)
+echo "recoveries in place: $recoveries ($summary); process restarts by --supervise: $restarts;" \
+     "checkpoint fallbacks: $fallback; both runs: ${elapsed} s"
+if cmp -s "$OUT/reference/weights.safetensors" "$OUT/faulted/weights.safetensors"; then
+  echo "weights: identical to the run without faults"
+else
+  echo "weights: DIFFERENT from the run without faults (see $OUT/faulted.log)"
+  exit 1
+fi

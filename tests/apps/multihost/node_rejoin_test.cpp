@@ -1,0 +1,146 @@
+// A lost process of a multi-process run and its replacement (fault.rejoin_timeout_s):
+// node 1 is killed with SIGKILL mid-run and started again with the same arguments; it
+// finds the job running, rejoins, its stages restore node 0's copies of their snapshots,
+// and the job ends with the weights of the run without the fault, bit for bit, while
+// node 0 never exited. Without a replacement node 0 fails once the wait is over, naming
+// the node and the key.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include "tests/apps/multihost/multihost_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+constexpr int kSteps = 40;
+
+std::vector<std::string> rejoin_job(const std::vector<std::string>& extra) {
+  auto args = tiny_job({"--set", "train.steps=" + std::to_string(kSteps), "--set",
+                        "rendezvous.timeout_s=20"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Node 0 and node 1 of the rejoin job; node 1 is killed once node 0 printed `when`.
+std::vector<NodeRun> two_nodes(const TempDir& dir, const std::string& when,
+                               const std::vector<std::string>& extra) {
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n) {
+    auto args = rejoin_job(extra);
+    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", dir / "run"});
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "rejoin-test"}}, {}});
+  }
+  nodes[1].kill_when_node0_says = when;
+  return nodes;
+}
+
+std::vector<nlohmann::json> recoveries(const fs::path& run) {
+  std::vector<nlohmann::json> rows;
+  for (auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.value("event", "") == "recovery") rows.push_back(row);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one-process weights bit for bit, node 0 never exits") {
+  TempDir dir;
+  auto reference = rejoin_job({"--out", dir / "one"});
+  reference.erase(reference.begin());  // train_ok adds "train"
+  train_ok(reference, 120);
+
+  auto nodes = two_nodes(dir, "step 10/" + std::to_string(kSteps), {"--set", "fault.rejoin_timeout_s=60"});
+  nodes[1].restart_after_kill = true;
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1, killed:\n" << results[1].killed_err);
+  INFO("node 1, replacement:\n" << results[1].err);
+  CHECK(results[1].killed_exit_code == 128 + SIGKILL);
+  require_all_ok(results);  // node 0 ran through; the replacement ended normally
+  CHECK(results[1].err.find("this process replaces the lost node") != std::string::npos);
+  CHECK(results[0].err.find("recovered from a lost process") != std::string::npos);
+
+  const auto rows = recoveries(dir.path() / "run");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["fault"] == "node");
+  // Node 1's stages, and maybe node 0's whose transfers to node 1 broke (respawned here).
+  const auto respawned = rows[0]["respawned"].get<std::vector<int>>();
+  CHECK(std::ranges::find(respawned, 2) != respawned.end());
+  CHECK(std::ranges::find(respawned, 3) != respawned.end());
+  CHECK(rows[0]["stages"] == nlohmann::json::array({2, 3}));
+  CHECK(rows[0]["restored_step"].get<int>() >= 9);  // lost at most about a step
+  CHECK(rows[0]["restored_step"].get<int>() <= rows[0]["step"].get<int>());
+  MESSAGE("lost at step " << rows[0]["step"] << ", restored step " << rows[0]["restored_step"]
+                          << ", " << rows[0]["recovery_ms"] << " ms from detection to the replay "
+                          << "(the replacement's start-up included)");
+
+  const std::string want = read_text(dir.path() / "one" / "weights.safetensors");
+  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
+  REQUIRE(got.size() == want.size());
+  CHECK_MESSAGE(got == want, "weights differ from the run without the fault");
+}
+
+TEST_CASE("a lost node that nobody starts again fails node 0 after fault.rejoin_timeout_s naming it") {
+  TempDir dir;
+  auto nodes = two_nodes(dir, "step 4/" + std::to_string(kSteps), {"--set", "fault.rejoin_timeout_s=2"});
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = run_nodes(dir, nodes, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("node 0:\n" << results[0].err);
+  CHECK(results[1].exit_code == 128 + SIGKILL);
+  CHECK(results[0].exit_code == 1);
+  CHECK(results[0].err.find("no replacement of node 1 joined within fault.rejoin_timeout_s (2 s)") !=
+        std::string::npos);
+  CHECK(s < 40);
+  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
+}
+
+TEST_CASE("a crashed stage of either process is respawned where it ran, with the same weights") {
+  TempDir dir;
+  auto reference = rejoin_job({"--out", dir / "one"});
+  reference.erase(reference.begin());
+  train_ok(reference, 120);
+
+  // Stage 1 runs on node 0 (the coordinator's process), stage 2 on node 1, which
+  // respawns it when node 0's directory asks (RespawnStage).
+  auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[crash:stage=1:step=7,crash:stage=2:step=15]"});
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  const auto rows = recoveries(dir.path() / "run");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["fault"] == "crash");
+  CHECK(rows[0]["respawned"] == nlohmann::json::array({1}));
+  CHECK(rows[1]["fault"] == "crash");
+  CHECK(rows[1]["respawned"] == nlohmann::json::array({2}));
+  CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
+        read_text(dir.path() / "one" / "weights.safetensors"));
+}
+
+TEST_CASE("a supervised node that dies is started again by its supervisor and rejoins with the same weights") {
+  TempDir dir;
+  auto reference = rejoin_job({"--out", dir / "one"});
+  reference.erase(reference.begin());
+  train_ok(reference, 120);
+
+  // exit: kills node 1's process at the start of step 12 in its first attempt only.
+  auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[exit:node=1:step=12]"});
+  nodes[1].args.push_back("--supervise");
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  CHECK(results[1].err.find("starting attempt 2 of 4 from the running job, which it rejoins") !=
+        std::string::npos);
+  const auto rows = recoveries(dir.path() / "run");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["fault"] == "node");
+  CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
+        read_text(dir.path() / "one" / "weights.safetensors"));
+}

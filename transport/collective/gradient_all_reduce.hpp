@@ -12,6 +12,9 @@
 // Guarantees: every rank ends with bitwise identical buckets, and the same inputs give the
 // same bits from run to run (the summation order depends only on the group size and the
 // bucket sizes). A bucket may be started again once its previous handle completed.
+// After a failed bucket (CollectiveError from start() or from its handle) the group is
+// broken and the buffers of its unfinished buckets hold unspecified values: the stage
+// rolls back (snapshot or a healthy replica) and rebuilds the group, next generation.
 // Thread-safety: start() from one thread at a time (the stage that owns the group).
 #include <memory>
 
@@ -26,8 +29,9 @@ class GradientAllReduce {
   virtual ~GradientAllReduce() = default;
 
   /// Starts the all-reduce of `bucket` (see the implementation for where it runs).
-  /// Throws std::invalid_argument when the bucket does not match the layout,
-  /// std::logic_error when it is still in flight, CollectiveError when the group is broken.
+  /// Throws std::invalid_argument when the bucket does not match the layout (nothing is
+  /// sent), CollectiveError when the group is broken; the Gloo group also throws
+  /// std::logic_error for a bucket still in flight (NCCL queues it behind on its stream).
   virtual std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) = 0;
 
   virtual const StageGroup& group() const = 0;

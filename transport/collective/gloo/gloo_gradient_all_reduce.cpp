@@ -16,6 +16,7 @@
 #include "transport/collective/completion.hpp"
 #include "transport/collective/gloo/gloo_rendezvous_store.hpp"
 #include "transport/collective/gloo/host_bucket_staging.hpp"
+#include "transport/collective/gloo/sigpipe_block.hpp"
 #include "transport/collective/layout_agreement.hpp"
 
 namespace conveyor {
@@ -95,6 +96,7 @@ struct GlooGradientAllReduce::Impl {
 
   void connect(RendezvousClient& store) {
     const StageGroup& group = options.group;
+    SigpipeBlock no_sigpipe;  // the device's I/O thread, made below, inherits it
     try {
       gloo::transport::tcp::attr attr;
       attr.hostname = options.listen_address;
@@ -136,6 +138,7 @@ struct GlooGradientAllReduce::Impl {
   }
 
   void run() {
+    SigpipeBlock no_sigpipe;  // gloo::allreduce writes to the peers' sockets from here
     for (;;) {
       Operation op;
       std::string broken_by;

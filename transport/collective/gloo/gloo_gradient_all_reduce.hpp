@@ -21,6 +21,8 @@
 // CollectiveTimeout/CollectiveError naming the group, this rank and the bucket; the group
 // is then broken (buckets queued behind fail at once, later start() throws) and must be
 // rebuilt on every rank with the next generation.
+// A peer's death never ends this process: the threads that write through Gloo block
+// SIGPIPE (sigpipe_block.hpp), so a write to its socket fails the bucket instead.
 // A group of size 1 connects nothing; its buckets complete at once, unchanged.
 //
 // Thread-safety: start() from one thread at a time (see gradient_all_reduce.hpp); the

@@ -40,15 +40,16 @@ struct Setup {
   }
 };
 
-void run_setup(const std::shared_ptr<Setup>& setup, ncclUniqueId id, int rank, int device,
-               const std::string& name, const NcclCommunicator::FirstOperation& first) {
+void run_setup(const std::shared_ptr<Setup>& setup, ncclUniqueId id, int ranks, int rank,
+               int device, const std::string& name,
+               const NcclCommunicator::FirstOperation& first) {
   ncclComm_t comm = nullptr;
   try {
     CUDA_CHECK(cudaSetDevice(device));  // NCCL binds the communicator to the current device
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;              // see the header: non-blocking costs a thread per call
     config.commName = name.c_str();   // shows in NCCL's own logs (NCCL_DEBUG=INFO)
-    NCCL_CHECK(ncclCommInitRankConfig(&comm, 2, id, rank, &config));
+    NCCL_CHECK(ncclCommInitRankConfig(&comm, ranks, id, rank, &config));
   } catch (...) {
     setup->finish(std::current_exception());
     return;
@@ -82,14 +83,17 @@ ncclUniqueId NcclCommunicator::new_id() {
 
 NcclCommunicator::NcclCommunicator(const ncclUniqueId& id, int rank, int device,
                                    std::string edge, std::chrono::milliseconds timeout,
-                                   const FirstOperation& first)
+                                   const FirstOperation& first, int ranks)
     : rank_(rank), device_(device), edge_(std::move(edge)), timeout_(timeout) {
-  if (rank != 0 && rank != 1)
-    throw std::invalid_argument(describe() + ": an edge has ranks 0 and 1");
+  if (ranks < 2 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument(describe() + ": rank " + std::to_string(rank) + " of " +
+                                std::to_string(ranks) + " (a communicator has 2 or more ranks)");
   auto setup = std::make_shared<Setup>();
   // The thread gets copies: it may outlive this constructor (see the header).
   std::thread worker(
-      [setup, id, rank, device, name = edge_, first] { run_setup(setup, id, rank, device, name, first); });
+      [setup, id, ranks, rank, device, name = edge_, first] {
+        run_setup(setup, id, ranks, rank, device, name, first);
+      });
   std::unique_lock lock(setup->mu);
   const bool finished = setup->cv.wait_until(lock, Clock::now() + timeout_,
                                              [&] { return setup->phase == Setup::Phase::done; });

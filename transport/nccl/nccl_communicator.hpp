@@ -1,6 +1,7 @@
 #pragma once
-// One NCCL communicator of two ranks: the communicator of one directed pipeline edge
-// (rank 0 sends, rank 1 receives; see nccl_channel.hpp for why one direction only).
+// One NCCL communicator: of two ranks for one directed pipeline edge (rank 0 sends, rank 1
+// receives; see nccl_channel.hpp for why one direction only), or of the R ranks of a stage
+// group that all-reduces gradients (transport/collective/nccl). `edge` names either.
 //
 // Blocking, with every wait bounded by the edge's timeout:
 // - Only two NCCL steps can block the host on the peer: joining the communicator, and the
@@ -40,11 +41,13 @@ class NcclCommunicator {
   /// A fresh id: made by the edge's rank 0 and handed to rank 1 (nccl_rendezvous.hpp).
   static ncclUniqueId new_id();
 
-  /// Joins as `rank` (0 or 1) on cuda:`device`, then runs `first` (see above); returns
-  /// once both are done. `edge` names the edge in every message. Throws NcclTimeout when
-  /// the peer has not joined or connected within `timeout`, NcclError when NCCL fails.
+  /// Joins as `rank` (0 ≤ rank < ranks) of `ranks` on cuda:`device`, then runs `first`
+  /// (see above); returns once both are done. `edge` names the edge in every message.
+  /// Throws NcclTimeout when a peer has not joined or connected within `timeout`,
+  /// NcclError when NCCL fails.
   NcclCommunicator(const ncclUniqueId& id, int rank, int device, std::string edge,
-                   std::chrono::milliseconds timeout, const FirstOperation& first);
+                   std::chrono::milliseconds timeout, const FirstOperation& first,
+                   int ranks = 2);
   /// Aborts, see the definition for why not ncclCommDestroy.
   ~NcclCommunicator();
   NcclCommunicator(const NcclCommunicator&) = delete;

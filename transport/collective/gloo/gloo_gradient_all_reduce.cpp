@@ -1,0 +1,230 @@
+#include "transport/collective/gloo/gloo_gradient_all_reduce.hpp"
+
+#include <gloo/allreduce.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "transport/collective/collective_error.hpp"
+#include "transport/collective/completion.hpp"
+#include "transport/collective/gloo/gloo_rendezvous_store.hpp"
+#include "transport/collective/gloo/host_bucket_staging.hpp"
+#include "transport/collective/gloo/sigpipe_block.hpp"
+#include "transport/collective/layout_agreement.hpp"
+
+namespace conveyor {
+namespace {
+
+constexpr const char* kRebuild = "; the group is broken: rebuild it (next generation) on every rank";
+
+// Gloo reports a peer that did not take part in time as an IoException whose text says so;
+// its other failures (a closed connection, a protocol error) are plain errors.
+bool is_gloo_timeout(const std::exception& e) {
+  return dynamic_cast<const gloo::IoException*>(&e) != nullptr &&
+         std::string_view(e.what()).find("Timed out") != std::string_view::npos;
+}
+
+class GlooPendingBucket final : public AllReduceHandle {
+ public:
+  explicit GlooPendingBucket(std::shared_ptr<Completion> completion)
+      : completion_(std::move(completion)) {}
+  void wait() override { completion_->wait(); }
+  bool done() override { return completion_->done(); }
+
+ private:
+  std::shared_ptr<Completion> completion_;
+};
+
+struct Operation {
+  GradientBucket bucket;
+  std::shared_ptr<Completion> completion;
+};
+
+}  // namespace
+
+struct GlooGradientAllReduce::Impl {
+  GlooGroupOptions options;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  // The flat array of each bucket of several buffers, made on its first use; touched by
+  // the worker thread only.
+  std::vector<std::vector<float>> staging;
+
+  std::mutex mu;  // guards the members below
+  std::condition_variable work;
+  std::deque<Operation> queue;
+  std::vector<bool> in_flight;  // per bucket: started and not yet finished
+  std::string broken;           // the failure that broke the group; empty while healthy
+  bool stopping = false;
+  std::thread worker;
+
+  Impl(RendezvousClient& store, GlooGroupOptions o) : options(std::move(o)) {
+    const StageGroup& group = options.group;
+    group.validate();
+    for (std::size_t i = 0; i < options.layout.size(); ++i)
+      if (options.layout[i].dtype != DType::f32)
+        throw std::invalid_argument(group.describe() + ": bucket " + std::to_string(i) + " is " +
+                                    std::string(dtype_name(options.layout[i].dtype)) +
+                                    "; the Gloo group reduces f32 host buffers");
+    if (options.timeout <= std::chrono::milliseconds(0))
+      throw std::invalid_argument(group.describe() + ": the timeout must be positive");
+    staging.resize(options.layout.size());
+    in_flight.assign(options.layout.size(), false);
+
+    agree_on_layout(store, group, options.layout, options.reduction, options.timeout);
+    if (group.size > 1) connect(store);
+    worker = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    work.notify_all();
+    worker.join();
+    context.reset();  // closes the pairs: peers still waiting on this rank fail at once
+    device.reset();
+  }
+
+  void connect(RendezvousClient& store) {
+    const StageGroup& group = options.group;
+    SigpipeBlock no_sigpipe;  // the device's I/O thread, made below, inherits it
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = options.listen_address;
+      device = gloo::transport::tcp::CreateDevice(attr);
+      context = std::make_shared<gloo::rendezvous::Context>(group.rank, group.size);
+      context->setTimeout(options.timeout);
+      GlooRendezvousStore addresses(store, group.store_prefix() + "gloo/", options.timeout);
+      context->connectFullMesh(addresses, device);
+    } catch (const CollectiveTimeout& e) {
+      throw CollectiveTimeout(group.describe() + ": connecting to the peers: " + e.what());
+    } catch (const std::exception& e) {
+      const std::string text = group.describe() + ": connecting to the peers over TCP from " +
+                               options.listen_address + ": " + e.what();
+      if (is_gloo_timeout(e)) throw CollectiveTimeout(text);
+      throw CollectiveError(text);
+    }
+  }
+
+  std::string describe(const GradientBucket& bucket) const {
+    return options.group.describe() + ": bucket " + std::to_string(bucket.index) + " (" +
+           std::to_string(bucket.elements()) + " f32)";
+  }
+
+  std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) {
+    check_bucket(bucket, options.layout, options.group.describe());
+    auto completion = std::make_shared<Completion>();
+    {
+      std::lock_guard lock(mu);
+      if (!broken.empty())
+        throw CollectiveError(describe(bucket) + ": not started: " + broken);
+      if (in_flight[bucket.index])
+        throw std::logic_error(describe(bucket) +
+                               ": started again before its previous all-reduce completed");
+      in_flight[bucket.index] = true;
+      queue.push_back({bucket, completion});
+    }
+    work.notify_one();
+    return std::make_unique<GlooPendingBucket>(std::move(completion));
+  }
+
+  void run() {
+    SigpipeBlock no_sigpipe;  // gloo::allreduce writes to the peers' sockets from here
+    for (;;) {
+      Operation op;
+      std::string broken_by;
+      {
+        std::unique_lock lock(mu);
+        work.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping, nothing left
+        op = std::move(queue.front());
+        queue.pop_front();
+        broken_by = stopping ? "the group was destroyed before it ran" : broken;
+      }
+      if (!broken_by.empty()) {
+        finish(op, std::make_exception_ptr(
+                       CollectiveError(describe(op.bucket) + ": not run: " + broken_by)));
+        continue;
+      }
+      std::exception_ptr error;
+      try {
+        reduce(op.bucket);
+      } catch (const std::exception& e) {
+        const std::string text = describe(op.bucket) + ": " + e.what() + kRebuild;
+        error = is_gloo_timeout(e) ? std::make_exception_ptr(CollectiveTimeout(text))
+                                   : std::make_exception_ptr(CollectiveError(text));
+        std::lock_guard lock(mu);
+        broken = "bucket " + std::to_string(op.bucket.index) + " failed earlier (" + e.what() + ")";
+      }
+      finish(op, error);
+    }
+  }
+
+  // The bucket is free for the next start() before its waiter wakes up.
+  void finish(Operation& op, std::exception_ptr error) {
+    {
+      std::lock_guard lock(mu);
+      in_flight[op.bucket.index] = false;
+    }
+    if (error) {
+      op.completion->fail(std::move(error));
+    } else {
+      op.completion->succeed();
+    }
+  }
+
+  void reduce(const GradientBucket& bucket) {
+    const std::size_t n = bucket.elements();
+    const float divisor =
+        options.reduction == Reduction::average ? static_cast<float>(options.group.size) : 1.0f;
+    if (n == 0 || options.group.size == 1) return;  // x / 1 == x: nothing to do
+    const bool in_place = bucket.buffers.size() == 1;
+    float* values = nullptr;
+    if (in_place) {
+      values = static_cast<float*>(bucket.buffers[0].data);
+    } else {
+      auto& flat = staging[bucket.index];
+      flat.resize(n);
+      pack_bucket(bucket, flat);
+      values = flat.data();
+    }
+    gloo::AllreduceOptions all_reduce(context);
+    all_reduce.setOutput(values, n);  // no input: the output is reduced in place
+    all_reduce.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&gloo::sum<float>));
+    // Ring, named rather than left to Gloo's choice: its summation order is fixed by R and
+    // n, and each sum is computed on one rank and copied to the others (see the header).
+    all_reduce.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    all_reduce.setTag(static_cast<std::uint32_t>(bucket.index));
+    all_reduce.setTimeout(options.timeout);
+    gloo::allreduce(all_reduce);
+    if (in_place) {
+      divide_in_place({values, n}, divisor);
+    } else {
+      unpack_bucket(staging[bucket.index], bucket, divisor);
+    }
+  }
+};
+
+GlooGradientAllReduce::GlooGradientAllReduce(RendezvousClient& store, GlooGroupOptions options)
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {}
+
+GlooGradientAllReduce::~GlooGradientAllReduce() = default;
+
+std::unique_ptr<AllReduceHandle> GlooGradientAllReduce::start(const GradientBucket& bucket) {
+  return impl_->start(bucket);
+}
+
+const StageGroup& GlooGradientAllReduce::group() const { return impl_->options.group; }
+const BucketLayout& GlooGradientAllReduce::layout() const { return impl_->options.layout; }
+
+}  // namespace conveyor

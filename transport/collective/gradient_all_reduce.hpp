@@ -1,0 +1,41 @@
+#pragma once
+// Averaging a stage's gradients across the R data-parallel replicas of that stage (its
+// stage group, stage_group.hpp), bucket by bucket: start(bucket) returns at once with a
+// handle, the reduction runs in the background (a worker thread for Gloo, the group's
+// CUDA stream for NCCL), and the handle's wait() completes it. Results are in place.
+//
+// What must hold on every rank:
+// - the group was built with the same layout (checked when it is built);
+// - buckets are started in the same order (the stage's action list is the same on every
+//   replica, so starting each bucket at the same action gives the same order). A rank that
+//   starts another bucket, or none, makes its peers' waits fail after the group's timeout.
+// Guarantees: every rank ends with bitwise identical buckets, and the same inputs give the
+// same bits from run to run (the summation order depends only on the group size and the
+// bucket sizes). A bucket may be started again once its previous handle completed.
+// After a failed bucket (CollectiveError from start() or from its handle) the group is
+// broken and the buffers of its unfinished buckets hold unspecified values: the stage
+// rolls back (snapshot or a healthy replica) and rebuilds the group, next generation.
+// Thread-safety: start() from one thread at a time (the stage that owns the group).
+#include <memory>
+
+#include "transport/collective/all_reduce_handle.hpp"
+#include "transport/collective/gradient_bucket.hpp"
+#include "transport/collective/stage_group.hpp"
+
+namespace conveyor {
+
+class GradientAllReduce {
+ public:
+  virtual ~GradientAllReduce() = default;
+
+  /// Starts the all-reduce of `bucket` (see the implementation for where it runs).
+  /// Throws std::invalid_argument when the bucket does not match the layout (nothing is
+  /// sent), CollectiveError when the group is broken; the Gloo group also throws
+  /// std::logic_error for a bucket still in flight (NCCL queues it behind on its stream).
+  virtual std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) = 0;
+
+  virtual const StageGroup& group() const = 0;
+  virtual const BucketLayout& layout() const = 0;
+};
+
+}  // namespace conveyor

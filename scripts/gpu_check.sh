@@ -31,6 +31,12 @@ if want tests; then
   row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_tests.log" | tail -1)"
   timeout 300 .gpu/gpu_pipeline_tests -s > "$OUT/gpu_pipeline_tests.log" 2>&1
   row "gpu pipeline tests (2 GPUs vs CPU)" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_pipeline_tests.log" | tail -1)"
+  # NCCL edges and the stage groups' all-reduce (present when carried in .gpu/)
+  for t in nccl_gpu_tests collective_gpu_tests; do
+    [ -x .gpu/$t ] || continue
+    timeout 200 .gpu/$t -s > "$OUT/$t.log" 2>&1
+    row "$t" "$(grep -E '^\[doctest\] test cases' "$OUT/$t.log" | tail -1)"
+  done
 fi
 
 # 2. GPU training is deterministic, and does not depend on the split

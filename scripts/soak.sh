@@ -6,21 +6,24 @@
 # one killed process after it (under --supervise, which resumes from the checkpoint before
 # the corrupted one). The two runs must end with identical weights.safetensors bytes; the
 # script prints every recovery's time and their median and worst, and exits 1 otherwise.
-# Not part of CI (about two minutes on 2 cores).
+# Then (KILLS > 0) the same job over 2 processes: node 1 is killed with SIGKILL KILLS times
+# at random steps and started again at once each time (it rejoins the running job); its
+# weights must equal the one-process run's too. Not part of CI (about 3 minutes, 2 cores).
 #
-#   scripts/soak.sh                      # STEPS=200 FAULTS=20 SEED=1 OUT=runs/soak
-#   SEED=7 STEPS=400 FAULTS=40 scripts/soak.sh
+#   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 SEED=1 OUT=runs/soak
+#   SEED=7 STEPS=400 FAULTS=40 KILLS=0 scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BIN=${CONVEYOR:-build/conveyor}
 STEPS=${STEPS:-200}
 FAULTS=${FAULTS:-20}
 SEED=${SEED:-1}
+KILLS=${KILLS:-5}
 OUT=${OUT:-runs/soak}
 [[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
 (( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
@@ -69,9 +72,10 @@ for i in "${!steps[@]}"; do
 done
 inject=$(IFS=,; echo "${specs[*]}")
 
-common=(configs/tiny.yaml --set pipeline.stages=4 --set "train.steps=$STEPS"
-        --set train.eval_every=0 --set fault.on_nan=rollback --set fault.max_restarts=100
-        --set watchdog.timeout_s=1 --set checkpoint.every=10)
+base=(configs/tiny.yaml --set pipeline.stages=4 --set "train.steps=$STEPS"
+      --set train.eval_every=0 --set fault.on_nan=rollback --set fault.max_restarts=100)
+# The hang watchdog and checkpoints work in one process only (so far).
+common=("${base[@]}" --set watchdog.timeout_s=1 --set checkpoint.every=10)
 rm -rf "$OUT"
 mkdir -p "$OUT"
 echo "soak: $FAULTS faults over $STEPS steps (seed $SEED): $inject" >&2
@@ -99,5 +103,53 @@ if cmp -s "$OUT/reference/weights.safetensors" "$OUT/faulted/weights.safetensors
   echo "weights: identical to the run without faults"
 else
   echo "weights: DIFFERENT from the run without faults (see $OUT/faulted.log)"
+  exit 1
+fi
+(( KILLS > 0 )) || exit 0
+
+# Two processes, node 1 killed KILLS times at random steps and started again each time.
+kill_steps=()
+for ((k = 0; k < KILLS; ++k)); do
+  kill_steps+=($(( (k + 1) * STEPS / (KILLS + 1) - 2 + RANDOM % 5 )))
+done
+port=$(( 29700 + RANDOM % 1000 ))
+two=("${base[@]}" --set fault.rejoin_timeout_s=60 --nnodes 2 --rdzv "127.0.0.1:$port")
+export CONVEYOR_TOKEN=soak-$SEED
+echo "soak: 2 processes, node 1 killed at steps ${kill_steps[*]}" >&2
+start=$SECONDS
+"$BIN" train "${two[@]}" --node-rank 0 --out "$OUT/two" 2> "$OUT/two-node0.log" > /dev/null &
+node0=$!
+"$BIN" train "${two[@]}" --node-rank 1 2> "$OUT/two-node1-0.log" > /dev/null &
+node1=$!
+for ((k = 0; k < KILLS; ++k)); do
+  want="step ${kill_steps[$k]}/$STEPS"
+  # node 0 prints a progress line every STEPS/20 steps: wait for the first at or past it
+  until grep -qE "^step ([0-9]+)/$STEPS" "$OUT/two-node0.log" &&
+        (( $(grep -oE "^step [0-9]+/$STEPS" "$OUT/two-node0.log" | tail -1 | sed -E 's/step ([0-9]+).*/\1/') >= ${kill_steps[$k]} )); do
+    kill -0 $node0 2>/dev/null || { echo "soak: node 0 ended before kill $((k + 1)) ($want)" >&2; break 2; }
+    sleep 0.05
+  done
+  kill -9 $node1 2>/dev/null || true
+  wait $node1 2>/dev/null || true
+  "$BIN" train "${two[@]}" --node-rank 1 2> "$OUT/two-node1-$((k + 1)).log" > /dev/null &
+  node1=$!
+done
+status0=0; wait $node0 || status0=$?
+wait $node1 || true
+elapsed=$(( SECONDS - start ))
+grep -h '"event":"recovery"' "$OUT/two/metrics.jsonl" > "$OUT/two-recoveries.jsonl" 2>/dev/null || true
+echo "fault                 step  restored  recovery_ms"
+sed -E 's/.*"fault":"([a-z]+)".*"recovery_ms":([0-9.]+).*"restored_step":([0-9]+).*"step":([0-9]+).*/\1 \4 \3 \2/' \
+  "$OUT/two-recoveries.jsonl" | awk '{printf "%-20s %5d %9d %12.1f\n", $1, $2, $3, $4}'
+summary=$(sed -E 's/.*"recovery_ms":([0-9.]+).*/\1/' "$OUT/two-recoveries.jsonl" | sort -g |
+  awk '{v[NR]=$1} END {if (NR == 0) {print "none"; exit}
+       m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+       printf "median %.1f ms, worst %.1f ms", m, v[NR]}')
+echo "lost processes recovered: $(wc -l < "$OUT/two-recoveries.jsonl") of $KILLS ($summary, the" \
+     "replacement's start-up included); node 0 exit $status0; ${elapsed} s"
+if (( status0 == 0 )) && cmp -s "$OUT/reference/weights.safetensors" "$OUT/two/weights.safetensors"; then
+  echo "weights (2 processes, node 1 killed $KILLS times): identical to the run without faults"
+else
+  echo "weights (2 processes): DIFFERENT or missing (see $OUT/two-node*.log)"
   exit 1
 fi

@@ -84,11 +84,13 @@ void BackgroundWriter::run() {
     changed_.notify_all();  // a submit() waiting for room may go on
 
     const auto step = snapshot.manifest.step;
-    const double mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
-    checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
+    double mb = 0;
     std::optional<WriteResult> result;
     std::string error;
     try {
+      snapshot.materialize();  // here, not on the step loop's thread
+      mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
+      checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
       result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep);
     } catch (const std::exception& e) {
       error = "step " + std::to_string(step) + ": " + e.what();

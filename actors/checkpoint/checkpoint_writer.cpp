@@ -16,9 +16,13 @@ void check_snapshot(const Snapshot& snapshot, int keep) {
   if (keep < 1) throw std::invalid_argument("write_checkpoint: keep must be at least 1, got " + std::to_string(keep));
   if (snapshot.shards.empty()) throw std::invalid_argument("write_checkpoint: the snapshot has no shards");
   std::set<int> stages;
-  for (const auto& s : snapshot.shards)
+  for (const auto& s : snapshot.shards) {
     if (!stages.insert(s.stage).second)
       throw std::invalid_argument("write_checkpoint: two shards for stage " + std::to_string(s.stage));
+    if (s.produce)
+      throw std::invalid_argument("write_checkpoint: stage " + std::to_string(s.stage) +
+                                  "'s shard is not produced yet (Snapshot::materialize)");
+  }
 }
 
 // Removes a step folder so that no crash point leaves a manifest naming missing shards.

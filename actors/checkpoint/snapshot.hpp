@@ -2,7 +2,10 @@
 // What a checkpoint write takes: host copies of every stage's tensors plus the run's
 // state. A Snapshot owns its tensors' bytes (take them with Tensor::clone() or a
 // device-to-host copy): the step loop goes on updating its own parameters while the
-// writer thread reads the snapshot.
+// writer thread reads the snapshot. A shard may instead come as a producer of its tensors
+// (an in-memory snapshot still in a GPU's flat layout): the writer runs it on its own
+// thread, so that converting never holds up the step loop.
+#include <functional>
 #include <vector>
 
 #include "actors/checkpoint/manifest.hpp"
@@ -13,6 +16,8 @@ namespace conveyor::checkpoint {
 struct StageShard {
   int stage = 0;
   std::vector<NamedTensor> tensors;  // global names (see tensor_names.hpp), host tensors
+  /// When set, produces `tensors` (materialize() runs it once and clears it).
+  std::function<std::vector<NamedTensor>()> produce;
 };
 
 struct Snapshot {
@@ -20,7 +25,16 @@ struct Snapshot {
   Manifest manifest;
   std::vector<StageShard> shards;
 
-  /// Bytes of tensor data, for logs and queue accounting.
+  /// Runs every shard's producer (on the caller's thread). Throws what a producer throws.
+  void materialize() {
+    for (auto& s : shards)
+      if (s.produce) {
+        s.tensors = s.produce();
+        s.produce = nullptr;
+      }
+  }
+
+  /// Bytes of tensor data, for logs and queue accounting (0 for shards not produced yet).
   std::uint64_t tensor_bytes() const {
     std::uint64_t n = 0;
     for (const auto& s : shards)

@@ -65,7 +65,7 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> Snap
   for (int r = 0; r < ranks_; ++r) {
     auto s = get(r, steps_done);
     if (!s) return std::nullopt;
-    out.push_back({r, s->tensors()});
+    out.push_back({r, {}, [s] { return s->tensors(); }});
     optimizer_steps = s->optimizer_steps();
   }
   return std::make_pair(std::move(out), optimizer_steps);

@@ -50,8 +50,9 @@ class SnapshotStore {
   /// `rank`'s snapshot of `steps_done`; null when it has none.
   std::shared_ptr<const StageStateSnapshot> get(int rank, std::int64_t steps_done) const;
   /// Every stage's snapshot of `steps_done` as checkpoint shards (rank order), with the
-  /// optimizer step count; nullopt unless every stage holds it. Converts GPU snapshots to
-  /// named tensors (waits for their copies), so it costs what a capture would.
+  /// optimizer step count; nullopt unless every stage holds it. The shards hold producers
+  /// (StageShard::produce): a GPU snapshot is converted to named tensors (after its copy
+  /// finished) where the checkpoint is written, on the writer's thread, not here.
   std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards(
       std::int64_t steps_done) const;
   /// Forgets snapshots newer than `steps_done` (they belong to steps being replayed).

@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include "actors/checkpoint/background_writer.hpp"
+#include "actors/checkpoint/checkpoint_writer.hpp"
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/reader.hpp"
 #include "tests/actors/checkpoint/checkpoint_test_support.hpp"
@@ -47,6 +50,33 @@ TEST_CASE("submitting a checkpoint does not wait for a slow disk; flush does") {
   REQUIRE(writer.last_written());
   CHECK(writer.last_written()->step == 10);
   MESSAGE("submit returned in " << submit_ms << " ms while the slow disk took over 220 ms");
+}
+
+TEST_CASE("a shard given as a producer is produced on the writer's thread and written like any other") {
+  ScratchDir dir("background_produce");
+  BackgroundWriter writer(checkpoint::posix_filesystem(), {dir.path(), 2, 1});
+  auto snapshot = small_snapshot(7);
+  auto made = snapshot.shards[1].tensors;
+  snapshot.shards[1].tensors.clear();
+  const auto caller = std::this_thread::get_id();
+  auto produced_on = std::make_shared<std::thread::id>();
+  snapshot.shards[1].produce = [made, produced_on] {
+    *produced_on = std::this_thread::get_id();
+    return made;
+  };
+  writer.submit(std::move(snapshot));
+  writer.flush();
+  CHECK(*produced_on != std::thread::id{});
+  CHECK(*produced_on != caller);
+  const auto loaded = checkpoint::load_checkpoint(checkpoint::posix_filesystem(), dir / "step-000007");
+  REQUIRE(loaded.manifest.shards.size() == 2);
+  CHECK(loaded.manifest.shards[1].tensors.size() == made.size());
+
+  // write_checkpoint itself refuses a shard nobody produced (it would write an empty shard).
+  auto unproduced = small_snapshot(8);
+  unproduced.shards[0].produce = [] { return std::vector<NamedTensor>{}; };
+  CHECK_THROWS_AS(checkpoint::write_checkpoint(checkpoint::posix_filesystem(), dir.path(), unproduced, 2),
+                  std::invalid_argument);
 }
 
 TEST_CASE("a full checkpoint queue makes submit wait instead of growing without bound") {

@@ -42,6 +42,8 @@ struct HookObserver final : TrainingObserver, CheckpointHook {
   }
   void take(std::int64_t done, std::vector<checkpoint::StageShard> shards, std::int64_t /*optimizer_steps*/,
             bool stop) override {
+    for (auto& s : shards)  // shards taken from in-memory snapshots come as producers
+      if (s.produce) s.tensors = s.produce();
     taken.push_back(Taken{done, stop, std::move(shards)});
   }
 };

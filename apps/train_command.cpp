@@ -77,24 +77,33 @@ struct TrainOptions {
   throw ExitStatus{supervise(run)};
 }
 
-// Checkpoints need every stage's state in this process: refuse them for a job over
-// several processes before anything starts (each node writing its own shards is not
-// built yet).
-void refuse_checkpoints_across_processes(const TrainOptions& opt, const RunConfig& config) {
+// Checkpoints of a job over several processes come from node 0's snapshot store, which
+// holds a copy of every other node's snapshots (actors/cluster/snapshot_keeper.hpp): they
+// need CPU stages, in-memory snapshots, and a snapshot at every checkpoint's step. Each
+// node resumes its own stages from the checkpoint folder (the same path on every node).
+// Refused before anything starts otherwise.
+void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig& config) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
-  if (!processes) return;
+  if (!processes || (config.checkpoint.every == 0 && !opt.resume)) return;
+  const std::string what = config.checkpoint.every > 0
+                               ? fmt::format("checkpoint.every: {}", config.checkpoint.every)
+                               : std::string("--resume");
   const std::string why = spec.nnodes > 1 ? fmt::format("nnodes {}", spec.nnodes)
                                           : std::string("transport.kind ucx");
-  if (config.checkpoint.every > 0)
+  if (config.devices.kind != "cpu")
+    throw InputError(fmt::format("{} with {}: checkpoints of a job over several processes need "
+                                 "CPU stages so far (devices.kind is {})",
+                                 what, why, config.devices.kind));
+  if (config.checkpoint.every == 0) return;
+  const bool snapshots = config.fault.snapshot_every > 0 &&
+                         (config.fault.policy == "restart" || config.fault.on_nan == "rollback");
+  if (!snapshots || config.checkpoint.every % config.fault.snapshot_every != 0)
     throw InputError(fmt::format(
-        "checkpoint.every: {} with {} (checkpoints of a job over several processes are not "
-        "supported yet: set checkpoint.every: 0)",
-        config.checkpoint.every, why));
-  if (opt.resume)
-    throw InputError(fmt::format("--resume: not supported with {} (checkpoints of a job over "
-                                 "several processes are not supported yet)",
-                                 why));
+        "{} with {}: node 0 writes the checkpoints of every node from the in-memory snapshots, "
+        "so fault.snapshot_every must be > 0 (with fault.policy restart) and divide "
+        "checkpoint.every (fault.snapshot_every is {}, fault.policy {})",
+        what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
 // The folder `--resume latest` looks in, before the run folder exists.
@@ -127,7 +136,7 @@ void run_train(const TrainOptions& opt) {
   if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
-  refuse_checkpoints_across_processes(opt, config);
+  check_checkpoints_across_processes(opt, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;
@@ -139,7 +148,8 @@ void run_train(const TrainOptions& opt) {
 
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
-  const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment());
+  const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment(),
+                                    resume ? resume->manifest.step : -1);
   // Injected process exits name a node and fire in a supervised run's first attempt only.
   if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.fault))
     scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
@@ -180,13 +190,15 @@ void run_train(const TrainOptions& opt) {
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
   std::optional<TrainCheckpoints> checkpoints;
-  if (!cluster) {  // every stage model captures its state (CPU, CUDA); one process so far
+  // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
+  // every node's state from its snapshot store (check_checkpoints_across_processes).
+  if (!cluster || config.checkpoint.every > 0 || resume) {
     catch_sigterm();
     checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()), sigterm_received);
   }
   TrainingObserver& observer = checkpoints ? static_cast<TrainingObserver&>(*checkpoints) : log;
   if (checkpoints) job.checkpoints = &*checkpoints;
-  const TrainResult result = cluster ? *cluster->run(job, &log) : run_training(job, observer);
+  const TrainResult result = cluster ? *cluster->run(job, &observer) : run_training(job, observer);
   progress.finish();
 
   if (checkpoints && checkpoints->stopped_at()) {

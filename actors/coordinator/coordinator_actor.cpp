@@ -114,15 +114,40 @@ void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::Stag
     next_after_step(self);
 }
 
+// A run over several processes checkpoints from node 0's snapshot store only (its own
+// stages' snapshots and the copies of the others', actors/cluster/snapshot_keeper.hpp):
+// a stage in another process cannot hand its tensors over CAF.
+bool spans_processes(const CoordinatorState& st) {
+  for (int n : st.restarts.node_of_rank)
+    if (n != 0) return true;
+  return false;
+}
+
+// How long a checkpoint waits for the copies of other nodes' snapshots to arrive.
+constexpr auto kCopyWait = std::chrono::seconds(30);
+constexpr auto kCopyPoll = std::chrono::milliseconds(1);
+
 // Every stage's state after `steps_done` steps, to the hook: from the in-memory snapshots
-// when every stage holds that step, else asked of the stages.
-void capture_state(Self* self, std::int64_t steps_done, bool stop) {
+// when every stage holds that step (across processes: once the copies arrived, polled
+// every kCopyPoll), else asked of the stages.
+void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0) {
   auto& st = self->state;
   if (st.job->snapshots)
     if (auto held = st.job->snapshots->shards(steps_done)) {
       hand_over(self, steps_done, std::move(held->first), held->second, stop);
       return;
     }
+  if (st.job->snapshots && spans_processes(st)) {
+    if (polls * kCopyPoll < kCopyWait) {
+      self->delayed_send(self, kCopyPoll, capture_retry_atom::value, steps_done, stop, polls + 1,
+                         st.generation);
+      return;
+    }
+    fail(self, fmt::format("checkpoint after step {}: node 0 did not receive every other "
+                           "node's snapshot of that step within {} s",
+                           steps_done, std::chrono::duration<double>(kCopyWait).count()));
+    return;
+  }
   const std::size_t n = st.stages.size();
   auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
   auto pending = std::make_shared<std::size_t>(n);
@@ -363,6 +388,10 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
       },
       [=](stop_run_atom, const std::string& why) { fail(self, why); },
       [=](node_lost_atom, int node, const std::string& why) { on_node_lost(self, node, why); },
+      [=](capture_retry_atom, std::int64_t steps_done, bool stop, int polls, std::uint64_t generation) {
+        if (self->state.generation == generation && !self->state.recovering)
+          capture_state(self, steps_done, stop, polls);
+      },
       [=](NodeStages& stages) { on_node_rejoined(self, stages); },
       [=](rejoin_deadline_atom, int node, std::uint64_t generation) {
         on_rejoin_deadline(self, node, generation);

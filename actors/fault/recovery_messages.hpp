@@ -83,6 +83,9 @@ using stage_hang_atom = caf::atom_constant<caf::atom("stagehang")>;
 using node_lost_atom = caf::atom_constant<caf::atom("nodelost")>;
 /// The coordinator to itself, fault.rejoin_timeout_s after a node was lost.
 using rejoin_deadline_atom = caf::atom_constant<caf::atom("rjdeadline")>;
+/// The coordinator to itself: look again whether every node's snapshot of a checkpoint's
+/// step has arrived (coordinator_actor.cpp capture_state).
+using capture_retry_atom = caf::atom_constant<caf::atom("capretry")>;
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, TakeSnapshot> inspect(Inspector& f, T& x) {

@@ -50,7 +50,7 @@ std::vector<int> spread_ranks(const RunConfig& config, int nnodes) {
 }  // namespace
 
 ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
-                               const RunConfig& config)
+                               const RunConfig& config, std::int64_t resume_step)
     : spec_(spec) {
   node_of_rank_ = spread_ranks(config, spec.nnodes);
   const auto rdzv_timeout = ms_of(config.rendezvous.timeout_s);
@@ -81,7 +81,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     client_ = std::make_unique<RendezvousClient>(c);
     client_->join(static_cast<std::uint32_t>(spec.node_rank),
                   static_cast<std::uint32_t>(spec.nnodes), rdzv_timeout);
-    const NodeIdentity mine = identity_of(config);
+    const NodeIdentity mine = identity_of(config, resume_step);
     client_->set(fmt::format("identity/{}", spec.node_rank), mine.to_json());
     // Node 0 marks the job running once every node's stages are known: a node that joins
     // after that replaces a lost one (run_node.hpp) and compares itself with node 0 only.
@@ -152,7 +152,8 @@ std::optional<TrainResult> ClusterSession::run(const TrainingJob& job, TrainingO
 
 std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
                                              const std::optional<std::string>& token,
-                                             const RunConfig& config, const EnvLookup& env) {
+                                             const RunConfig& config, const EnvLookup& env,
+                                             std::int64_t resume_step) {
   const LaunchSpec spec = resolve_launch(flags, env);
   if (spec.nnodes == 1 && config.transport.kind != "ucx") return nullptr;
   std::string t = token.value_or("");
@@ -162,7 +163,7 @@ std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
     std::random_device random;
     t = fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
   }
-  return std::make_unique<ClusterSession>(spec, t, config);
+  return std::make_unique<ClusterSession>(spec, t, config, resume_step);
 }
 
 }  // namespace conveyor

@@ -20,8 +20,10 @@ namespace conveyor {
 
 class ClusterSession {
  public:
-  /// Hosts the store (node 0), joins, exchanges identities. Throws InputError.
-  ClusterSession(const LaunchSpec& spec, const std::string& token, const RunConfig& config);
+  /// Hosts the store (node 0), joins, exchanges identities (`resume_step`: the step of the
+  /// checkpoint this node resumes from, -1 none). Throws InputError.
+  ClusterSession(const LaunchSpec& spec, const std::string& token, const RunConfig& config,
+                 std::int64_t resume_step = -1);
   ~ClusterSession();
 
   int node() const { return spec_.node_rank; }
@@ -49,6 +51,7 @@ class ClusterSession {
 /// The token comes from `token` (--token), else the CONVEYOR_TOKEN variable.
 std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
                                              const std::optional<std::string>& token,
-                                             const RunConfig& config, const EnvLookup& env);
+                                             const RunConfig& config, const EnvLookup& env,
+                                             std::int64_t resume_step = -1);
 
 }  // namespace conveyor

@@ -54,7 +54,8 @@ std::string NodeIdentity::to_json() const {
   return nlohmann::json{{"conveyor", conveyor_version},
                         {"protocol", protocol_version},
                         {"config_hash", config_hash},
-                        {"config", config_yaml}}
+                        {"config", config_yaml},
+                        {"resume_step", resume_step}}
       .dump();
 }
 
@@ -66,14 +67,16 @@ NodeIdentity NodeIdentity::from_json(const std::string& text) {
     id.protocol_version = j.at("protocol").get<int>();
     id.config_hash = j.at("config_hash").get<std::string>();
     id.config_yaml = j.at("config").get<std::string>();
+    id.resume_step = j.at("resume_step").get<std::int64_t>();
     return id;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("rendezvous: a node's identity is not readable: ") + e.what());
   }
 }
 
-NodeIdentity identity_of(const RunConfig& config) {
+NodeIdentity identity_of(const RunConfig& config, std::int64_t resume_step) {
   NodeIdentity id;
+  id.resume_step = resume_step;
   id.conveyor_version = CONVEYOR_VERSION;
   id.protocol_version = kProtocolVersion;
   id.config_yaml = to_yaml(config);
@@ -90,6 +93,12 @@ std::optional<std::string> identity_mismatch(int node, const NodeIdentity& their
         "every node with the same build",
         node, theirs.conveyor_version, theirs.protocol_version, node0.conveyor_version,
         node0.protocol_version);
+  auto resuming = [](std::int64_t step) {
+    return step < 0 ? std::string("starts from scratch") : fmt::format("resumes after step {}", step);
+  };
+  if (theirs.resume_step != node0.resume_step)
+    return fmt::format("node {} {}, node 0 {}: give every node the same --resume", node,
+                       resuming(theirs.resume_step), resuming(node0.resume_step));
   if (theirs.config_hash == node0.config_hash && theirs.config_yaml == node0.config_yaml)
     return std::nullopt;
   const auto a = flat(theirs.config_yaml), b = flat(node0.config_yaml);

@@ -227,18 +227,21 @@ TEST_CASE("a checkpoint.dir that cannot be created exits 2 naming the key, befor
   CHECK_FALSE(fs::exists(out));
 }
 
-TEST_CASE("checkpoint.every with --nnodes 2 is refused naming the key, before any rendezvous") {
+TEST_CASE("checkpoint.every with --nnodes 2 but no snapshot at its steps is refused naming the keys, before any rendezvous") {
   TempDir dir;
   const std::string data = copy_english_text(dir);
   const fs::path out = dir.path() / "run";
-  std::vector<std::string> args{"train"};
-  for (const auto& a : plus(job_args(data, out.string(), {"checkpoint.every=2"}),
-                            {"--nnodes", "2", "--node-rank", "0", "--rdzv", "127.0.0.1:1"}))
-    args.push_back(a);
-  const auto r = run_conveyor(args);
-  CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "checkpoint.every: 2 with nnodes 2"));
-  CHECK_FALSE(fs::exists(out));
+  for (const std::string snapshots : {"fault.snapshot_every=3", "fault.snapshot_every=0"}) {
+    std::vector<std::string> args{"train"};
+    for (const auto& a : plus(job_args(data, out.string(), {"checkpoint.every=2", snapshots}),
+                              {"--nnodes", "2", "--node-rank", "0", "--rdzv", "127.0.0.1:1"}))
+      args.push_back(a);
+    const auto r = run_conveyor(args);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "checkpoint.every: 2 with nnodes 2"));
+    CHECK(contains(r.err, "fault.snapshot_every must be > 0"));
+    CHECK_FALSE(fs::exists(out));
+  }
 }
 
 

@@ -31,6 +31,20 @@ TEST_CASE("a differing config names each differing key with both values and both
   CHECK(why->find("devices.ids is [0, 1] on node 2, [] on node 0") != std::string::npos);
 }
 
+TEST_CASE("nodes resuming from different checkpoints (or one not resuming) stop the job naming both") {
+  RunConfig c;
+  const auto a = identity_of(c, 10), b = identity_of(c, 5), none = identity_of(c);
+  CHECK(NodeIdentity::from_json(a.to_json()).resume_step == 10);
+  CHECK_FALSE(identity_mismatch(1, a, identity_of(c, 10)));
+  const auto why = identity_mismatch(1, a, b);
+  REQUIRE(why);
+  CHECK(*why == "node 1 resumes after step 10, node 0 resumes after step 5: give every node the "
+                "same --resume");
+  const auto fresh = identity_mismatch(3, none, b);
+  REQUIRE(fresh);
+  CHECK(fresh->find("node 3 starts from scratch, node 0 resumes after step 5") == 0);
+}
+
 TEST_CASE("a different protocol version stops the job naming both versions") {
   RunConfig c;
   auto a = identity_of(c);

@@ -1,0 +1,114 @@
+// Checkpoints of a job over several processes: node 0 writes every node's stages from its
+// snapshot store (its own snapshots and the copies the other nodes send it), so a
+// checkpoint of 2 processes holds all 4 stages' shards; every node resumes its own stages
+// from it (one path for all: here one host), and a SIGTERM to node 0 checkpoints and ends
+// both processes cleanly. Resumed runs end with the one-process run's weights bit for bit,
+// also when the checkpoint of 2 processes resumes in one.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <signal.h>
+
+#include "actors/checkpoint/reader.hpp"
+#include "actors/checkpoint/filesystem.hpp"
+#include "tests/apps/multihost/multihost_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+constexpr int kSteps = 20;
+
+std::vector<std::string> job(const std::vector<std::string>& extra) {
+  auto args = tiny_job({"--set", "train.steps=" + std::to_string(kSteps), "--set",
+                        "rendezvous.timeout_s=20"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<NodeRun> two_nodes(const fs::path& out, const std::vector<std::string>& extra) {
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n) {
+    auto args = job(extra);
+    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", out.string()});
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "checkpoint-test"}}, {}});
+  }
+  return nodes;
+}
+
+const std::string& reference_weights(const TempDir& dir) {
+  static std::string weights;
+  if (weights.empty()) {
+    auto args = job({"--out", dir / "one"});
+    args.erase(args.begin());  // train_ok adds "train"
+    train_ok(args, 120);
+    weights = read_text(dir.path() / "one" / "weights.safetensors");
+  }
+  return weights;
+}
+
+}  // namespace
+
+TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 processes or in 1 ends with the same weights") {
+  TempDir dir;
+  const auto& want = reference_weights(dir);
+  const fs::path run = dir.path() / "run";
+  auto results = run_nodes(dir, two_nodes(run, {"--set", "checkpoint.every=5", "--set", "checkpoint.keep=10"}), 120);
+  require_all_ok(results);
+  CHECK(read_text(run / "weights.safetensors") == want);
+  for (int step : {5, 10, 15, 20}) {
+    const auto step_dir = run / "checkpoints" / fmt::format("step-{:06d}", step);
+    INFO(step_dir.string());
+    const auto manifest = conveyor::checkpoint::verify_checkpoint(
+        conveyor::checkpoint::posix_filesystem(), step_dir.string());
+    CHECK(manifest.shards.size() == 4);  // stages 2 and 3 ran on node 1
+  }
+
+  // Resumed after step 10, over 2 processes again (each node reads its own stages).
+  const fs::path again = dir.path() / "again";
+  const std::string from = (run / "checkpoints" / "step-000010").string();
+  results = run_nodes(dir, two_nodes(again, {"--resume", from}), 120);
+  require_all_ok(results);
+  CHECK(read_text(again / "weights.safetensors") == want);
+
+  // ... and in one process.
+  auto one = job({"--resume", from, "--out", dir / "one-resumed"});
+  one.erase(one.begin());
+  train_ok(one, 120);
+  CHECK(read_text(dir.path() / "one-resumed" / "weights.safetensors") == want);
+}
+
+TEST_CASE("SIGTERM to node 0 of 2 processes checkpoints, ends both with exit 0, and the resumed run ends bitwise identical") {
+  TempDir dir;
+  const auto& want = reference_weights(dir);
+  const fs::path run = dir.path() / "run";
+  auto nodes = two_nodes(run, {"--set", "checkpoint.every=100"});  // only the SIGTERM's
+  nodes[0].kill_when_node0_says = "step 6/";
+  nodes[0].kill_signal = SIGTERM;
+  auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  CHECK(results[0].err.find("SIGTERM: stopped after step") != std::string::npos);
+  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+
+  results = run_nodes(dir, two_nodes(run, {"--set", "checkpoint.every=100", "--resume", "latest"}), 120);
+  require_all_ok(results);
+  CHECK(read_text(run / "weights.safetensors") == want);
+}
+
+TEST_CASE("nodes that would resume from different checkpoints are stopped at start, naming both") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  auto results = run_nodes(dir, two_nodes(run, {"--set", "checkpoint.every=5", "--set", "checkpoint.keep=10"}), 120);
+  require_all_ok(results);
+  auto nodes = two_nodes(dir.path() / "bad", {});
+  nodes[0].args.insert(nodes[0].args.end(), {"--resume", (run / "checkpoints" / "step-000005").string()});
+  nodes[1].args.insert(nodes[1].args.end(), {"--resume", (run / "checkpoints" / "step-000010").string()});
+  results = run_nodes(dir, nodes, 60);
+  INFO("node 0:\n" << results[0].err);
+  CHECK(results[0].exit_code == 2);
+  CHECK(results[1].exit_code == 2);
+  CHECK(results[1].err.find("node 1 resumes after step 10, node 0 resumes after step 5") != std::string::npos);
+}

@@ -33,39 +33,40 @@ DeviceBuffer zeroed(std::size_t bytes, int device, cudaStream_t stream, const ch
 ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int device,
                        cudaStream_t stream)
     : master_fp32_(master_fp32), device_(device), stream_(stream) {
+  // The layout is the one record of where each parameter lives in the flat buffers; the
+  // snapshots this store takes share it.
+  auto layout = std::make_shared<FlatLayout>();
+  layout->f32 = master_fp32_;
   for (const Param& p : initial) {
     if (!p.value.defined() || p.value.dtype() != DType::f32 || !p.value.device().is_cpu())
       throw std::invalid_argument("ParamStore: parameter " + p.name + " must be f32 on cpu, got " +
                                   p.value.describe());
-    Meta m;
-    m.name = p.name;
-    m.shape = p.value.shape();
-    m.offset = total_;
-    m.numel = p.value.numel();
-    m.decay = p.decay;
-    total_ += round_up(m.numel);
-    meta_.push_back(std::move(m));
+    layout->entries.push_back({p.name, p.value.shape(), total_, p.value.numel()});
+    total_ += round_up(p.value.numel());
   }
+  layout->total = total_;
+  layout_ = layout;
+  const auto& meta = entries();
   const auto n = static_cast<std::size_t>(total_);
 
   // Host images of the flat buffers, padding zero.
   std::vector<float> host_f32(master_fp32_ ? n : 0, 0.0f);
   std::vector<std::uint16_t> host_bf16(n, 0);
-  for (std::size_t i = 0; i < meta_.size(); ++i) {
+  for (std::size_t i = 0; i < meta.size(); ++i) {
     const float* src = initial[i].value.f32();
-    const auto off = static_cast<std::size_t>(meta_[i].offset);
-    for (std::int64_t k = 0; k < meta_[i].numel; ++k) {
+    const auto off = static_cast<std::size_t>(meta[i].offset);
+    for (std::int64_t k = 0; k < meta[i].numel; ++k) {
       if (master_fp32_) host_f32[off + static_cast<std::size_t>(k)] = src[k];
       host_bf16[off + static_cast<std::size_t>(k)] = float_to_bf16_bits(src[k]);
     }
   }
 
   // Decay runs: run i ends where parameter i + 1 starts (its padding shares its flag).
-  std::vector<std::int64_t> ends(meta_.size());
-  std::vector<std::uint8_t> flags(meta_.size());
-  for (std::size_t i = 0; i < meta_.size(); ++i) {
-    ends[i] = i + 1 < meta_.size() ? meta_[i + 1].offset : total_;
-    flags[i] = meta_[i].decay ? 1 : 0;
+  std::vector<std::int64_t> ends(meta.size());
+  std::vector<std::uint8_t> flags(meta.size());
+  for (std::size_t i = 0; i < meta.size(); ++i) {
+    ends[i] = i + 1 < meta.size() ? meta[i + 1].offset : total_;
+    flags[i] = initial[i].decay ? 1 : 0;
   }
 
   const std::size_t moment_bytes = n * (master_fp32_ ? sizeof(float) : sizeof(bf16));
@@ -76,7 +77,7 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   v_ = zeroed(moment_bytes, device, stream, "AdamW second moments");
   decay_ends_ = DeviceBuffer(ends.size() * sizeof(std::int64_t), device, stream, "AdamW decay runs");
   decay_flags_ = DeviceBuffer(flags.size(), device, stream, "AdamW decay flags");
-  squares_ = DeviceBuffer(meta_.size() * sizeof(float), device, stream, "gradient squares");
+  squares_ = DeviceBuffer(meta.size() * sizeof(float), device, stream, "gradient squares");
 
   if (master_fp32_)
     CUDA_CHECK(cudaMemcpyAsync(master_.data(), host_f32.data(), n * sizeof(float),
@@ -88,12 +89,6 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   CUDA_CHECK(cudaMemcpyAsync(decay_flags_.data(), flags.data(), flags.size(),
                              cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host images go out of scope
-
-  auto layout = std::make_shared<FlatLayout>();
-  layout->total = total_;
-  layout->f32 = master_fp32_;
-  for (const Meta& m : meta_) layout->entries.push_back({m.name, m.shape, m.offset, m.numel});
-  layout_ = std::move(layout);
 }
 
 ParamStore::~ParamStore() {
@@ -108,9 +103,9 @@ ParamStore::~ParamStore() {
 
 std::vector<double> ParamStore::grad_squares() const {
   float* out = squares_.as<float>();
-  for (std::size_t i = 0; i < meta_.size(); ++i)
-    grad_square_sum(out + i, grad(i), meta_[i].numel, /*accumulate=*/false, stream_);
-  std::vector<float> host(meta_.size());
+  for (std::size_t i = 0; i < entries().size(); ++i)
+    grad_square_sum(out + i, grad(i), entries()[i].numel, /*accumulate=*/false, stream_);
+  std::vector<float> host(entries().size());
   CUDA_CHECK(cudaMemcpyAsync(host.data(), out, host.size() * sizeof(float),
                              cudaMemcpyDeviceToHost, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -128,7 +123,7 @@ void ParamStore::step(const AdamWConfig& config, double lr, float grad_scale) {
   hp.grad_scale = grad_scale;
   adamw_bias_corrections(hp, ++steps_);
   const DecayRuns runs{decay_ends_.as<std::int64_t>(), decay_flags_.as<std::uint8_t>(),
-                       static_cast<int>(meta_.size())};
+                       static_cast<int>(entries().size())};
   if (master_fp32_)
     adamw_update(master_.as<float>(), values_.as<bf16>(), grads_.as<float>(), m_.as<float>(),
                  v_.as<float>(), total_, hp, runs, stream_);
@@ -163,8 +158,8 @@ std::vector<NamedTensor> ParamStore::capture_state() const {
   // After every queued step and backward on the stream; the host images are complete.
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::vector<NamedTensor> out;
-  out.reserve(meta_.size() * (with_opt ? 3 : 1));
-  for (const Meta& meta : meta_) {
+  out.reserve(entries().size() * (with_opt ? 3 : 1));
+  for (const FlatLayout::Entry& meta : entries()) {
     out.push_back(NamedTensor{meta.name, piece(values, meta)});
     if (with_opt) {
       out.push_back(NamedTensor{opt_m_name(meta.name), piece(m, meta)});
@@ -186,35 +181,38 @@ void ParamStore::restore_state(const std::vector<NamedTensor>& tensors,
 
   std::vector<HostFlat> images;  // read by the queued copies: kept until the wait below
   images.reserve(3);
-  if (master_fp32_) {
-    images.push_back(queue_upload(found, &Found::value, master_, /*is_f32=*/true));
-    // The bf16 compute copy exactly as adamw_update writes it after a step: round to
-    // nearest even of the master on the device, so a restored model computes with the very
-    // bits the captured one did.
-    cast_f32_to_bf16(values_.as<bf16>(), master_.as<float>(), total_, stream_);
-  } else {
-    // Narrowed on the host (float_to_bf16_bits, RNE, bitwise the device's conversion); a
-    // captured bf16 value comes back unchanged since widening was exact.
-    images.push_back(queue_upload(found, &Found::value, values_, /*is_f32=*/false));
-  }
+  // Without a master, narrowed on the host (float_to_bf16_bits, RNE, bitwise the device's
+  // conversion); a captured bf16 value comes back unchanged since widening was exact.
+  images.push_back(queue_upload(found, &Found::value, master_fp32_ ? master_ : values_,
+                                /*is_f32=*/master_fp32_));
   if (with_opt) {
     images.push_back(queue_upload(found, &Found::m, m_, state_is_f32()));
     images.push_back(queue_upload(found, &Found::v, v_, state_is_f32()));
-  } else {
+  }
+  finish_restore(with_opt, optimizer_steps);
+}
+
+// After the uploads of a restore are queued on stream_: the bf16 compute copy exactly as
+// adamw_update writes it after a step (round to nearest even of the fp32 master, on the
+// device, so a restored model computes with the very bits the captured one did), moments
+// zeroed when none came, gradients zeroed; waits for all of it. As the CPU's
+// restore_param_state, the step count means nothing without moments.
+void ParamStore::finish_restore(bool with_moments, std::int64_t optimizer_steps) {
+  if (master_fp32_) cast_f32_to_bf16(values_.as<bf16>(), master_.as<float>(), total_, stream_);
+  if (!with_moments) {
     queue_zero(m_);
     queue_zero(v_);
   }
   queue_zero(grads_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
-  // As the CPU (restore_param_state): the step count means nothing without moments.
-  steps_ = with_opt ? optimizer_steps : 0;
+  steps_ = with_moments ? optimizer_steps : 0;
 }
 
 std::vector<ParamStore::Found> ParamStore::find_state(
     const std::vector<NamedTensor>& tensors) const {
   std::map<std::string_view, const Tensor*> by_name;
   for (const NamedTensor& t : tensors) by_name[t.name] = &t.tensor;  // the last of a name wins
-  auto find = [&](const std::string& name, const Meta& meta) -> const Tensor* {
+  auto find = [&](const std::string& name, const FlatLayout::Entry& meta) -> const Tensor* {
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw StateMismatch("missing tensor " + name);
     const Tensor& t = *it->second;
@@ -228,15 +226,15 @@ std::vector<ParamStore::Found> ParamStore::find_state(
   // Moments are restored when any of this stage's are given; then all are needed (a
   // partial optimizer state would silently restart some moments from zero).
   bool with_opt = false;
-  for (const Meta& meta : meta_)
+  for (const FlatLayout::Entry& meta : entries())
     with_opt = with_opt || by_name.count(opt_m_name(meta.name)) > 0 ||
                by_name.count(opt_v_name(meta.name)) > 0;
-  std::vector<Found> found(meta_.size());
-  for (std::size_t i = 0; i < meta_.size(); ++i) {
-    found[i].value = find(meta_[i].name, meta_[i]);
+  std::vector<Found> found(entries().size());
+  for (std::size_t i = 0; i < entries().size(); ++i) {
+    found[i].value = find(entries()[i].name, entries()[i]);
     if (with_opt) {
-      found[i].m = find(opt_m_name(meta_[i].name), meta_[i]);
-      found[i].v = find(opt_v_name(meta_[i].name), meta_[i]);
+      found[i].m = find(opt_m_name(entries()[i].name), entries()[i]);
+      found[i].v = find(opt_v_name(entries()[i].name), entries()[i]);
     }
   }
   return found;
@@ -251,10 +249,10 @@ ParamStore::HostFlat ParamStore::queue_upload(const std::vector<Found>& found,
     host.f32.assign(n, 0.0f);
   else
     host.bf16.assign(n, 0);
-  for (std::size_t i = 0; i < meta_.size(); ++i) {
+  for (std::size_t i = 0; i < entries().size(); ++i) {
     const float* src = (found[i].*pick)->f32();
-    const auto off = static_cast<std::size_t>(meta_[i].offset);
-    const auto count = static_cast<std::size_t>(meta_[i].numel);
+    const auto off = static_cast<std::size_t>(entries()[i].offset);
+    const auto count = static_cast<std::size_t>(entries()[i].numel);
     if (is_f32)
       std::memcpy(host.f32.data() + off, src, count * sizeof(float));
     else
@@ -334,23 +332,12 @@ void ParamStore::restore_snapshot(const StateSnapshot& snapshot) {
   auto upload = [&](DeviceBuffer& to, const void* from) {
     if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(to.data(), from, bytes, cudaMemcpyHostToDevice, stream_));
   };
-  if (master_fp32_) {
-    upload(master_, mine->values());
-    // The compute copy as adamw_update writes it (see restore_state).
-    cast_f32_to_bf16(values_.as<bf16>(), master_.as<float>(), total_, stream_);
-  } else {
-    upload(values_, mine->values());
-  }
+  upload(master_fp32_ ? master_ : values_, mine->values());
   if (mine->has_moments()) {
     upload(m_, mine->m());
     upload(v_, mine->v());
-  } else {
-    queue_zero(m_);
-    queue_zero(v_);
   }
-  queue_zero(grads_);
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  steps_ = mine->has_moments() ? snapshot.optimizer_steps() : 0;
+  finish_restore(mine->has_moments(), snapshot.optimizer_steps());
 }
 
 // ---- host images of flat buffers
@@ -372,10 +359,10 @@ void ParamStore::queue_download(const DeviceBuffer& flat, bool is_f32, HostFlat&
   CUDA_CHECK(cudaMemcpyAsync(dst, flat.data(), bytes, cudaMemcpyDeviceToHost, stream_));
 }
 
-Tensor ParamStore::piece(const HostFlat& host, const Meta& m) {
+Tensor ParamStore::piece(const HostFlat& host, const FlatLayout::Entry& e) {
   const bool f32 = !host.f32.empty();
   const void* block = f32 ? static_cast<const void*>(host.f32.data()) : host.bf16.data();
-  return flat_piece(block, f32, FlatLayout::Entry{m.name, m.shape, m.offset, m.numel});
+  return flat_piece(block, f32, e);
 }
 
 std::vector<NamedTensor> ParamStore::download_params(const DeviceBuffer& flat, bool is_f32) const {
@@ -383,8 +370,8 @@ std::vector<NamedTensor> ParamStore::download_params(const DeviceBuffer& flat, b
   queue_download(flat, is_f32, host);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::vector<NamedTensor> out;
-  out.reserve(meta_.size());
-  for (const Meta& m : meta_) out.push_back(NamedTensor{m.name, piece(host, m)});
+  out.reserve(entries().size());
+  for (const FlatLayout::Entry& m : entries()) out.push_back(NamedTensor{m.name, piece(host, m)});
   return out;
 }
 

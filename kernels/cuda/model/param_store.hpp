@@ -39,12 +39,12 @@ class ParamStore {
   ParamStore(const std::vector<Param>& initial, bool master_fp32, int device,
              cudaStream_t stream);
 
-  std::size_t size() const { return meta_.size(); }
-  const std::string& name(std::size_t i) const { return meta_[i].name; }
+  std::size_t size() const { return entries().size(); }
+  const std::string& name(std::size_t i) const { return entries()[i].name; }
 
   /// The bf16 weights the kernels read, and the f32 gradient (+=) of parameter i.
-  const bf16* value(std::size_t i) const { return values_.as<bf16>() + meta_[i].offset; }
-  float* grad(std::size_t i) const { return grads_.as<float>() + meta_[i].offset; }
+  const bf16* value(std::size_t i) const { return values_.as<bf16>() + entries()[i].offset; }
+  float* grad(std::size_t i) const { return grads_.as<float>() + entries()[i].offset; }
 
   /// Per-parameter sums of squared gradients (f32 on the device, deterministic); waits.
   std::vector<double> grad_squares() const;
@@ -101,12 +101,6 @@ class ParamStore {
   ParamStore& operator=(const ParamStore&) = delete;
 
  private:
-  struct Meta {
-    std::string name;
-    Shape shape;
-    std::int64_t offset = 0, numel = 0;
-    bool decay = true;
-  };
   // Host image of one flat buffer: f32, or bf16 bits (one of the two is filled).
   struct HostFlat {
     std::vector<float> f32;
@@ -118,8 +112,12 @@ class ParamStore {
   const DeviceBuffer& param_state_buffer() const { return master_fp32_ ? master_ : values_; }
   // Queues one copy of the whole of `flat` into `host`; the caller waits for the stream.
   void queue_download(const DeviceBuffer& flat, bool is_f32, HostFlat& host) const;
-  // Parameter m's elements of `host` as a fresh f32 host tensor (bf16 widened).
-  static Tensor piece(const HostFlat& host, const Meta& m);
+  // Parameter e's elements of `host` as a fresh f32 host tensor (bf16 widened).
+  static Tensor piece(const HostFlat& host, const FlatLayout::Entry& e);
+  // Every parameter's place in the flat buffers (the layout's entries, parameter order).
+  const std::vector<FlatLayout::Entry>& entries() const { return layout_->entries; }
+  // The tail every restore shares (see param_store.cpp).
+  void finish_restore(bool with_moments, std::int64_t optimizer_steps);
   // One parameter's tensors in a restore's input (m, v null when no moments are given).
   struct Found {
     const Tensor* value = nullptr;
@@ -138,7 +136,6 @@ class ParamStore {
   // Queues a zero fill of `flat` (all of it, padding included).
   void queue_zero(DeviceBuffer& flat) const;
 
-  std::vector<Meta> meta_;
   std::int64_t total_ = 0;  // padded element count of every flat buffer
   bool master_fp32_;
   int device_;

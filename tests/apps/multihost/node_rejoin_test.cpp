@@ -144,3 +144,33 @@ TEST_CASE("a supervised node that dies is started again by its supervisor and re
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
         read_text(dir.path() / "one" / "weights.safetensors"));
 }
+
+TEST_CASE("the middle node of 3 is killed and started again: node 2 reconnects to it too, same weights") {
+  TempDir dir;
+  auto reference = rejoin_job({"--set", "pipeline.stages=3", "--out", dir / "one"});
+  reference.erase(reference.begin());
+  train_ok(reference, 120);
+
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 3; ++n) {
+    auto args = rejoin_job({"--set", "pipeline.stages=3", "--set", "fault.rejoin_timeout_s=60"});
+    args.insert(args.end(), {"--nnodes", "3", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", dir / "run"});
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "rejoin-test-3"}}, {}});
+  }
+  nodes[1].kill_when_node0_says = "step 10/" + std::to_string(kSteps);
+  nodes[1].restart_after_kill = true;
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1, replacement:\n" << results[1].err);
+  INFO("node 2:\n" << results[2].err);
+  CHECK(results[1].killed_exit_code == 128 + SIGKILL);
+  require_all_ok(results);
+  const auto rows = recoveries(dir.path() / "run");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["fault"] == "node");
+  CHECK(rows[0]["stages"] == nlohmann::json::array({1}));
+  CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
+        read_text(dir.path() / "one" / "weights.safetensors"));
+}

@@ -88,6 +88,7 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StageRestored>("conveyor::StageRestored");
   cfg.add_message_type<SnapshotCopy>("conveyor::SnapshotCopy");
   cfg.add_message_type<RespawnStage>("conveyor::RespawnStage");
+  cfg.add_message_type<RebuildChannels>("conveyor::RebuildChannels");
   cfg.add_message_type<RestoreFromCopy>("conveyor::RestoreFromCopy");
 }
 

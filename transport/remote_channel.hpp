@@ -19,11 +19,30 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/tensor/tensor.hpp"
 
 namespace conveyor {
+
+/// What an operation fails with when a recovery rebuilt its edge under it (the round it
+/// belonged to is void): not a failure of the stage that started it.
+class ChannelReset : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// True when `e` holds a ChannelReset.
+inline bool is_channel_reset(std::exception_ptr e) {
+  try {
+    if (e) std::rethrow_exception(e);
+  } catch (const ChannelReset&) {
+    return true;
+  } catch (...) {
+  }
+  return false;
+}
 
 class RemoteChannel {
  public:

@@ -102,4 +102,36 @@ std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeS
 #endif
 }
 
+bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup) {
+  return !gpu_edges(job, setup).empty();
+}
+
+void rebuild_nccl_edges(const TrainingJob& job, const NodeSetup& setup, RendezvousClient& store,
+                        const StageLinks& links, std::uint32_t generation) {
+#if CONVEYOR_WITH_CUDA
+  // First every old communicator of this node goes (its stuck kernels end), then the
+  // new ones are joined one edge after the other in the global order.
+  for (const auto& [peer, channel] : links.channels)
+    if (auto* nccl = dynamic_cast<NcclRemoteChannel*>(channel.get())) nccl->abort_edges();
+  for (const GpuEdge& e : gpu_edges(job, setup)) {
+    const int from_node = setup.node_of_rank.at(e.from_rank);
+    const int to_node = setup.node_of_rank.at(e.to_rank);
+    if (from_node != setup.node && to_node != setup.node) continue;
+    const bool sending = from_node == setup.node;
+    auto* channel = dynamic_cast<NcclRemoteChannel*>(&links.channel_to(sending ? to_node : from_node));
+    if (!channel) throw std::logic_error("edge " + e.name + " has no NCCL channel to rebuild");
+    NcclEdge edge{.name = e.name,
+                  .device = job.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
+                  .timeout = setup.transport_timeout,
+                  .generation = generation};
+    if (sending)
+      channel->replace_sender(e.kind, e.boundary, connect_nccl_sender(store, edge));
+    else
+      channel->replace_receiver(e.kind, e.boundary, connect_nccl_receiver(store, edge));
+  }
+#else
+  (void)job, (void)setup, (void)store, (void)links, (void)generation;
+#endif
+}
+
 }  // namespace conveyor

@@ -31,4 +31,15 @@ namespace conveyor {
 std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
                                              RendezvousClient& store, std::shared_ptr<UcxHub> hub);
 
+/// True when some edge of the job is an NCCL edge (GPU stages of different nodes).
+bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup);
+
+/// A recovery: every NCCL edge of this node gets a new communicator of `generation`
+/// (keys nccl/<edge name>/<generation>), in the order every process follows; the old ones
+/// are aborted and what was queued on them fails with ChannelReset. Every node must call
+/// it with the same generation at about the same time (each edge's two ends meet).
+/// Throws NcclError / RendezvousError naming the edge.
+void rebuild_nccl_edges(const TrainingJob& job, const NodeSetup& setup, RendezvousClient& store,
+                        const StageLinks& links, std::uint32_t generation);
+
 }  // namespace conveyor

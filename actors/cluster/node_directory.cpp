@@ -110,14 +110,53 @@ caf::result<caf::actor> respawn(Self* self, const RespawnStage& r) {
   return failure(fmt::format("no node runs stage {}", r.rank));
 }
 
+// Every node's NCCL edges rebuilt: node 0's directory asks the others first (their
+// edges' other ends), then rebuilds its own (blocking: each edge's two ends meet), then
+// answers once all are done.
+caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
+  auto& st = self->state;
+  struct Pending {
+    caf::typed_response_promise<bool> promise;
+    std::size_t left = 0;
+    bool failed = false;
+  };
+  auto p = std::make_shared<Pending>(Pending{self->make_response_promise<bool>(), 1});
+  auto fail = [p](std::string why) {
+    if (p->failed) return;
+    p->failed = true;
+    p->promise.deliver(failure(std::move(why)));
+  };
+  if (r.forward)
+    for (auto& [node, d] : st.directories) {
+      if (node == st.node) continue;
+      ++p->left;
+      self->request(d, caf::infinite, RebuildChannels{r.generation, false})
+          .then([p](bool) {
+                  if (!p->failed && --p->left == 0) p->promise.deliver(true);
+                },
+                [self, fail, node = node](caf::error& e) {
+                  fail(fmt::format("node {}: {}", node, error_text(self->system(), e)));
+                });
+    }
+  try {
+    if (st.rebuild) st.rebuild(r.generation);
+  } catch (const std::exception& e) {
+    fail(fmt::format("node {} rebuilding its NCCL edges: {}", st.node, e.what()));
+    return p->promise;
+  }
+  if (!p->failed && --p->left == 0) p->promise.deliver(true);
+  return p->promise;
+}
+
 }  // namespace
 
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
-                             RespawnLocal respawn_local) {
+                             RespawnLocal respawn_local, RebuildEdges rebuild_edges) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
   self->state.respawn = std::move(respawn_local);
+  self->state.rebuild = std::move(rebuild_edges);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
@@ -136,6 +175,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
       },
       [=](coordinator_atom, caf::actor coordinator) { self->state.coordinator = std::move(coordinator); },
       [=](const RespawnStage& r) { return respawn(self, r); },
+      [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const PeerRejoined& peer) -> caf::result<bool> {
         if (!self->state.reconnect) return failure("this node does not take replacements");
         try {

@@ -33,6 +33,8 @@ using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
 using Reconnect = std::function<void(int node, const std::vector<std::uint8_t>& ucx_address)>;
 /// Spawns a replacement for this node's stage `rank`, fenced at `round_fence`.
 using RespawnLocal = std::function<caf::actor(int rank, std::int64_t round_fence)>;
+/// Rebuilds this node's NCCL edges with communicators of `generation`; blocks until done.
+using RebuildEdges = std::function<void(std::uint32_t generation)>;
 
 struct NodeDirectoryState {
   int ranks = 0;                      // pipeline ranks of the whole job
@@ -43,6 +45,7 @@ struct NodeDirectoryState {
   std::map<int, caf::actor> directories;          // every node's, by node
   Reconnect reconnect;               // null: replacements are refused
   RespawnLocal respawn;              // null: this node's stages are not respawned
+  RebuildEdges rebuild;              // null: this node has no NCCL edges
   int node = 0;                      // this directory's
   caf::actor coordinator;            // node 0, once it runs
   static inline const char* name = "node-directory";
@@ -51,6 +54,7 @@ struct NodeDirectoryState {
 /// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
 /// null: a failed stage of this node is not replaced.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
-                             NodeStages local, Reconnect reconnect, RespawnLocal respawn);
+                             NodeStages local, Reconnect reconnect, RespawnLocal respawn,
+                             RebuildEdges rebuild);
 
 }  // namespace conveyor

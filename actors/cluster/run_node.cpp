@@ -92,7 +92,7 @@ using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
 // a local stage that failed (and was not replaced), or a node that was lost (`relay`:
 // the liveness watch).
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::actor& node0,
-                  const LossRelay& relay, milliseconds grace) {
+                  const LossRelay& relay, milliseconds grace, bool respawns) {
   std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
   for (std::size_t i = 0; i < mine.actors.size(); ++i) {
     self->monitor(mine.actors[i]);
@@ -129,7 +129,15 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
     lost = std::move(why);
     node0_gone = true;  // node 0 ends the stages if it can; the grace bounds the wait
   };
-  while (alive > 0 && !waited_out) {
+  // A failed stage may come back (node 0's coordinator has this node respawn it): with
+  // respawns, wait for that as long as node 0 is there, even with no stage alive.
+  auto waiting_for_replacement = [&] {
+    if (!respawns) return false;
+    for (const auto& [rank, n] : unresolved)
+      if (n > 0) return true;
+    return false;
+  };
+  while ((alive > 0 || waiting_for_replacement()) && !waited_out) {
     if (!node0_gone)
       self->receive(on_down, on_replaced, on_lost);
     else
@@ -164,9 +172,9 @@ std::string describe_loss(const LivenessLoss& loss, const NodeSetup& setup, bool
                      fmt::join(loss.silent_ranks, ", "), loss.detail);
 }
 
-// In-memory snapshots and recovery across processes cover host-memory stages: a GPU
-// stage's edges to other processes are NCCL communicators, which a replacement cannot
-// join yet.
+// Buddy copies of snapshots on node 0, and with them the rejoin of a lost process, cover
+// host-memory stages: a GPU stage's state is too large to copy every step. GPU stages
+// recover in place (their NCCL edges rebuilt), from their own process's snapshots.
 bool all_cpu(const TrainingJob& job) {
   for (const auto& r : job.placement.ranks)
     if (!r.device.is_cpu()) return false;
@@ -175,8 +183,7 @@ bool all_cpu(const TrainingJob& job) {
 
 bool keeps_snapshots(const TrainingJob& job) {
   return job.recovery.snapshot_every > 0 &&
-         (job.recovery.policy == FaultPolicy::restart || job.on_nan == NanPolicy::rollback) &&
-         all_cpu(job);
+         (job.recovery.policy == FaultPolicy::restart || job.on_nan == NanPolicy::rollback);
 }
 
 std::vector<std::uint8_t> bytes_of(const std::vector<std::byte>& b) {
@@ -196,11 +203,12 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   TrainingJob resolved = job_in;
   const int ranks = static_cast<int>(resolved.placement.ranks.size());
   const bool snapshots = keeps_snapshots(resolved);
+  const bool copies = snapshots && all_cpu(resolved);  // node 0 keeps every node's snapshots
   // Node 0 keeps one more than the minimum: the copies of other nodes' snapshots arrive
   // a little after its own stages' snapshots; the others keep a margin beyond that.
   if (snapshots && !resolved.snapshots)
     resolved.snapshots = std::make_shared<SnapshotStore>(ranks, setup.node == 0 ? 3 : 4);
-  const bool rejoin = snapshots && resolved.recovery.policy == FaultPolicy::restart &&
+  const bool rejoin = copies && resolved.recovery.policy == FaultPolicy::restart &&
                       setup.rejoin_timeout.count() > 0 && setup.nnodes > 1;
   if (setup.rejoining && !rejoin)
     throw std::runtime_error(fmt::format(
@@ -301,7 +309,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
         caf::anon_send(caf::actor_cast<caf::actor>(w), stage_replaced_atom::value, rank, fresh);
       return fresh;
     };
-  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local);
+  // A recovery of GPU stages gives every NCCL edge a new communicator (RebuildChannels).
+  RebuildEdges rebuild;
+  if (snapshots && has_nccl_edges(*job, setup))
+    rebuild = [job, &setup, &store, links](std::uint32_t generation) {
+      rebuild_nccl_edges(*job, setup, store, *links, generation);
+    };
+  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild);
   mine.directory = directory;
   end.actors.push_back(directory);
   auto port = system.middleman().publish(directory, 0, setup.advertise_host.c_str());
@@ -337,7 +351,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     // Once node 0 is gone nothing can end these stages normally: a short grace covers
     // exits still in flight behind its last messages.
     watch_stages(self, mine, directories[0], relay,
-                 std::min(setup.transport_timeout, milliseconds(2000)));
+                 std::min(setup.transport_timeout, milliseconds(2000)),
+                 static_cast<bool>(respawn_local));
     watch.stop();
     hub->drain_sends(setup.transport_timeout);
     return std::nullopt;
@@ -357,9 +372,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   if (snapshots) {
     restarts.respawn = respawn_local;
     restarts.directory = directory;
-    auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
-    end.actors.push_back(keeper);
-    restarts.keeper = keeper;
+    restarts.rebuild_channels = has_nccl_edges(*job, setup);
+    restarts.remote_markers = !copies;
+    if (copies) {
+      auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
+      end.actors.push_back(keeper);
+      restarts.keeper = keeper;
+    }
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
   }
   auto coordinator = system.spawn(coordinator_actor, job, stages, observer, restarts);

@@ -57,7 +57,9 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
                                 edge_text(m), channel.name());
   channel.send(tag_of(m), m.tensor, links.timeout,
                [me = weak(self), what, round = m.round](Tensor, std::exception_ptr e) {
-                 if (e) tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e), round}));
+                 // An edge rebuilt by a recovery voided it: no failure of this stage.
+                 if (e && !is_channel_reset(e))
+                   tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e), round}));
                });
   self->send(st.peers.ranks.at(dest), std::move(header));
 }
@@ -89,7 +91,8 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
       tag_of(h), got, h.dtype, links.timeout,
       [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
         if (e) {
-          tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e), h.round}));
+          if (!is_channel_reset(e))
+            tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e), h.round}));
           return;
         }
         tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,

@@ -246,6 +246,7 @@ void finish_train_compute(Self* self) {
               auto& st = self->state;
               if (st.generation != generation) return;
               st.probe.done_received(done);
+              note_remote_snapshot(st, done.rank, done.step + 1);
               if (--*pending > 0) return;
               const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
               st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();

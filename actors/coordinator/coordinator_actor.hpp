@@ -55,6 +55,12 @@ struct StageRestarts {
   /// Node 0's directory: respawns a failed stage of another node whose process lives on
   /// (RespawnStage). Null: such a failure ends the run.
   caf::actor directory;
+  /// The stages of other nodes keep their snapshots to themselves (GPU stages: no copy to
+  /// node 0): the coordinator notes the steps they hold (SnapshotStore::put_marker).
+  bool remote_markers = false;
+  /// NCCL edges join stages of different nodes: every recovery rebuilds them on every
+  /// node (RebuildChannels through the directory) before the stages restore.
+  bool rebuild_channels = false;
 };
 
 namespace coordinator_flow {
@@ -96,6 +102,7 @@ struct CoordinatorState {
   std::map<int, AwaitedNode> awaiting;  // lost nodes, until their replacements announce
   std::set<int> rejoined;               // ranks to restore from node 0's copies
   int respawning = 0;                   // RespawnStage requests to other nodes not answered yet
+  std::uint32_t channel_generation = 0; // of the NCCL edges, bumped by each rebuild
   std::int64_t rolled_back_step = -1;   // the step a NaN rollback last replayed
   std::int64_t evaluated_through = -1;  // the train step the last finished eval followed
   static inline const char* name = "coordinator";

@@ -46,6 +46,9 @@ bool try_recover(Self* self, Failure failure);
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);
+/// A stage of another node that keeps its snapshots to itself (remote_markers) took one
+/// after `steps_done` steps when one was due (before its reply): node 0's store notes it.
+void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done);
 /// Drops rank's actor: one of this process is respawned at once; one of another process
 /// is respawned there (RespawnStage), or, when its process is lost (`lost_node`), waits
 /// for its node's replacement (coordinator_rejoin.cpp).

@@ -88,6 +88,14 @@ bool is_remote(const CoordinatorState& st, int rank) {
   return !nodes.empty() && nodes.at(static_cast<std::size_t>(rank)) != 0;
 }
 
+void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done) {
+  const auto every = st.job->recovery.snapshot_every;
+  if (!st.restarts.remote_markers || !st.job->snapshots || every <= 0 || steps_done % every != 0 ||
+      !is_remote(st, rank))
+    return;
+  st.job->snapshots->put_marker(rank, steps_done);
+}
+
 void replace_stage(Self* self, int rank, bool lost_node) {
   auto& st = self->state;
   auto& old = st.stages.at(static_cast<std::size_t>(rank));
@@ -149,9 +157,40 @@ bool try_recover(Self* self, Failure f) {
   return true;
 }
 
+namespace {
+
+void send_restores(Self* self);
+
+}  // namespace
+
 void restore_when_replaced(Self* self) {
   auto& st = self->state;
   if (!st.awaiting.empty() || st.respawning > 0) return;
+  if (!st.restarts.rebuild_channels) {
+    send_restores(self);
+    return;
+  }
+  // NCCL edges first: kernels stuck on the failed stage's edges end, and the replay's
+  // messages meet new communicators (NCCL matches by order, so the old ones cannot serve).
+  const auto generation = st.generation;
+  self->request(st.restarts.directory, caf::infinite,
+                RebuildChannels{++st.channel_generation, /*forward=*/true})
+      .then(
+          [=](bool) {
+            if (self->state.generation == generation) send_restores(self);
+          },
+          [=](caf::error& e) {
+            if (self->state.generation != generation) return;
+            fail(self, fmt::format("{}; recovering from it failed: rebuilding the NCCL edges: {}",
+                                   self->state.recovery->failure.reason,
+                                   error_text(self->system(), e)));
+          });
+}
+
+namespace {
+
+void send_restores(Self* self) {
+  auto& st = self->state;
   const PeerTable table{st.stages, st.restarts.keeper};
   for (auto& s : st.stages) self->send(s, table);
   const auto generation = st.generation;
@@ -188,6 +227,8 @@ void restore_when_replaced(Self* self) {
   }
 }
 
+}  // namespace
+
 void take_first_snapshot(Self* self, std::function<void()> then) {
   auto& st = self->state;
   if (!st.job->snapshots) {
@@ -199,7 +240,10 @@ void take_first_snapshot(Self* self, std::function<void()> then) {
   for (std::size_t r = 0; r < st.stages.size(); ++r)
     self->request(st.stages[r], caf::infinite, TakeSnapshot{st.step})
         .then(
-            [=](const SnapshotTaken&) {
+            [=](const SnapshotTaken& taken) {
+              auto& st = self->state;
+              if (st.restarts.remote_markers && is_remote(st, taken.rank))
+                st.job->snapshots->put_marker(taken.rank, taken.steps_done);
               if (--*pending == 0) (*next)();
             },
             [=](caf::error& e) {

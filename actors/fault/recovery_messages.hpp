@@ -14,6 +14,8 @@
 //   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
 //                                      is respawned there (node directories)
 //   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
+//   C → D0 → Dk  RebuildChannels{g}    GPU stages across processes: every node's NCCL
+//                                      edges get new communicators before the restore
 // The first four and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
@@ -67,6 +69,14 @@ struct RespawnStage {
   std::int64_t round_fence = 0;
 };
 
+/// To node 0's directory (`forward`: it passes it on to every other node's): rebuild this
+/// node's NCCL edges with communicators of `generation` (channel_setup.hpp); the reply
+/// comes once every node's are rebuilt.
+struct RebuildChannels {
+  std::uint32_t generation = 0;
+  bool forward = false;
+};
+
 /// To node 0's snapshot keeper (inside node 0): have `stage`, which runs rank `rank`,
 /// restore node 0's copy of its state per `restore`; `stage` answers the requester.
 struct RestoreRejoined {
@@ -110,6 +120,11 @@ wire::both_t<Inspector, T, StageRestored> inspect(Inspector& f, T& x) {
 template <class Inspector, class T>
 wire::both_t<Inspector, T, RespawnStage> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("RespawnStage"), x.rank, x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RebuildChannels> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RebuildChannels"), x.generation, x.forward);
 }
 
 template <class Inspector>

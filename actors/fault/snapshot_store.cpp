@@ -64,11 +64,18 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> Snap
   std::int64_t optimizer_steps = 0;
   for (int r = 0; r < ranks_; ++r) {
     auto s = get(r, steps_done);
-    if (!s) return std::nullopt;
+    if (!s || s->marker) return std::nullopt;
     out.push_back({r, {}, [s] { return s->tensors(); }});
     optimizer_steps = s->optimizer_steps();
   }
   return std::make_pair(std::move(out), optimizer_steps);
+}
+
+void SnapshotStore::put_marker(int rank, std::int64_t steps_done) {
+  StageStateSnapshot marker;
+  marker.steps_done = steps_done;
+  marker.marker = true;
+  put(rank, std::move(marker));
 }
 
 void SnapshotStore::discard_after(std::int64_t steps_done) {

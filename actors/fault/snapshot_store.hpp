@@ -28,6 +28,7 @@ namespace conveyor {
 struct StageStateSnapshot {
   std::int64_t steps_done = 0;  // completed train steps it reflects
   std::vector<std::shared_ptr<const StateSnapshot>> chunks;  // by chunk (StageWorker order)
+  bool marker = false;          // held in the stage's own process only (put_marker)
 
   /// AdamW's step count then (skipped steps excluded); chunks step together.
   std::int64_t optimizer_steps() const { return chunks.empty() ? 0 : chunks.front()->optimizer_steps(); }
@@ -45,12 +46,16 @@ class SnapshotStore {
   /// Stores `snapshot` for `rank`, replacing one of the same step; drops the oldest beyond
   /// `keep`. Throws std::out_of_range for a bad rank.
   void put(int rank, StageStateSnapshot snapshot);
+  /// Notes that `rank` holds its snapshot of `steps_done` in its own process (a GPU stage
+  /// of another node: node 0 keeps no copy): it counts for consistent_step(), it cannot be
+  /// restored from here (get() returns it with no chunks), and no checkpoint is made of it.
+  void put_marker(int rank, std::int64_t steps_done);
   /// The newest steps_done that every stage holds; nullopt when some stage has none.
   std::optional<std::int64_t> consistent_step() const;
   /// `rank`'s snapshot of `steps_done`; null when it has none.
   std::shared_ptr<const StageStateSnapshot> get(int rank, std::int64_t steps_done) const;
   /// Every stage's snapshot of `steps_done` as checkpoint shards (rank order), with the
-  /// optimizer step count; nullopt unless every stage holds it. The shards hold producers
+  /// optimizer step count; nullopt unless every stage holds it here (markers do not). The shards hold producers
   /// (StageShard::produce): a GPU snapshot is converted to named tensors (after its copy
   /// finished) where the checkpoint is written, on the writer's thread, not here.
   std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards(

@@ -1,6 +1,7 @@
 #include "transport/nccl/nccl_remote_channel.hpp"
 
 #include <deque>
+#include <utility>
 #include <exception>
 #include <stdexcept>
 #include <vector>
@@ -113,6 +114,66 @@ void NcclRemoteChannel::add_receiver(TagKind kind, std::int64_t edge,
   if (!sides_.emplace(Key{static_cast<int>(kind), edge}, std::move(side)).second)
     throw std::logic_error("nccl remote channel to " + peer_name_ + ": edge " +
                            std::to_string(edge) + " added twice");
+}
+
+NcclRemoteChannel::Side& NcclRemoteChannel::existing(TagKind kind, std::int64_t edge, bool sending) {
+  std::lock_guard lock(mutex_);
+  auto it = sides_.find(Key{static_cast<int>(kind), edge});
+  if (it == sides_.end() || (sending ? !it->second->tx : !it->second->rx))
+    throw std::logic_error("nccl remote channel to " + peer_name_ + ": no " +
+                           (sending ? "sending" : "receiving") + " edge " + std::to_string(edge) +
+                           " to replace");
+  return *it->second;
+}
+
+// Aborts `side`'s communicator and fails what is queued on it with ChannelReset; the
+// caller then installs the new end. REQUIRES: side.mutex held.
+void NcclRemoteChannel::reset(Side& side) {
+  side.abort();
+  const auto e = std::make_exception_ptr(
+      ChannelReset("nccl: edge '" + side.name + "' was rebuilt by a recovery"));
+  for (Side::Op& op : side.ops) {
+    side.free_events.push_back(op.event);
+    side.refused.emplace_back(std::move(op.done), e);
+  }
+  side.ops.clear();
+}
+
+void NcclRemoteChannel::abort_edges() {
+  std::vector<Side*> sides;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [key, side] : sides_) sides.push_back(side.get());
+  }
+  for (Side* side : sides) {
+    std::lock_guard lock(side->mutex);
+    reset(*side);
+  }
+  wake_.notify_one();
+}
+
+void NcclRemoteChannel::replace_sender(TagKind kind, std::int64_t edge,
+                                       std::unique_ptr<NcclSendChannel> tx) {
+  Side& side = existing(kind, edge, /*sending=*/true);
+  std::unique_ptr<NcclSendChannel> old;
+  {
+    std::lock_guard lock(side.mutex);
+    reset(side);
+    old = std::exchange(side.tx, std::move(tx));
+  }
+  wake_.notify_one();  // the failed operations are reported by the channel's thread
+}
+
+void NcclRemoteChannel::replace_receiver(TagKind kind, std::int64_t edge,
+                                         std::unique_ptr<NcclRecvChannel> rx) {
+  Side& side = existing(kind, edge, /*sending=*/false);
+  std::unique_ptr<NcclRecvChannel> old;
+  {
+    std::lock_guard lock(side.mutex);
+    reset(side);
+    old = std::exchange(side.rx, std::move(rx));
+  }
+  wake_.notify_one();
 }
 
 std::size_t NcclRemoteChannel::edges() const {

@@ -63,6 +63,17 @@ class NcclRemoteChannel final : public RemoteChannel {
   /// NCCL edges added (both directions).
   std::size_t edges() const;
 
+  /// A recovery: the edge's communicator is aborted (kernels stuck on a peer that failed
+  /// end), every operation still queued on it fails with ChannelReset, and `tx` / `rx` (a
+  /// new communicator, the next generation) carries the edge from now on. Throws
+  /// std::logic_error for an edge not added in that direction.
+  void replace_sender(TagKind kind, std::int64_t edge, std::unique_ptr<NcclSendChannel> tx);
+  void replace_receiver(TagKind kind, std::int64_t edge, std::unique_ptr<NcclRecvChannel> rx);
+  /// The first half of a recovery's rebuild, for every edge at once: aborts each
+  /// communicator and fails what is queued on it with ChannelReset (so that kernels stuck
+  /// on a peer that failed end before new communicators are made).
+  void abort_edges();
+
  private:
   struct Side;
   using Key = std::pair<int, std::int64_t>;  // (TagKind, edge)
@@ -71,6 +82,8 @@ class NcclRemoteChannel final : public RemoteChannel {
              std::chrono::milliseconds timeout, Done done);
   void run();
   bool progress(Side& side);
+  Side& existing(TagKind kind, std::int64_t edge, bool sending);
+  void reset(Side& side);
 
   std::shared_ptr<RemoteChannel> host_;
   std::string peer_name_;

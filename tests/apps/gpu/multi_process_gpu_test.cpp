@@ -1,6 +1,8 @@
 // GPU stages in two `conveyor train` processes (one GPU each, NCCL between them) train the
 // tiny config to weights.safetensors bitwise identical to one process driving both GPUs
-// (cuda-peer), in deterministic mode. Needs two GPUs and the conveyor binary beside this
+// (cuda-peer), in deterministic mode; so do two processes in which each stage crashes
+// once (respawned where it ran, every NCCL edge rebuilt, every stage restored from its
+// own process's snapshot). Needs two GPUs and the conveyor binary beside this
 // test (or CONVEYOR_BIN); runs from the repository root, as the other GPU suites.
 // Elsewhere it says "skipped: no GPU" (or what else is missing) and returns.
 #include <doctest/doctest.h>
@@ -19,15 +21,16 @@ std::vector<std::string> job(const fs::path& out) {
           "--set", "train.eval_every=0", "--set", "runtime.deterministic=true", "--out", out.string()};
 }
 
-}  // namespace
+// Runs the job in one process (2 GPUs) and in two (1 GPU each, `extra` added to both);
+// requires both to succeed and returns {one, two}'s weights and node 0's stderr.
+struct Runs {
+  std::string one, two, node0_err;
+};
 
-TEST_CASE("gpu: 2 processes x 1 GPU over NCCL train to the weights of 1 process x 2 GPUs bit for bit") {
-  const fs::path bin = two_gpus_and_binary();
-  if (bin.empty()) return;
+Runs one_and_two(const fs::path& bin, const std::string& name, const std::vector<std::string>& extra) {
   const fs::path dir = fs::temp_directory_path() /
-                       ("conveyor-multiproc-gpu-" + std::to_string(::getpid()));
+                       ("conveyor-multiproc-gpu-" + name + "-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-
   const auto one = wait_all({start(bin, job(dir / "one"), dir / "one.err")}, std::chrono::seconds(180));
   INFO("one process:\n" << read_file(dir / "one.err"));
   REQUIRE(one[0] == 0);
@@ -39,15 +42,36 @@ TEST_CASE("gpu: 2 processes x 1 GPU over NCCL train to the weights of 1 process 
     auto args = job(dir / "two");
     args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
                              "--token", "multi-process-gpu-test"});
+    args.insert(args.end(), extra.begin(), extra.end());
     pids.push_back(start(bin, args, dir / ("node" + std::to_string(n) + ".err")));
   }
   const auto codes = wait_all(pids, std::chrono::seconds(180));
   INFO("node 0:\n" << read_file(dir / "node0.err") << "\nnode 1:\n" << read_file(dir / "node1.err"));
   REQUIRE(codes[0] == 0);
   REQUIRE(codes[1] == 0);
-  const std::string a = read_file(dir / "one" / "weights.safetensors");
-  const std::string b = read_file(dir / "two" / "weights.safetensors");
-  REQUIRE(!a.empty());
-  CHECK_MESSAGE(a == b, "weights differ between 1 process x 2 GPUs and 2 processes x 1 GPU");
+  Runs r{read_file(dir / "one" / "weights.safetensors"), read_file(dir / "two" / "weights.safetensors"),
+         read_file(dir / "node0.err")};
+  REQUIRE(!r.one.empty());
   fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: 2 processes x 1 GPU over NCCL train to the weights of 1 process x 2 GPUs bit for bit") {
+  const fs::path bin = two_gpus_and_binary();
+  if (bin.empty()) return;
+  const Runs r = one_and_two(bin, "plain", {});
+  CHECK_MESSAGE(r.one == r.two, "weights differ between 1 process x 2 GPUs and 2 processes x 1 GPU");
+}
+
+TEST_CASE("gpu: a stage crash in either of 2 GPU processes recovers (NCCL edges rebuilt) to the same weights") {
+  const fs::path bin = two_gpus_and_binary();
+  if (bin.empty()) return;
+  // Stage 1 runs on node 1 (GPU 1), stage 0 on node 0 (GPU 0).
+  const Runs r = one_and_two(bin, "crash", {"--set", "fault.inject=[crash:stage=1:step=3,crash:stage=0:step=7]"});
+  INFO("node 0:\n" << r.node0_err);
+  CHECK(r.node0_err.find("recovered from a crash at step 3") != std::string::npos);
+  CHECK(r.node0_err.find("recovered from a crash at step 7") != std::string::npos);
+  CHECK_MESSAGE(r.one == r.two, "weights differ from the run without the crashes");
 }

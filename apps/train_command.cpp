@@ -106,6 +106,15 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig
         what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
+// Data-parallel replicas run in one process so far (config_validation.cpp refuses the rest).
+void refuse_data_parallel_across_processes(const TrainOptions& opt, const RunConfig& config) {
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  if (config.parallel.data > 1 && spec.nnodes > 1)
+    throw InputError(fmt::format("parallel.data: {}: parallel.data > 1: one process, CPU stages, "
+                                 "so far (nnodes {})",
+                                 config.parallel.data, spec.nnodes));
+}
+
 // The folder `--resume latest` looks in, before the run folder exists.
 std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
@@ -137,6 +146,7 @@ void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
   check_checkpoints_across_processes(opt, config);
+  refuse_data_parallel_across_processes(opt, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;

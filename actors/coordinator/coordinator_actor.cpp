@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/replica_weights.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
@@ -54,14 +55,23 @@ void gather_weights(Self* self) {
               auto& st = self->state;
               st.weights.push_back(std::move(reply));
               if (st.weights.size() < st.stages.size()) return;
-              std::vector<const ModelStageWeights*> all;
-              for (const auto& w : st.weights)
-                for (const auto& m : w.model_stages) all.push_back(&m);
-              std::sort(all.begin(), all.end(),
-                        [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
               TrainResult result;
-              for (const auto* m : all)
-                result.weights.insert(result.weights.end(), m->tensors.begin(), m->tensors.end());
+              if (st.job->replicas > 1) {
+                result.replica_weights = weights_by_replica(st.weights, st.job->replica_layout());
+                if (auto diff = replica_difference(result.replica_weights)) {
+                  fail(self, "data-parallel replicas ended with different weights: " + *diff);
+                  return;
+                }
+                result.weights = result.replica_weights.front();
+              } else {
+                std::vector<const ModelStageWeights*> all;
+                for (const auto& w : st.weights)
+                  for (const auto& m : w.model_stages) all.push_back(&m);
+                std::sort(all.begin(), all.end(),
+                          [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
+                for (const auto* m : all)
+                  result.weights.insert(result.weights.end(), m->tensors.begin(), m->tensors.end());
+              }
               result.final_loss = st.last_step.loss;
               result.final_val_loss = st.last_eval.val_loss;
               st.done.deliver(std::move(result));
@@ -148,7 +158,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
                            steps_done, std::chrono::duration<double>(kCopyWait).count()));
     return;
   }
-  const std::size_t n = st.stages.size();
+  // Replica 0's stages (actors 0 … P−1): replicas are identical, a checkpoint holds one copy.
+  const std::size_t n = st.job->placement.ranks.size();
   auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
   auto pending = std::make_shared<std::size_t>(n);
   auto optimizer_steps = std::make_shared<std::int64_t>(0);
@@ -204,7 +215,11 @@ void finish_eval(Self* self) {
 void finish_train_compute(Self* self) {
   auto& st = self->state;
   const auto& job = *st.job;
-  const double norm = global_grad_norm(st.reports);
+  // With replicas every replica's stage reports the squares of the same averaged gradients:
+  // replica 0's alone are the model's.
+  const double norm = job.replicas > 1
+                          ? global_grad_norm(first_replica(st.reports, job.replica_layout()))
+                          : global_grad_norm(st.reports);
   const float scale = clip_scale(norm, job.grad_clip);
   const double lr = job.lr.at(st.step);
   st.last_step = StepMetrics{};
@@ -366,11 +381,17 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   if (job->snapshots)
     st.budget.emplace(job->recovery.max_restarts, job->recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
+  // Every replica runs its stage's train actions; replica 0 alone evaluates (the others
+  // get an empty list), so the val loss is the one of a run without replicas.
+  const auto layout = job->replica_layout();
   for (std::size_t r = 0; r < stages.size(); ++r) {
+    const auto s = static_cast<std::size_t>(layout.stage_of(static_cast<int>(r)));
     st.train_plans.push_back(
-        std::make_shared<const std::vector<sched::Action>>(job->schedule.ranks.at(r)));
+        std::make_shared<const std::vector<sched::Action>>(job->schedule.ranks.at(s)));
     st.eval_plans.push_back(std::make_shared<const std::vector<sched::Action>>(
-        eval_actions(job->placement.ranks.at(r), job->eval_batches)));
+        layout.replica_of(static_cast<int>(r)) == 0
+            ? eval_actions(job->placement.ranks.at(s), job->eval_batches)
+            : std::vector<sched::Action>{}));
   }
   for (auto& s : stages) {
     self->monitor(s);

@@ -38,6 +38,14 @@ double global_grad_norm(const std::vector<StageReport>& reports) {
   return std::sqrt(sum);
 }
 
+std::vector<StageReport> first_replica(const std::vector<StageReport>& reports,
+                                       const ReplicaLayout& layout) {
+  std::vector<StageReport> out;
+  for (const auto& r : reports)
+    if (layout.replica_of(r.rank) == 0) out.push_back(r);
+  return out;
+}
+
 std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports) {
   std::vector<int> ranks;
   for (const auto& r : reports) {

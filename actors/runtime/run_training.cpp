@@ -13,6 +13,7 @@
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/runtime/replica_groups.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "actors/trace/hang_error.hpp"
 #include "actors/trace/watchdog.hpp"
@@ -24,9 +25,15 @@ namespace {
 trace::WaitForContext wait_for_context(const TrainingJob& job) {
   trace::WaitForContext c;
   c.placement = job.placement;
-  c.train_plans = job.schedule.ranks;
-  for (const auto& rank : job.placement.ranks)
-    c.eval_plans.push_back(eval_actions(rank, job.eval_batches));
+  // As the coordinator sends them: every replica its stage's train list, replica 0 alone
+  // the eval list.
+  const auto layout = job.replica_layout();
+  for (int a = 0; a < layout.actors(); ++a) {
+    const auto& rank = job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
+    c.train_plans.push_back(job.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
+    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, job.eval_batches)
+                                                     : std::vector<sched::Action>{});
+  }
   return c;
 }
 
@@ -61,19 +68,23 @@ std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const Trai
 
 TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) {
   TrainingJob resolved = job_in;
-  const int ranks_count = static_cast<int>(resolved.placement.ranks.size());
+  const int ranks_count = resolved.stage_actors();
   if (resolved.watchdog_timeout_s > 0 && !resolved.progress)
     resolved.progress = std::make_shared<trace::ProgressBoard>(ranks_count);
   if (!resolved.snapshots && resolved.recovery.snapshot_every > 0 &&
       (resolved.recovery.policy == FaultPolicy::restart ||
                               resolved.on_nan == NanPolicy::rollback))
     resolved.snapshots = std::make_shared<SnapshotStore>(ranks_count);
+  if (resolved.replicas > 1 && !resolved.replica_groups)
+    resolved.replica_groups = std::make_shared<ReplicaGroups>(
+        resolved.replicas, std::chrono::milliseconds(static_cast<std::int64_t>(
+                               resolved.collective_timeout_s * 1000)));
   auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);  // before any stage computes
   caf::actor_system_config cfg;
   // Stage actors are detached (a thread each); the scheduler runs only the coordinator
   // and the blocking caller, so two threads suffice.
-  const auto ranks = job->placement.ranks.size();
+  const auto ranks = static_cast<std::size_t>(job->stage_actors());
   cfg.set("scheduler.max-threads", job->detached_stages ? 2 : ranks + 2);
   if (!job->detached_stages) {  // stay awake longer between messages
     cfg.set("work-stealing.aggressive-poll-attempts", 10000);
@@ -82,7 +93,7 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   caf::actor_system system{cfg};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;
-  for (int r = 0; r < static_cast<int>(job->placement.ranks.size()); ++r)
+  for (int r = 0; r < job->stage_actors(); ++r)
     stages.push_back(job->detached_stages
                          ? system.spawn<caf::detached>(stage_actor, job, r, epoch)
                          : system.spawn(stage_actor, job, r, epoch));

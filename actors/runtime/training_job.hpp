@@ -9,6 +9,7 @@
 #include "actors/coordinator/checkpoint_hook.hpp"
 #include "actors/fault/snapshot_store.hpp"
 #include "actors/placement.hpp"
+#include "actors/replica_placement.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "actors/stage/stage_worker.hpp"
 #include "actors/trace/message_fault.hpp"
@@ -19,6 +20,8 @@
 #include "kernels/optim/lr_schedule.hpp"
 
 namespace conveyor {
+
+class ReplicaGroups;  // actors/runtime/replica_groups.hpp
 
 /// fault.on_nan: what a step whose loss or gradient norm is not finite does: stop the run,
 /// drop that step's update, or restore every stage to its last snapshot and replay the
@@ -38,9 +41,15 @@ struct RecoverySettings {
 
 struct TrainingJob {
   GptConfig model;
-  Placement placement;
-  sched::Schedule schedule;  // compute actions per rank
-  StageData data;
+  Placement placement;       // one replica's pipeline
+  sched::Schedule schedule;  // compute actions per rank of one replica
+  StageData data;            // micro_batches: the step's global count, over all replicas
+  // parallel.data: replicas of the pipeline, R·P stage actors (actors/replica_placement.hpp);
+  // each replica runs `schedule` on data.micro_batches / replicas micro-batches.
+  int replicas = 1;
+  // The replicas' stage groups (gradient averaging): made by run_training when replicas > 1.
+  std::shared_ptr<ReplicaGroups> replica_groups;
+  double collective_timeout_s = 60;  // joining a replica group; each gradient average
   AdamWConfig adamw;
   LrSchedule lr;
   double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
@@ -68,6 +77,25 @@ struct TrainingJob {
   double watchdog_timeout_s = 0;  // deadline of every action and wait; 0: no watchdog
   std::shared_ptr<trace::ProgressBoard> progress;  // set by run_training with a watchdog
   std::shared_ptr<MessageFault> fault;             // tests only: loses stage messages
+
+  ReplicaLayout replica_layout() const {
+    return ReplicaLayout{replicas, static_cast<int>(placement.ranks.size())};
+  }
+  /// Stage actors of the run: every replica's pipeline ranks.
+  int stage_actors() const { return replica_layout().actors(); }
+  /// What actor `actor` computes with: its rank placement and its replica's share of data.
+  RankPlacement actor_placement(int actor) const {
+    return replica_rank_placement(placement, replica_layout(), actor);
+  }
+  StageData actor_data(int actor) const {
+    if (replicas == 1) return data;
+    const auto share =
+        micro_batch_share(data.micro_batches, replicas, replica_layout().replica_of(actor));
+    StageData d = data;
+    d.micro_batches = share.count;
+    d.first_micro_batch = share.first;
+    return d;
+  }
 
   std::int64_t tokens_per_step() const {
     return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;
@@ -118,7 +146,10 @@ class TrainingObserver {
 };
 
 struct TrainResult {
-  std::vector<NamedTensor> weights;  // the whole model, in global parameter order
+  std::vector<NamedTensor> weights;  // the whole model, in global parameter order (replica 0)
+  // parallel.data > 1: every replica's whole model, by replica (weights is the first);
+  // empty with one replica. Replicas step on identical gradients: these must be bitwise equal.
+  std::vector<std::vector<NamedTensor>> replica_weights;
   double final_loss = 0.0;
   double final_val_loss = 0.0;
 };

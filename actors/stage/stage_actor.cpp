@@ -11,6 +11,8 @@
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/runtime/replica_groups.hpp"
+#include "actors/stage/replica_gradients.hpp"
 #include "actors/stage/stage_snapshot.hpp"
 
 namespace conveyor {
@@ -35,7 +37,10 @@ void drive(Self* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
-    const int dest = st.job->placement.chunk_of(m.to_model_stage).rank;
+    // The stage of this replica that holds the model stage (actors/replica_placement.hpp).
+    const auto layout = st.job->replica_layout();
+    const int dest = layout.actor(layout.replica_of(st.worker->rank()),
+                                  st.job->placement.chunk_of(m.to_model_stage).rank);
     if (st.job->fault && st.job->fault->poison(m, st.worker->rank())) put_nan(m.tensor);
     st.probe->sending(m, dest);
     if (dest == st.worker->rank()) {
@@ -101,9 +106,17 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
   auto& st = self->state;
   st.job = job;
   guarded(self, [&] {
-    st.worker = std::make_unique<StageWorker>(job->model, job->placement.ranks.at(rank),
-                                              job->placement.model_stages(), job->data, epoch,
-                                              job->make_model);
+    st.worker = std::make_unique<StageWorker>(job->model, job->actor_placement(rank),
+                                              job->placement.model_stages(),
+                                              job->actor_data(rank), epoch, job->make_model);
+    // Data parallelism: join this stage's replica group; blocks until its R ranks, each on
+    // a thread of its own, have joined.
+    if (job->replica_groups) {
+      const auto layout = job->replica_layout();
+      st.worker->set_replica_group(job->replica_groups->join(
+          layout.stage_of(rank), layout.replica_of(rank),
+          replica_bucket_layout(st.worker->gradients())));
+    }
     const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               epoch.time_since_epoch()).count();
     st.probe = std::make_unique<trace::StageProbe>(

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "actors/stage/nvtx_range.hpp"
+#include "actors/stage/replica_gradients.hpp"
 #include "actors/trace/message_fault.hpp"
 
 namespace conveyor {
@@ -169,7 +170,8 @@ void StageWorker::run_ready(const Outbox& outbox) {
 
 MicroBatch StageWorker::batch_for(int micro_batch) const {
   const bool train = plan_->phase == Phase::train;
-  SampleKey key{data_.seed, train ? plan_->step : 0, micro_batch, train ? 0u : 1u};
+  SampleKey key{data_.seed, train ? plan_->step : 0,
+                train ? data_.first_micro_batch + micro_batch : micro_batch, train ? 0u : 1u};
   return sample_micro_batch(*data_.corpus, train ? data_.splits.train : data_.splits.val, key,
                             data_.micro_batch_size, model_.seq_len);
 }
@@ -216,7 +218,9 @@ void StageWorker::forward(const sched::Action& a, Chunk& c, const Outbox& outbox
   StageForward out = c.model->forward(input, last ? batch.targets : Tensor{}, train);
   if (train) stash_.emplace(key, std::move(out.stash));
   if (last) {
-    report_.losses.emplace_back(a.micro_batch, out.loss);
+    // Keyed by the step's global micro-batch: the coordinator averages every replica's.
+    report_.losses.emplace_back(train ? data_.first_micro_batch + a.micro_batch : a.micro_batch,
+                                out.loss);
   } else {
     outbox(PipeMessage{PipeKind::activation, plan_->round, plan_->step, plan_->phase,
                        a.micro_batch, ms, ms + 1, std::move(out.activation)});
@@ -260,6 +264,10 @@ StageReport StageWorker::take_report() {
         "{}: plan finished with {} stashed activations and {} unconsumed messages", where(),
         stash_.size(), activations_.size() + gradients_.size()));
   if (plan_->phase == Phase::train) {
+    if (replica_group_) {
+      auto grads = gradients();
+      average_across_replicas(*replica_group_, grads);
+    }
     for (const auto& c : chunks_) {
       report_.grad_squares.push_back(ModelStageGradSquares{c.model_stage, c.model->grad_squares()});
     }
@@ -267,6 +275,12 @@ StageReport StageWorker::take_report() {
   last_round_ = plan_->round;
   plan_.reset();
   return std::move(report_);
+}
+
+std::vector<std::vector<Tensor>> StageWorker::gradients() {
+  std::vector<std::vector<Tensor>> out;
+  for (auto& c : chunks_) out.push_back(c.model->gradients());
+  return out;
 }
 
 void StageWorker::discard_gradients() {

@@ -27,6 +27,7 @@
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/stage_model.hpp"
+#include "transport/collective/gradient_all_reduce.hpp"
 #include "transport/tensor_channel.hpp"
 
 namespace conveyor {
@@ -47,6 +48,10 @@ struct StageData {
   std::uint64_t seed = 0;
   std::int64_t micro_batch_size = 1;
   int micro_batches = 1;  // per train step: the loss is their mean
+  // Data parallelism (actors/replica_placement.hpp): this replica's train micro-batch i is
+  // the step's global micro-batch first_micro_batch + i (its data and its loss's key);
+  // micro_batches is then this replica's share. 0 with one replica.
+  int first_micro_batch = 0;
   DType activation_dtype = DType::f32;  // of activations and gradients between stages
 };
 
@@ -124,6 +129,14 @@ class StageWorker {
   /// fault.inject slow: asked for extra time before each compute action (null: none).
   void set_fault(std::shared_ptr<MessageFault> fault) { fault_ = std::move(fault); }
 
+  /// Data parallelism: the group of this stage's replicas. The gradients of every train
+  /// plan are then averaged across it when the plan finishes, before take_report() squares
+  /// them, so the report holds the averaged gradients' squares. Null (one replica): nothing
+  /// is averaged, the code path of a run without replicas.
+  void set_replica_group(std::unique_ptr<GradientAllReduce> group) { replica_group_ = std::move(group); }
+  /// Every chunk's gradient tensors (handles), by chunk: the replica group's buckets.
+  std::vector<std::vector<Tensor>> gradients();
+
   /// Stashed activations now held (micro-batches with forward done, backward pending).
   std::size_t stashed() const { return stash_.size(); }
 
@@ -165,6 +178,7 @@ class StageWorker {
   StageReport report_;
   ActionListener* listener_ = nullptr;
   std::shared_ptr<MessageFault> fault_;
+  std::unique_ptr<GradientAllReduce> replica_group_;
 };
 
 }  // namespace conveyor

@@ -137,7 +137,8 @@ void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const A
   r.action = static_cast<std::uint8_t>(a.kind);
   r.chunk = static_cast<std::uint8_t>(a.chunk);
   r.cause = plan_record_;
-  const auto& chunks = placement_.ranks.at(static_cast<std::size_t>(rank_)).chunks;
+  // Ranks past the placement are other data-parallel replicas of its stages (replica-major).
+  const auto& chunks = placement_.ranks.at(static_cast<std::size_t>(rank_) % placement_.ranks.size()).chunks;
   if (a.chunk >= 0 && a.chunk < static_cast<int>(chunks.size())) {
     const int ms = chunks[a.chunk].model_stage;
     const bool f = a.kind == sched::ActionKind::F;

@@ -82,18 +82,22 @@ WaitForGraph build_wait_for_graph(const std::vector<StageSnapshot>& stages,
       }
       continue;
     }
-    const auto& chunks = c.placement.ranks.at(static_cast<std::size_t>(s.rank)).chunks;
+    // Data-parallel replicas: rank s.rank is stage s.rank % P of the replica whose first
+    // stage is `base` (actors/replica_placement.hpp); it waits for stages of that replica.
+    const int pipeline = static_cast<int>(c.placement.ranks.size());
+    const int base = s.rank - s.rank % pipeline;
+    const auto& chunks = c.placement.ranks.at(static_cast<std::size_t>(s.rank % pipeline)).chunks;
     const int ms = chunks.at(static_cast<std::size_t>(a.chunk)).model_stage;
     const int last = c.placement.model_stages() - 1;
     Need& need = needs[static_cast<std::size_t>(s.rank)];
     if (a.kind == sched::ActionKind::F && ms > 0) {
       need = Need{true, false, a.micro_batch};
       const auto& from = c.placement.chunk_of(ms - 1);
-      need.from_rank = from.rank, need.from_chunk = from.chunk;
+      need.from_rank = base + from.rank, need.from_chunk = from.chunk;
     } else if (sched::is_input_backward(a.kind) && ms < last) {
       need = Need{true, true, a.micro_batch};
       const auto& from = c.placement.chunk_of(ms + 1);
-      need.from_rank = from.rank, need.from_chunk = from.chunk;
+      need.from_rank = base + from.rank, need.from_chunk = from.chunk;
     }
     if (!need.exists) {
       g.lines.push_back(fmt::format("stage {} is ready to run {} of {} but has not started it "

@@ -22,6 +22,7 @@ namespace conveyor::trace {
 struct WaitForContext {
   std::vector<std::vector<sched::Action>> train_plans;  // per rank, as the coordinator sends
   std::vector<std::vector<sched::Action>> eval_plans;
+  // One replica's pipeline; ranks past it are data-parallel replicas (replica-major).
   Placement placement;
 };
 

@@ -65,6 +65,12 @@ std::vector<ConfigKey> build_keys() {
       KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
       partition_config_key(),  // pipeline.partition: a name or a list
 
+      KEY(parallel.data,
+          "data-parallel replicas of the pipeline; each takes pipeline.micro_batches / "
+          "parallel.data micro-batches of every step, gradients are averaged across them "
+          "(one process, CPU stages, fault.policy abort, so far)",
+          at_least(1)),
+
       KEY(train.steps, "optimizer steps", at_least(1)),
       KEY(train.lr, "peak learning rate", greater_than(0)),
       KEY(train.lr_min, "learning rate at the end of the cosine decay (<= train.lr)",

@@ -7,6 +7,49 @@
 
 namespace conveyor {
 
+namespace {
+
+// parallel.data: R must divide the step's micro-batches; R > 1 runs in one process on CPU
+// stages without stage restarts or tracing so far (what is refused names what to set).
+std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
+  using std::to_string;
+  const std::int64_t R = c.parallel.data;
+  if (c.pipeline.micro_batches % R != 0)
+    return ConfigProblem{"parallel.data",
+                         to_string(R) + " does not divide pipeline.micro_batches " +
+                             to_string(c.pipeline.micro_batches) +
+                             " (each replica takes pipeline.micro_batches / parallel.data "
+                             "micro-batches of every step)",
+                         "pipeline.micro_batches"};
+  if (R == 1) return std::nullopt;
+  const std::string so_far = to_string(R) + ": parallel.data > 1: one process, CPU stages, so far";
+  if (c.devices.kind != "cpu")
+    return ConfigProblem{"parallel.data", so_far + " (devices.kind is " + c.devices.kind + ")",
+                         "devices.kind"};
+  if (c.transport.kind == "ucx")
+    return ConfigProblem{"parallel.data", so_far + " (transport.kind ucx runs stages in "
+                                          "processes of their own)",
+                         "transport.kind"};
+  if (c.fault.policy == "restart")
+    return ConfigProblem{"parallel.data", to_string(R) +
+                                              ": parallel.data > 1 does not restart stages yet "
+                                              "(set fault.policy: abort)",
+                         "fault.policy"};
+  if (c.fault.on_nan == "rollback")
+    return ConfigProblem{"parallel.data", to_string(R) +
+                                              ": parallel.data > 1 does not roll back yet "
+                                              "(set fault.on_nan: abort or skip)",
+                         "fault.on_nan"};
+  if (c.trace.enabled)
+    return ConfigProblem{"parallel.data", to_string(R) +
+                                              ": parallel.data > 1 is not traced yet (set "
+                                              "trace.enabled: false)",
+                         "trace.enabled"};
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
   using std::to_string;
   const auto& m = c.model;
@@ -21,9 +64,11 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              to_string(m.layers) + " (every stage needs at least one layer)",
                          "model.layers"};
   const auto& pl = c.pipeline;
+  if (auto p = check_data_parallel(c)) return p;
   try {
+    // Each replica runs the schedule on its share of the step's micro-batches.
     sched::validate_spec(sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages),
-                                             static_cast<int>(pl.micro_batches),
+                                             static_cast<int>(pl.micro_batches / c.parallel.data),
                                              static_cast<int>(pl.virtual_stages)});
   } catch (const InputError& e) {
     return ConfigProblem{"pipeline.schedule", e.what(), ""};

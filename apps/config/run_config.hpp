@@ -21,6 +21,12 @@ struct PipelineSection {
   std::vector<std::int64_t> partition_blocks;  // the list, when partition_mode is explicit
 };
 
+struct ParallelSection {
+  // parallel.data: data-parallel replicas of the pipeline; each takes
+  // pipeline.micro_batches / data of every step (one process, CPU stages, so far)
+  std::int64_t data = 1;
+};
+
 struct TrainSection {
   std::int64_t steps = 200;                 // train.steps
   double lr = 3e-3;                         // train.lr (peak)
@@ -97,6 +103,7 @@ struct RunConfig {
   GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
   std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
   PipelineSection pipeline;
+  ParallelSection parallel;
   TrainSection train;
   DataSection data;
   DevicesSection devices;

@@ -23,6 +23,8 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.data.seed = config.train.seed;
   job.data.micro_batch_size = config.pipeline.micro_batch_size;
   job.data.micro_batches = static_cast<int>(config.pipeline.micro_batches);
+  job.replicas = static_cast<int>(config.parallel.data);
+  job.collective_timeout_s = config.transport.timeout_s;
 
   const PartitionChoice partition = choose_partition(config);
   auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),

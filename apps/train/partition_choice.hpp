@@ -24,7 +24,8 @@ struct PartitionChoice {
   std::optional<sched::PartitionResult> search;  // auto only: the evaluations behind it
 };
 
-/// The schedule spec of pipeline.*.
+/// The schedule spec of pipeline.*: one replica's, whose micro-batches are its share
+/// pipeline.micro_batches / parallel.data of every step.
 sched::ScheduleSpec schedule_spec_of(const RunConfig& config);
 
 /// Layer costs for planning: a short CPU profile (layer_profiler.hpp) when devices.kind is

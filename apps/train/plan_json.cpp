@@ -23,6 +23,22 @@ nlohmann::json plan_json(const TrainingJob& job) {
                       {"layers", layers},
                       {"chunks", chunks}});
   }
+  // Every replica's stage actors (actors/replica_placement.hpp): replica-major numbering.
+  json replicas = json::array();
+  const auto layout = job.replica_layout();
+  for (int r = 0; r < layout.replicas; ++r) {
+    json actors = json::array();
+    for (int s = 0; s < layout.stages; ++s) {
+      const RankPlacement rank = job.actor_placement(layout.actor(r, s));
+      const auto share = micro_batch_share(job.data.micro_batches, layout.replicas, r);
+      actors.push_back({{"stage", rank.rank},
+                        {"pipeline_stage", s},
+                        {"device", rank.device.str()},
+                        {"first_micro_batch", share.first},
+                        {"micro_batches", share.count}});
+    }
+    replicas.push_back({{"replica", r}, {"stages", actors}});
+  }
   json blocks_per_stage = json::array();
   for (int s = 0; s < job.placement.model_stages(); ++s)
     blocks_per_stage.push_back(job.placement.chunk_of(s).slice.num_blocks);
@@ -33,7 +49,9 @@ nlohmann::json plan_json(const TrainingJob& job) {
           {"partition", job.partition},
           {"blocks_per_stage", blocks_per_stage},
           {"partition_reason", job.partition_reason},
-          {"placement", stages}};
+          {"placement", stages},
+          {"data_parallel", job.replicas},
+          {"replicas", replicas}};
 }
 
 }  // namespace conveyor

@@ -11,7 +11,12 @@ namespace conveyor {
 /// {"schedule", "stages", "micro_batches", "virtual_stages",
 ///  "partition" (uniform | explicit | auto), "blocks_per_stage" (per model stage),
 ///  "partition_reason" (what was chosen and why),
-///  "placement": [{"stage", "replica", "device", "layers", "chunks": [...]}]}
+///  "placement": [{"stage", "replica", "device", "layers", "chunks": [...]}] (replica 0),
+///  "data_parallel" (parallel.data, R),
+///  "replicas": [{"replica", "stages": [{"stage" (its actor, r·P + s), "pipeline_stage",
+///               "device", "first_micro_batch", "micro_batches"}]}]}
+/// "micro_batches" is one replica's share per step (the schedule's), the placement's layers
+/// are the same on every replica.
 nlohmann::json plan_json(const TrainingJob& job);
 
 }  // namespace conveyor

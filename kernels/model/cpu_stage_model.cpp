@@ -30,6 +30,12 @@ std::vector<double> CpuStageModel::grad_squares() const {
   return squares;
 }
 
+std::vector<Tensor> CpuStageModel::gradients() {
+  std::vector<Tensor> grads;
+  for (const auto& p : model_.params()) grads.push_back(p.grad);
+  return grads;
+}
+
 void CpuStageModel::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
   model_.zero_grads();

@@ -16,6 +16,7 @@ class CpuStageModel : public StageModel {
   Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override;
   void backward_weight(StageStash& stash) override;
   std::vector<double> grad_squares() const override;
+  std::vector<Tensor> gradients() override;
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
   void discard_gradients() override;
   std::vector<NamedTensor> weights() const override;

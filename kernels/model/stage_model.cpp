@@ -13,6 +13,10 @@ void StageModel::restore_state(const std::vector<NamedTensor>& /*tensors*/,
   throw std::logic_error("this stage model's training state cannot be restored");
 }
 
+std::vector<Tensor> StageModel::gradients() {
+  throw std::logic_error("this stage model's gradients cannot be averaged across replicas");
+}
+
 std::shared_ptr<const StateSnapshot> StageModel::snapshot() const {
   return std::make_shared<TensorStateSnapshot>(capture_state(), optimizer_steps());
 }

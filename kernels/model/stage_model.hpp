@@ -33,6 +33,10 @@ class StageModel {
 
   /// Sum of squared gradients per parameter, in parameter order (for the global norm).
   virtual std::vector<double> grad_squares() const = 0;
+  /// Handles to the accumulated weight gradients, in parameter order: written in place when
+  /// a stage's gradients are averaged across its data-parallel replicas (issue 9). The
+  /// default throws std::logic_error: a model whose gradients cannot be reached that way.
+  virtual std::vector<Tensor> gradients();
   /// AdamW on every parameter (grads scaled by grad_scale first), then zero the grads.
   virtual void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) = 0;
   /// Zero the grads without an update (a skipped step): parameters, moments and the AdamW

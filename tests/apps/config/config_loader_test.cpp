@@ -68,7 +68,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
   for (const char* name :
        {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.vocab",
         "pipeline.stages", "pipeline.schedule", "pipeline.micro_batches",
-        "pipeline.micro_batch_size", "train.steps", "train.lr", "train.lr_min",
+        "pipeline.micro_batch_size", "parallel.data", "train.steps", "train.lr", "train.lr_min",
         "train.warmup_steps", "train.seed", "train.weight_decay", "train.beta1", "train.beta2",
         "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format",
         "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
@@ -82,7 +82,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 51);
+  CHECK(config_keys().size() == 52);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

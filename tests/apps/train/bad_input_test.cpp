@@ -134,6 +134,30 @@ TEST_CASE("a bad config key or value exits 2 with one error line naming it, and 
   });
 }
 
+TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and writes nothing") {
+  check_all_rejected({
+      bad_set("zero replicas", {"parallel.data=0"}, {"parallel.data", "0"}),
+      bad_set("negative replicas", {"parallel.data=-2"}, {"parallel.data", "-2"}),
+      bad_set("replicas not dividing the micro-batches",
+              {"parallel.data=3", "fault.policy=abort"},
+              {"parallel.data", "3", "pipeline.micro_batches", "8"}),
+      bad_set("replicas with stage restarts", {"parallel.data=2"},
+              {"parallel.data", "2", "fault.policy"}),
+      bad_set("replicas on GPU stages", {"parallel.data=2", "fault.policy=abort", "devices.kind=cuda"},
+              {"parallel.data", "one process, CPU stages, so far"}),
+      bad_set("replicas with NaN rollback",
+              {"parallel.data=2", "fault.policy=abort", "fault.on_nan=rollback"},
+              {"parallel.data", "fault.on_nan"}),
+      {"replicas over several processes",
+       [](const TempDir&, auto& args, auto& want) {
+         args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=abort",
+                                  "--nnodes", "2", "--node-rank", "0", "--rdzv",
+                                  "127.0.0.1:1"});
+         want = {"parallel.data", "one process, CPU stages, so far", "nnodes 2"};
+       }},
+  });
+}
+
 TEST_CASE("a bad data file exits 2 with one error line naming the file, and writes nothing") {
   check_all_rejected({
       {"missing data file",

@@ -1,0 +1,48 @@
+#include "actors/runtime/replica_groups.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "transport/collective/gloo/gloo_gradient_all_reduce.hpp"
+
+namespace conveyor {
+
+ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout)
+    : replicas_(replicas), timeout_(timeout) {
+  if (replicas < 2)
+    throw std::invalid_argument("ReplicaGroups: " + std::to_string(replicas) + " replicas");
+  std::random_device random;
+  const std::string token =
+      fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  RendezvousServerOptions s;
+  s.host = "127.0.0.1";
+  s.port = 0;
+  s.token = token;
+  s.log = [](std::string_view line) { fmt::print(stderr, "replica groups: {}\n", line); };
+  server_ = std::make_unique<RendezvousServer>(s);
+  RendezvousClientOptions c;
+  c.host = "127.0.0.1";
+  c.port = server_->port();
+  c.token = token;
+  client_ = std::make_unique<RendezvousClient>(c);
+}
+
+ReplicaGroups::~ReplicaGroups() = default;
+
+std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
+                                                       const BucketLayout& layout) {
+  GlooGroupOptions o;
+  o.group = StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
+                       .size = replicas_, .generation = 0};
+  o.layout = layout;
+  o.reduction = Reduction::average;
+  o.listen_address = "127.0.0.1";
+  o.timeout = timeout_;
+  return std::make_unique<GlooGradientAllReduce>(*client_, std::move(o));
+}
+
+}  // namespace conveyor

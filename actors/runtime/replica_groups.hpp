@@ -1,0 +1,45 @@
+#pragma once
+// The stage groups of a data-parallel run in one process (parallel.data: R, issue 9): one
+// Gloo group per pipeline stage, named "stage <s>", whose ranks are that stage's R replicas
+// (rank = replica). The ranks find each other through a rendezvous store of this process
+// alone: a loopback server on an ephemeral port with a random token, so two jobs on one
+// host never meet. Every rank uses the one client (the groups poll it and never block on it,
+// transport/collective/store_polling.hpp says why that is safe).
+//
+// What must hold: the R stage actors of a stage call join() at the same time on threads of
+// their own (each call blocks until all R have joined or `timeout` passed), with the same
+// layout. A group is built once per run: no generation other than 0 so far (a failed
+// stage ends the run; fault.policy restart is refused with R > 1).
+// Thread-safety: join() from any thread.
+#include <chrono>
+#include <memory>
+
+#include "transport/collective/gradient_all_reduce.hpp"
+#include "transport/rendezvous/client.hpp"
+#include "transport/rendezvous/server.hpp"
+
+namespace conveyor {
+
+class ReplicaGroups {
+ public:
+  /// Starts the store. REQUIRES: replicas >= 2. Throws RendezvousError when it cannot.
+  ReplicaGroups(int replicas, std::chrono::milliseconds timeout);
+  ~ReplicaGroups();
+  ReplicaGroups(const ReplicaGroups&) = delete;
+  ReplicaGroups& operator=(const ReplicaGroups&) = delete;
+
+  /// Rank `replica` of pipeline stage `stage`'s group, averaging buckets of `layout`.
+  /// Throws CollectiveTimeout naming the replicas that did not join, CollectiveError when
+  /// they declared different layouts.
+  std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout);
+
+  int replicas() const { return replicas_; }
+
+ private:
+  int replicas_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<RendezvousServer> server_;
+  std::unique_ptr<RendezvousClient> client_;
+};
+
+}  // namespace conveyor

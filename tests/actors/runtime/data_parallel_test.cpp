@@ -1,0 +1,86 @@
+// Data parallelism in one process (parallel.data, issue 9): R replicas of a P-stage
+// pipeline, each on its share of every step's micro-batches, gradients averaged per stage
+// across the replicas, train to the loss curve of one replica on the whole batch (within
+// fp32 rounding: the gradient sums are grouped differently) and end bitwise identical.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "actors/runtime/run_training.hpp"
+#include "tests/actors/support/tiny_job.hpp"
+
+using namespace conveyor;
+using namespace conveyor::testing;
+
+namespace {
+
+constexpr int kStages = 2;
+constexpr int kMicroBatches = 4;
+constexpr std::int64_t kSteps = 20;
+
+TrainingJob job_with(int replicas, const std::string& schedule = "1f1b") {
+  TinyJobOptions o;
+  o.stages = kStages;
+  o.micro_batches = kMicroBatches;
+  o.steps = kSteps;
+  o.schedule = schedule;
+  TrainingJob job = tiny_job(o);
+  // Each replica's schedule runs its share; the job's micro_batches stay the global count.
+  job.schedule = make_pipeline_layout(
+                     sched::ScheduleSpec{schedule, kStages, kMicroBatches / replicas, 1}, o.layers)
+                     .schedule;
+  job.replicas = replicas;
+  job.eval_every = 10;
+  return job;
+}
+
+double relative(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-30); }
+
+}  // namespace
+
+TEST_CASE("2 replicas of a 2-stage pipeline follow the loss curve of one replica within 1e-6 and end bitwise identical") {
+  RecordingObserver one_obs, two_obs;
+  const TrainResult one = run_training(job_with(1), one_obs);
+  const TrainResult two = run_training(job_with(2), two_obs);
+  CHECK(one.replica_weights.empty());  // one replica: the path of a run without replicas
+
+  REQUIRE(one_obs.steps.size() == kSteps);
+  REQUIRE(two_obs.steps.size() == kSteps);
+  double worst_loss = 0, worst_norm = 0;
+  for (std::int64_t s = 0; s < kSteps; ++s) {
+    CAPTURE(s);
+    const double loss = relative(two_obs.steps[s].loss, one_obs.steps[s].loss);
+    const double norm = relative(two_obs.steps[s].grad_norm, one_obs.steps[s].grad_norm);
+    worst_loss = std::max(worst_loss, loss);
+    worst_norm = std::max(worst_norm, norm);
+    CHECK(loss <= 1e-6);
+    CHECK(norm <= 1e-5);
+  }
+  MESSAGE("R=2 against R=1 over " << kSteps << " steps: worst relative loss difference "
+                                  << worst_loss << ", gradient norm " << worst_norm);
+  // The first step starts from the same weights on the same data: the same losses, bitwise.
+  CHECK(two_obs.steps[0].loss == one_obs.steps[0].loss);
+  REQUIRE(two_obs.evals.size() == one_obs.evals.size());
+  for (std::size_t e = 0; e < one_obs.evals.size(); ++e)
+    CHECK(relative(two_obs.evals[e].val_loss, one_obs.evals[e].val_loss) <= 1e-6);
+
+  REQUIRE(two.replica_weights.size() == 2);
+  CHECK(same_bits(two.replica_weights[0], two.replica_weights[1]));
+  CHECK(same_bits(two.weights, two.replica_weights[0]));
+  REQUIRE(two.weights.size() == one.weights.size());
+  for (std::size_t i = 0; i < one.weights.size(); ++i) CHECK(two.weights[i].name == one.weights[i].name);
+}
+
+TEST_CASE("4 replicas of a gpipe pipeline, one micro-batch each, follow one replica's loss curve") {
+  RecordingObserver one_obs, four_obs;
+  run_training(job_with(1, "gpipe"), one_obs);
+  const TrainResult four = run_training(job_with(4, "gpipe"), four_obs);
+  REQUIRE(four_obs.steps.size() == one_obs.steps.size());
+  for (std::size_t s = 0; s < one_obs.steps.size(); ++s) {
+    CAPTURE(s);
+    CHECK(relative(four_obs.steps[s].loss, one_obs.steps[s].loss) <= 1e-6);
+  }
+  REQUIRE(four.replica_weights.size() == 4);
+  for (int r = 1; r < 4; ++r) CHECK(same_bits(four.replica_weights[0], four.replica_weights[r]));
+}

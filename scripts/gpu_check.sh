@@ -8,6 +8,8 @@
 #      multiproc, not in the default: GPU stages in two processes over NCCL;
 #      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots);
 #      STEPS (default 10) steps per training benchmark.
+# Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
+# (the host gradient all-reduce of parallel.data; the GPU machine has neither).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -204,10 +204,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   const int ranks = static_cast<int>(resolved.placement.ranks.size());
   const bool snapshots = keeps_snapshots(resolved);
   const bool copies = snapshots && all_cpu(resolved);  // node 0 keeps every node's snapshots
-  // Node 0 keeps one more than the minimum: the copies of other nodes' snapshots arrive
-  // a little after its own stages' snapshots; the others keep a margin beyond that.
+  // With copies, node 0 keeps one more than the minimum (the copies of other nodes'
+  // snapshots arrive a little after its own stages' snapshots) and the others a margin
+  // beyond that. Without (GPU stages: node 0 notes their steps as they reply, no lag) the
+  // minimum: a GPU stage's snapshot is its whole state in pinned host memory.
   if (snapshots && !resolved.snapshots)
-    resolved.snapshots = std::make_shared<SnapshotStore>(ranks, setup.node == 0 ? 3 : 4);
+    resolved.snapshots =
+        std::make_shared<SnapshotStore>(ranks, !copies ? 2 : setup.node == 0 ? 3 : 4);
   const bool rejoin = copies && resolved.recovery.policy == FaultPolicy::restart &&
                       setup.rejoin_timeout.count() > 0 && setup.nnodes > 1;
   if (setup.rejoining && !rejoin)

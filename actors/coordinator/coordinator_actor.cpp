@@ -324,7 +324,7 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
       st.restarts.respawn) {
     // Its transfers to a lost node broke: replaced within the recovery under way.
     st.recovery->failure.respawn.push_back(rank);
-    replace_stage(self, rank, /*lost_node=*/false);
+    replace_stage(self, rank, /*lost_why=*/nullptr);
     return;
   }
   if (st.started && !st.finishing && !st.recovering &&

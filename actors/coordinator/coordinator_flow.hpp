@@ -50,9 +50,9 @@ bool is_remote(const CoordinatorState& st, int rank);
 /// after `steps_done` steps when one was due (before its reply): node 0's store notes it.
 void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done);
 /// Drops rank's actor: one of this process is respawned at once; one of another process
-/// is respawned there (RespawnStage), or, when its process is lost (`lost_node`), waits
-/// for its node's replacement (coordinator_rejoin.cpp).
-void replace_stage(Self* self, int rank, bool lost_node);
+/// is respawned there (RespawnStage), or, when its process is lost (`lost_why`: how it
+/// was lost), waits for its node's replacement (coordinator_rejoin.cpp).
+void replace_stage(Self* self, int rank, const std::string* lost_why);
 /// Once no replacement is awaited: every stage aborts the round and loads the snapshot.
 void restore_when_replaced(Self* self);
 

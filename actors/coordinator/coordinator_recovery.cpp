@@ -96,7 +96,7 @@ void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_don
   st.job->snapshots->put_marker(rank, steps_done);
 }
 
-void replace_stage(Self* self, int rank, bool lost_node) {
+void replace_stage(Self* self, int rank, const std::string* lost_why) {
   auto& st = self->state;
   auto& old = st.stages.at(static_cast<std::size_t>(rank));
   self->demonitor(old);
@@ -106,7 +106,7 @@ void replace_stage(Self* self, int rank, bool lost_node) {
     self->monitor(old);
     return;
   }
-  if (!lost_node) {
+  if (!lost_why) {
     ++st.respawning;
     const auto generation = st.generation;
     self->request(st.restarts.directory, caf::infinite, RespawnStage{rank, st.round})
@@ -131,9 +131,11 @@ void replace_stage(Self* self, int rank, bool lost_node) {
   auto [it, first] = st.awaiting.try_emplace(node);
   it->second.ranks.push_back(rank);
   if (first) {
-    it->second.why = st.recovery->failure.reason;
+    it->second.why = *lost_why;
     self->delayed_send(self, st.restarts.rejoin_timeout, rejoin_deadline_atom::value, node,
                        st.generation);
+    st.observer->on_node_lost(node, it->second.why,
+                              std::chrono::duration<double>(st.restarts.rejoin_timeout).count());
   }
 }
 
@@ -152,7 +154,8 @@ bool try_recover(Self* self, Failure f) {
   st.reports.clear();
   st.recovery = std::make_shared<PendingRecovery>(PendingRecovery{f, st.step, *restored, detected});
   st.respawning = 0;
-  for (int r : f.respawn) replace_stage(self, r, f.fault == "node");
+  const std::string* lost = f.fault == "node" ? &st.recovery->failure.reason : nullptr;
+  for (int r : f.respawn) replace_stage(self, r, lost);
   restore_when_replaced(self);
   return true;
 }

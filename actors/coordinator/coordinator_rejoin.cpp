@@ -39,9 +39,8 @@ void on_node_lost(Self* self, int node, const std::string& why) {
     for (int r : ranks) {
       f.stages.push_back(r);
       f.respawn.push_back(r);
-      replace_stage(self, r, /*lost_node=*/true);
+      replace_stage(self, r, &why);
     }
-    st.awaiting[node].why = why;
     return;
   }
   if (!try_recover(self, Failure{"node", ranks, ranks, why})) fail(self, why);

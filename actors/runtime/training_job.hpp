@@ -143,6 +143,9 @@ class TrainingObserver {
   virtual void on_eval(const EvalMetrics&) = 0;
   /// After a recovery, before the replay starts.
   virtual void on_recovery(const RecoveryEvent&) {}
+  /// A process of the job was lost and its replacement is awaited for `wait_s` seconds
+  /// (fault.rejoin_timeout_s): the run is waiting, not hung.
+  virtual void on_node_lost(int /*node*/, const std::string& /*why*/, double /*wait_s*/) {}
 };
 
 struct TrainResult {

@@ -105,6 +105,14 @@ void MetricsLog::on_recovery(const RecoveryEvent& e) {
       e.restored_step));
 }
 
+void MetricsLog::on_node_lost(int node, const std::string& why, double wait_s) {
+  append({{"event", "node_lost"}, {"node", node}, {"reason", why}, {"rejoin_timeout_s", wait_s}});
+  progress_.note(fmt::format(
+      "{}; waiting up to {:.0f} s (fault.rejoin_timeout_s) for node {} to be started again with "
+      "the same command: it rejoins, and the run goes on from the newest snapshot",
+      why, wait_s, node));
+}
+
 void MetricsLog::event(const nlohmann::json& row) { append(row); }
 
 double MetricsLog::mean_tokens_per_s() const {

@@ -28,6 +28,8 @@ class MetricsLog final : public TrainingObserver {
   void on_eval(const EvalMetrics& m) override;
   /// A `recovery` row, and a line on the progress display.
   void on_recovery(const RecoveryEvent& e) override;
+  /// A progress note saying what the run waits for, and a `node_lost` row.
+  void on_node_lost(int node, const std::string& why, double wait_s) override;
   /// Any other row; REQUIRES: row has an "event" key.
   void event(const nlohmann::json& row);
 

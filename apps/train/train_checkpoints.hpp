@@ -59,6 +59,9 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   }
   void on_eval(const EvalMetrics& m) override { metrics_.on_eval(m); }
   void on_recovery(const RecoveryEvent& e) override { metrics_.on_recovery(e); }
+  void on_node_lost(int node, const std::string& why, double wait_s) override {
+    metrics_.on_node_lost(node, why, wait_s);
+  }
 
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;

@@ -64,6 +64,14 @@ TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one
   require_all_ok(results);  // node 0 ran through; the replacement ended normally
   CHECK(results[1].err.find("this process replaces the lost node") != std::string::npos);
   CHECK(results[0].err.find("recovered from a lost process") != std::string::npos);
+  // While it waited, node 0 said what for (a progress note and a node_lost row).
+  CHECK(results[0].err.find("waiting up to 60 s (fault.rejoin_timeout_s) for node 1 to be "
+                            "started again") != std::string::npos);
+  bool lost_row = false;
+  for (auto& row : read_jsonl(dir.path() / "run" / "metrics.jsonl"))
+    if (row.value("event", "") == "node_lost")
+      lost_row = row["node"] == 1 && row["rejoin_timeout_s"] == 60.0;
+  CHECK(lost_row);
 
   const auto rows = recoveries(dir.path() / "run");
   REQUIRE(rows.size() == 1);
@@ -73,7 +81,9 @@ TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one
   CHECK(std::ranges::find(respawned, 2) != respawned.end());
   CHECK(std::ranges::find(respawned, 3) != respawned.end());
   CHECK(rows[0]["stages"] == nlohmann::json::array({2, 3}));
-  CHECK(rows[0]["restored_step"].get<int>() >= 9);  // lost at most about a step
+  // Node 0 holds a copy once all its bytes arrived: typically the step before the loss
+  // (9 or 10 here), further back only when copies lag on a loaded machine.
+  CHECK(rows[0]["restored_step"].get<int>() >= 6);
   CHECK(rows[0]["restored_step"].get<int>() <= rows[0]["step"].get<int>());
   MESSAGE("lost at step " << rows[0]["step"] << ", restored step " << rows[0]["restored_step"]
                           << ", " << rows[0]["recovery_ms"] << " ms from detection to the replay "

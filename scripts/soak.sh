@@ -85,16 +85,21 @@ start=$SECONDS
   2> "$OUT/faulted.log" > /dev/null
 elapsed=$(( SECONDS - start ))
 
+# Prints the recovery rows of FILE as a table; sets `summary` to their median and worst.
+report_recoveries() {
+  echo "fault                 step  restored  recovery_ms"
+  sed -E 's/.*"fault":"([a-z]+)".*"recovery_ms":([0-9.]+).*"restored_step":([0-9]+).*"step":([0-9]+).*/\1 \4 \3 \2/' \
+    "$1" | awk '{printf "%-20s %5d %9d %12.1f\n", $1, $2, $3, $4}'
+  summary=$(sed -E 's/.*"recovery_ms":([0-9.]+).*/\1/' "$1" | sort -g |
+    awk '{v[NR]=$1} END {if (NR == 0) {print "none"; exit}
+         m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+         printf "median %.1f ms, worst %.1f ms", m, v[NR]}')
+}
+
 # Every recovery row of every attempt (a resumed attempt appends to metrics.jsonl).
 grep -h '"event":"recovery"' "$OUT"/faulted*/metrics.jsonl > "$OUT/recoveries.jsonl" || true
 recoveries=$(wc -l < "$OUT/recoveries.jsonl")
-echo "fault                 step  restored  recovery_ms"
-sed -E 's/.*"fault":"([a-z]+)".*"recovery_ms":([0-9.]+).*"restored_step":([0-9]+).*"step":([0-9]+).*/\1 \4 \3 \2/' \
-  "$OUT/recoveries.jsonl" | awk '{printf "%-20s %5d %9d %12.1f\n", $1, $2, $3, $4}'
-summary=$(sed -E 's/.*"recovery_ms":([0-9.]+).*/\1/' "$OUT/recoveries.jsonl" | sort -g |
-  awk '{v[NR]=$1} END {if (NR == 0) {print "none"; exit}
-       m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
-       printf "median %.1f ms, worst %.1f ms", m, v[NR]}')
+report_recoveries "$OUT/recoveries.jsonl"
 restarts=$(grep -c "starting attempt" "$OUT/faulted.log" || true)
 fallback=$(grep -c "skipped a newer checkpoint that failed verification" "$OUT/faulted.log" || true)
 echo "recoveries in place: $recoveries ($summary); process restarts by --supervise: $restarts;" \
@@ -138,13 +143,7 @@ status0=0; wait $node0 || status0=$?
 wait $node1 || true
 elapsed=$(( SECONDS - start ))
 grep -h '"event":"recovery"' "$OUT/two/metrics.jsonl" > "$OUT/two-recoveries.jsonl" 2>/dev/null || true
-echo "fault                 step  restored  recovery_ms"
-sed -E 's/.*"fault":"([a-z]+)".*"recovery_ms":([0-9.]+).*"restored_step":([0-9]+).*"step":([0-9]+).*/\1 \4 \3 \2/' \
-  "$OUT/two-recoveries.jsonl" | awk '{printf "%-20s %5d %9d %12.1f\n", $1, $2, $3, $4}'
-summary=$(sed -E 's/.*"recovery_ms":([0-9.]+).*/\1/' "$OUT/two-recoveries.jsonl" | sort -g |
-  awk '{v[NR]=$1} END {if (NR == 0) {print "none"; exit}
-       m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
-       printf "median %.1f ms, worst %.1f ms", m, v[NR]}')
+report_recoveries "$OUT/two-recoveries.jsonl"
 echo "lost processes recovered: $(wc -l < "$OUT/two-recoveries.jsonl") of $KILLS ($summary, the" \
      "replacement's start-up included); node 0 exit $status0; ${elapsed} s"
 if (( status0 == 0 )) && cmp -s "$OUT/reference/weights.safetensors" "$OUT/two/weights.safetensors"; then

@@ -19,16 +19,6 @@ namespace {
 
 std::string node_name(int node) { return fmt::format("node {}", node); }
 
-std::vector<std::uint8_t> to_bytes(const std::vector<std::byte>& b) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
-  return {p, p + b.size()};
-}
-
-std::vector<std::byte> from_bytes(const rendezvous::Bytes& b) {
-  const auto* p = reinterpret_cast<const std::byte*>(b.data());
-  return {p, p + b.size()};
-}
-
 // One direction of a pipeline edge that crosses nodes between two CUDA stages.
 struct GpuEdge {
   TagKind kind;               // activation (from → to = model stage + 1) or gradient
@@ -62,11 +52,11 @@ std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeS
   links->timeout = setup.transport_timeout;
 
   // 1. UCX to every node (host tensors; the final weights also from GPU stages).
-  store.set(fmt::format("ucx/{}", setup.node), to_bytes(hub->address()));
+  store.set(fmt::format("ucx/{}", setup.node), ucx_address(*hub));
   for (int j = 0; j < setup.nnodes; ++j) {
     if (j == setup.node && !setup.through_channels) continue;
     const auto address = store.wait(fmt::format("ucx/{}", j), setup.rendezvous_timeout);
-    hub->connect(j, from_bytes(address), node_name(j));
+    connect_ucx_peer(*hub, j, address);
     links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
   }
 
@@ -100,6 +90,16 @@ std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeS
   throw std::runtime_error(fmt::format(
       "edge {} joins CUDA stages of different nodes, but this build has no NCCL", edges.front().name));
 #endif
+}
+
+rendezvous::Bytes ucx_address(const UcxHub& hub) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(hub.address().data());
+  return {p, p + hub.address().size()};
+}
+
+void connect_ucx_peer(UcxHub& hub, int node, const rendezvous::Bytes& address) {
+  const auto* p = reinterpret_cast<const std::byte*>(address.data());
+  hub.connect(node, {p, p + address.size()}, node_name(node));
 }
 
 bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup) {

@@ -31,6 +31,12 @@ namespace conveyor {
 std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
                                              RendezvousClient& store, std::shared_ptr<UcxHub> hub);
 
+/// This hub's worker address as the store and NodeStages carry it.
+rendezvous::Bytes ucx_address(const UcxHub& hub);
+/// Connects `hub` to node `node`'s worker at `address` (a fresh endpoint replaces an old
+/// one: a replacement process rejoined). Throws UcxError.
+void connect_ucx_peer(UcxHub& hub, int node, const rendezvous::Bytes& address);
+
 /// True when some edge of the job is an NCCL edge (GPU stages of different nodes).
 bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup);
 

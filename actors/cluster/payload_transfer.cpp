@@ -7,21 +7,10 @@
 #include <stdexcept>
 
 #include "actors/cluster/pending_payload.hpp"
+#include "actors/error_text.hpp"
 
 namespace conveyor {
-namespace {
-
-std::string reason(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
-}  // namespace
+void log_transfer_error(const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); }
 
 void send_payloads(RemoteChannel& channel, const std::vector<NamedTensor>& tensors,
                    const std::function<std::uint64_t(int)>& tag_of, std::chrono::milliseconds timeout,
@@ -34,7 +23,7 @@ void send_payloads(RemoteChannel& channel, const std::vector<NamedTensor>& tenso
                    if (!e) return;
                    std::call_once(*reported, [&] {
                      on_error(fmt::format("{}: sending {} over {} failed: {}", what, name,
-                                          channel_name, reason(e)));
+                                          channel_name, exception_text(e)));
                    });
                  });
 }
@@ -81,7 +70,7 @@ void receive_payloads(
                       if (e) {
                         p->failed = true;
                         auto error = std::make_exception_ptr(std::runtime_error(fmt::format(
-                            "{} over {}: {}", p->tensors[i].name, channel_name, reason(e))));
+                            "{} over {}: {}", p->tensors[i].name, channel_name, exception_text(e))));
                         lock.unlock();
                         p->done({}, error);
                         return;

@@ -15,11 +15,15 @@
 
 namespace conveyor {
 
+/// One "conveyor: ..." line on stderr: a transfer that failed in the background.
+void log_transfer_error(const std::string& line);
+
 /// Starts sending every tensor of `tensors`, the i-th under tag_of(i). A failed send is
 /// reported once through `on_error` (a channel thread), with `what` and the tensor's name.
 void send_payloads(RemoteChannel& channel, const std::vector<NamedTensor>& tensors,
                    const std::function<std::uint64_t(int)>& tag_of, std::chrono::milliseconds timeout,
-                   std::string what, std::function<void(const std::string&)> on_error);
+                   std::string what,
+                   std::function<void(const std::string&)> on_error = log_transfer_error);
 
 /// Starts receiving the bytes of every PendingPayload in `tensors` (a tensor that holds
 /// its bytes already is kept). `done` runs exactly once, on a channel thread: with the

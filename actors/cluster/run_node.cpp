@@ -186,16 +186,6 @@ bool keeps_snapshots(const TrainingJob& job) {
          (job.recovery.policy == FaultPolicy::restart || job.on_nan == NanPolicy::rollback);
 }
 
-std::vector<std::uint8_t> bytes_of(const std::vector<std::byte>& b) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
-  return {p, p + b.size()};
-}
-
-std::vector<std::byte> bytes_of(const std::vector<std::uint8_t>& b) {
-  const auto* p = reinterpret_cast<const std::byte*>(b.data());
-  return {p, p + b.size()};
-}
-
 }  // namespace
 
 std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& setup,
@@ -287,7 +277,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   AbandonOnError abandon_on_error{hub};
   std::shared_ptr<const StageLinks> links = connect_channels(*job, setup, store, hub);
   const auto epoch = shared_epoch(setup, store);
-  mine.ucx_address = bytes_of(hub->address());
+  mine.ucx_address = ucx_address(*hub);
 
   for (int r : local_ranks) {
     auto a = system.spawn(linked_stage_actor, job, r, epoch, links);
@@ -297,7 +287,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   Reconnect reconnect;
   if (rejoin)
     reconnect = [hub](int node, const std::vector<std::uint8_t>& address) {
-      hub->connect(node, bytes_of(address), node_name(node));
+      connect_ucx_peer(*hub, node, address);
     };
   // Replacements of this node's stages that fail while the process lives on: spawned
   // here, but where the coordinator (node 0) asks for them (RespawnStage).

@@ -15,22 +15,12 @@ namespace {
 
 using Self = caf::stateful_actor<SnapshotKeeperState>;
 
-std::string reason(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-}
-
-void log(const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); }
-
 // Receives the bytes of a copy from the node that runs its rank; then it is kept.
 void keep(Self* self, SnapshotCopy copy) {
   const auto& st = self->state;
   const int ranks = static_cast<int>(st.links->node_of_rank.size());
   if (copy.rank < 0 || copy.rank >= ranks || st.links->node_of_rank[copy.rank] == st.links->node) {
-    log(fmt::format("a snapshot copy for stage {} was dropped: not a stage of another node",
+    log_transfer_error(fmt::format("a snapshot copy for stage {} was dropped: not a stage of another node",
                     copy.rank));
     return;
   }
@@ -40,8 +30,8 @@ void keep(Self* self, SnapshotCopy copy) {
       [store = st.store, rank = copy.rank, steps = copy.steps_done,
        optimizer_steps = copy.optimizer_steps](std::vector<NamedTensor> tensors, std::exception_ptr e) {
         if (e) {
-          log(fmt::format("node 0's copy of stage {}'s snapshot after step {} is lost: {}", rank,
-                          steps, reason(e)));
+          log_transfer_error(fmt::format("node 0's copy of stage {}'s snapshot after step {} is lost: {}", rank,
+                          steps, exception_text(e)));
           return;
         }
         store->put(rank, StageStateSnapshot{
@@ -64,7 +54,7 @@ caf::result<StageRestored> restore(Self* self, const RestoreRejoined& r) {
   send_payloads(
       st.links->channel_to(node), copy.tensors,
       [rank = r.rank, steps](int i) { return snapshot_tag(rank, steps, i); }, st.links->timeout,
-      fmt::format("restoring stage {} on node {}", r.rank, node), log);
+      fmt::format("restoring stage {} on node {}", r.rank, node));
   auto promise = self->make_response_promise();
   promise.delegate(r.stage, RestoreFromCopy{r.restore.round_fence, std::move(copy)});
   return promise;

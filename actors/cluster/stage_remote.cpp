@@ -7,20 +7,11 @@
 #include <string>
 
 #include "actors/cluster/edge_tags.hpp"
+#include "actors/error_text.hpp"
 #include "actors/cluster/payload_transfer.hpp"
 
 namespace conveyor {
 namespace {
-
-std::string reason(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
 
 template <class M>
 std::string edge_text(const M& m) {
@@ -59,7 +50,7 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
                [me = weak(self), what, round = m.round](Tensor, std::exception_ptr e) {
                  // An edge rebuilt by a recovery voided it: no failure of this stage.
                  if (e && !is_channel_reset(e))
-                   tell(me, caf::make_message(ChannelFailure{what + " failed: " + reason(e), round}));
+                   tell(me, caf::make_message(ChannelFailure{what + " failed: " + exception_text(e), round}));
                });
   self->send(st.peers.ranks.at(dest), std::move(header));
 }
@@ -92,7 +83,7 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
       [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
         if (e) {
           if (!is_channel_reset(e))
-            tell(me, caf::make_message(ChannelFailure{what + ": " + reason(e), h.round}));
+            tell(me, caf::make_message(ChannelFailure{what + ": " + exception_text(e), h.round}));
           return;
         }
         tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,
@@ -109,8 +100,7 @@ void send_weights_payload(StageSelf* self, const WeightsReply& weights) {
         st.links->channel_to(0), m.tensors,
         [ms = m.model_stage](int i) { return weight_tag(ms, i); }, st.links->timeout,
         fmt::format("stage {}: the final weights of model stage {} to node 0", weights.rank,
-                    m.model_stage),
-        [](const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); });
+                    m.model_stage));
 }
 
 void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
@@ -123,8 +113,7 @@ void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
   send_payloads(
       st.links->channel_to(0), copy.tensors,
       [rank, steps_done](int i) { return snapshot_tag(rank, steps_done, i); }, st.links->timeout,
-      fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done),
-      [](const std::string& line) { fmt::print(stderr, "conveyor: {}\n", line); });
+      fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done));
   self->send(st.peers.keeper, std::move(copy));
 }
 
@@ -134,7 +123,7 @@ void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy) {
   auto header = SnapshotCopy{copy.rank, copy.steps_done, copy.optimizer_steps, {}};
   receive_payloads(st.links->channel_to(0), std::move(copy.tensors), st.links->timeout,
                    [me = weak(self), header](std::vector<NamedTensor> tensors, std::exception_ptr e) {
-                     CopyArrived arrived{header, e ? reason(e) : std::string()};
+                     CopyArrived arrived{header, e ? exception_text(e) : std::string()};
                      arrived.copy.tensors = std::move(tensors);
                      tell(me, caf::make_message(std::move(arrived)));
                    });

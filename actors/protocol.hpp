@@ -75,8 +75,9 @@ struct PipeHeader {
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
 // 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round; 5: recovery messages,
-// snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round
-inline constexpr int kProtocolVersion = 5;
+// snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round;
+// 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms
+inline constexpr int kProtocolVersion = 6;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {
@@ -100,6 +101,10 @@ struct StageReport {
   std::vector<ModelStageGradSquares> grad_squares;  // train only
   std::vector<ActionTiming> timings;
   std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
+  // Data parallelism, train only: this step's gradient averaging (busy: the reductions'
+  // own time; exposed: how long the stage waited for them after its compute was done).
+  double allreduce_busy_ms = 0.0;
+  double allreduce_exposed_ms = 0.0;
 };
 
 struct OptimizerStep {

@@ -167,7 +167,7 @@ template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const StageReport& x) {
   auto phase = wire::u8(x.phase);
   return f(caf::meta::type_name("StageReport"), x.rank, x.round, x.step, phase, x.losses,
-           x.grad_squares, x.timings, x.trace_id);
+           x.grad_squares, x.timings, x.trace_id, x.allreduce_busy_ms, x.allreduce_exposed_ms);
 }
 
 template <class Inspector>
@@ -178,7 +178,8 @@ wire::load_t<Inspector> inspect(Inspector& f, StageReport& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("StageReport"), x.rank, x.round, x.step, phase, x.losses,
-           x.grad_squares, x.timings, x.trace_id, done);
+           x.grad_squares, x.timings, x.trace_id, x.allreduce_busy_ms, x.allreduce_exposed_ms,
+           done);
 }
 
 // -- optimizer step --

@@ -6,7 +6,8 @@
 # Env: SECTIONS (default "tests determinism kernels model pipeline schedules trace torch torchpp") picks
 #      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two;
 #      multiproc, not in the default: GPU stages in two processes over NCCL;
-#      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots);
+#      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots;
+#      dataparallel: 2 replicas x 1 stage over NCCL against one GPU);
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
 # (the host gradient all-reduce of parallel.data; the GPU machine has neither).
@@ -139,6 +140,22 @@ if want snapshots; then
   big zbv-bf16-snap1 --set pipeline.schedule=zbv --set optim.master=bf16 --set fault.snapshot_every=1
   big zbv-fp32-nosnap --set pipeline.schedule=zbv --set fault.snapshot_every=0
   big zbv-fp32-snap1 --set pipeline.schedule=zbv --set fault.snapshot_every=1
+fi
+
+# 9. data parallelism (issue 9): 2 replicas x 1 stage over NCCL against one GPU with the
+#    same global batch; the all-reduce's own time, what stayed exposed, the share hidden
+if want dataparallel; then
+  dp() { # name, extra --set args...
+    local name=$1; shift
+    timeout 240 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json --set pipeline.stages=1 "$@" \
+      > "$OUT/$name.json" 2> "$OUT/$name.log"
+    row "conveyor $name tokens/s, all-reduce" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s', [round(x, 1) for x in d['peak_memory_gib']], 'allreduce', round(d.get('allreduce_ms', 0), 2), 'ms, exposed', round(d.get('allreduce_exposed_ms', 0), 2), 'ms, hidden', round(d.get('allreduce_hidden', 0), 3))" 2>/dev/null || echo failed)"
+  }
+  for m in ${MASTERS:-bf16 fp32}; do
+    dp dp-1gpu-$m --set devices.ids=[0] --set optim.master=$m
+    dp dp-r2-$m --set devices.ids=[0,1] --set parallel.data=2 --set fault.policy=abort --set optim.master=$m
+    row "R=2 x P=1 $m: scaling efficiency vs 2 x 1 GPU" "$(python3 -c "import json; a=json.load(open('$OUT/dp-1gpu-$m.json'))['tokens_per_s']; b=json.load(open('$OUT/dp-r2-$m.json'))['tokens_per_s']; print(round(b / (2 * a), 3))" 2>/dev/null || echo failed)"
+  done
 fi
 
 if want multiproc; then

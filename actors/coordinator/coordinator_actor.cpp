@@ -270,6 +270,11 @@ void finish_train_compute(Self* self) {
               auto bubble = measure_bubble(st.reports, static_cast<int>(st.stages.size()));
               st.last_step.bubble = bubble.bubble;
               st.last_step.stage_busy_ms = bubble.busy_ms;
+              if (st.job->replicas > 1) {
+                const ReductionCost cost = reduction_cost(st.reports);
+                st.last_step.allreduce_ms = cost.busy_ms;
+                st.last_step.allreduce_exposed_ms = cost.exposed_ms;
+              }
               st.observer->on_step(st.last_step, st.reports);
               after_step(self);
             },

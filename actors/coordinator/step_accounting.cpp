@@ -95,4 +95,16 @@ std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_bat
   return actions;
 }
 
+ReductionCost reduction_cost(const std::vector<StageReport>& reports) {
+  ReductionCost cost;
+  if (reports.empty()) return cost;
+  for (const auto& r : reports) {
+    cost.busy_ms += r.allreduce_busy_ms;
+    cost.exposed_ms += r.allreduce_exposed_ms;
+  }
+  cost.busy_ms /= static_cast<double>(reports.size());
+  cost.exposed_ms /= static_cast<double>(reports.size());
+  return cost;
+}
+
 }  // namespace conveyor

@@ -34,6 +34,15 @@ struct MeasuredBubble {
 };
 MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks);
 
+/// The gradient averaging of a step with replicas: the mean over the reports of each
+/// stage's reductions' own time (`busy_ms`) and of the time it still waited for them after
+/// its compute (`exposed_ms`). The part hidden behind backward is 1 − exposed / busy.
+struct ReductionCost {
+  double busy_ms = 0.0;
+  double exposed_ms = 0.0;
+};
+ReductionCost reduction_cost(const std::vector<StageReport>& reports);
+
 /// A forward-only plan for evaluation: on each rank, its chunks in model-stage order,
 /// micro-batches ascending. Deadlock-free: every dependency points to a lower model stage.
 std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_batches);

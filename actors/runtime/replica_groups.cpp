@@ -8,6 +8,9 @@
 #include <string>
 
 #include "transport/collective/gloo/gloo_gradient_all_reduce.hpp"
+#if CONVEYOR_WITH_CUDA
+#include "transport/collective/nccl/nccl_gradient_all_reduce.hpp"
+#endif
 
 namespace conveyor {
 
@@ -34,10 +37,26 @@ ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout)
 ReplicaGroups::~ReplicaGroups() = default;
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
-                                                       const BucketLayout& layout) {
+                                                       const BucketLayout& layout,
+                                                       Device device) {
+  const StageGroup group{.name = fmt::format("stage {}", stage), .rank = replica,
+                         .size = replicas_, .generation = 0};
+  if (!device.is_cpu()) {
+#if CONVEYOR_WITH_CUDA
+    NcclGroupOptions o;
+    o.group = group;
+    o.layout = layout;
+    o.reduction = Reduction::average;
+    o.device = device.index;
+    o.timeout = timeout_;
+    return std::make_unique<NcclGradientAllReduce>(*client_, std::move(o));
+#else
+    throw std::invalid_argument(group.describe() + ": " + device.str() +
+                                " needs a build with CUDA");
+#endif
+  }
   GlooGroupOptions o;
-  o.group = StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
-                       .size = replicas_, .generation = 0};
+  o.group = group;
   o.layout = layout;
   o.reduction = Reduction::average;
   o.listen_address = "127.0.0.1";

@@ -1,7 +1,8 @@
 #pragma once
 // The stage groups of a data-parallel run in one process (parallel.data: R, issue 9): one
-// Gloo group per pipeline stage, named "stage <s>", whose ranks are that stage's R replicas
-// (rank = replica). The ranks find each other through a rendezvous store of this process
+// group per pipeline stage, named "stage <s>", whose ranks are that stage's R replicas
+// (rank = replica): Gloo over loopback TCP for CPU stages, an NCCL communicator for GPU
+// stages (each rank on its replica's GPU, with a stream of its own for the all-reduces). The ranks find each other through a rendezvous store of this process
 // alone: a loopback server on an ephemeral port with a random token, so two jobs on one
 // host never meet. Every rank uses the one client (the groups poll it and never block on it,
 // transport/collective/store_polling.hpp says why that is safe).
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <memory>
 
+#include "kernels/tensor/device.hpp"
 #include "transport/collective/gradient_all_reduce.hpp"
 #include "transport/rendezvous/client.hpp"
 #include "transport/rendezvous/server.hpp"
@@ -28,10 +30,12 @@ class ReplicaGroups {
   ReplicaGroups(const ReplicaGroups&) = delete;
   ReplicaGroups& operator=(const ReplicaGroups&) = delete;
 
-  /// Rank `replica` of pipeline stage `stage`'s group, averaging buckets of `layout`.
-  /// Throws CollectiveTimeout naming the replicas that did not join, CollectiveError when
-  /// they declared different layouts.
-  std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout);
+  /// Rank `replica` of pipeline stage `stage`'s group, averaging buckets of `layout` in the
+  /// memory of `device` (host: Gloo; a GPU: NCCL). Throws CollectiveTimeout naming the
+  /// replicas that did not join, CollectiveError when they declared different layouts,
+  /// std::invalid_argument for a GPU in a build without CUDA.
+  std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout,
+                                          Device device);
 
   int replicas() const { return replicas_; }
 

@@ -49,6 +49,9 @@ struct TrainingJob {
   int replicas = 1;
   // The replicas' stage groups (gradient averaging): made by run_training when replicas > 1.
   std::shared_ptr<ReplicaGroups> replica_groups;
+  // The device of every stage actor (replica-major) when replicas > 1; empty: each actor
+  // computes on its pipeline rank's device (placement).
+  std::vector<Device> actor_devices;
   double collective_timeout_s = 60;  // joining a replica group; each gradient average
   AdamWConfig adamw;
   LrSchedule lr;
@@ -85,7 +88,9 @@ struct TrainingJob {
   int stage_actors() const { return replica_layout().actors(); }
   /// What actor `actor` computes with: its rank placement and its replica's share of data.
   RankPlacement actor_placement(int actor) const {
-    return replica_rank_placement(placement, replica_layout(), actor);
+    RankPlacement rank = replica_rank_placement(placement, replica_layout(), actor);
+    if (!actor_devices.empty()) rank.device = actor_devices.at(static_cast<std::size_t>(actor));
+    return rank;
   }
   StageData actor_data(int actor) const {
     if (replicas == 1) return data;
@@ -112,6 +117,10 @@ struct StepMetrics {
   double tokens_per_s = 0.0;
   double bubble = 0.0;       // measured: idle share of ranks over the step's compute span
   std::vector<double> stage_busy_ms;  // per rank
+  /// Data parallelism: the gradient averaging of the step, mean over the stage actors
+  /// (reduction_cost in step_accounting.hpp); 0 with one replica.
+  double allreduce_ms = 0.0;
+  double allreduce_exposed_ms = 0.0;
   /// A non-finite step skipped under fault.on_nan skip: no update was applied; the ranks
   /// whose loss or gradients were not finite.
   bool skipped = false;

@@ -1,44 +1,89 @@
 #include "actors/stage/replica_gradients.hpp"
 
-#include <memory>
+#include <chrono>
 #include <stdexcept>
+#include <string>
 
 namespace conveyor {
 namespace {
 
-void check_host_f32(const Tensor& t) {
-  if (t.dtype() != DType::f32 || !t.device().is_cpu())
-    throw std::invalid_argument("gradient averaging across replicas: " + t.describe() +
-                                " (f32 host gradients only so far)");
+BucketShape shape_of(const GradientSpans& bucket, std::size_t index) {
+  BucketShape shape{0, bucket.empty() ? DType::f32 : bucket.front().dtype};
+  for (const auto& span : bucket) {
+    if (span.dtype != shape.dtype)
+      throw std::invalid_argument("gradient averaging across replicas: bucket " +
+                                  std::to_string(index) + " mixes " +
+                                  std::string(dtype_name(shape.dtype)) + " and " +
+                                  std::string(dtype_name(span.dtype)) + " gradients");
+    shape.elements += span.count;
+  }
+  return shape;
 }
 
 }  // namespace
 
-BucketLayout replica_bucket_layout(const ChunkGradients& gradients) {
+BucketLayout ReplicaGradients::layout_of(const std::vector<StageModel*>& chunks) {
   BucketLayout layout;
-  for (const auto& chunk : gradients) {
-    BucketShape shape{0, DType::f32};
-    for (const auto& g : chunk) {
-      check_host_f32(g);
-      shape.elements += static_cast<std::size_t>(g.numel());
-    }
-    layout.push_back(shape);
-  }
+  for (StageModel* model : chunks)
+    for (const auto& bucket : model->gradient_buckets())
+      layout.push_back(shape_of(bucket, layout.size()));
   return layout;
 }
 
-void average_across_replicas(GradientAllReduce& group, ChunkGradients& gradients) {
-  std::vector<std::unique_ptr<AllReduceHandle>> pending;
-  for (std::size_t c = 0; c < gradients.size(); ++c) {
-    GradientBucket bucket{c, {}};
-    for (auto& g : gradients[c]) {
-      check_host_f32(g);
-      bucket.buffers.push_back(
-          GradientBuffer{g.raw(), static_cast<std::size_t>(g.numel()), DType::f32});
-    }
-    pending.push_back(group.start(bucket));
+ReplicaGradients::ReplicaGradients(std::unique_ptr<GradientAllReduce> group,
+                                   std::vector<StageModel*> chunks)
+    : group_(std::move(group)), chunks_(std::move(chunks)), buckets_(chunks_.size()) {
+  std::size_t next = 0;
+  for (StageModel* model : chunks_) {
+    first_bucket_.push_back(next);
+    next += model->gradient_buckets().size();
   }
-  for (auto& p : pending) p->wait();
+  if (next != group_->layout().size())
+    throw std::invalid_argument(group_->group().describe() + ": the models have " +
+                                std::to_string(next) + " gradient buckets, the group " +
+                                std::to_string(group_->layout().size()));
+  pending_.resize(next);
+}
+
+void ReplicaGradients::start(std::size_t chunk, std::size_t local) {
+  const std::size_t index = first_bucket_[chunk] + local;
+  if (pending_[index])
+    throw std::logic_error(group_->group().describe() + ": bucket " + std::to_string(index) +
+                           " named final twice in one step");
+  GradientBucket bucket{index, {}};
+  for (const auto& span : buckets_[chunk].at(local))
+    bucket.buffers.push_back(GradientBuffer{span.data, span.count, span.dtype});
+  pending_[index] = group_->start_after(bucket, chunks_[chunk]->compute_stream());
+}
+
+void ReplicaGradients::arm(std::size_t chunk) {
+  // Fetched every step: a CPU model's gradient tensors may be other allocations by now.
+  buckets_[chunk] = chunks_[chunk]->gradient_buckets();
+  chunks_[chunk]->notify_final_buckets([this, chunk](std::size_t local) { start(chunk, local); });
+}
+
+void ReplicaGradients::after_last_backward(std::size_t chunk) {
+  for (std::size_t local = 0; local < buckets_[chunk].size(); ++local)
+    if (!pending_[first_bucket_[chunk] + local]) start(chunk, local);
+}
+
+ReductionTiming ReplicaGradients::finish() {
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    if (!pending_[i])
+      throw std::logic_error(group_->group().describe() + ": bucket " + std::to_string(i) +
+                             " was not started this step");
+  // The stage's own compute first: what the reductions take beyond it is exposed.
+  for (StageModel* model : chunks_) model->synchronize();
+  const auto computed = std::chrono::steady_clock::now();
+  ReductionTiming timing;
+  for (auto& handle : pending_) handle->wait();
+  timing.exposed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - computed).count();
+  for (auto& handle : pending_) {
+    timing.busy_ms += handle->elapsed_ms();
+    handle.reset();
+  }
+  return timing;
 }
 
 }  // namespace conveyor

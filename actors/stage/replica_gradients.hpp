@@ -1,30 +1,64 @@
 #pragma once
-// A stage's weight gradients as buckets of its replica group (parallel.data > 1, issue 9):
-// one bucket per chunk, holding that chunk's gradient tensors in parameter order. The
-// buckets are averaged after the stage's last backward action of the step, before its
-// report: not overlapped with backward yet (issue 9 item 3).
+// A stage's weight gradients averaged with its data-parallel replicas (parallel.data > 1,
+// issue 9), overlapped with its last backward of each step.
 //
-// What must hold: every replica of a stage holds the same chunks with the same parameters,
-// so every replica declares the same layout and starts the same buckets in the same order.
-// The average is written in place into the gradient tensors; every replica ends with the
-// same bits (the group's guarantee), so the optimizer steps keep the replicas identical.
-// CAF-free.
+// Buckets: every chunk's StageModel::gradient_buckets(), chunk after chunk (a CUDA model:
+// its embedding, each block, its head; a CPU model: the chunk as one bucket). Each bucket
+// starts as soon as it is final: before the chunk's last weight-gradient action of the
+// step (its last B or W) the stage arms the model, which names each bucket as its last
+// gradient kernel is queued (GPU: the reduction waits for the compute stream on the device,
+// so NCCL runs while the following blocks still compute); buckets a model did not name
+// start when that action returns. finish() waits for all of them before the stage squares
+// its gradients for the report.
+//
+// What must hold: every replica of a stage holds the same chunks, so the layouts agree and
+// the buckets start in the same order on every rank (the action lists are the same and
+// the models name buckets in a fixed order). The average is written in place; every
+// replica ends with the same bits (the group's guarantee), so the optimizer steps keep the
+// replicas identical.
+// CAF-free; one thread (the stage's).
+#include <cstddef>
+#include <memory>
 #include <vector>
 
-#include "kernels/tensor/tensor.hpp"
+#include "kernels/model/stage_model.hpp"
 #include "transport/collective/gradient_all_reduce.hpp"
 
 namespace conveyor {
 
-/// Gradient tensors by chunk, each chunk in parameter order.
-using ChunkGradients = std::vector<std::vector<Tensor>>;
+/// What one step's averaging cost on this stage: `busy_ms` the reductions' own time,
+/// `exposed_ms` how long the stage still waited for them once its compute was done (the
+/// part not hidden behind backward).
+struct ReductionTiming {
+  double busy_ms = 0.0;
+  double exposed_ms = 0.0;
+};
 
-/// One f32 bucket per chunk with the chunk's element count. Throws std::invalid_argument
-/// for a gradient that is not an f32 host tensor (the Gloo group reduces host memory).
-BucketLayout replica_bucket_layout(const ChunkGradients& gradients);
+class ReplicaGradients {
+ public:
+  /// The layout every replica declares: one entry per bucket of every chunk, in order.
+  /// Throws std::invalid_argument for a bucket mixing dtypes.
+  static BucketLayout layout_of(const std::vector<StageModel*>& chunks);
 
-/// Starts every chunk's bucket, then waits for all: returns with the gradients replaced by
-/// their average across the group. Throws what the group throws (CollectiveError).
-void average_across_replicas(GradientAllReduce& group, ChunkGradients& gradients);
+  /// `group` was built with layout_of(chunks). The models outlive this object.
+  ReplicaGradients(std::unique_ptr<GradientAllReduce> group, std::vector<StageModel*> chunks);
+
+  /// Before chunk `chunk`'s last weight-gradient action of a train step.
+  void arm(std::size_t chunk);
+  /// After that action returned: starts the chunk's buckets the model did not name.
+  void after_last_backward(std::size_t chunk);
+  /// Waits for every bucket of the step. Throws std::logic_error when a chunk's buckets
+  /// were not all started, CollectiveError when the group failed.
+  ReductionTiming finish();
+
+ private:
+  void start(std::size_t chunk, std::size_t local);
+
+  std::unique_ptr<GradientAllReduce> group_;
+  std::vector<StageModel*> chunks_;
+  std::vector<std::size_t> first_bucket_;            // by chunk: its first global bucket index
+  std::vector<std::vector<GradientSpans>> buckets_;  // by chunk, fetched when armed
+  std::vector<std::unique_ptr<AllReduceHandle>> pending_;  // by global bucket, this step
+};
 
 }  // namespace conveyor

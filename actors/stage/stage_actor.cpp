@@ -115,7 +115,7 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       const auto layout = job->replica_layout();
       st.worker->set_replica_group(job->replica_groups->join(
           layout.stage_of(rank), layout.replica_of(rank),
-          replica_bucket_layout(st.worker->gradients())));
+          st.worker->replica_bucket_layout(), job->actor_placement(rank).device));
     }
     const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               epoch.time_since_epoch()).count();

@@ -74,9 +74,31 @@ void StageWorker::begin(const StepPlan& plan) {
   report_.round = plan.round;
   report_.step = plan.step;
   report_.phase = plan.phase;
+  last_weight_action_.assign(chunks_.size(), plan.actions->size());
+  if (replicas_ && plan.phase == Phase::train) {
+    const auto& actions = *plan.actions;
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      const auto& a = actions[i];
+      if ((a.kind == sched::ActionKind::B || a.kind == sched::ActionKind::W) && a.chunk >= 0 &&
+          a.chunk < static_cast<int>(chunks_.size()))
+        last_weight_action_[static_cast<std::size_t>(a.chunk)] = i;
+    }
+  }
   auto early = std::move(early_);
   early_.clear();
   for (auto& m : early) check_and_store(std::move(m));
+}
+
+void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group) {
+  std::vector<StageModel*> models;
+  for (auto& c : chunks_) models.push_back(c.model.get());
+  replicas_ = std::make_unique<ReplicaGradients>(std::move(group), std::move(models));
+}
+
+BucketLayout StageWorker::replica_bucket_layout() const {
+  std::vector<StageModel*> models;
+  for (const auto& c : chunks_) models.push_back(c.model.get());
+  return ReplicaGradients::layout_of(models);
 }
 
 const sched::Action* StageWorker::pending_consumer(const PipeMessage& m) const {
@@ -160,7 +182,12 @@ void StageWorker::run_ready(const Outbox& outbox) {
     const auto start = since(epoch_);
     {
       const NvtxRange range(a, plan_->step);
+      // Data parallelism: the chunk's buckets start as its last backward makes them final.
+      const bool last_weight = a.chunk >= 0 && a.chunk < static_cast<int>(chunks_.size()) &&
+                               last_weight_action_[static_cast<std::size_t>(a.chunk)] == next_;
+      if (last_weight) replicas_->arm(static_cast<std::size_t>(a.chunk));
       run(a, outbox);
+      if (last_weight) replicas_->after_last_backward(static_cast<std::size_t>(a.chunk));
     }
     report_.timings.push_back(ActionTiming{a, start, since(epoch_)});
     if (listener_) listener_->action_finished(*plan_, next_, report_.timings.back());
@@ -264,9 +291,10 @@ StageReport StageWorker::take_report() {
         "{}: plan finished with {} stashed activations and {} unconsumed messages", where(),
         stash_.size(), activations_.size() + gradients_.size()));
   if (plan_->phase == Phase::train) {
-    if (replica_group_) {
-      auto grads = gradients();
-      average_across_replicas(*replica_group_, grads);
+    if (replicas_) {
+      const ReductionTiming timing = replicas_->finish();
+      report_.allreduce_busy_ms = timing.busy_ms;
+      report_.allreduce_exposed_ms = timing.exposed_ms;
     }
     for (const auto& c : chunks_) {
       report_.grad_squares.push_back(ModelStageGradSquares{c.model_stage, c.model->grad_squares()});
@@ -275,12 +303,6 @@ StageReport StageWorker::take_report() {
   last_round_ = plan_->round;
   plan_.reset();
   return std::move(report_);
-}
-
-std::vector<std::vector<Tensor>> StageWorker::gradients() {
-  std::vector<std::vector<Tensor>> out;
-  for (auto& c : chunks_) out.push_back(c.model->gradients());
-  return out;
 }
 
 void StageWorker::discard_gradients() {

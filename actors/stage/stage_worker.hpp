@@ -24,6 +24,7 @@
 
 #include "actors/placement.hpp"
 #include "actors/protocol.hpp"
+#include "actors/stage/replica_gradients.hpp"
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/stage_model.hpp"
@@ -129,13 +130,15 @@ class StageWorker {
   /// fault.inject slow: asked for extra time before each compute action (null: none).
   void set_fault(std::shared_ptr<MessageFault> fault) { fault_ = std::move(fault); }
 
-  /// Data parallelism: the group of this stage's replicas. The gradients of every train
-  /// plan are then averaged across it when the plan finishes, before take_report() squares
-  /// them, so the report holds the averaged gradients' squares. Null (one replica): nothing
-  /// is averaged, the code path of a run without replicas.
-  void set_replica_group(std::unique_ptr<GradientAllReduce> group) { replica_group_ = std::move(group); }
-  /// Every chunk's gradient tensors (handles), by chunk: the replica group's buckets.
-  std::vector<std::vector<Tensor>> gradients();
+  /// Data parallelism: the group of this stage's replicas, built with
+  /// replica_bucket_layout(). The gradients of every train plan are then averaged across
+  /// it, each bucket as soon as the chunk's last backward has made it final
+  /// (actors/stage/replica_gradients.hpp), and take_report() waits for them before it
+  /// squares them, so the report holds the averaged gradients' squares and what the
+  /// averaging cost. Without a group (one replica) nothing is averaged.
+  void set_replica_group(std::unique_ptr<GradientAllReduce> group);
+  /// The bucket layout of this stage's chunks (ReplicaGradients::layout_of).
+  BucketLayout replica_bucket_layout() const;
 
   /// Stashed activations now held (micro-batches with forward done, backward pending).
   std::size_t stashed() const { return stash_.size(); }
@@ -178,7 +181,9 @@ class StageWorker {
   StageReport report_;
   ActionListener* listener_ = nullptr;
   std::shared_ptr<MessageFault> fault_;
-  std::unique_ptr<GradientAllReduce> replica_group_;
+  std::unique_ptr<ReplicaGradients> replicas_;
+  // Train plans with replicas: by chunk, the slot of its last weight-gradient action (B or W).
+  std::vector<std::size_t> last_weight_action_;
 };
 
 }  // namespace conveyor

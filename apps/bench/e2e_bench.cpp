@@ -42,28 +42,30 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   const RunConfig config = load_run_config(o.config, overrides);
   const TrainingJob job = build_training_job(config);
 
+  // Every stage actor's GPU (with replicas, each replica's).
+  std::set<int> gpus;
+  for (int a = 0; a < job.stage_actors(); ++a)
+    if (const Device d = job.actor_placement(a).device; !d.is_cpu()) gpus.insert(d.index);
 #if CONVEYOR_WITH_CUDA
   // Peaks of this run alone: an earlier run in this process (bench model) left its
   // blocks cached.
-  for (const auto& r : job.placement.ranks)
-    if (!r.device.is_cpu()) {
-      cuda_allocator(r.device.index).empty_cache();
-      cuda_allocator(r.device.index).reset_peak();
-    }
+  for (int g : gpus) {
+    cuda_allocator(g).empty_cache();
+    cuda_allocator(g).reset_peak();
+  }
 #endif
   Collect collect;
   run_training(job, collect);
 
-  std::vector<double> tps, ms, bubble;
+  std::vector<double> tps, ms, bubble, allreduce, exposed;
   for (const auto& s : collect.steps)
     if (s.step >= o.warmup) {
       tps.push_back(s.tokens_per_s);
       ms.push_back(s.step_ms);
       bubble.push_back(s.bubble);
+      allreduce.push_back(s.allreduce_ms);
+      exposed.push_back(s.allreduce_exposed_ms);
     }
-  std::set<int> gpus;
-  for (const auto& r : job.placement.ranks)
-    if (!r.device.is_cpu()) gpus.insert(r.device.index);
   const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
   const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
   const double tokens_per_s = median(tps);
@@ -77,10 +79,11 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
     getrusage(RUSAGE_SELF, &u);
     peak.push_back(u.ru_maxrss * 1024.0 / double(1 << 30));  // ru_maxrss is in KiB
   }
-  return {{"bench", "e2e"},
+  nlohmann::json out{{"bench", "e2e"},
           {"config", o.config},
           {"schedule", config.pipeline.schedule},
           {"stages", config.pipeline.stages},
+          {"replicas", config.parallel.data},
           {"devices", devices},
           {"device_kind", config.devices.kind},
           {"master", config.optim.master},
@@ -92,6 +95,16 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"peak_memory_gib", peak},
           {"bubble", median(bubble)},
           {"bubble_note", "host-side action timings; on GPUs this is launch time, not GPU idle time"}};
+  if (job.replicas > 1) {
+    // Gradient averaging per step (mean over stage actors; medians over the counted steps):
+    // the reductions' own time, what the stages still waited for after their compute, and
+    // the share of it hidden behind backward.
+    const double busy = median(allreduce), waited = median(exposed);
+    out["allreduce_ms"] = busy;
+    out["allreduce_exposed_ms"] = waited;
+    out["allreduce_hidden"] = busy > 0.0 ? std::clamp(1.0 - waited / busy, 0.0, 1.0) : 0.0;
+  }
+  return out;
 }
 
 }  // namespace conveyor

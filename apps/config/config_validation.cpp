@@ -9,8 +9,8 @@ namespace conveyor {
 
 namespace {
 
-// parallel.data: R must divide the step's micro-batches; R > 1 runs in one process on CPU
-// stages without stage restarts or tracing so far (what is refused names what to set).
+// parallel.data: R must divide the step's micro-batches; R > 1 runs in one process (CPU or
+// GPU stages) without stage restarts or tracing so far (what is refused names what to set).
 std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
   using std::to_string;
   const std::int64_t R = c.parallel.data;
@@ -22,10 +22,7 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
                              "micro-batches of every step)",
                          "pipeline.micro_batches"};
   if (R == 1) return std::nullopt;
-  const std::string so_far = to_string(R) + ": parallel.data > 1: one process, CPU stages, so far";
-  if (c.devices.kind != "cpu")
-    return ConfigProblem{"parallel.data", so_far + " (devices.kind is " + c.devices.kind + ")",
-                         "devices.kind"};
+  const std::string so_far = to_string(R) + ": parallel.data > 1: one process, so far";
   if (c.transport.kind == "ucx")
     return ConfigProblem{"parallel.data", so_far + " (transport.kind ucx runs stages in "
                                           "processes of their own)",

@@ -10,28 +10,39 @@
 
 namespace conveyor {
 
-void assign_devices(const RunConfig& config, Placement& placement) {
-  if (config.devices.kind == "cpu") {
-    for (auto& r : placement.ranks) r.device = Device::cpu();
-    return;
-  }
+namespace {
+
+// The device of stage actor `actor` (a pipeline rank, or with replicas an actor in
+// replica-major order): devices.ids round-robin.
+Device device_of(const RunConfig& config, int actor) {
+  if (config.devices.kind == "cpu") return Device::cpu();
 #if CONVEYOR_WITH_CUDA
   const auto& ids = config.devices.ids;
-  for (auto& r : placement.ranks) {
-    const int id = ids.empty() ? 0 : static_cast<int>(ids[r.rank % ids.size()]);
-    if (!cuda_device_available(id))
-      throw InputError(fmt::format(
-          "devices.ids: GPU {} is not available on this machine (stage {} needs it; check "
-          "nvidia-smi or set devices.kind: cpu)",
-          id, r.rank));
-    r.device = Device::cuda(id);
-  }
+  const int id = ids.empty() ? 0 : static_cast<int>(ids[static_cast<std::size_t>(actor) % ids.size()]);
+  if (!cuda_device_available(id))
+    throw InputError(fmt::format(
+        "devices.ids: GPU {} is not available on this machine (stage {} needs it; check "
+        "nvidia-smi or set devices.kind: cpu)",
+        id, actor));
+  return Device::cuda(id);
 #else
-  (void)placement;
+  (void)actor;
   throw InputError(
       "devices.kind: 'cuda' needs a build with CUDA (nvcc was not found when conveyor was "
       "built); use devices.kind: cpu");
 #endif
+}
+
+}  // namespace
+
+void assign_devices(const RunConfig& config, Placement& placement) {
+  for (auto& r : placement.ranks) r.device = device_of(config, r.rank);
+}
+
+std::vector<Device> actor_devices(const RunConfig& config, int actors) {
+  std::vector<Device> out;
+  for (int a = 0; a < actors; ++a) out.push_back(device_of(config, a));
+  return out;
 }
 
 StageModelFactory stage_model_factory(const RunConfig& config) {

@@ -13,6 +13,11 @@ namespace conveyor {
 /// build without CUDA, or for a GPU id that this machine does not have.
 void assign_devices(const RunConfig& config, Placement& placement);
 
+/// The device of each of `actors` stage actors in replica-major order (data parallelism:
+/// replica r's stage s is actor r·P + s), devices.ids round-robin. Throws as
+/// assign_devices.
+std::vector<Device> actor_devices(const RunConfig& config, int actors);
+
 /// The factory for the ranks' stage models.
 StageModelFactory stage_model_factory(const RunConfig& config);
 

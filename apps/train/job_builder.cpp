@@ -35,6 +35,7 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);
   assign_devices(config, job.placement);
+  if (job.replicas > 1) job.actor_devices = actor_devices(config, job.stage_actors());
   job.make_model = stage_model_factory(config);
   job.data.activation_dtype = activation_dtype(config);
 

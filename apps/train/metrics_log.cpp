@@ -33,14 +33,19 @@ void MetricsLog::append(const nlohmann::json& row) {
 }
 
 void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& reports) {
-  append({{"step", m.step},
-          {"loss", m.loss},
-          {"lr", m.lr},
-          {"grad_norm", m.grad_norm},
-          {"tokens_per_s", m.tokens_per_s},
-          {"step_ms", m.step_ms},
-          {"bubble", m.bubble},
-          {"stage_busy_ms", m.stage_busy_ms}});
+  nlohmann::json row{{"step", m.step},
+                     {"loss", m.loss},
+                     {"lr", m.lr},
+                     {"grad_norm", m.grad_norm},
+                     {"tokens_per_s", m.tokens_per_s},
+                     {"step_ms", m.step_ms},
+                     {"bubble", m.bubble},
+                     {"stage_busy_ms", m.stage_busy_ms}};
+  if (m.allreduce_ms > 0.0) {  // data parallelism: the step's gradient averaging
+    row["allreduce_ms"] = m.allreduce_ms;
+    row["allreduce_exposed_ms"] = m.allreduce_exposed_ms;
+  }
+  append(row);
   if (m.skipped) {
     append({{"event", "nan"}, {"step", m.step}, {"action", "skip"}, {"stages", m.nonfinite_ranks}});
     progress_.note(fmt::format("step {}: loss or gradients not finite (on stage(s) {}); "

@@ -17,6 +17,15 @@ std::vector<Tensor> StageModel::gradients() {
   throw std::logic_error("this stage model's gradients cannot be averaged across replicas");
 }
 
+std::vector<GradientSpans> StageModel::gradient_buckets() {
+  GradientSpans bucket;
+  for (Tensor& g : gradients())
+    bucket.push_back(GradientSpan{g.raw(), static_cast<std::size_t>(g.numel()), g.dtype()});
+  return {std::move(bucket)};
+}
+
+bool StageModel::notify_final_buckets(BucketFinal /*on_final*/) { return false; }
+
 std::shared_ptr<const StateSnapshot> StageModel::snapshot() const {
   return std::make_shared<TensorStateSnapshot>(capture_state(), optimizer_steps());
 }

@@ -15,6 +15,7 @@
 
 #include "kernels/io/safetensors.hpp"
 #include "kernels/model/action_clock.hpp"
+#include "kernels/model/gradient_buckets.hpp"
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/model/state_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
@@ -37,6 +38,19 @@ class StageModel {
   /// a stage's gradients are averaged across its data-parallel replicas (issue 9). The
   /// default throws std::logic_error: a model whose gradients cannot be reached that way.
   virtual std::vector<Tensor> gradients();
+  /// The weight gradients as the buckets of the replica group (gradient_buckets.hpp), in
+  /// a fixed order. Default: one bucket of the gradients() tensors.
+  virtual std::vector<GradientSpans> gradient_buckets();
+  /// Arms `on_final` for the next backward() or backward_weight() only: it is called with
+  /// every bucket's index as that bucket becomes final, in bucket order. Returns false when
+  /// the model cannot say (the default): the caller then treats every bucket as final
+  /// once that call returned.
+  virtual bool notify_final_buckets(BucketFinal on_final);
+  /// The CUDA stream (a cudaStream_t) the model's kernels run on, so a reducer can order
+  /// itself after them; null for a model that computes inside its calls (the CPU).
+  virtual void* compute_stream() const { return nullptr; }
+  /// Returns once everything the model queued has run (a no-op on the CPU).
+  virtual void synchronize() const {}
   /// AdamW on every parameter (grads scaled by grad_scale first), then zero the grads.
   virtual void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) = 0;
   /// Zero the grads without an update (a skipped step): parameters, moments and the AdamW

@@ -16,6 +16,10 @@ class AllReduceHandle {
   virtual void wait() = 0;
   /// True when wait() would return at once; never blocks. Throws what wait() would throw.
   virtual bool done() = 0;
+  /// After wait() returned (or done() returned true): how long the reduction itself ran,
+  /// in ms — device events around it for NCCL, the worker thread's clock for Gloo; 0 for a
+  /// group of one or an empty bucket. What the reduction costs, whether hidden or not.
+  virtual double elapsed_ms() const = 0;
 };
 
 }  // namespace conveyor

@@ -34,6 +34,13 @@ class GradientAllReduce {
   /// std::logic_error for a bucket still in flight (NCCL queues it behind on its stream).
   virtual std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) = 0;
 
+  /// As start(), for buffers that kernels queued on `producer` (a cudaStream_t of the
+  /// group's device) are still writing: the reduction runs once that stream has reached
+  /// this point, and the host does not wait. A host group takes null only (its buffers are
+  /// final when start is called) and throws std::invalid_argument for a stream.
+  virtual std::unique_ptr<AllReduceHandle> start_after(const GradientBucket& bucket,
+                                                       void* producer);
+
   virtual const StageGroup& group() const = 0;
   virtual const BucketLayout& layout() const = 0;
 };

@@ -257,6 +257,29 @@ class CudaStageModel final : public StageModel {
     return params_->gradients();
   }
 
+  // Data-parallel buckets: the embedding, each block, the head (as present), in the order
+  // backward_weight adds to them; each one contiguous span of the flat gradient buffer.
+  std::vector<GradientSpans> gradient_buckets() override {
+    std::vector<GradientSpans> out;
+    if (slice_.has_embedding) out.push_back({params_->grad_span(0, block_base())});
+    for (int j = 0; j < slice_.num_blocks; ++j)
+      out.push_back({params_->grad_span(at(j, ln1_w), at(j, ln1_w) + kParamsPerBlock)});
+    if (slice_.has_head) out.push_back({params_->grad_span(head_base(), params_->size())});
+    return out;
+  }
+
+  bool notify_final_buckets(BucketFinal on_final) override {
+    on_final_ = std::move(on_final);
+    return true;
+  }
+
+  void* compute_stream() const override { return stream(); }
+
+  void synchronize() const override {
+    DeviceGuard guard(device_);
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+  }
+
   // Training state (stage_model.hpp, state_names.hpp): the ParamStore's flat buffers, read
   // after everything queued on the compute stream. Between steps only: a pending
   // backward_weight would still add to the gradients, which restore_state zeroes.
@@ -601,12 +624,26 @@ class CudaStageModel final : public StageModel {
     CudaStash& st = own(stash, StashPhase::input_done, "backward_weight");
     const std::int64_t B = st.B, T = st.T;
     const int C = static_cast<int>(config_.d_model);
-    if (slice_.has_embedding)
+    // Armed by notify_final_buckets for this call only; buckets in gradient_buckets order.
+    const BucketFinal on_final = std::exchange(on_final_, nullptr);
+    std::size_t bucket = 0;
+    auto final = [&] {
+      if (on_final) on_final(bucket);
+      ++bucket;
+    };
+    if (slice_.has_embedding) {
       embedding_backward_weight(g(0), g(1), bf(st.d_embed), i32(st.tokens), int(B), int(T), C,
                                 int(config_.vocab), stream());
-    for (int j = 0; j < slice_.num_blocks; ++j)
+      final();
+    }
+    for (int j = 0; j < slice_.num_blocks; ++j) {
       block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
-    if (slice_.has_head) head_backward_weight(st.head, B, T);
+      final();
+    }
+    if (slice_.has_head) {
+      head_backward_weight(st.head, B, T);
+      final();
+    }
     // Every tensor of the stash was allocated on this stream: releasing them now is
     // ordered after the launches above by the allocator.
     st.release();
@@ -652,6 +689,7 @@ class CudaStageModel final : public StageModel {
   Tensor loss_host_;                // pinned f32 (1) for the loss readback
   float* loss_device_alias_ = nullptr;  // loss_host_ as the device addresses it
   std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced
+  BucketFinal on_final_;  // armed for the next backward_weight (data parallelism)
 };
 
 }  // namespace

@@ -141,6 +141,16 @@ std::vector<NamedTensor> ParamStore::weights() const {
   return download_params(param_state_buffer(), state_is_f32());
 }
 
+GradientSpan ParamStore::grad_span(std::size_t first, std::size_t end) const {
+  if (first >= end || end > size())
+    throw std::out_of_range("ParamStore::grad_span: parameters [" + std::to_string(first) + ", " +
+                            std::to_string(end) + ") of " + std::to_string(size()));
+  const auto& last = entries()[end - 1];
+  const std::int64_t begin = entries()[first].offset;
+  return GradientSpan{grad(first), static_cast<std::size_t>(last.offset + last.numel - begin),
+                      DType::f32};
+}
+
 std::vector<NamedTensor> ParamStore::gradients() const { return download_params(grads_, true); }
 
 // ---- training state

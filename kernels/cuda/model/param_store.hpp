@@ -27,6 +27,7 @@
 #include "kernels/cuda/model/cuda_state_snapshot.hpp"
 #include "kernels/cuda/types.hpp"
 #include "kernels/io/safetensors.hpp"
+#include "kernels/model/gradient_buckets.hpp"
 #include "kernels/model/param.hpp"
 #include "kernels/optim/adamw.hpp"
 
@@ -45,6 +46,10 @@ class ParamStore {
   /// The bf16 weights the kernels read, and the f32 gradient (+=) of parameter i.
   const bf16* value(std::size_t i) const { return values_.as<bf16>() + entries()[i].offset; }
   float* grad(std::size_t i) const { return grads_.as<float>() + entries()[i].offset; }
+
+  /// The gradients of parameters [first, end) as one span of the flat buffer (the padding
+  /// between them is included; it stays zero). REQUIRES: first < end <= size().
+  GradientSpan grad_span(std::size_t first, std::size_t end) const;
 
   /// Per-parameter sums of squared gradients (f32 on the device, deterministic); waits.
   std::vector<double> grad_squares() const;

@@ -36,6 +36,20 @@ TEST_CASE("the measured bubble is the idle share of ranks over the compute span"
   CHECK(m.bubble == doctest::Approx(0.5));
 }
 
+TEST_CASE("the reduction cost of a step is the mean over its stage actors' reports") {
+  std::vector<StageReport> reports(4);
+  const double busy[] = {2.0, 4.0, 6.0, 8.0}, exposed[] = {0.5, 0.0, 1.5, 2.0};
+  for (int r = 0; r < 4; ++r) {
+    reports[r].rank = r;
+    reports[r].allreduce_busy_ms = busy[r];
+    reports[r].allreduce_exposed_ms = exposed[r];
+  }
+  const ReductionCost cost = reduction_cost(reports);
+  CHECK(cost.busy_ms == 5.0);
+  CHECK(cost.exposed_ms == 1.0);
+  CHECK(reduction_cost({}).busy_ms == 0.0);
+}
+
 TEST_CASE("an eval plan runs each chunk's forwards in model-stage order") {
   RankPlacement rank;
   rank.rank = 1;

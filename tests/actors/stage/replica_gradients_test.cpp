@@ -1,9 +1,12 @@
-// A stage's gradients averaged across its replicas: one bucket per chunk through the
-// process's replica groups (a Gloo group per pipeline stage over loopback), in place,
-// the same bits on every replica.
+// A stage's gradients averaged across its replicas (actors/stage/replica_gradients.hpp):
+// buckets from the stage models, started as they become final, averaged in place through
+// the process's replica groups (a Gloo group per pipeline stage over loopback), the same
+// bits on every replica, with the cost of the step's reductions measured.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <functional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -14,55 +17,115 @@ using namespace conveyor;
 
 namespace {
 
-// Two chunks (two and one tensors) filled from `seed`.
-ChunkGradients gradients(float seed) {
-  ChunkGradients g{{Tensor::zeros(Shape{3, 5}), Tensor::zeros(Shape{7})}, {Tensor::zeros(Shape{11})}};
-  float x = seed;
-  for (auto& chunk : g)
-    for (auto& t : chunk)
-      for (auto& v : t.f32_span()) v = x += 0.37f;
-  return g;
+const GptConfig kModel{2, 32, 4, 16, 64};
+const StageSlice kWhole{0, 2, true, true};
+
+Tensor random_ids(std::uint32_t seed) {
+  Tensor t = Tensor::zeros(Shape{2, kModel.seq_len}, DType::i32);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> id(0, static_cast<int>(kModel.vocab) - 1);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = id(rng);
+  return t;
+}
+
+// One train micro-batch of replica-specific data through `model` (forward, backward).
+void train_micro_batch(StageModel& model, std::uint32_t seed) {
+  StageForward out = model.forward(random_ids(seed), random_ids(seed + 1000), true);
+  (void)model.backward(*out.stash, Tensor{}, 1.0f);
+}
+
+std::vector<std::vector<float>> copy_gradients(StageModel& model) {
+  std::vector<std::vector<float>> out;
+  for (Tensor& g : model.gradients()) {
+    const auto v = g.f32_span();
+    out.emplace_back(v.begin(), v.end());
+  }
+  return out;
+}
+
+// Runs `body(replica)` for two replicas on threads of their own; returns their errors.
+std::vector<std::string> on_two_replicas(const std::function<void(int)>& body) {
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
 }
 
 }  // namespace
 
-TEST_CASE("replica buckets are one f32 bucket per chunk with the chunk's element count") {
-  const auto layout = replica_bucket_layout(gradients(0));
+TEST_CASE("a CPU chunk is one f32 bucket of all its parameters; chunks follow each other") {
+  auto first = make_cpu_stage_model(kModel, StageSlice{0, 1, true, false}, 7);
+  auto second = make_cpu_stage_model(kModel, StageSlice{1, 1, false, true}, 7);
+  const auto layout = ReplicaGradients::layout_of({first.get(), second.get()});
   REQUIRE(layout.size() == 2);
-  CHECK(layout[0] == BucketShape{22, DType::f32});
-  CHECK(layout[1] == BucketShape{11, DType::f32});
-  CHECK_THROWS_AS(replica_bucket_layout({{Tensor::zeros(Shape{2}, DType::bf16)}}),
-                  std::invalid_argument);
+  auto elements = [](StageModel& m) {
+    std::size_t n = 0;
+    for (Tensor& g : m.gradients()) n += static_cast<std::size_t>(g.numel());
+    return n;
+  };
+  CHECK(layout[0] == BucketShape{elements(*first), DType::f32});
+  CHECK(layout[1] == BucketShape{elements(*second), DType::f32});
 }
 
-TEST_CASE("two replicas of two stages each end with the average of their gradients, bitwise equal") {
+TEST_CASE("two replicas average their real gradients in place, bitwise equal, and time it") {
   ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
-  std::vector<ChunkGradients> inputs, results;
-  for (int a = 0; a < 4; ++a) inputs.push_back(gradients(static_cast<float>(a)));
-  for (int a = 0; a < 4; ++a) results.push_back(gradients(static_cast<float>(a)));
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(4);
-  for (int a = 0; a < 4; ++a)  // actor r·2 + s: stage s of replica r, each on its own thread
-    threads.emplace_back([&, a] {
-      try {
-        auto group = groups.join(a % 2, a / 2, replica_bucket_layout(results[a]));
-        average_across_replicas(*group, results[a]);
-      } catch (const std::exception& e) {
-        errors[a] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int a = 0; a < 4; ++a) {
-    CAPTURE(a);
-    REQUIRE(errors[a].empty());
-    const int peer = (a + 2) % 4;  // the same stage of the other replica
-    for (std::size_t c = 0; c < results[a].size(); ++c)
-      for (std::size_t t = 0; t < results[a][c].size(); ++t) {
-        const auto got = results[a][c][t].f32_span();
-        const auto mine = inputs[a][c][t].f32_span(), theirs = inputs[peer][c][t].f32_span();
-        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == (mine[i] + theirs[i]) / 2);
-        const auto same = results[peer][c][t].f32_span();
-        CHECK(std::memcmp(got.data(), same.data(), got.size_bytes()) == 0);
-      }
+  std::vector<std::unique_ptr<StageModel>> models;
+  std::vector<std::vector<std::vector<float>>> before;
+  for (int r = 0; r < 2; ++r) {
+    models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
+    train_micro_batch(*models[r], 11 + 17 * r);  // each replica its own data
+    before.push_back(copy_gradients(*models[r]));
   }
+  REQUIRE(before[0] != before[1]);
+  std::vector<ReductionTiming> timing(2);
+  const auto errors = on_two_replicas([&](int r) {
+    StageModel* model = models[r].get();
+    ReplicaGradients sync(
+        groups.join(0, r, ReplicaGradients::layout_of({model}), Device::cpu()), {model});
+    sync.arm(0);
+    sync.after_last_backward(0);  // a CPU model names no bucket: all start here
+    timing[r] = sync.finish();
+  });
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    REQUIRE(errors[r].empty());
+    CHECK(timing[r].busy_ms > 0.0);
+    CHECK(timing[r].exposed_ms >= 0.0);
+    const auto after = copy_gradients(*models[r]);
+    for (std::size_t p = 0; p < after.size(); ++p)
+      for (std::size_t i = 0; i < after[p].size(); ++i)
+        CHECK(after[p][i] == (before[0][p][i] + before[1][p][i]) / 2);
+  }
+  CHECK(copy_gradients(*models[0]) == copy_gradients(*models[1]));
+}
+
+TEST_CASE("a step whose buckets were not all started fails naming the bucket, before any wait") {
+  ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
+  const auto errors = on_two_replicas([&](int r) {
+    auto model = make_cpu_stage_model(kModel, kWhole, 7);
+    ReplicaGradients sync(
+        groups.join(1, r, ReplicaGradients::layout_of({model.get()}), Device::cpu()),
+        {model.get()});
+    (void)sync.finish();
+  });
+  for (const auto& e : errors) CHECK(e.find("bucket 0 was not started this step") != std::string::npos);
+}
+
+TEST_CASE("a host group refuses to wait for a CUDA stream") {
+  ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
+  const auto errors = on_two_replicas([&](int r) {
+    auto group = groups.join(2, r, {BucketShape{4, DType::f32}}, Device::cpu());
+    float values[4] = {1, 2, 3, 4};
+    int stream = 0;  // any non-null pointer stands for a stream here
+    (void)group->start_after(GradientBucket{0, {GradientBuffer{values, 4, DType::f32}}}, &stream);
+  });
+  for (const auto& e : errors) CHECK(e.find("cannot wait for a CUDA stream") != std::string::npos);
 }

@@ -143,8 +143,6 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
               {"parallel.data", "3", "pipeline.micro_batches", "8"}),
       bad_set("replicas with stage restarts", {"parallel.data=2"},
               {"parallel.data", "2", "fault.policy"}),
-      bad_set("replicas on GPU stages", {"parallel.data=2", "fault.policy=abort", "devices.kind=cuda"},
-              {"parallel.data", "one process, CPU stages, so far"}),
       bad_set("replicas with NaN rollback",
               {"parallel.data=2", "fault.policy=abort", "fault.on_nan=rollback"},
               {"parallel.data", "fault.on_nan"}),

@@ -46,6 +46,10 @@ TEST_CASE("conveyor train with 2 replicas of 2 stages follows the loss curve of 
     worst = std::max(worst, rel);
     CHECK(rel <= 1e-6);
     CHECK(two[s].at("stage_busy_ms").size() == 4);  // every stage actor of both replicas
+    // The step's gradient averaging, measured (one replica: no such fields).
+    CHECK(two[s].at("allreduce_ms").get<double>() > 0.0);
+    CHECK(two[s].at("allreduce_exposed_ms").get<double>() >= 0.0);
+    CHECK_FALSE(one[s].contains("allreduce_ms"));
   }
   MESSAGE("tiny.yaml, 2 stages, " << kSteps << " steps: worst relative loss difference R=2 vs R=1: "
                                   << worst);

@@ -1,5 +1,7 @@
 #include "transport/collective/gloo/gloo_gradient_all_reduce.hpp"
 
+#include <atomic>
+
 #include <gloo/allreduce.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
@@ -33,18 +35,23 @@ bool is_gloo_timeout(const std::exception& e) {
 
 class GlooPendingBucket final : public AllReduceHandle {
  public:
-  explicit GlooPendingBucket(std::shared_ptr<Completion> completion)
-      : completion_(std::move(completion)) {}
+  GlooPendingBucket(std::shared_ptr<Completion> completion,
+                    std::shared_ptr<const std::atomic<double>> elapsed_ms)
+      : completion_(std::move(completion)), elapsed_ms_(std::move(elapsed_ms)) {}
   void wait() override { completion_->wait(); }
   bool done() override { return completion_->done(); }
+  double elapsed_ms() const override { return elapsed_ms_->load(); }
 
  private:
   std::shared_ptr<Completion> completion_;
+  std::shared_ptr<const std::atomic<double>> elapsed_ms_;
 };
 
 struct Operation {
   GradientBucket bucket;
   std::shared_ptr<Completion> completion;
+  // How long reduce() ran; written by the worker before the completion is signalled.
+  std::shared_ptr<std::atomic<double>> elapsed_ms;
 };
 
 }  // namespace
@@ -123,6 +130,7 @@ struct GlooGradientAllReduce::Impl {
   std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) {
     check_bucket(bucket, options.layout, options.group.describe());
     auto completion = std::make_shared<Completion>();
+    auto elapsed_ms = std::make_shared<std::atomic<double>>(0.0);
     {
       std::lock_guard lock(mu);
       if (!broken.empty())
@@ -131,10 +139,10 @@ struct GlooGradientAllReduce::Impl {
         throw std::logic_error(describe(bucket) +
                                ": started again before its previous all-reduce completed");
       in_flight[bucket.index] = true;
-      queue.push_back({bucket, completion});
+      queue.push_back({bucket, completion, elapsed_ms});
     }
     work.notify_one();
-    return std::make_unique<GlooPendingBucket>(std::move(completion));
+    return std::make_unique<GlooPendingBucket>(std::move(completion), std::move(elapsed_ms));
   }
 
   void run() {
@@ -156,8 +164,12 @@ struct GlooGradientAllReduce::Impl {
         continue;
       }
       std::exception_ptr error;
+      const auto began = std::chrono::steady_clock::now();
       try {
         reduce(op.bucket);
+        op.elapsed_ms->store(std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - began)
+                                 .count());
       } catch (const std::exception& e) {
         const std::string text = describe(op.bucket) + ": " + e.what() + kRebuild;
         error = is_gloo_timeout(e) ? std::make_exception_ptr(CollectiveTimeout(text))

@@ -43,8 +43,8 @@ ncclDataType_t nccl_type(DType dtype) {
 
 class CudaEvent {
  public:
-  explicit CudaEvent(int device) : device_(device) {
-    CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  explicit CudaEvent(int device, bool timing = false) : device_(device) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
   }
   ~CudaEvent() {
     DeviceGuard guard(device_);
@@ -63,9 +63,24 @@ class NcclPendingBucket final : public AllReduceHandle {
  public:
   NcclPendingBucket(NcclCommunicator* comm, int device, std::string what,
                     std::chrono::milliseconds timeout)
-      : comm_(comm), device_(device), what_(std::move(what)), timeout_(timeout), event_(device) {}
+      : comm_(comm),
+        device_(device),
+        what_(std::move(what)),
+        timeout_(timeout),
+        began_(device, true),
+        event_(device, true) {}
 
+  // Recorded on the group's stream before and after the bucket's all-reduces.
+  cudaEvent_t began() const { return began_.get(); }
   cudaEvent_t event() const { return event_.get(); }
+
+  double elapsed_ms() const override {
+    if (!completed_) return 0.0;
+    DeviceGuard guard(device_);
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, began_.get(), event_.get()));
+    return ms;
+  }
 
   void wait() override {
     if (completed_) return;
@@ -105,19 +120,49 @@ class NcclPendingBucket final : public AllReduceHandle {
   int device_;
   std::string what_;
   std::chrono::milliseconds timeout_;
+  CudaEvent began_;
   CudaEvent event_;
   bool completed_ = false;
 };
 
 }  // namespace
 
+// The group's own stream when the caller gives none: destroyed after the communicator
+// (declared before it in Impl), once its queued work has run.
+class OwnedStream {
+ public:
+  OwnedStream() = default;
+  explicit OwnedStream(int device) : device_(device) {
+    DeviceGuard guard(device_);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~OwnedStream() {
+    if (!stream_) return;
+    DeviceGuard guard(device_);
+    (void)cudaStreamSynchronize(stream_);
+    (void)cudaStreamDestroy(stream_);
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
 struct NcclGradientAllReduce::Impl {
   NcclGroupOptions options;
+  std::unique_ptr<OwnedStream> own_stream;
   std::unique_ptr<NcclCommunicator> comm;
 
   Impl(RendezvousClient& store, NcclGroupOptions o) : options(std::move(o)) {
     const StageGroup& group = options.group;
     group.validate();
+    if (!options.stream) {
+      own_stream = std::make_unique<OwnedStream>(options.device);
+      options.stream = own_stream->get();
+    }
     for (const auto& shape : options.layout) (void)nccl_type(shape.dtype);
     if (options.timeout <= std::chrono::milliseconds(0))
       throw std::invalid_argument(group.describe() + ": the timeout must be positive");
@@ -183,6 +228,7 @@ struct NcclGradientAllReduce::Impl {
     auto handle = std::make_unique<NcclPendingBucket>(comm.get(), options.device, what,
                                                       options.timeout);
     try {
+      CUDA_CHECK(cudaEventRecord(handle->began(), options.stream));
       if (comm && bucket.elements() > 0) enqueue(bucket);
       CUDA_CHECK(cudaEventRecord(handle->event(), options.stream));
     } catch (...) {
@@ -203,6 +249,19 @@ struct NcclGradientAllReduce::Impl {
     NCCL_CHECK_COMM(*comm, ncclGroupEnd());
   }
 
+  std::unique_ptr<AllReduceHandle> start_after(const GradientBucket& bucket, cudaStream_t producer) {
+    if (producer) {
+      DeviceGuard guard(options.device);
+      if (!written) written = std::make_unique<CudaEvent>(options.device);
+      CUDA_CHECK(cudaEventRecord(written->get(), producer));
+      CUDA_CHECK(cudaStreamWaitEvent(options.stream, written->get(), 0));
+    }
+    return start(bucket);
+  }
+
+  // Reused by start_after: a stream wait captures the event's state when it is queued.
+  std::unique_ptr<CudaEvent> written;
+
   void wait_on_device(cudaStream_t consumer) {
     DeviceGuard guard(options.device);
     CudaEvent queued(options.device);
@@ -218,6 +277,11 @@ NcclGradientAllReduce::~NcclGradientAllReduce() = default;
 
 std::unique_ptr<AllReduceHandle> NcclGradientAllReduce::start(const GradientBucket& bucket) {
   return impl_->start(bucket);
+}
+
+std::unique_ptr<AllReduceHandle> NcclGradientAllReduce::start_after(const GradientBucket& bucket,
+                                                                    void* producer) {
+  return impl_->start_after(bucket, static_cast<cudaStream_t>(producer));
 }
 
 void NcclGradientAllReduce::wait_on_device(cudaStream_t consumer) {

@@ -47,7 +47,8 @@ struct NcclGroupOptions {
   Reduction reduction = Reduction::average;
   /// The CUDA device of this rank; every buffer is device memory of it.
   int device = 0;
-  /// Caller-owned stream on `device` where the all-reduces are queued.
+  /// Caller-owned stream on `device` where the all-reduces are queued; null: the group
+  /// makes a non-blocking stream of its own (destroyed after the communicator).
   cudaStream_t stream = nullptr;
   /// Bound on joining the group and on each host wait for a bucket.
   std::chrono::milliseconds timeout{30'000};
@@ -64,6 +65,10 @@ class NcclGradientAllReduce final : public GradientAllReduce {
   /// Queues `bucket` on the group's stream (see above). A bucket may be started again at
   /// once: the stream orders it after the previous one.
   std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) override;
+  /// Makes the group's stream wait for `producer` (a cudaStream_t of this device) on the
+  /// device, then start(bucket): the host never waits.
+  std::unique_ptr<AllReduceHandle> start_after(const GradientBucket& bucket,
+                                               void* producer) override;
 
   /// Makes `consumer` wait, on the device, for everything queued on the group's stream so
   /// far (the buckets started until now). Does not report NCCL errors: a handle's wait()

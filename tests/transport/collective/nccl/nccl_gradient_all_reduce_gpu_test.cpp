@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/cuda/bf16.hpp"
+#include "kernels/cuda/check.hpp"
 #include "tests/transport/collective/collective_test_support.hpp"
 #include "tests/transport/nccl/nccl_test_support.hpp"
 #include "transport/collective/collective_error.hpp"
@@ -208,6 +209,60 @@ TEST_CASE("gpu: a bucket only one rank starts fails its wait within the timeout 
   CHECK(error.find("did not complete within 2 s") != std::string::npos);
   CHECK(elapsed < 5.0);
   CHECK(later.find("not started") != std::string::npos);
+}
+
+// A bucket whose buffer another stream is still writing: start_after makes the group's
+// own stream (none given) wait for that stream on the device, so the reduction reads the
+// last values written. The producer zeroes and refills a 64 MiB buffer eight times after
+// start_after is called from the host's point of view: a reduction that did not wait would
+// read zeros or a mix. Each bucket's own time is measured.
+TEST_CASE("gpu: start_after orders the reduction after the producing stream; each bucket is timed") {
+  CONVEYOR_REQUIRE_TWO_GPUS();
+  testing::LogCapture log;
+  RendezvousServer server(testing::server_options(log));
+  constexpr std::size_t n = (std::size_t{1} << 24) + 5;
+  std::vector<float> values[2] = {random_gradient(n, 77), random_gradient(n, 78)};
+  std::vector<std::uint8_t> result[2];
+  double elapsed_ms[2] = {0, 0};
+  auto rank = [&](int r) {
+    RendezvousClient store(testing::client_options(server));
+    DeviceStream producer(r);
+    Tensor source = nccl_testing::upload(encode(values[r], DType::f32), Shape{std::int64_t(n)},
+                                         DType::f32, r, producer);
+    Tensor target = nccl_testing::upload(encode(values[r], DType::f32), Shape{std::int64_t(n)},
+                                         DType::f32, r, producer);
+    CUDA_CHECK(cudaStreamSynchronize(producer));
+    NcclGroupOptions o;
+    o.group = {.name = "stage 3", .rank = r, .size = 2};
+    o.layout = {{n, DType::f32}};
+    o.device = r;
+    o.timeout = 30s;  // o.stream stays null: the group's own stream
+    NcclGradientAllReduce group(store, o);
+    for (int k = 0; k < 8; ++k) {
+      CUDA_CHECK(cudaMemsetAsync(target.raw(), 0, n * sizeof(float), producer));
+      CUDA_CHECK(cudaMemcpyAsync(target.raw(), source.raw(), n * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, producer));
+    }
+    auto handle = group.start_after({0, {{target.raw(), n, DType::f32}}},
+                                    static_cast<cudaStream_t>(producer));
+    handle->wait();
+    elapsed_ms[r] = handle->elapsed_ms();
+    result[r] = nccl_testing::download(target, producer);
+  };
+  nccl_testing::run_ranks([&] { rank(0); }, [&] { rank(1); });
+  const auto got = decode(result[0], DType::f32);
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x0 = values[0][k], x1 = values[1][k];
+    const double bound = std::ldexp(1.0, -24) * (std::fabs(x0) + std::fabs(x1)) / 2 * (1 + 1e-9);
+    if (std::fabs(got[k] - (x0 + x1) / 2) > bound) ++bad;
+  }
+  CHECK(bad == 0);
+  CHECK(result[1] == result[0]);
+  MESSAGE("64 MiB f32 bucket: reduction " << elapsed_ms[0] << " ms on rank 0, " << elapsed_ms[1]
+                                          << " ms on rank 1");
+  CHECK(elapsed_ms[0] > 0.0);
+  CHECK(elapsed_ms[1] > 0.0);
 }
 
 }  // namespace

@@ -35,8 +35,10 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
     const bool math = t.flops > 0;
     const double rate = math ? t.flops / (t.ms * 1e-3) / 1e12 : t.bytes / (t.ms * 1e-3) / 1e12;
     const double per_step = t.group == "optimizer" ? t.per_step : t.per_step * micro_batches;
-    // The two optimizer recipes are alternatives: count the configured one.
-    const bool counted = t.master.empty() || t.master == config.optim.master;
+    // The two optimizer recipes are alternatives, and so are the two gradient types: count
+    // the configured ones.
+    const bool counted = (t.master.empty() || t.master == config.optim.master) &&
+                         (t.grad_dtype.empty() || t.grad_dtype == config.optim.grad_dtype);
     if (counted) step_ms += t.ms * per_step;
     rows.push_back({{"kernel", t.name},
                     {"group", t.group},
@@ -51,6 +53,7 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
           {"micro_batch_size", config.pipeline.micro_batch_size},
           {"micro_batches", config.pipeline.micro_batches},
           {"master", config.optim.master},
+          {"grad_dtype", config.optim.grad_dtype},
           {"ceilings", {{"bf16_tflops", kBf16MatrixTflops}, {"copy_tbps", kCopyTBps}}},
           {"kernels", rows},
           {"kernel_ms_per_step_one_gpu", step_ms}};

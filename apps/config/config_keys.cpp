@@ -121,6 +121,10 @@ std::vector<ConfigKey> build_keys() {
 
       KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
           one_of(&known_master_dtypes)),
+      KEY(optim.grad_dtype,
+          "type the weight gradients accumulate in: f32, or bf16 (fp32 sums rounded once per "
+          "kernel, as PyTorch's all-bf16 recipe; half the gradient memory; devices.kind cuda only)",
+          one_of(&known_grad_dtypes)),
 
       KEY(trace.enabled, "record a causal trace of every message and action in DIR/trace/"),
       KEY(trace.steps, "steps to trace (with trace.enabled): all, one step, or a range",

@@ -89,6 +89,12 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                             "' on devices.kind cpu (the CPU kernels compute "
                                             "in fp32: set model.dtype: fp32)",
                          "devices.kind"};
+  if (!cuda && c.optim.grad_dtype != "f32")
+    return ConfigProblem{"optim.grad_dtype",
+                         "'" + c.optim.grad_dtype +
+                             "' on devices.kind cpu (the CPU stages accumulate gradients in "
+                             "fp32 only: set optim.grad_dtype: f32, or devices.kind: cuda)",
+                         "devices.kind"};
   if (cuda && c.transport.kind == "ucx")
     return ConfigProblem{"transport.kind",
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "

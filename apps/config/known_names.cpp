@@ -23,6 +23,11 @@ const std::vector<std::string>& known_master_dtypes() {
   return names;
 }
 
+const std::vector<std::string>& known_grad_dtypes() {
+  static const std::vector<std::string> names = {"f32", "bf16"};
+  return names;
+}
+
 const std::vector<std::string>& known_stage_threads() {
   static const std::vector<std::string> names = {"detached", "scheduled"};
   return names;

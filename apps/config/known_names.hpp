@@ -16,6 +16,8 @@ const std::vector<std::string>& known_device_kinds();
 
 const std::vector<std::string>& known_model_dtypes();
 const std::vector<std::string>& known_master_dtypes();
+/// `optim.grad_dtype` values.
+const std::vector<std::string>& known_grad_dtypes();
 const std::vector<std::string>& known_stage_threads();
 /// `transport.kind` values (nccl joins when conveyor train wires transport/nccl).
 const std::vector<std::string>& known_transport_kinds();

@@ -61,6 +61,7 @@ struct RuntimeSection {
 
 struct OptimSection {
   std::string master = "fp32";               // optim.master: fp32 (fp32 master + state) | bf16
+  std::string grad_dtype = "f32";            // optim.grad_dtype: f32 | bf16 (CUDA stages only)
 };
 
 struct TraceSection {

@@ -48,11 +48,14 @@ std::vector<Device> actor_devices(const RunConfig& config, int actors) {
 StageModelFactory stage_model_factory(const RunConfig& config) {
   if (config.devices.kind == "cpu") return make_cpu_stage_model;
 #if CONVEYOR_WITH_CUDA
-  const bool master_fp32 = config.optim.master == "fp32";
-  const bool deterministic = config.runtime.deterministic;
+  CudaStageOptions options;
+  options.master_fp32 = config.optim.master == "fp32";
+  options.deterministic = config.runtime.deterministic;
+  options.grads_bf16 = config.optim.grad_dtype == "bf16";
   return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device) {
-    return make_cuda_stage_model(model, slice, seed,
-                                 CudaStageOptions{device.index, master_fp32, deterministic});
+    CudaStageOptions on_device = options;
+    on_device.device = device.index;
+    return make_cuda_stage_model(model, slice, seed, on_device);
   };
 #else
   throw InputError("devices.kind: 'cuda' needs a build with CUDA");

@@ -79,24 +79,25 @@ __device__ __forceinline__ float read(const float* p, std::int64_t i) { return p
 __device__ __forceinline__ float read(const bf16* p, std::int64_t i) { return to_float(p[i]); }
 
 // Element i's update, read and written one element at a time.
-template <class W>
+template <class W, class G>
 __device__ __forceinline__ void adamw_at(std::int64_t i, W* params, bf16* compute,
-                                         const float* grads, W* m, W* v, float scale,
+                                         const G* grads, W* m, W* v, float scale,
                                          const AdamWHyper& hp, const DecayRuns& runs) {
   float mi = read(m, i), vi = read(v, i), w = read(params, i);
-  adamw_element(grads[i] * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
+  adamw_element(read(grads, i) * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
   store(m, i, mi);
   store(v, i, vi);
   store(params, i, w);
   if (compute) compute[i] = to_bf16(w);
 }
 
-// W: weight and moment storage type (float or bf16). Each thread updates 4 consecutive
-// elements per iteration with vector loads and one run search for the 4 (the common case:
-// they share a run); the last n % 4 elements one by one. REQUIRES: every pointer aligned to
-// 4 elements (the launchers check it and use adamw_scalar_kernel otherwise).
-template <class W>
-__global__ void adamw_kernel(W* params, bf16* compute, const float* grads, W* m, W* v,
+// W: weight and moment storage type (float or bf16); G: gradient type (float or bf16,
+// widened to fp32 as it is read). Each thread updates 4 consecutive elements per iteration
+// with vector loads and one run search for the 4 (the common case: they share a run); the
+// last n % 4 elements one by one. REQUIRES: every pointer aligned to 4 elements (the
+// launchers check it and use adamw_scalar_kernel otherwise).
+template <class W, class G>
+__global__ void adamw_kernel(W* params, bf16* compute, const G* grads, W* m, W* v,
                              std::int64_t n, AdamWHyper hp, DecayRuns runs) {
   const float scale = hp.grad_scale * clip_factor(hp);
   const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
@@ -133,8 +134,8 @@ __global__ void adamw_kernel(W* params, bf16* compute, const float* grads, W* m,
 }
 
 // The same update one element per thread, for buffers not aligned to 4 elements.
-template <class W>
-__global__ void adamw_scalar_kernel(W* params, bf16* compute, const float* grads, W* m, W* v,
+template <class W, class G>
+__global__ void adamw_scalar_kernel(W* params, bf16* compute, const G* grads, W* m, W* v,
                                     std::int64_t n, AdamWHyper hp, DecayRuns runs) {
   const float scale = hp.grad_scale * clip_factor(hp);
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -160,6 +161,23 @@ void check(const char* what, std::int64_t n, const AdamWHyper& hp, const DecayRu
   require(runs.count == 0 || (runs.ends && runs.decay), what, "decay runs without arrays");
 }
 
+// Every launcher: the vector kernel when every buffer is aligned to 4 elements, else the
+// scalar one. `compute` is null in the all-bf16 recipe.
+template <class W, class G>
+void launch(const char* what, W* params, bf16* compute, const G* grads, W* m, W* v,
+            std::int64_t n, const AdamWHyper& hyper, const DecayRuns& runs, cudaStream_t stream) {
+  check(what, n, hyper, runs);
+  if (n == 0) return;
+  if (aligned4({{params, sizeof(W)}, {compute, sizeof(bf16)}, {grads, sizeof(G)}, {m, sizeof(W)},
+                {v, sizeof(W)}}))
+    adamw_kernel<W, G><<<grid_for(ceil_div(n, 4)), kThreads, 0, stream>>>(params, compute, grads,
+                                                                          m, v, n, hyper, runs);
+  else
+    adamw_scalar_kernel<W, G><<<grid_for(n), kThreads, 0, stream>>>(params, compute, grads, m, v,
+                                                                     n, hyper, runs);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 // ----------------------------------------------------------------------------
@@ -175,28 +193,25 @@ void adamw_bias_corrections(AdamWHyper& hyper, std::int64_t t) {
 void adamw_update(float* master, bf16* compute, const float* grads, float* m, float* v,
                   std::int64_t n, const AdamWHyper& hyper, const DecayRuns& runs,
                   cudaStream_t stream) {
-  check("adamw_update", n, hyper, runs);
-  if (n == 0) return;
-  if (aligned4({{master, 4}, {compute, 2}, {grads, 4}, {m, 4}, {v, 4}}))
-    adamw_kernel<float><<<grid_for(ceil_div(n, 4)), kThreads, 0, stream>>>(master, compute, grads,
-                                                                          m, v, n, hyper, runs);
-  else
-    adamw_scalar_kernel<float><<<grid_for(n), kThreads, 0, stream>>>(master, compute, grads, m, v,
-                                                                     n, hyper, runs);
-  CUDA_CHECK_LAUNCH();
+  launch("adamw_update", master, compute, grads, m, v, n, hyper, runs, stream);
+}
+
+void adamw_update(float* master, bf16* compute, const bf16* grads, float* m, float* v,
+                  std::int64_t n, const AdamWHyper& hyper, const DecayRuns& runs,
+                  cudaStream_t stream) {
+  launch("adamw_update", master, compute, grads, m, v, n, hyper, runs, stream);
 }
 
 void adamw_update_bf16(bf16* params, const float* grads, bf16* m, bf16* v, std::int64_t n,
                        const AdamWHyper& hyper, const DecayRuns& runs, cudaStream_t stream) {
-  check("adamw_update_bf16", n, hyper, runs);
-  if (n == 0) return;
-  if (aligned4({{params, 2}, {grads, 4}, {m, 2}, {v, 2}}))
-    adamw_kernel<bf16><<<grid_for(ceil_div(n, 4)), kThreads, 0, stream>>>(params, nullptr, grads,
-                                                                         m, v, n, hyper, runs);
-  else
-    adamw_scalar_kernel<bf16><<<grid_for(n), kThreads, 0, stream>>>(params, nullptr, grads, m, v,
-                                                                    n, hyper, runs);
-  CUDA_CHECK_LAUNCH();
+  launch("adamw_update_bf16", params, static_cast<bf16*>(nullptr), grads, m, v, n, hyper, runs,
+         stream);
+}
+
+void adamw_update_bf16(bf16* params, const bf16* grads, bf16* m, bf16* v, std::int64_t n,
+                       const AdamWHyper& hyper, const DecayRuns& runs, cudaStream_t stream) {
+  launch("adamw_update_bf16", params, static_cast<bf16*>(nullptr), grads, m, v, n, hyper, runs,
+         stream);
 }
 
 }  // namespace conveyor

@@ -36,19 +36,28 @@ struct DecayRuns {
 void adamw_bias_corrections(AdamWHyper& hyper, std::int64_t t);
 
 /// fp32 master weights and moments; `compute` (bf16 copy of the new weights) may be null.
+/// Gradients fp32, or bf16 (optim.grad_dtype bf16: widened exactly, the maths unchanged).
 void adamw_update(float* master,        // (n) updated
                   bf16* compute,        // (n) = bf16(master), or null
                   const float* grads,   // (n)
                   float* m, float* v,   // (n) updated
                   std::int64_t n, const AdamWHyper& hyper, const DecayRuns& runs,
                   cudaStream_t stream);
+void adamw_update(float* master, bf16* compute,
+                  const bf16* grads,    // (n)
+                  float* m, float* v, std::int64_t n, const AdamWHyper& hyper,
+                  const DecayRuns& runs, cudaStream_t stream);
 
 /// All-bf16 state (weights and moments bf16, maths in fp32, round to nearest even), as in
-/// the PyTorch reference that keeps no fp32 master copy. Gradients stay fp32.
+/// the PyTorch reference that keeps no fp32 master copy. Gradients fp32, or bf16 as above.
 void adamw_update_bf16(bf16* params,         // (n) updated
                        const float* grads,   // (n)
                        bf16* m, bf16* v,     // (n) updated
                        std::int64_t n, const AdamWHyper& hyper, const DecayRuns& runs,
                        cudaStream_t stream);
+void adamw_update_bf16(bf16* params,
+                       const bf16* grads,    // (n)
+                       bf16* m, bf16* v, std::int64_t n, const AdamWHyper& hyper,
+                       const DecayRuns& runs, cudaStream_t stream);
 
 }  // namespace conveyor

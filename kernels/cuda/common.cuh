@@ -19,6 +19,17 @@ constexpr int kWarpSize = 32;
 __device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
 
+/// A parameter-gradient element (f32, or bf16 under optim.grad_dtype bf16) as f32.
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(bf16 x) { return to_float(x); }
+
+/// `*grad += delta` for a parameter gradient of either type (types.hpp): f32 exactly as
+/// written; bf16 widened, added in f32 and rounded to nearest even once.
+__device__ __forceinline__ void add_to_grad(float* grad, float delta) { *grad += delta; }
+__device__ __forceinline__ void add_to_grad(bf16* grad, float delta) {
+  *grad = to_bf16(to_float(*grad) + delta);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

@@ -25,13 +25,15 @@ __global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, 
 }
 
 // dwpe[t, c] += sum over b of dout[b, t, c], in b order. grid (ceil(C / threads), T).
-__global__ void wpe_backward_kernel(float* dwpe, const bf16* dout, int B, int T, int C) {
+// G: the gradients' type (float or bf16) here and in wte_backward_kernel.
+template <class G>
+__global__ void wpe_backward_kernel(G* dwpe, const bf16* dout, int B, int T, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = blockIdx.y;
   if (c >= C) return;
   float sum = 0.0f;
   for (int b = 0; b < B; ++b) sum += to_float(dout[(std::int64_t{b} * T + t) * C + c]);
-  dwpe[std::int64_t{t} * C + c] += sum;
+  add_to_grad(dwpe + std::int64_t{t} * C + c, sum);
 }
 
 __global__ void iota_kernel(std::int32_t* out, int n) {
@@ -42,7 +44,8 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
 // grid (BT, ceil(C / threads)). Block x looks at sorted position i; only the first
 // position of each run of equal tokens does work: it sums the run's rows (positions are
 // ascending within a run because the sort is stable) and adds the sum to dwte once.
-__global__ void wte_backward_kernel(float* dwte, const bf16* dout, const std::int32_t* sorted_tok,
+template <class G>
+__global__ void wte_backward_kernel(G* dwte, const bf16* dout, const std::int32_t* sorted_tok,
                                     const std::int32_t* sorted_pos, int BT, int C) {
   const int i = blockIdx.x;
   const int c = blockIdx.y * blockDim.x + threadIdx.x;
@@ -52,7 +55,7 @@ __global__ void wte_backward_kernel(float* dwte, const bf16* dout, const std::in
   float sum = 0.0f;
   for (int j = i; j < BT && sorted_tok[j] == tok; ++j)
     sum += to_float(dout[std::int64_t{sorted_pos[j]} * C + c]);
-  dwte[std::int64_t{tok} * C + c] += sum;
+  add_to_grad(dwte + std::int64_t{tok} * C + c, sum);
 }
 
 int bits_for(int v) {  // bits needed to hold 0 .. v-1
@@ -78,15 +81,17 @@ void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, c
   CUDA_CHECK_LAUNCH();
 }
 
-void embedding_backward_weight(float* dwte, float* dwpe, const bf16* dout,
-                               const std::int32_t* tokens, int B, int T, int C, int V,
-                               cudaStream_t stream) {
+namespace {
+
+template <class G>
+void backward_weight(G* dwte, G* dwpe, const bf16* dout, const std::int32_t* tokens, int B,
+                     int T, int C, int V, cudaStream_t stream) {
   require(B > 0 && T > 0 && C > 0 && V > 0, "embedding_backward_weight",
           "B, T, C, V must be positive, got " + std::to_string(B) + ", " + std::to_string(T) +
               ", " + std::to_string(C) + ", " + std::to_string(V));
   constexpr int kThreads = 256;
-  wpe_backward_kernel<<<dim3(ceil_div(C, kThreads), T), kThreads, 0, stream>>>(dwpe, dout, B, T,
-                                                                              C);
+  wpe_backward_kernel<G><<<dim3(ceil_div(C, kThreads), T), kThreads, 0, stream>>>(dwpe, dout, B,
+                                                                                 T, C);
   CUDA_CHECK_LAUNCH();
 
   const int BT = B * T;
@@ -107,9 +112,23 @@ void embedding_backward_weight(float* dwte, float* dwpe, const bf16* dout,
                                              sorted_tok.as<std::int32_t>(),
                                              pos.as<std::int32_t>(), sorted_pos.as<std::int32_t>(),
                                              BT, 0, end_bit, stream));
-  wte_backward_kernel<<<dim3(BT, ceil_div(C, kThreads)), kThreads, 0, stream>>>(
+  wte_backward_kernel<G><<<dim3(BT, ceil_div(C, kThreads)), kThreads, 0, stream>>>(
       dwte, dout, sorted_tok.as<std::int32_t>(), sorted_pos.as<std::int32_t>(), BT, C);
   CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void embedding_backward_weight(float* dwte, float* dwpe, const bf16* dout,
+                               const std::int32_t* tokens, int B, int T, int C, int V,
+                               cudaStream_t stream) {
+  backward_weight(dwte, dwpe, dout, tokens, B, T, C, V, stream);
+}
+
+void embedding_backward_weight(bf16* dwte, bf16* dwpe, const bf16* dout,
+                               const std::int32_t* tokens, int B, int T, int C, int V,
+                               cudaStream_t stream) {
+  backward_weight(dwte, dwpe, dout, tokens, B, T, C, V, stream);
 }
 
 }  // namespace conveyor

@@ -1,7 +1,8 @@
 #pragma once
 // Token + learned position embedding on the device (kernels/cpu/embedding.hpp):
 // out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :], added in fp32, stored as bf16.
-// Invariant: parameter gradients (fp32) are accumulated with +=; activations are
+// Invariant: parameter gradients (fp32, or bf16: optim.grad_dtype, summed in fp32 and
+// rounded once per element) are accumulated with +=; activations are
 // written with =. The backward is weight-only (the input is token ids).
 // REQUIRES: every token in [0, V) and T <= the rows of wpe (the caller validates).
 #include "kernels/cuda/types.hpp"
@@ -20,6 +21,11 @@ void embedding_forward(bf16* out,                   // (B, T, C)
 /// order. Scratch comes from the caching allocator on `stream`.
 void embedding_backward_weight(float* dwte,                // (V, C)     +=
                                float* dwpe,                // (maxT, C)  +=
+                               const bf16* dout,           // (B, T, C)
+                               const std::int32_t* tokens, // (B, T)
+                               int B, int T, int C, int V, cudaStream_t stream);
+void embedding_backward_weight(bf16* dwte,                 // (V, C)     +=
+                               bf16* dwpe,                 // (maxT, C)  +=
                                const bf16* dout,           // (B, T, C)
                                const std::int32_t* tokens, // (B, T)
                                int B, int T, int C, int V, cudaStream_t stream);

@@ -4,7 +4,7 @@
 // in column-major terms:
 //   forward          D (OC, N) = W^T-op (A = weight as (IC, OC), transa) * inp (IC, N)
 //   backward_input   D (IC, N) = weight (IC, OC) * dout (OC, N)
-//   backward_weight  D (IC, OC) += inp (IC, N) * dout^T (transb on (OC, N))
+//   backward_weight  D (IC, OC) += inp (IC, N) * dout^T (transb on (OC, N)), D f32 or bf16
 // Algorithm choice is pinned: see gemm.hpp. Handles, workspaces and chosen algorithms are
 // process-wide, behind one mutex (descriptor setup and the heuristic query run on the
 // host; the matmul itself is queued on the caller's stream).
@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/common.cuh"
@@ -41,13 +42,14 @@ __global__ void bias_grad_partial_kernel(float* partial, const bf16* dout, int N
   partial[std::int64_t{chunk} * OC + c] = sum;
 }
 
-// Pass 2: chunks in order, then += once.
-__global__ void bias_grad_final_kernel(float* dbias, const float* partial, int chunks, int OC) {
+// Pass 2: chunks in order, then += once. G: the gradient's type (float or bf16).
+template <class G>
+__global__ void bias_grad_final_kernel(G* dbias, const float* partial, int chunks, int OC) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= OC) return;
   float sum = 0.0f;
   for (int k = 0; k < chunks; ++k) sum += partial[std::int64_t{k} * OC + c];
-  dbias[c] += sum;
+  add_to_grad(dbias + c, sum);
 }
 
 // ----------------------------------------------------------------------------
@@ -201,8 +203,11 @@ void run_gemm(const GemmCall& g, cudaStream_t stream) {
       CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, align_attrs[i], &aligns[i],
                                                         sizeof aligns[i]));
     // Split-K only with a separate reduction pass (no in-place reduction in the output).
-    std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
-                            CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+    // A bf16 gradient (accumulated bf16 D) keeps its split-K partials in fp32 too: partials
+    // rounded to bf16 before the reduction would lose what the fp32 compute type keeps.
+    std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    const bool bf16_grad = g.accumulate && g.d_type == CUDA_R_16BF;
+    if (!bf16_grad) schemes |= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         ds.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
     cublasLtMatmulHeuristicResult_t result{};
@@ -273,10 +278,17 @@ void linear_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, con
   if (pre_gelu && !fuse) gelu_backward_input(dinp, dinp, pre_gelu, std::int64_t{N} * IC, stream);
 }
 
-void linear_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
-                            int N, int IC, int OC, cudaStream_t stream) {
+namespace {
+
+// G: float (D type CUDA_R_32F) or bf16 (CUDA_R_16BF: cuBLASLt reads C in bf16, computes
+// alpha AB + C in fp32 and rounds D once; the algorithm is pinned per D type, GemmKey).
+template <class G>
+void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, int N, int IC,
+                     int OC, cudaStream_t stream) {
+  constexpr bool kF32 = std::is_same_v<G, float>;
   check_dims("linear_backward_weight", N, IC, OC);
-  run_gemm({IC, OC, N, false, true, inp, IC, dout, OC, dweight, IC, CUDA_R_32F, true,
+  const cudaDataType_t d_type = kF32 ? CUDA_R_32F : CUDA_R_16BF;
+  run_gemm({IC, OC, N, false, true, inp, IC, dout, OC, dweight, IC, d_type, true,
             CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, "linear_backward_weight"},
            stream);
   if (!dbias) return;
@@ -287,9 +299,21 @@ void linear_backward_weight(float* dweight, float* dbias, const bf16* dout, cons
   bias_grad_partial_kernel<<<dim3(ceil_div(OC, kColumnThreads), chunks), kColumnThreads, 0,
                              stream>>>(partial.as<float>(), dout, N, OC);
   CUDA_CHECK_LAUNCH();
-  bias_grad_final_kernel<<<ceil_div(OC, kColumnThreads), kColumnThreads, 0, stream>>>(
+  bias_grad_final_kernel<G><<<ceil_div(OC, kColumnThreads), kColumnThreads, 0, stream>>>(
       dbias, partial.as<float>(), chunks, OC);
   CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void linear_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                            int N, int IC, int OC, cudaStream_t stream) {
+  backward_weight(dweight, dbias, dout, inp, N, IC, OC, stream);
+}
+
+void linear_backward_weight(bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                            int N, int IC, int OC, cudaStream_t stream) {
+  backward_weight(dweight, dbias, dout, inp, N, IC, OC, stream);
 }
 
 }  // namespace conveyor

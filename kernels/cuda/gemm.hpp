@@ -1,8 +1,8 @@
 #pragma once
 // Linear layers on the device through cuBLASLt, weights stored (out, in) like PyTorch:
 // out = inp W^T + b. bf16 operands, fp32 accumulation (CUBLAS_COMPUTE_32F).
-// Invariant: parameter gradients (fp32) are accumulated with += (GEMM beta = 1);
-// activations and the input gradient are written with =.
+// Invariant: parameter gradients (fp32, or bf16 under optim.grad_dtype bf16) are
+// accumulated with += (GEMM beta = 1); activations and the input gradient are written with =.
 // Backward is split for zero-bubble schedules: backward_input needs (dout, W) only;
 // backward_weight needs (dout, inp).
 //
@@ -42,6 +42,13 @@ void linear_backward_input(bf16* dinp,            // (N, IC) =
 /// fixed chunks of rows, no atomics).
 void linear_backward_weight(float* dweight,    // (OC, IC) +=
                             float* dbias,      // (OC) +=, or null
+                            const bf16* dout,  // (N, OC)
+                            const bf16* inp,   // (N, IC)
+                            int N, int IC, int OC, cudaStream_t stream);
+/// The same with bf16 gradients: the GEMM reads dweight as bf16 C (beta = 1), accumulates
+/// in fp32 and rounds D to bf16 once; the bias sums are fp32 and round once when added.
+void linear_backward_weight(bf16* dweight,     // (OC, IC) +=
+                            bf16* dbias,       // (OC) +=, or null
                             const bf16* dout,  // (N, OC)
                             const bf16* inp,   // (N, IC)
                             int N, int IC, int OC, cudaStream_t stream);

@@ -1,8 +1,8 @@
 #pragma once
-// Sum of squares of a flat fp32 buffer (the gradient norm for clipping) as a deterministic
-// two-pass reduction: a fixed number of blocks (independent of the GPU) each sum a fixed
-// strided subset in a fixed order and reduce in a fixed tree; one block then adds the
-// partials in block order. No atomics: the same input gives the same bits.
+// Sum of squares of a flat fp32 (or bf16) buffer (the gradient norm for clipping) as a
+// deterministic two-pass reduction: a fixed number of blocks (independent of the GPU) each
+// sum a fixed strided subset in a fixed order and reduce in a fixed tree; one block then
+// adds the partials in block order. No atomics: the same input gives the same bits.
 // The result stays on the device, so AdamW can clip without a host round trip.
 #include "kernels/cuda/types.hpp"
 
@@ -11,6 +11,10 @@ namespace conveyor {
 /// *out = sum_i x_i^2, or *out += it when `accumulate` (to chain per-parameter calls in the
 /// global parameter order). `out` is device memory (one float).
 void grad_square_sum(float* out, const float* x, std::int64_t n, bool accumulate,
+                     cudaStream_t stream);
+/// The same over bf16 gradients (optim.grad_dtype bf16): each element widened to fp32, then
+/// squared and summed in fp32 in the same order.
+void grad_square_sum(float* out, const bf16* x, std::int64_t n, bool accumulate,
                      cudaStream_t stream);
 
 }  // namespace conveyor

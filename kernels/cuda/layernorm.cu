@@ -250,8 +250,10 @@ __global__ void layernorm_weight_partial_kernel(float* partial, const bf16* dout
   p[C + c] = db;
 }
 
-// Pass 2: one thread per column adds the chunks in chunk order, then += once.
-__global__ void layernorm_weight_final_kernel(float* dweight, float* dbias, const float* partial,
+// Pass 2: one thread per column adds the chunks in chunk order, then += once. G: the
+// gradients' type (float or bf16).
+template <class G>
+__global__ void layernorm_weight_final_kernel(G* dweight, G* dbias, const float* partial,
                                               int chunks, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
@@ -260,8 +262,8 @@ __global__ void layernorm_weight_final_kernel(float* dweight, float* dbias, cons
     dw += partial[std::int64_t{k} * 2 * C + c];
     db += partial[std::int64_t{k} * 2 * C + C + c];
   }
-  dweight[c] += dw;
-  dbias[c] += db;
+  add_to_grad(dweight + c, dw);
+  add_to_grad(dbias + c, db);
 }
 
 void check_nc(const char* what, int N, int C) {
@@ -348,9 +350,11 @@ void layernorm_backward_input_residual(bf16* dinp, const bf16* dresidual, const 
                         mean, rstd, N, C, stream);
 }
 
-void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
-                               const float* mean, const float* rstd, int N, int C,
-                               cudaStream_t stream) {
+namespace {
+
+template <class G>
+void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, const float* mean,
+                     const float* rstd, int N, int C, cudaStream_t stream) {
   check_nc("layernorm_backward_weight", N, C);
   const int chunks = static_cast<int>(ceil_div(N, kWeightChunkRows));
   require(chunks <= 65535, "layernorm_backward_weight", "N too large: " + std::to_string(N));
@@ -359,9 +363,23 @@ void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout, c
   layernorm_weight_partial_kernel<<<dim3(ceil_div(C, kColumnThreads), chunks), kColumnThreads, 0,
                                     stream>>>(partial.as<float>(), dout, inp, mean, rstd, N, C);
   CUDA_CHECK_LAUNCH();
-  layernorm_weight_final_kernel<<<ceil_div(C, kColumnThreads), kColumnThreads, 0, stream>>>(
+  layernorm_weight_final_kernel<G><<<ceil_div(C, kColumnThreads), kColumnThreads, 0, stream>>>(
       dweight, dbias, partial.as<float>(), chunks, C);
   CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                               const float* mean, const float* rstd, int N, int C,
+                               cudaStream_t stream) {
+  backward_weight(dweight, dbias, dout, inp, mean, rstd, N, C, stream);
+}
+
+void layernorm_backward_weight(bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                               const float* mean, const float* rstd, int N, int C,
+                               cudaStream_t stream) {
+  backward_weight(dweight, dbias, dout, inp, mean, rstd, N, C, stream);
 }
 
 }  // namespace conveyor

@@ -4,7 +4,8 @@
 //   residual = a + b (rounded to bf16);  out = (residual - mean) * rstd * weight + bias
 // with rstd = 1 / sqrt(var + 1e-5), biased variance, statistics in fp32 over the bf16
 // residual that is stored (so backward sees exactly what forward normalised).
-// Invariant: parameter gradients (fp32) are accumulated with +=; activations are written
+// Invariant: parameter gradients (fp32, or bf16: optim.grad_dtype) are accumulated with +=
+// (fp32 sums, one rounding per element for bf16); activations are written
 // with =; the input gradient (bf16) is accumulated with += (the caller seeds it with the
 // residual gradient, as on the CPU).
 // Backward is split: backward_input needs (inp, weight, mean, rstd); backward_weight
@@ -55,6 +56,13 @@ void layernorm_backward_input_residual(bf16* dinp,             // (N, C) =
 
 void layernorm_backward_weight(float* dweight,     // (C) +=
                                float* dbias,       // (C) +=
+                               const bf16* dout,   // (N, C)
+                               const bf16* inp,    // (N, C)
+                               const float* mean,  // (N)
+                               const float* rstd,  // (N)
+                               int N, int C, cudaStream_t stream);
+void layernorm_backward_weight(bf16* dweight,      // (C) +=
+                               bf16* dbias,        // (C) +=
                                const bf16* dout,   // (N, C)
                                const bf16* inp,    // (N, C)
                                const float* mean,  // (N)

@@ -6,8 +6,10 @@
 // - It runs on the current device; every pointer must be device memory of that device.
 // - It queues work on `stream` and returns without waiting.
 // - It checks shapes (std::invalid_argument naming the values) and the launch (CudaError).
-// - Activations are bf16 and are written with =; parameter gradients are fp32 and are
-//   accumulated with +=; a few input gradients are accumulated (said in the comment).
+// - Activations are bf16 and are written with =; parameter gradients are accumulated with
+//   += (a few input gradients too, said in the comment). Launchers that write or read
+//   parameter gradients take them as fp32 or, overloaded, as bf16 (optim.grad_dtype): the
+//   bf16 form sums in fp32 and rounds to nearest even once per launch and element.
 // - No reduction uses atomics: the same inputs give bitwise identical outputs.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>

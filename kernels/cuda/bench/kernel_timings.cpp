@@ -142,9 +142,10 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
   const std::size_t NC = std::size_t(N) * C, NH4 = std::size_t(N) * H;
   std::vector<KernelTiming> rows;
   auto add = [&](std::string name, std::string group, int per_step, double flops, double bytes,
-                 const std::function<void()>& launch, std::string master = "") {
+                 const std::function<void()>& launch, std::string master = "",
+                 std::string grad_dtype = "") {
     rows.push_back({std::move(name), std::move(group), per_step, timer.median_ms(launch), flops,
-                    bytes, std::move(master)});
+                    bytes, std::move(master), std::move(grad_dtype)});
   };
 
   {  // one block's kernels
@@ -157,8 +158,9 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
     auto w_fc1 = bf16_buf(std::size_t(H) * C, 0.02f), b_fc1 = bf16_buf(H, 0.02f);
     auto w_fc2 = bf16_buf(std::size_t(C) * H, 0.02f), b_fc2 = bf16_buf(C, 0.02f);
     auto dw = f32_buf(std::size_t(H) * C, 0.01f), db = f32_buf(H, 0.01f);
+    auto dw16 = bf16_buf(std::size_t(H) * C, 0.01f), db16 = bf16_buf(H, 0.01f);
     auto dx = bf16_buf(NC), dqkv = bf16_buf(3 * NC), dh = bf16_buf(NH4);
-    auto dlnw = f32_buf(C), dlnb = f32_buf(C);
+    auto dlnw = f32_buf(C), dlnb = f32_buf(C), dlnw16 = bf16_buf(C), dlnb16 = bf16_buf(C);
 
     add("residual + LayerNorm forward", "block", 2, 0, (4 * n * c) * bf + 2 * n * f4, [&] {
       residual_layernorm_forward(res.as<bf16>(), ln.as<bf16>(), mean.as<float>(), rstd.as<float>(),
@@ -211,26 +213,35 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
       layernorm_backward_input(dx.as<bf16>(), out.as<bf16>(), res.as<bf16>(), ln_w.as<bf16>(),
                                mean.as<float>(), rstd.as<float>(), N, C, stream);
     });
-    add("gemm fc2 backward weight (+= fp32, +bias)", "block", 1, 2 * n * h * c, 0, [&] {
-      linear_backward_weight(dw.as<float>(), db.as<float>(), out.as<bf16>(), act.as<bf16>(), N, H,
-                             C, stream);
-    });
-    add("gemm fc1 backward weight (+= fp32, +bias)", "block", 1, 2 * n * c * h, 0, [&] {
-      linear_backward_weight(dw.as<float>(), db.as<float>(), dh.as<bf16>(), ln.as<bf16>(), N, C, H,
-                             stream);
-    });
-    add("gemm proj backward weight (+= fp32, +bias)", "block", 1, 2 * n * c * c, 0, [&] {
-      linear_backward_weight(dw.as<float>(), db.as<float>(), out.as<bf16>(), atty.as<bf16>(), N, C,
-                             C, stream);
-    });
-    add("gemm qkv backward weight (+= fp32, +bias)", "block", 1, 2 * n * c * 3 * c, 0, [&] {
-      linear_backward_weight(dw.as<float>(), db.as<float>(), dqkv.as<bf16>(), ln.as<bf16>(), N, C,
-                             3 * C, stream);
-    });
-    add("LayerNorm backward weight (+= fp32)", "block", 2, 0, 2 * n * c * bf + 2 * n * f4, [&] {
-      layernorm_backward_weight(dlnw.as<float>(), dlnb.as<float>(), out.as<bf16>(), res.as<bf16>(),
-                                mean.as<float>(), rstd.as<float>(), N, C, stream);
-    });
+    // The weight-gradient kernels once per gradient type (the pointers' type picks the
+    // launchers' overload); `label` names it in the row, `grad` is its optim.grad_dtype.
+    auto weight_rows = [&](auto* dwg, auto* dbg, auto* dlnwg, auto* dlnbg,
+                           const std::string& label, const std::string& grad) {
+      add("gemm fc2 backward weight (+= " + label + ", +bias)", "block", 1, 2 * n * h * c, 0, [&] {
+        linear_backward_weight(dwg, dbg, out.as<bf16>(), act.as<bf16>(), N, H, C, stream);
+      }, "", grad);
+      add("gemm fc1 backward weight (+= " + label + ", +bias)", "block", 1, 2 * n * c * h, 0, [&] {
+        linear_backward_weight(dwg, dbg, dh.as<bf16>(), ln.as<bf16>(), N, C, H, stream);
+      }, "", grad);
+      add("gemm proj backward weight (+= " + label + ", +bias)", "block", 1, 2 * n * c * c, 0, [&] {
+        linear_backward_weight(dwg, dbg, out.as<bf16>(), atty.as<bf16>(), N, C, C, stream);
+      }, "", grad);
+      add("gemm qkv backward weight (+= " + label + ", +bias)", "block", 1, 2 * n * c * 3 * c, 0,
+          [&] {
+            linear_backward_weight(dwg, dbg, dqkv.as<bf16>(), ln.as<bf16>(), N, C, 3 * C, stream);
+          },
+          "", grad);
+      const double ln_bytes = 2 * n * c * bf + 2 * n * f4;
+      add("LayerNorm backward weight (+= " + label + ")", "block", 2, 0, ln_bytes,
+          [&] {
+            layernorm_backward_weight(dlnwg, dlnbg, out.as<bf16>(), res.as<bf16>(),
+                                      mean.as<float>(), rstd.as<float>(), N, C, stream);
+          },
+          "", grad);
+    };
+    weight_rows(dw.as<float>(), db.as<float>(), dlnw.as<float>(), dlnb.as<float>(), "fp32", "f32");
+    weight_rows(dw16.as<bf16>(), db16.as<bf16>(), dlnw16.as<bf16>(), dlnb16.as<bf16>(), "bf16",
+                "bf16");
   }
   for (auto& r : rows) r.per_step *= L;
 
@@ -238,6 +249,8 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
     auto tokens = random_ids(N, V, seed++, dev, stream), targets = random_ids(N, V, seed++, dev, stream);
     auto wte = bf16_buf(std::size_t(V) * C, 0.02f), wpe = bf16_buf(std::size_t(T) * C, 0.02f);
     auto dwte = f32_buf(std::size_t(V) * C, 0.01f), dwpe = f32_buf(std::size_t(T) * C, 0.01f);
+    auto dwte16 = bf16_buf(std::size_t(V) * C, 0.01f);
+    auto dwpe16 = bf16_buf(std::size_t(T) * C, 0.01f);
     auto x = bf16_buf(NC), dx = bf16_buf(NC), logits = bf16_buf(std::size_t(N) * V);
     auto losses = f32_buf(N);
     add("embedding forward", "head", 1, 0, 2 * n * c * bf + n * 4, [&] {
@@ -247,7 +260,11 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
     add("embedding backward weight (+= fp32)", "head", 1, 0, n * c * (bf + 2 * f4) + n * 4, [&] {
       embedding_backward_weight(dwte.as<float>(), dwpe.as<float>(), x.as<bf16>(),
                                 tokens.as<std::int32_t>(), B, T, C, V, stream);
-    });
+    }, "", "f32");
+    add("embedding backward weight (+= bf16)", "head", 1, 0, n * c * (bf + 2 * bf) + n * 4, [&] {
+      embedding_backward_weight(dwte16.as<bf16>(), dwpe16.as<bf16>(), x.as<bf16>(),
+                                tokens.as<std::int32_t>(), B, T, C, V, stream);
+    }, "", "bf16");
     add("gemm head forward", "head", 1, 2 * n * c * v, 0, [&] {
       linear_forward(logits.as<bf16>(), nullptr, x.as<bf16>(), wte.as<bf16>(), nullptr, N, C, V,
                      stream);
@@ -269,18 +286,25 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
     add("gemm head backward weight (+= fp32)", "head", 1, 2 * n * c * v, 0, [&] {
       linear_backward_weight(dwte.as<float>(), nullptr, logits.as<bf16>(), x.as<bf16>(), N, C, V,
                              stream);
-    });
+    }, "", "f32");
+    add("gemm head backward weight (+= bf16)", "head", 1, 2 * n * c * v, 0, [&] {
+      linear_backward_weight(dwte16.as<bf16>(), nullptr, logits.as<bf16>(), x.as<bf16>(), N, C,
+                             V, stream);
+    }, "", "bf16");
   }
 
   {  // the optimizer over every parameter of the model
     const std::size_t P = std::size_t(L) * (12 * std::size_t(C) * C + 13 * std::size_t(C)) +
                           2 * std::size_t(V) * C + std::size_t(T) * C + 2 * std::size_t(C);
     const double p = double(P);
-    auto grads = f32_buf(P, 1e-3f);
+    auto grads = f32_buf(P, 1e-3f), grads16 = bf16_buf(P, 1e-3f);
     auto norm = f32_buf(1);
     add("gradient norm (sum of squares)", "optimizer", 1, 0, p * f4, [&] {
       grad_square_sum(norm.as<float>(), grads.as<float>(), std::int64_t(P), false, stream);
-    });
+    }, "", "f32");
+    add("gradient norm (sum of squares, bf16 grads)", "optimizer", 1, 0, p * bf, [&] {
+      grad_square_sum(norm.as<float>(), grads16.as<bf16>(), std::int64_t(P), false, stream);
+    }, "", "bf16");
     AdamWHyper hyper;
     hyper.lr = 1e-4f;
     adamw_bias_corrections(hyper, 10);
@@ -298,14 +322,22 @@ std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& o) {
       add("AdamW fp32 master (+bf16 copy)", "optimizer", 1, 0, p * (16 + 14), [&] {
         adamw_update(master.as<float>(), compute.as<bf16>(), grads.as<float>(), m.as<float>(),
                      vv.as<float>(), std::int64_t(P), hyper, runs, stream);
-      }, "fp32");
+      }, "fp32", "f32");
+      add("AdamW fp32 master (+bf16 copy, bf16 grads)", "optimizer", 1, 0, p * (14 + 14), [&] {
+        adamw_update(master.as<float>(), compute.as<bf16>(), grads16.as<bf16>(), m.as<float>(),
+                     vv.as<float>(), std::int64_t(P), hyper, runs, stream);
+      }, "fp32", "bf16");
     }
     {
       auto params = bf16_buf(P, 0.02f), m = bf16_buf(P, 1e-3f), vv = bf16_buf(P, 1e-3f);
       add("AdamW all-bf16 (fp32 grads)", "optimizer", 1, 0, p * (10 + 6), [&] {
         adamw_update_bf16(params.as<bf16>(), grads.as<float>(), m.as<bf16>(), vv.as<bf16>(),
                           std::int64_t(P), hyper, runs, stream);
-      }, "bf16");
+      }, "bf16", "f32");
+      add("AdamW all-bf16 (bf16 grads)", "optimizer", 1, 0, p * (8 + 6), [&] {
+        adamw_update_bf16(params.as<bf16>(), grads16.as<bf16>(), m.as<bf16>(), vv.as<bf16>(),
+                          std::int64_t(P), hyper, runs, stream);
+      }, "bf16", "bf16");
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -8,6 +8,9 @@
 // or by memory traffic (bytes > 0: TB/s against the copy ceiling): the minimum traffic
 // of the kernel's contract (every input read once, every output written once), so a
 // kernel that re-reads its inputs shows as below the ceiling.
+//
+// Every kernel that writes or reads weight gradients has a row per gradient type
+// (optim.grad_dtype f32 and bf16), so one call compares the two accumulations.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +27,7 @@ struct KernelTiming {
   double flops = 0.0;  // per launch, when bound by math
   double bytes = 0.0;  // per launch, when bound by memory
   std::string master;  // "fp32" or "bf16": counts only under that optim.master; "" always
+  std::string grad_dtype;  // "f32" or "bf16": counts only under that optim.grad_dtype; "" always
 };
 
 struct KernelBenchOptions {

@@ -191,7 +191,7 @@ class CudaStageModel final : public StageModel {
       // decay flags and bits by construction. Its host copies are dropped at once.
       GptStage host(config, slice, seed);
       params_ = std::make_unique<ParamStore>(host.params(), options.master_fp32, device_,
-                                             stream_.get());
+                                             stream_.get(), options.grads_bf16);
       loss_host_ = zeros_pinned({1});
       // Pinned memory is mapped into the device's address space (unified addressing).
       void* alias = nullptr;
@@ -360,7 +360,11 @@ class CudaStageModel final : public StageModel {
     return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k;
   }
   const bf16* w(std::size_t i) const { return params_->value(i); }
-  float* g(std::size_t i) const { return params_->grad(i); }
+  // Parameter i's gradient as G (float or bf16: the store's gradient type).
+  template <class G>
+  G* g(std::size_t i) const {
+    return params_->grad<G>(i);
+  }
 
   // ---- argument checks (std::invalid_argument naming what was expected and got)
 
@@ -622,57 +626,70 @@ class CudaStageModel final : public StageModel {
 
   void backward_weight_impl(StageStash& stash) {
     CudaStash& st = own(stash, StashPhase::input_done, "backward_weight");
-    const std::int64_t B = st.B, T = st.T;
-    const int C = static_cast<int>(config_.d_model);
-    // Armed by notify_final_buckets for this call only; buckets in gradient_buckets order.
+    // Armed by notify_final_buckets for this call only: names each bucket (gradient_buckets
+    // order) once its last += is queued.
     const BucketFinal on_final = std::exchange(on_final_, nullptr);
-    std::size_t bucket = 0;
-    auto final = [&] {
-      if (on_final) on_final(bucket);
-      ++bucket;
-    };
-    if (slice_.has_embedding) {
-      embedding_backward_weight(g(0), g(1), bf(st.d_embed), i32(st.tokens), int(B), int(T), C,
-                                int(config_.vocab), stream());
-      final();
-    }
-    for (int j = 0; j < slice_.num_blocks; ++j) {
-      block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
-      final();
-    }
-    if (slice_.has_head) {
-      head_backward_weight(st.head, B, T);
-      final();
-    }
+    if (params_->grads_bf16())
+      accumulate_weight_grads<bf16>(st, on_final);
+    else
+      accumulate_weight_grads<float>(st, on_final);
     // Every tensor of the stash was allocated on this stream: releasing them now is
     // ordered after the launches above by the allocator.
     st.release();
     st.phase = StashPhase::weight_done;
   }
 
+  // Every weight gradient's += of one micro-batch; G is the gradients' type (the launchers
+  // are overloaded on it).
+  template <class G>
+  void accumulate_weight_grads(const CudaStash& st, const BucketFinal& on_final) {
+    const std::int64_t B = st.B, T = st.T;
+    const int C = static_cast<int>(config_.d_model);
+    std::size_t bucket = 0;
+    auto final = [&] {
+      if (on_final) on_final(bucket);
+      ++bucket;
+    };
+    if (slice_.has_embedding) {
+      embedding_backward_weight(g<G>(0), g<G>(1), bf(st.d_embed), i32(st.tokens), int(B), int(T),
+                                C, int(config_.vocab), stream());
+      final();
+    }
+    for (int j = 0; j < slice_.num_blocks; ++j) {
+      block_backward_weight<G>(j, st.blocks[static_cast<std::size_t>(j)], B, T);
+      final();
+    }
+    if (slice_.has_head) {
+      head_backward_weight<G>(st.head, B, T);
+      final();
+    }
+  }
+
+  template <class G>
   void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
     const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
               h = static_cast<int>(config_.mlp_hidden());
-    linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h, c,
-                           stream());
-    linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c, h,
-                           stream());
-    layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
+    linear_backward_weight(g<G>(at(j, fc2_w)), g<G>(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h,
+                           c, stream());
+    linear_backward_weight(g<G>(at(j, fc1_w)), g<G>(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c,
+                           h, stream());
+    layernorm_backward_weight(g<G>(at(j, ln2_w)), g<G>(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
                               f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
-    linear_backward_weight(g(at(j, proj_w)), g(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n, c, c,
-                           stream());
-    linear_backward_weight(g(at(j, qkv_w)), g(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c, 3 * c,
-                           stream());
-    layernorm_backward_weight(g(at(j, ln1_w)), g(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
+    linear_backward_weight(g<G>(at(j, proj_w)), g<G>(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n,
+                           c, c, stream());
+    linear_backward_weight(g<G>(at(j, qkv_w)), g<G>(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c,
+                           3 * c, stream());
+    layernorm_backward_weight(g<G>(at(j, ln1_w)), g<G>(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
                               f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
   }
 
+  template <class G>
   void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T) {
     const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
               v = static_cast<int>(config_.vocab);
     const std::size_t base = head_base();
-    linear_backward_weight(g(base + 2), nullptr, bf(h.logits), bf(h.lnf), n, c, v, stream());
-    layernorm_backward_weight(g(base), g(base + 1), bf(h.d_lnf), bf(h.x), f32(h.lnf_mean),
+    linear_backward_weight(g<G>(base + 2), nullptr, bf(h.logits), bf(h.lnf), n, c, v, stream());
+    layernorm_backward_weight(g<G>(base), g<G>(base + 1), bf(h.d_lnf), bf(h.x), f32(h.lnf_mean),
                               f32(h.lnf_rstd), n, c, stream());
   }
 

@@ -14,6 +14,8 @@
 //                     d(loss)/d(logit) is scaled by loss_scale / (B * T) as on the CPU)
 //   input grad out    bf16 (B, T, C) on this device, fresh (empty on the embedding slice)
 //   weights()         host f32 tensors (the fp32 master, or the bf16 weights widened)
+//   weight gradients  f32 or bf16 on the device (CudaStageOptions::grads_bf16), never
+//                     handed out but by cuda_stage_gradients (host f32)
 //   capture_state()   host f32 tensors named as the CPU model's (param_store.hpp): the
 //                     weights as weights(), then opt.m / opt.v (bf16 moments widened)
 //   restore_state()   the inverse, from a GPU or CPU capture (bf16 recipe: narrowed, RNE)
@@ -49,6 +51,10 @@ struct CudaStageOptions {
   /// Bitwise reproducible runs. Every launcher used is deterministic today, so this has
   /// no effect yet; it is where faster non-deterministic kernels would be switched off.
   bool deterministic = true;
+  /// optim.grad_dtype: false = weight gradients accumulated in f32; true = in bf16 (fp32
+  /// sums rounded once per launch and element, as PyTorch's all-bf16 recipe): half the
+  /// gradient memory. Either master recipe.
+  bool grads_bf16 = false;
 };
 
 /// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),
@@ -58,9 +64,9 @@ std::unique_ptr<StageModel> make_cuda_stage_model(const GptConfig& config, const
                                                   std::uint64_t seed,
                                                   const CudaStageOptions& options);
 
-/// The f32 weight gradients accumulated so far, host tensors in parameter order (tests and
-/// debugging; waits for the device). Throws std::invalid_argument unless `model` was made
-/// by make_cuda_stage_model.
+/// The weight gradients accumulated so far, host f32 tensors in parameter order (bf16
+/// gradients widened; tests and debugging; waits for the device). Throws
+/// std::invalid_argument unless `model` was made by make_cuda_stage_model.
 std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model);
 
 /// True when the CUDA runtime works and `device` exists; never throws.

@@ -31,8 +31,8 @@ DeviceBuffer zeroed(std::size_t bytes, int device, cudaStream_t stream, const ch
 }  // namespace
 
 ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int device,
-                       cudaStream_t stream)
-    : master_fp32_(master_fp32), device_(device), stream_(stream) {
+                       cudaStream_t stream, bool grads_bf16)
+    : master_fp32_(master_fp32), grads_bf16_(grads_bf16), device_(device), stream_(stream) {
   // The layout is the one record of where each parameter lives in the flat buffers; the
   // snapshots this store takes share it.
   auto layout = std::make_shared<FlatLayout>();
@@ -72,7 +72,8 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   const std::size_t moment_bytes = n * (master_fp32_ ? sizeof(float) : sizeof(bf16));
   if (master_fp32_) master_ = DeviceBuffer(n * sizeof(float), device, stream, "fp32 master weights");
   values_ = DeviceBuffer(n * sizeof(bf16), device, stream, "bf16 weights");
-  grads_ = zeroed(n * sizeof(float), device, stream, "f32 weight gradients");
+  grads_ = grads_bf16_ ? zeroed(n * sizeof(bf16), device, stream, "bf16 weight gradients")
+                      : zeroed(n * sizeof(float), device, stream, "f32 weight gradients");
   m_ = zeroed(moment_bytes, device, stream, "AdamW first moments");
   v_ = zeroed(moment_bytes, device, stream, "AdamW second moments");
   decay_ends_ = DeviceBuffer(ends.size() * sizeof(std::int64_t), device, stream, "AdamW decay runs");
@@ -103,8 +104,15 @@ ParamStore::~ParamStore() {
 
 std::vector<double> ParamStore::grad_squares() const {
   float* out = squares_.as<float>();
-  for (std::size_t i = 0; i < entries().size(); ++i)
-    grad_square_sum(out + i, grad(i), entries()[i].numel, /*accumulate=*/false, stream_);
+  auto sum_each = [&](auto* grads) {  // float or bf16: grad_square_sum's overloads
+    for (std::size_t i = 0; i < entries().size(); ++i)
+      grad_square_sum(out + i, grads + entries()[i].offset, entries()[i].numel,
+                      /*accumulate=*/false, stream_);
+  };
+  if (grads_bf16_)
+    sum_each(grads_.as<bf16>());
+  else
+    sum_each(grads_.as<float>());
   std::vector<float> host(entries().size());
   CUDA_CHECK(cudaMemcpyAsync(host.data(), out, host.size() * sizeof(float),
                              cudaMemcpyDeviceToHost, stream_));
@@ -124,12 +132,18 @@ void ParamStore::step(const AdamWConfig& config, double lr, float grad_scale) {
   adamw_bias_corrections(hp, ++steps_);
   const DecayRuns runs{decay_ends_.as<std::int64_t>(), decay_flags_.as<std::uint8_t>(),
                        static_cast<int>(entries().size())};
-  if (master_fp32_)
-    adamw_update(master_.as<float>(), values_.as<bf16>(), grads_.as<float>(), m_.as<float>(),
-                 v_.as<float>(), total_, hp, runs, stream_);
+  auto update = [&](const auto* grads) {  // float or bf16: the launchers' overloads
+    if (master_fp32_)
+      adamw_update(master_.as<float>(), values_.as<bf16>(), grads, m_.as<float>(),
+                   v_.as<float>(), total_, hp, runs, stream_);
+    else
+      adamw_update_bf16(values_.as<bf16>(), grads, m_.as<bf16>(), v_.as<bf16>(), total_, hp,
+                        runs, stream_);
+  };
+  if (grads_bf16_)
+    update(grads_.as<bf16>());
   else
-    adamw_update_bf16(values_.as<bf16>(), grads_.as<float>(), m_.as<bf16>(), v_.as<bf16>(),
-                      total_, hp, runs, stream_);
+    update(grads_.as<float>());
   CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
 }
 
@@ -147,11 +161,14 @@ GradientSpan ParamStore::grad_span(std::size_t first, std::size_t end) const {
                             std::to_string(end) + ") of " + std::to_string(size()));
   const auto& last = entries()[end - 1];
   const std::int64_t begin = entries()[first].offset;
-  return GradientSpan{grad(first), static_cast<std::size_t>(last.offset + last.numel - begin),
-                      DType::f32};
+  const std::size_t count = static_cast<std::size_t>(last.offset + last.numel - begin);
+  if (grads_bf16_) return GradientSpan{grad<bf16>(first), count, DType::bf16};
+  return GradientSpan{grad<float>(first), count, DType::f32};
 }
 
-std::vector<NamedTensor> ParamStore::gradients() const { return download_params(grads_, true); }
+std::vector<NamedTensor> ParamStore::gradients() const {
+  return download_params(grads_, /*is_f32=*/!grads_bf16_);
+}
 
 // ---- training state
 

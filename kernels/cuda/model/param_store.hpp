@@ -11,8 +11,11 @@
 //   fp32 master: master f32 + m, v f32; `values` is the bf16 copy the kernels read,
 //                rewritten by every step (adamw_update's compute output).
 //   all bf16:    `values` bf16 is the parameter itself; m, v bf16 (adamw_update_bf16).
-// Gradients are f32 in both, accumulated with += by the backward launchers, zeroed by
-// step().
+// Gradients are f32 (optim.grad_dtype f32, the default) or bf16 (optim.grad_dtype bf16, as
+// the PyTorch all-bf16 reference: half the bytes) in either recipe, accumulated with += by
+// the backward launchers (fp32 sums, each launch rounding once per element into bf16),
+// read by AdamW and the gradient norm in their type, zeroed by step(). Snapshots and
+// captured state hold no gradients (they are taken between steps).
 //
 // Every method queues its work on the `stream` given at construction and runs on its
 // device (the caller makes that device current). Thread-safety: none (one owner thread).
@@ -20,7 +23,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/allocator.hpp"
@@ -36,16 +41,29 @@ namespace conveyor {
 class ParamStore {
  public:
   /// Uploads `initial` (host f32 values; names, shapes and decay flags are kept) and
-  /// zeroes gradients and moments. Waits for the upload before returning.
+  /// zeroes gradients and moments. Waits for the upload before returning. `grads_bf16`:
+  /// gradients in bf16 instead of f32 (optim.grad_dtype).
   ParamStore(const std::vector<Param>& initial, bool master_fp32, int device,
-             cudaStream_t stream);
+             cudaStream_t stream, bool grads_bf16 = false);
 
   std::size_t size() const { return entries().size(); }
   const std::string& name(std::size_t i) const { return entries()[i].name; }
 
-  /// The bf16 weights the kernels read, and the f32 gradient (+=) of parameter i.
+  /// The bf16 weights the kernels read.
   const bf16* value(std::size_t i) const { return values_.as<bf16>() + entries()[i].offset; }
-  float* grad(std::size_t i) const { return grads_.as<float>() + entries()[i].offset; }
+  /// Whether the gradients are bf16 (else f32).
+  bool grads_bf16() const { return grads_bf16_; }
+  /// The gradient (+=) of parameter i as G, float or bf16. Throws std::logic_error unless G
+  /// is the type the gradients are held in (grads_bf16()).
+  template <class G>
+  G* grad(std::size_t i) const {
+    static_assert(std::is_same_v<G, float> || std::is_same_v<G, bf16>);
+    if (std::is_same_v<G, bf16> != grads_bf16_)
+      throw std::logic_error(std::string("ParamStore::grad: the gradients are ") +
+                             (grads_bf16_ ? "bf16" : "f32") + ", not " +
+                             (std::is_same_v<G, bf16> ? "bf16" : "f32"));
+    return grads_.as<G>() + entries()[i].offset;
+  }
 
   /// The gradients of parameters [first, end) as one span of the flat buffer (the padding
   /// between them is included; it stays zero). REQUIRES: first < end <= size().
@@ -95,10 +113,12 @@ class ParamStore {
   /// Zeroes the gradients; waits for the copies.
   void restore_snapshot(const StateSnapshot& snapshot);
 
-  /// Host copies of the f32 gradients accumulated so far (tests, debugging); waits.
+  /// Host f32 copies of the gradients accumulated so far (bf16 widened, exact; tests,
+  /// debugging); waits.
   std::vector<NamedTensor> gradients() const;
 
-  /// Device bytes held (weights, gradients, moments).
+  /// Device bytes held (weights, gradients, moments): bf16 gradients hold 2 bytes a
+  /// (padded) element where f32 ones hold 4.
   std::size_t bytes() const;
 
   ~ParamStore();
@@ -143,13 +163,14 @@ class ParamStore {
 
   std::int64_t total_ = 0;  // padded element count of every flat buffer
   bool master_fp32_;
+  bool grads_bf16_;
   int device_;
   cudaStream_t stream_;
   std::int64_t steps_ = 0;
 
   DeviceBuffer master_;  // f32, fp32 recipe only
   DeviceBuffer values_;  // bf16
-  DeviceBuffer grads_;   // f32
+  DeviceBuffer grads_;   // f32 or bf16 (grads_bf16_)
   DeviceBuffer m_, v_;   // f32 or bf16
   DeviceBuffer decay_ends_, decay_flags_;  // DecayRuns: one run per parameter
   DeviceBuffer squares_;                   // f32, one per parameter

@@ -76,13 +76,13 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
-        "checkpoint.every", "checkpoint.keep"}) {
+        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 52);
+  CHECK(config_keys().size() == 53);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -272,6 +272,17 @@ TEST_CASE("the checkpoint keys reject bad values naming the key") {
   // GPU stages checkpoint too (their state is captured from the device).
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "checkpoint.every=5"})
             .checkpoint.every == 5);
+}
+
+TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
+  CHECK(RunConfig{}.optim.grad_dtype == "f32");
+  check_message(set_error({"optim.grad_dtype=bf16"}),
+                {"optim.grad_dtype", "'bf16' on devices.kind cpu", "optim.grad_dtype: f32"});
+  check_message(set_error({"optim.grad_dtype=fp16"}),
+                {"optim.grad_dtype", "'fp16' is not one of f32, bf16"});
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "optim.grad_dtype=bf16"})
+            .optim.grad_dtype == "bf16");
+  CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == "f32");
 }
 
 TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {

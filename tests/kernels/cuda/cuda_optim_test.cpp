@@ -1,5 +1,7 @@
 // AdamW (fp32 master + bf16 copy, and all-bf16) against kernels/optim/adamw.cpp, and the
-// deterministic sum of squares against a double sum.
+// deterministic sum of squares against a double sum; both also over bf16 gradients
+// (optim.grad_dtype bf16), which they widen exactly: the very bits of the f32 forms given
+// the same (bf16-exact) values.
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
@@ -172,6 +174,88 @@ TEST_CASE("cuda grad_square_sum matches a double sum and clips AdamW like clip_s
   };
   const auto host_clipped = run(false), device_clipped = run(true);
   CONVEYOR_CHECK_CLOSE(to_double(host_clipped), device_clipped, 1e-5);
+}
+
+TEST_CASE("cuda grad_square_sum over bf16 gradients matches a double sum and its f32 form") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const std::int64_t n = 300001;  // several elements per thread, odd tail
+  const auto x = random_bf16(static_cast<std::size_t>(n), 131, 2.0);
+  double ref = 0;
+  for (float v : x) ref += static_cast<double>(v) * v;
+  auto x16 = upload_bf16(x, s), x32 = upload(x, s);
+  DeviceBuffer sums(8, current_device(), s, "sums");
+  grad_square_sum(sums.as<float>(), x16.as<bf16>(), n, false, s);
+  grad_square_sum(sums.as<float>() + 1, x32.as<float>(), n, false, s);
+  const auto got = download_f32(sums.data(), 2, s);
+  CHECK(got[0] == doctest::Approx(ref).epsilon(1e-5));
+  CHECK(got[0] == got[1]);
+  grad_square_sum(sums.as<float>(), x16.as<bf16>(), 1000, true, s);  // += a prefix
+  double ref2 = ref;
+  for (int i = 0; i < 1000; ++i) ref2 += static_cast<double>(x[i]) * x[i];
+  CHECK(download_f32(sums.data(), 1, s)[0] == doctest::Approx(ref2).epsilon(1e-5));
+}
+
+TEST_CASE("cuda AdamW over bf16 gradients matches the CPU and the f32-gradient form bitwise") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const int dev = current_device();
+  const auto w0 = random_bf16(kN, 141, 0.5);
+  auto ps = make_params(w0);
+  AdamWState state;
+  AdamWConfig cfg;
+  const float lr = 1e-2f, grad_scale = 0.5f;
+  const Runs runs = make_runs(s);
+  auto zeros = [&](std::size_t bytes) {
+    DeviceBuffer b(bytes, dev, s, "zeroed state");
+    CUDA_CHECK(cudaMemsetAsync(b.data(), 0, bytes, s));
+    return b;
+  };
+  // Per gradient type (16: bf16, 32: f32): fp32 master (master, copy, m, v) and all-bf16
+  // (params, m, v), all starting from w0.
+  auto master16 = upload(w0, s), master32 = upload(w0, s);
+  DeviceBuffer copy16(kN * 2, dev, s, "copy"), copy32(kN * 2, dev, s, "copy");
+  auto m16 = zeros(kN * 4), v16 = zeros(kN * 4), m32 = zeros(kN * 4), v32 = zeros(kN * 4);
+  auto p16 = upload_bf16(w0, s), p32 = upload_bf16(w0, s);
+  auto bm16 = zeros(kN * 2), bv16 = zeros(kN * 2), bm32 = zeros(kN * 2), bv32 = zeros(kN * 2);
+  for (int step = 1; step <= 3; ++step) {
+    const auto g = random_bf16(kN, 150 + step, 0.1);
+    set_grads(ps, g);
+    adamw_step(ps, state, cfg, lr, grad_scale);
+    auto g16 = upload_bf16(g, s), g32 = upload(g, s);
+    AdamWHyper hp;
+    hp.lr = lr;
+    hp.beta1 = cfg.beta1;
+    hp.beta2 = cfg.beta2;
+    hp.eps = cfg.eps;
+    hp.weight_decay = cfg.weight_decay;
+    hp.grad_scale = grad_scale;
+    adamw_bias_corrections(hp, step);
+    adamw_update(master16.as<float>(), copy16.as<bf16>(), g16.as<bf16>(), m16.as<float>(),
+                 v16.as<float>(), kN, hp, runs.view(), s);
+    adamw_update(master32.as<float>(), copy32.as<bf16>(), g32.as<float>(), m32.as<float>(),
+                 v32.as<float>(), kN, hp, runs.view(), s);
+    adamw_update_bf16(p16.as<bf16>(), g16.as<bf16>(), bm16.as<bf16>(), bv16.as<bf16>(), kN, hp,
+                      runs.view(), s);
+    adamw_update_bf16(p32.as<bf16>(), g32.as<float>(), bm32.as<bf16>(), bv32.as<bf16>(), kN, hp,
+                      runs.view(), s);
+    s.sync();
+  }
+  const auto ref = flat_values(ps);
+  auto bits = [&](const DeviceBuffer& b) { return download<std::uint16_t>(b.data(), kN, s); };
+  auto floats = [&](const DeviceBuffer& b) { return download_f32(b.data(), kN, s); };
+  // fp32 master: as close to the CPU as the f32-gradient test above (1e-5), and its bits.
+  CONVEYOR_CHECK_CLOSE(ref, floats(master16), 1e-5);
+  CHECK(floats(master16) == floats(master32));
+  CHECK(bits(copy16) == bits(copy32));
+  CHECK(floats(m16) == floats(m32));
+  CHECK(floats(v16) == floats(v32));
+  // All-bf16: weights and moments rounded to bf16 at each of 3 steps (2^-8 relative each),
+  // against the fp32 CPU optimizer; and the bits of the f32-gradient form.
+  CONVEYOR_CHECK_CLOSE(ref, download_bf16(p16.data(), kN, s), 2e-2);
+  CHECK(bits(p16) == bits(p32));
+  CHECK(bits(bm16) == bits(bm32));
+  CHECK(bits(bv16) == bits(bv32));
 }
 
 }  // namespace

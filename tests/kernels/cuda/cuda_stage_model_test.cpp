@@ -32,55 +32,10 @@ using namespace cuda_testing;
 const StageSlice kFirst{0, 1, true, false};
 const StageSlice kLast{1, 1, false, true};
 
-std::vector<float> values_of(const Tensor& t) {
-  return std::vector<float>(t.f32(), t.f32() + t.numel());
-}
-
-std::vector<double> doubles_of(const Tensor& t) {
-  return std::vector<double>(t.f32(), t.f32() + t.numel());
-}
-
 std::map<std::string, Tensor> by_name(const std::vector<NamedTensor>& tensors) {
   std::map<std::string, Tensor> out;
   for (const NamedTensor& t : tensors) out[t.name] = t.tensor;
   return out;
-}
-
-// One micro-batch through `models` in order (forward with stashes), then backward in
-// reverse: backward() or, with `split`, backward_input() then backward_weight().
-double train_micro_batch(const std::vector<StageModel*>& models, const testing::Batch& batch,
-                         bool split, float loss_scale = 1.0f) {
-  std::vector<std::unique_ptr<StageStash>> stashes;
-  Tensor x = batch.tokens;
-  double loss = 0;
-  for (StageModel* m : models) {
-    StageForward f = m->forward(x, batch.targets, /*keep_stash=*/true);
-    stashes.push_back(std::move(f.stash));
-    x = f.activation;
-    loss = f.loss;
-  }
-  Tensor grad;
-  for (std::size_t i = models.size(); i-- > 0;) {
-    if (split) {
-      grad = models[i]->backward_input(*stashes[i], grad, loss_scale);
-      models[i]->backward_weight(*stashes[i]);
-    } else {
-      grad = models[i]->backward(*stashes[i], grad, loss_scale);
-    }
-  }
-  return loss;
-}
-
-// `steps` AdamW steps on one fixed batch, clipping the global norm to 1 as the runtime does.
-std::vector<double> train(StageModel& model, const testing::Batch& batch, int steps, double lr) {
-  std::vector<double> losses;
-  for (int step = 0; step < steps; ++step) {
-    losses.push_back(train_micro_batch({&model}, batch, /*split=*/false));
-    double sq = 0;
-    for (double s : model.grad_squares()) sq += s;
-    model.optimizer_step(AdamWConfig{}, lr, clip_scale(std::sqrt(sq), 1.0));
-  }
-  return losses;
 }
 
 // What the cuda-peer channel does into `device`: the copy waits for the producer's ready

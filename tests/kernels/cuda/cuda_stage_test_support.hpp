@@ -1,14 +1,20 @@
 #pragma once
 // What the CUDA stage-model tests share: the small GPT they build (every GEMM dimension a
-// multiple of 8), the model options, and the skip when the device is missing.
+// multiple of 8), the model options, the skip when the device is missing, and the
+// training loops.
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 #include "kernels/model/gpt_config.hpp"
 #include "kernels/model/stage_slice.hpp"
+#include "kernels/optim/adamw.hpp"
+#include "tests/kernels/model/gpt_test_util.hpp"
 
 /// Returns from the test case with "skipped: no GPU d" when cuda:d is not there.
 #define CONVEYOR_REQUIRE_CUDA_DEVICE(d)          \
@@ -28,11 +34,60 @@ inline const StageSlice kFull{0, 2, true, true};
 inline constexpr std::uint64_t kSeed = 1234;
 inline constexpr std::int64_t kB = 2, kT = 64;
 
-inline CudaStageOptions on_device(int device, bool master_fp32 = true) {
+inline CudaStageOptions on_device(int device, bool master_fp32 = true,
+                                  bool grads_bf16 = false) {
   CudaStageOptions o;
   o.device = device;
   o.master_fp32 = master_fp32;
+  o.grads_bf16 = grads_bf16;
   return o;
+}
+
+// The elements of a host f32 tensor.
+inline std::vector<float> values_of(const Tensor& t) {
+  return std::vector<float>(t.f32(), t.f32() + t.numel());
+}
+inline std::vector<double> doubles_of(const Tensor& t) {
+  return std::vector<double>(t.f32(), t.f32() + t.numel());
+}
+
+// One micro-batch through `models` in order (forward with stashes), then backward in
+// reverse: backward() or, with `split`, backward_input() then backward_weight().
+inline double train_micro_batch(const std::vector<StageModel*>& models,
+                                const testing::Batch& batch, bool split,
+                                float loss_scale = 1.0f) {
+  std::vector<std::unique_ptr<StageStash>> stashes;
+  Tensor x = batch.tokens;
+  double loss = 0;
+  for (StageModel* m : models) {
+    StageForward f = m->forward(x, batch.targets, /*keep_stash=*/true);
+    stashes.push_back(std::move(f.stash));
+    x = f.activation;
+    loss = f.loss;
+  }
+  Tensor grad;
+  for (std::size_t i = models.size(); i-- > 0;) {
+    if (split) {
+      grad = models[i]->backward_input(*stashes[i], grad, loss_scale);
+      models[i]->backward_weight(*stashes[i]);
+    } else {
+      grad = models[i]->backward(*stashes[i], grad, loss_scale);
+    }
+  }
+  return loss;
+}
+
+// `steps` AdamW steps on one fixed batch, clipping the global norm to 1 as the runtime does.
+inline std::vector<double> train(StageModel& model, const testing::Batch& batch, int steps,
+                                 double lr) {
+  std::vector<double> losses;
+  for (int step = 0; step < steps; ++step) {
+    losses.push_back(train_micro_batch({&model}, batch, /*split=*/false));
+    double sq = 0;
+    for (double s : model.grad_squares()) sq += s;
+    model.optimizer_step(AdamWConfig{}, lr, clip_scale(std::sqrt(sq), 1.0));
+  }
+  return losses;
 }
 
 }  // namespace conveyor::cuda_testing

@@ -115,6 +115,14 @@ void refuse_data_parallel_across_processes(const TrainOptions& opt, const RunCon
                                  config.parallel.data, spec.nnodes));
 }
 
+// The tied embedding's sum group lives in one process so far.
+void refuse_tied_embeddings_across_processes(const TrainOptions& opt, const RunConfig& config) {
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  if (config.model.tie_embeddings && spec.nnodes > 1)
+    throw InputError(fmt::format("model.tie_embeddings: true: one process so far (nnodes {})",
+                                 spec.nnodes));
+}
+
 // The folder `--resume latest` looks in, before the run folder exists.
 std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
@@ -147,6 +155,7 @@ void run_train(const TrainOptions& opt) {
   TrainingJob job = build_training_job(config);
   check_checkpoints_across_processes(opt, config);
   refuse_data_parallel_across_processes(opt, config);
+  refuse_tied_embeddings_across_processes(opt, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;

@@ -16,7 +16,7 @@ namespace conveyor {
 
 ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout)
     : replicas_(replicas), timeout_(timeout) {
-  if (replicas < 2)
+  if (replicas < 1)
     throw std::invalid_argument("ReplicaGroups: " + std::to_string(replicas) + " replicas");
   std::random_device random;
   const std::string token =
@@ -39,14 +39,32 @@ ReplicaGroups::~ReplicaGroups() = default;
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        const BucketLayout& layout,
                                                        Device device) {
-  const StageGroup group{.name = fmt::format("stage {}", stage), .rank = replica,
-                         .size = replicas_, .generation = 0};
+  return make_group(StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
+                               .size = replicas_, .generation = 0},
+                    layout, device, Reduction::average);
+}
+
+std::unique_ptr<GradientAllReduce> ReplicaGroups::join_tied(int replica, int rank,
+                                                            const BucketLayout& layout,
+                                                            Device device, Device peer) {
+  const StageGroup group{.name = fmt::format("tied embeddings {}", replica), .rank = rank,
+                         .size = 2, .generation = 0};
+  if (!device.is_cpu() && device == peer)
+    throw std::invalid_argument(group.describe() + ": the embedding's and the head's stages are "
+                                "both on " + device.str() +
+                                " (NCCL needs two GPUs; give devices.ids a GPU per stage)");
+  return make_group(group, layout, device, Reduction::sum);
+}
+
+std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& group,
+                                                             const BucketLayout& layout,
+                                                             Device device, Reduction reduction) {
   if (!device.is_cpu()) {
 #if CONVEYOR_WITH_CUDA
     NcclGroupOptions o;
     o.group = group;
     o.layout = layout;
-    o.reduction = Reduction::average;
+    o.reduction = reduction;
     o.device = device.index;
     o.timeout = timeout_;
     return std::make_unique<NcclGradientAllReduce>(*client_, std::move(o));
@@ -58,7 +76,7 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
   GlooGroupOptions o;
   o.group = group;
   o.layout = layout;
-  o.reduction = Reduction::average;
+  o.reduction = reduction;
   o.listen_address = "127.0.0.1";
   o.timeout = timeout_;
   return std::make_unique<GlooGradientAllReduce>(*client_, std::move(o));

@@ -24,7 +24,7 @@ namespace conveyor {
 
 class ReplicaGroups {
  public:
-  /// Starts the store. REQUIRES: replicas >= 2. Throws RendezvousError when it cannot.
+  /// Starts the store. REQUIRES: replicas >= 1. Throws RendezvousError when it cannot.
   ReplicaGroups(int replicas, std::chrono::milliseconds timeout);
   ~ReplicaGroups();
   ReplicaGroups(const ReplicaGroups&) = delete;
@@ -37,9 +37,18 @@ class ReplicaGroups {
   std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout,
                                           Device device);
 
+  /// model.tie_embeddings: rank `rank` (0: the holder of the embedding's copy, 1: the
+  /// head's) of replica `replica`'s group of two that sums the tied tensor's gradient.
+  /// Throws as join(), and std::invalid_argument when both holders are on one GPU.
+  std::unique_ptr<GradientAllReduce> join_tied(int replica, int rank, const BucketLayout& layout,
+                                               Device device, Device peer);
+
   int replicas() const { return replicas_; }
 
  private:
+  std::unique_ptr<GradientAllReduce> make_group(const StageGroup& group, const BucketLayout& layout,
+                                                Device device, Reduction reduction);
+
   int replicas_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<RendezvousServer> server_;

@@ -75,7 +75,9 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
       (resolved.recovery.policy == FaultPolicy::restart ||
                               resolved.on_nan == NanPolicy::rollback))
     resolved.snapshots = std::make_shared<SnapshotStore>(ranks_count);
-  if (resolved.replicas > 1 && !resolved.replica_groups)
+  // Groups of this process's stage actors: replicas of a stage, and the two holders of the
+  // tied embedding (the only ones when the embedding and the head are one stage's).
+  if ((resolved.replicas > 1 || resolved.model.tie_embeddings) && !resolved.replica_groups)
     resolved.replica_groups = std::make_shared<ReplicaGroups>(
         resolved.replicas, std::chrono::milliseconds(static_cast<std::int64_t>(
                                resolved.collective_timeout_s * 1000)));

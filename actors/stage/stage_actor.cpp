@@ -117,6 +117,23 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
           layout.stage_of(rank), layout.replica_of(rank),
           st.worker->replica_bucket_layout(), job->actor_placement(rank).device));
     }
+    // model.tie_embeddings: the holders of the two copies sum their gradients; a stage with
+    // one copy joins its replica's group of two (rank 0: the embedding's holder).
+    if (job->model.tie_embeddings && st.worker->holds_tied_copy()) {
+      std::unique_ptr<GradientAllReduce> group;
+      if (st.worker->tied_needs_group()) {
+        const auto layout = job->replica_layout();
+        const int replica = layout.replica_of(rank);
+        const int first = layout.actor(replica, job->placement.chunk_of(0).rank);
+        const int last = layout.actor(
+            replica, job->placement.chunk_of(job->placement.model_stages() - 1).rank);
+        const bool embedding = rank == first;
+        group = job->replica_groups->join_tied(
+            replica, embedding ? 0 : 1, st.worker->tied_bucket_layout(),
+            job->actor_placement(rank).device, job->actor_placement(embedding ? last : first).device);
+      }
+      st.worker->set_tied_embeddings(std::move(group));
+    }
     const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               epoch.time_since_epoch()).count();
     st.probe = std::make_unique<trace::StageProbe>(

@@ -89,17 +89,29 @@ void StageWorker::begin(const StepPlan& plan) {
   for (auto& m : early) check_and_store(std::move(m));
 }
 
+std::vector<StageModel*> StageWorker::models() const {
+  std::vector<StageModel*> out;
+  for (const auto& c : chunks_) out.push_back(c.model.get());
+  return out;
+}
+
 void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group) {
-  std::vector<StageModel*> models;
-  for (auto& c : chunks_) models.push_back(c.model.get());
-  replicas_ = std::make_unique<ReplicaGradients>(std::move(group), std::move(models));
+  replicas_ = std::make_unique<ReplicaGradients>(std::move(group), models());
 }
 
 BucketLayout StageWorker::replica_bucket_layout() const {
-  std::vector<StageModel*> models;
-  for (const auto& c : chunks_) models.push_back(c.model.get());
-  return ReplicaGradients::layout_of(models);
+  return ReplicaGradients::layout_of(models());
 }
+
+void StageWorker::set_tied_embeddings(std::unique_ptr<GradientAllReduce> group) {
+  tied_ = std::make_unique<TiedEmbeddings>(models(), std::move(group));
+}
+
+bool StageWorker::holds_tied_copy() const { return !TiedEmbeddings::layout_of(models()).empty(); }
+
+bool StageWorker::tied_needs_group() const { return TiedEmbeddings::needs_group(models()); }
+
+BucketLayout StageWorker::tied_bucket_layout() const { return TiedEmbeddings::layout_of(models()); }
 
 const sched::Action* StageWorker::pending_consumer(const PipeMessage& m) const {
   const auto& actions = *plan_->actions;
@@ -296,9 +308,13 @@ StageReport StageWorker::take_report() {
       report_.allreduce_busy_ms = timing.busy_ms;
       report_.allreduce_exposed_ms = timing.exposed_ms;
     }
+    if (tied_) tied_->sum();
     for (const auto& c : chunks_) {
       report_.grad_squares.push_back(ModelStageGradSquares{c.model_stage, c.model->grad_squares()});
     }
+    if (tied_)  // the tied tensor counts once in the norm: the embedding's copy stands for it
+      for (const auto& [chunk, param] : tied_->head_square_params())
+        report_.grad_squares.at(chunk).squares.at(param) = 0.0;
   }
   last_round_ = plan_->round;
   plan_.reset();

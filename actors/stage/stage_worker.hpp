@@ -25,6 +25,7 @@
 #include "actors/placement.hpp"
 #include "actors/protocol.hpp"
 #include "actors/stage/replica_gradients.hpp"
+#include "actors/stage/tied_embeddings.hpp"
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/stage_model.hpp"
@@ -140,6 +141,18 @@ class StageWorker {
   /// The bucket layout of this stage's chunks (ReplicaGradients::layout_of).
   BucketLayout replica_bucket_layout() const;
 
+  /// model.tie_embeddings, for a stage holding a copy of the tied tensor: `group` is the
+  /// sum group with the other holder, null when this stage holds both
+  /// (actors/stage/tied_embeddings.hpp). The gradients of every train plan are summed in
+  /// take_report(), after the replica averaging; the head copy's square is reported as 0
+  /// (the norm counts the tied tensor once).
+  void set_tied_embeddings(std::unique_ptr<GradientAllReduce> group);
+  /// Whether this stage holds copies of the tied tensor, and whether exactly one (a group
+  /// is then needed); the group's layout.
+  bool holds_tied_copy() const;
+  bool tied_needs_group() const;
+  BucketLayout tied_bucket_layout() const;
+
   /// Stashed activations now held (micro-batches with forward done, backward pending).
   std::size_t stashed() const { return stash_.size(); }
 
@@ -151,6 +164,7 @@ class StageWorker {
   using Key = std::pair<int, int>;  // (model stage, micro-batch)
 
   Chunk& chunk(int index);
+  std::vector<StageModel*> models() const;
   void run(const sched::Action& action, const Outbox& outbox);
   void forward(const sched::Action& a, Chunk& c, const Outbox& outbox);
   void backward(const sched::Action& a, Chunk& c, const Outbox& outbox);
@@ -182,6 +196,7 @@ class StageWorker {
   ActionListener* listener_ = nullptr;
   std::shared_ptr<MessageFault> fault_;
   std::unique_ptr<ReplicaGradients> replicas_;
+  std::unique_ptr<TiedEmbeddings> tied_;
   // Train plans with replicas: by chunk, the slot of its last weight-gradient action (B or W).
   std::vector<std::size_t> last_weight_action_;
 };

@@ -53,6 +53,9 @@ std::vector<ConfigKey> build_keys() {
       KEY(model.seq_len, "tokens per training sequence (context length)", at_least(1)),
       KEY(model.vocab, "vocabulary size (>= 256 for data.format text)", at_least(1),
           at_most(65536, "token ids are uint16")),
+      KEY(model.tie_embeddings,
+          "the LM head shares the token embedding's weights (each of the two stages keeps a "
+          "copy; their gradients are summed every step)"),
       make_key("model.dtype", [](auto& c) -> auto& { return c.model_dtype; },
                "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA", one_of(&known_model_dtypes)),
 

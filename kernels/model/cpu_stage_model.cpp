@@ -36,6 +36,17 @@ std::vector<Tensor> CpuStageModel::gradients() {
   return grads;
 }
 
+std::vector<TiedGradient> CpuStageModel::tied_gradients() {
+  if (!model_.config().tie_embeddings) return {};
+  auto& params = model_.params();
+  return find_tied_gradients(
+      params.size(), [&](std::size_t i) -> const std::string& { return params[i].name; },
+      [&](std::size_t i) {
+        Tensor& g = params[i].grad;
+        return GradientSpan{g.raw(), static_cast<std::size_t>(g.numel()), g.dtype()};
+      });
+}
+
 void CpuStageModel::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
   model_.zero_grads();

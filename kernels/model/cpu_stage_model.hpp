@@ -17,6 +17,7 @@ class CpuStageModel : public StageModel {
   void backward_weight(StageStash& stash) override;
   std::vector<double> grad_squares() const override;
   std::vector<Tensor> gradients() override;
+  std::vector<TiedGradient> tied_gradients() override;
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
   void discard_gradients() override;
   std::vector<NamedTensor> weights() const override;

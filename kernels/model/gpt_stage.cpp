@@ -156,7 +156,14 @@ struct GptStage::Impl {
     if (s.has_head) {
       constant("ln_f.weight", {C}, 1.0f);
       constant("ln_f.bias", {C}, 0.0f);
-      normal("lm_head.weight", {V, C}, kInitStd, true);
+      if (c.tie_embeddings) {
+        // The embedding's copy: its values (its stream), and no weight decay, as wte —
+        // AdamW must treat both copies alike for them to stay equal.
+        Param& p = add("lm_head.weight", {V, C}, false);
+        fill_normal(p.value, param_stream_key(seed, "wte.weight"), kInitStd);
+      } else {
+        normal("lm_head.weight", {V, C}, kInitStd, true);
+      }
     }
   }
 

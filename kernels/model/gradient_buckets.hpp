@@ -16,6 +16,7 @@
 // start order on every rank).
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/tensor/dtype.hpp"
@@ -31,6 +32,27 @@ struct GradientSpan {
 
 /// One bucket: its spans, in a fixed order.
 using GradientSpans = std::vector<GradientSpan>;
+
+/// model.tie_embeddings: the gradient of one copy of the tied tensor (wte.weight on the
+/// embedding slice, lm_head.weight on the head slice), by parameter index in the chunk.
+struct TiedGradient {
+  std::size_t param = 0;
+  bool head = false;  // the LM head's copy (its square is left out of the gradient norm)
+  GradientSpan span;
+};
+
+/// The tied copies among a chunk's `count` parameters, found by their global names
+/// (`name(i)` → std::string, `span(i)` → the parameter's GradientSpan).
+template <class Name, class Span>
+std::vector<TiedGradient> find_tied_gradients(std::size_t count, Name name, Span span) {
+  std::vector<TiedGradient> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string& n = name(i);
+    if (n == "wte.weight" || n == "lm_head.weight")
+      out.push_back(TiedGradient{i, n == "lm_head.weight", span(i)});
+  }
+  return out;
+}
 
 /// Called with a bucket's index once its gradients are final (see above), on the thread
 /// that runs the backward.

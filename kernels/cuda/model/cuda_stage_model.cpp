@@ -268,6 +268,13 @@ class CudaStageModel final : public StageModel {
     return out;
   }
 
+  std::vector<TiedGradient> tied_gradients() override {
+    if (!config_.tie_embeddings) return {};
+    return find_tied_gradients(
+        params_->size(), [&](std::size_t i) -> const std::string& { return params_->name(i); },
+        [&](std::size_t i) { return params_->grad_span(i, i + 1); });
+  }
+
   bool notify_final_buckets(BucketFinal on_final) override {
     on_final_ = std::move(on_final);
     return true;

@@ -175,5 +175,36 @@ TEST_CASE("gpu: 2 replicas x 1 stage over NCCL follow one GPU's loss curve; dete
   CHECK(two.losses == again.losses);
 }
 
+// model.tie_embeddings on GPUs: 2 stages on 2 GPUs sum the tied gradient over an NCCL group
+// of two, one GPU sums its two copies in place; both compute fl(a + b) once per element, so
+// the weights are the same bits (GPU runs do not depend on the split in deterministic mode)
+// and the two copies stay equal.
+TEST_CASE("gpu: tied embeddings on 2 GPUs (NCCL sum) end bitwise equal to 1 GPU (in place)") {
+  REQUIRE_TWO_GPUS();
+  for (const char* grads : {"optim.grad_dtype=f32", "optim.grad_dtype=bf16"}) {
+    CAPTURE(grads);
+    auto two_sets = kGpu;
+    two_sets.insert(two_sets.end(), {"model.tie_embeddings=true", "fault.policy=abort",
+                                     "train.steps=10", "optim.master=bf16", grads});
+    auto one_sets = two_sets;
+    one_sets.insert(one_sets.end(), {"pipeline.stages=1", "devices.ids=[0]"});
+    const Run two = train(two_sets);
+    const Run one = train(one_sets);
+    REQUIRE(one.result.weights.size() == two.result.weights.size());
+    const Tensor* wte = nullptr;
+    const Tensor* head = nullptr;
+    for (std::size_t i = 0; i < one.result.weights.size(); ++i) {
+      CAPTURE(one.result.weights[i].name);
+      CHECK(host_bytes(one.result.weights[i].tensor) == host_bytes(two.result.weights[i].tensor));
+      if (one.result.weights[i].name == "wte.weight") wte = &one.result.weights[i].tensor;
+      if (one.result.weights[i].name == "lm_head.weight") head = &one.result.weights[i].tensor;
+    }
+    REQUIRE(wte);
+    REQUIRE(head);
+    CHECK(host_bytes(*wte) == host_bytes(*head));
+    CHECK(one.losses == two.losses);
+  }
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -156,6 +156,14 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
   });
 }
 
+TEST_CASE("tied embeddings across stages with stage restarts exit 2 naming both keys") {
+  check_all_rejected({
+      bad_set("tied embeddings with restarts",
+              {"model.tie_embeddings=true", "pipeline.stages=2", "fault.policy=restart"},
+              {"model.tie_embeddings", "fault.policy"}),
+  });
+}
+
 TEST_CASE("a bad data file exits 2 with one error line naming the file, and writes nothing") {
   check_all_rejected({
       {"missing data file",

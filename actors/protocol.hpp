@@ -75,8 +75,9 @@ struct PipeHeader {
 /// at the rendezvous, and a job whose nodes disagree does not start. Bump it when a
 /// message that crosses processes changes.
 // 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round; 5: recovery messages,
-// snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round
-inline constexpr int kProtocolVersion = 5;
+// snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round; 6: tags of
+// the final weights by stage actor, of activations and gradients by replica (edge_tags.hpp)
+inline constexpr int kProtocolVersion = 6;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {

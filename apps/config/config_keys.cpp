@@ -68,7 +68,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(parallel.data,
           "data-parallel replicas of the pipeline; each takes pipeline.micro_batches / "
           "parallel.data micro-batches of every step, gradients are averaged across them "
-          "(one process, CPU stages, fault.policy abort, so far)",
+          "(CPU stages, fault.policy abort, so far)",
           at_least(1)),
 
       KEY(train.steps, "optimizer steps", at_least(1)),

@@ -6,7 +6,9 @@
 // within 1e-6 relative per step (fp32), ends with the weights of the same 2 replicas in
 // one process bit for bit (the same averages: a ring all-reduce adds in an order that
 // depends only on R and the bucket, not on where the ranks run), and its checkpoint
-// (node 0 writes replica 0's stages) resumes in one process with one replica.
+// (node 0 writes replica 0's stages) resumes in one process with one replica. A replica
+// may also span processes (3 replicas over 2: its pipeline edge crosses them, tagged apart
+// from the other replicas' edges), and transport.kind ucx takes replicas in one process.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -112,4 +114,38 @@ TEST_CASE("2 replicas of 2 stages over 2 processes train as one pipeline, end as
 
   // Node 1 wrote no files of its own and said nothing on stdout.
   CHECK(results[1].out.empty());
+}
+
+TEST_CASE("3 replicas of 2 stages over 2 processes: replica 1 spans both, its pipeline edge crosses, same weights as in one process") {
+  TempDir dir;
+  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
+                                       "pipeline.micro_batches=6", "--set", "train.steps=3"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), three.begin(), three.end());
+    return extra;
+  };
+  const fs::path local = dir.path() / "local", run = dir.path() / "run";
+  train_one_process(with({"--out", local.string()}));
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n)
+    nodes.push_back(NodeRun{job(with({"--nnodes", "2", "--node-rank", std::to_string(n),
+                                      "--rdzv", rdzv, "--out", run.string()})),
+                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
+                            {}});
+  require_all_ok(run_nodes(dir, nodes, 120));
+  const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
+  const auto& replica1 = plan.at("replicas").at(1).at("stages");
+  CHECK(replica1.at(0).at("node") == 0);  // actor 2
+  CHECK(replica1.at(1).at("node") == 1);  // actor 3
+  CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
+}
+
+TEST_CASE("2 replicas with transport.kind ucx in one process send every edge over UCX and keep the weights") {
+  TempDir dir;
+  const fs::path plain = dir.path() / "plain", ucx = dir.path() / "ucx";
+  train_one_process({"--set", "parallel.data=2", "--set", "train.steps=3", "--out", plain.string()});
+  train_one_process({"--set", "parallel.data=2", "--set", "train.steps=3", "--set",
+                     "transport.kind=ucx", "--out", ucx.string()});
+  CHECK(read_text(ucx / "weights.safetensors") == read_text(plain / "weights.safetensors"));
 }

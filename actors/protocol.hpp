@@ -76,7 +76,8 @@ struct PipeHeader {
 /// message that crosses processes changes.
 // 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round; 5: recovery messages,
 // snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round;
-// 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms
+// 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms, tags of the final weights by
+// stage actor, of activations and gradients by replica (edge_tags.hpp)
 inline constexpr int kProtocolVersion = 6;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.

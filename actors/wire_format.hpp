@@ -227,6 +227,7 @@ wire::load_t<Inspector> inspect(Inspector& f, WeightsReply& x) {
     if (names.size() != n || shapes.size() != n || dtypes.size() != n)
       return caf::make_error(caf::sec::invalid_argument, "WeightsReply: inconsistent lists");
     x.model_stages.clear();
+    int index = 0;  // over the whole reply: weight_tag (edge_tags.hpp)
     for (std::size_t i = 0; i < n; ++i) {
       ModelStageWeights m{model_stages[i], {}};
       if (shapes[i].size() != names[i].size() || dtypes[i].size() != names[i].size())
@@ -236,7 +237,7 @@ wire::load_t<Inspector> inspect(Inspector& f, WeightsReply& x) {
         const auto dtype = static_cast<DType>(dtypes[i][j]);
         const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
         auto storage = std::make_shared<PendingPayload>(
-            bytes, weight_tag(m.model_stage, static_cast<int>(j)));
+            bytes, weight_tag(x.rank, index++));
         m.tensors.push_back(NamedTensor{names[i][j], Tensor::wrap(storage, shape, dtype)});
       }
       x.model_stages.push_back(std::move(m));

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "apps/commands.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/launch/launch_spec.hpp"
+#include "apps/launch/replica_nodes.hpp"
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
 #include "apps/train/job_builder.hpp"
@@ -77,11 +79,32 @@ struct TrainOptions {
   throw ExitStatus{supervise(run)};
 }
 
+// Data-parallel replicas keep no in-memory snapshots (fault.policy restart and
+// fault.on_nan rollback are refused with parallel.data > 1): the coordinator asks replica
+// 0's stages for their state as in one process, which works when they all run on node 0
+// (a stage in another process cannot hand its tensors over CAF).
+void check_replica_checkpoints(const RunConfig& config, int nnodes, const std::string& what,
+                               const std::string& why) {
+  std::optional<int> per_node;
+  if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
+  const ReplicaLayout layout{static_cast<int>(config.parallel.data),
+                             static_cast<int>(config.pipeline.stages)};
+  const auto nodes = nodes_of_replica(node_of_actor(layout, nnodes, per_node), layout, 0);
+  if (nodes != std::vector<int>{0})
+    throw InputError(fmt::format(
+        "{} with {} and parallel.data: {}: node 0 writes the checkpoints from replica 0's "
+        "stages, which must all run on node 0, but they run on nodes {} (pipeline.stages {}, "
+        "{} stages per node: give each node whole replicas)",
+        what, why, config.parallel.data, fmt::join(nodes, ", "), config.pipeline.stages,
+        per_node.value_or(layout.actors() / nnodes)));
+}
+
 // Checkpoints of a job over several processes come from node 0's snapshot store, which
 // holds a copy of every other node's snapshots (actors/cluster/snapshot_keeper.hpp): they
 // need CPU stages, in-memory snapshots, and a snapshot at every checkpoint's step. Each
 // node resumes its own stages from the checkpoint folder (the same path on every node).
-// Refused before anything starts otherwise.
+// Data-parallel replicas checkpoint otherwise (check_replica_checkpoints). Refused before
+// anything starts otherwise.
 void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig& config) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
@@ -96,6 +119,10 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig
                                  "CPU stages so far (devices.kind is {})",
                                  what, why, config.devices.kind));
   if (config.checkpoint.every == 0) return;
+  if (config.parallel.data > 1) {
+    check_replica_checkpoints(config, spec.nnodes, what, why);
+    return;
+  }
   const bool snapshots = config.fault.snapshot_every > 0 &&
                          (config.fault.policy == "restart" || config.fault.on_nan == "rollback");
   if (!snapshots || config.checkpoint.every % config.fault.snapshot_every != 0)
@@ -106,19 +133,16 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig
         what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
-// Data-parallel replicas run in one process so far (config_validation.cpp refuses the rest).
-void refuse_data_parallel_across_processes(const TrainOptions& opt, const RunConfig& config) {
+// GPU stage groups with replicas and the tied embedding's sum group live in one process
+// so far (CPU replicas span processes: their groups form over the job's store).
+void refuse_groups_across_processes(const TrainOptions& opt, const RunConfig& config) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  if (config.parallel.data > 1 && spec.nnodes > 1)
-    throw InputError(fmt::format("parallel.data: {}: parallel.data > 1: one process, CPU stages, "
-                                 "so far (nnodes {})",
-                                 config.parallel.data, spec.nnodes));
-}
-
-// The tied embedding's sum group lives in one process so far.
-void refuse_tied_embeddings_across_processes(const TrainOptions& opt, const RunConfig& config) {
-  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  if (config.model.tie_embeddings && spec.nnodes > 1)
+  if (spec.nnodes <= 1) return;
+  if (config.parallel.data > 1 && config.devices.kind != "cpu")
+    throw InputError(fmt::format("parallel.data: {}: parallel.data > 1 on GPU stages: one "
+                                 "process so far (nnodes {}, devices.kind {})",
+                                 config.parallel.data, spec.nnodes, config.devices.kind));
+  if (config.model.tie_embeddings)
     throw InputError(fmt::format("model.tie_embeddings: true: one process so far (nnodes {})",
                                  spec.nnodes));
 }
@@ -154,8 +178,7 @@ void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
   check_checkpoints_across_processes(opt, config);
-  refuse_data_parallel_across_processes(opt, config);
-  refuse_tied_embeddings_across_processes(opt, config);
+  refuse_groups_across_processes(opt, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;
@@ -192,7 +215,9 @@ void run_train(const TrainOptions& opt) {
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
   write_file_atomically(dir / "config.yaml", to_yaml(config));
-  write_file_atomically(dir / "plan.json", plan_json(job).dump(2) + "\n");
+  write_file_atomically(dir / "plan.json",
+                        plan_json(job, cluster ? cluster->node_of_rank() : std::vector<int>{})
+                                .dump(2) + "\n");
 
   const double entropy = unigram_entropy(*job.data.corpus);
   fmt::print(stderr,

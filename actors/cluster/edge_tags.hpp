@@ -2,11 +2,15 @@
 // Transport tags of the tensors that cross processes (layout: transport/ucx/ucx_tag.hpp).
 // A tag must be unique among the messages in flight into one process:
 //   activation / gradient   edge = the pipeline boundary (model stage ms → ms + 1 is edge
-//                           ms, in both directions), step field = the plan's round (unique
-//                           per plan, while a train step and its evaluation share a step
-//                           number), micro-batch
-//   final weights           kind control, edge = model stage, micro-batch field = index of
-//                           the tensor in the model stage's parameter list, step 0
+//                           ms, in both directions) of the sender's replica: replica r's
+//                           boundary ms is edge r·(model stages) + ms, so that replicas,
+//                           whose micro-batches are numbered from 0 each, never share a
+//                           tag (parallel.data, actors/replica_placement.hpp); step field =
+//                           the plan's round (unique per plan, while a train step and its
+//                           evaluation share a step number), micro-batch
+//   final weights           kind control, edge = the sending stage actor's rank (unique
+//                           over every replica), micro-batch field = index of the tensor
+//                           in its reply (model stage after model stage), step 0
 //   snapshot copies         kind control, edge = pipeline rank, step field = steps done + 1
 //                           (never 0: apart from the final weights), micro-batch field =
 //                           index of the tensor in the stage's state (snapshot_keeper.hpp)
@@ -17,14 +21,17 @@
 
 namespace conveyor {
 
+/// `replica`, `model_stages`: the sender's replica and the model stages of one replica.
 inline std::uint64_t pipe_tag(bool activation, std::int64_t round, int micro_batch,
-                              int from_model_stage, int to_model_stage) {
-  return pack_tag(TagFields{std::min(from_model_stage, to_model_stage), round, micro_batch,
+                              int from_model_stage, int to_model_stage, int replica = 0,
+                              int model_stages = 0) {
+  const std::int64_t boundary = std::min(from_model_stage, to_model_stage);
+  return pack_tag(TagFields{std::int64_t{replica} * model_stages + boundary, round, micro_batch,
                             activation ? TagKind::activation : TagKind::gradient});
 }
 
-inline std::uint64_t weight_tag(int model_stage, int index) {
-  return pack_tag(TagFields{model_stage, 0, index, TagKind::control});
+inline std::uint64_t weight_tag(int rank, int index) {
+  return pack_tag(TagFields{rank, 0, index, TagKind::control});
 }
 
 inline std::uint64_t snapshot_tag(int rank, std::int64_t steps_done, int index) {

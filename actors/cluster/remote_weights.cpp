@@ -11,8 +11,8 @@
 
 namespace conveyor {
 
-void fetch_remote_weights(std::vector<NamedTensor>& weights, const Placement& placement,
-                          const StageLinks& links, std::chrono::milliseconds timeout) {
+void fetch_remote_weights(std::vector<NamedTensor>& weights, const StageLinks& links,
+                          std::chrono::milliseconds timeout) {
   struct Pending {
     std::size_t index;
     int node;
@@ -22,8 +22,8 @@ void fetch_remote_weights(std::vector<NamedTensor>& weights, const Placement& pl
   for (std::size_t i = 0; i < weights.size(); ++i) {
     const PendingPayload* p = pending_payload(weights[i].tensor);
     if (!p) continue;
-    const int model_stage = static_cast<int>(unpack_tag(p->tag()).edge);
-    const int node = links.node_of_rank.at(placement.chunk_of(model_stage).rank);
+    // The tag names the stage actor that sent it (weight_tag, edge_tags.hpp).
+    const int node = links.node_of_rank.at(static_cast<std::size_t>(unpack_tag(p->tag()).edge));
     auto promise = std::make_shared<std::promise<Tensor>>();
     pending.push_back(Pending{i, node, promise->get_future()});
     links.channel_to(node).receive(p->tag(), weights[i].tensor.shape(), weights[i].tensor.dtype(),

@@ -18,7 +18,9 @@
 #include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/cluster/stage_links.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
+#include "actors/coordinator/replica_weights.hpp"
 #include "actors/error_text.hpp"
+#include "actors/runtime/replica_groups.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "kernels/cpu/threads.hpp"
 #include "transport/rendezvous/liveness_watch.hpp"
@@ -191,7 +193,7 @@ bool keeps_snapshots(const TrainingJob& job) {
 std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& setup,
                                     RendezvousClient& store, TrainingObserver* observer) {
   TrainingJob resolved = job_in;
-  const int ranks = static_cast<int>(resolved.placement.ranks.size());
+  const int ranks = resolved.stage_actors();  // every replica's stages (replica-major)
   const bool snapshots = keeps_snapshots(resolved);
   const bool copies = snapshots && all_cpu(resolved);  // node 0 keeps every node's snapshots
   // With copies, node 0 keeps one more than the minimum (the copies of other nodes'
@@ -211,6 +213,18 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
         all_cpu(resolved) ? "it needs fault.policy restart, fault.snapshot_every > 0 and "
                             "fault.rejoin_timeout_s > 0"
                           : "recovery across processes covers CPU stages only"));
+  // Data parallelism: each stage's replicas, on whichever nodes, average their gradients
+  // in a Gloo group that forms over the job's store (replica_groups.hpp). A stage actor
+  // joins its group as it starts; a scheduler thread per local stage lets all of them wait.
+  if (resolved.replicas > 1 && !resolved.replica_groups) {
+    RendezvousClientOptions groups_store = setup.store;
+    groups_store.connect_timeout = setup.rendezvous_timeout;
+    groups_store.io_timeout = std::chrono::seconds(10);
+    resolved.replica_groups = std::make_shared<ReplicaGroups>(
+        resolved.replicas,
+        milliseconds(static_cast<std::int64_t>(resolved.collective_timeout_s * 1000)),
+        groups_store, setup.advertise_host);
+  }
   auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);
   if (static_cast<int>(setup.node_of_rank.size()) != ranks)
@@ -384,7 +398,17 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                [&](caf::error& e) { failed = error_text(system, e); });
   watch.stop();  // the other nodes leave now
   if (!failed.empty()) throw std::runtime_error(failed);
-  fetch_remote_weights(result.weights, job->placement, *links, setup.transport_timeout);
+  if (result.replica_weights.empty()) {
+    fetch_remote_weights(result.weights, *links, setup.transport_timeout);
+    return result;
+  }
+  // Every replica's model, then the check the coordinator leaves to this point when the
+  // replicas' bytes were still on their way (coordinator_actor.cpp).
+  for (auto& replica : result.replica_weights)
+    fetch_remote_weights(replica, *links, setup.transport_timeout);
+  if (auto diff = replica_difference(result.replica_weights))
+    throw std::runtime_error("data-parallel replicas ended with different weights: " + *diff);
+  result.weights = result.replica_weights.front();
   return result;
 }
 

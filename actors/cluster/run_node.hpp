@@ -38,7 +38,7 @@ namespace conveyor {
 struct NodeSetup {
   int nnodes = 1;
   int node = 0;
-  std::vector<int> node_of_rank;  // by pipeline rank
+  std::vector<int> node_of_rank;  // by stage actor: every replica's ranks, replica-major
   /// This node's address as the other nodes reach it (the directory is published there).
   std::string advertise_host = "127.0.0.1";
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};

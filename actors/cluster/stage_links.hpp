@@ -17,7 +17,7 @@ namespace conveyor {
 
 struct StageLinks {
   int node = 0;                   // this process
-  std::vector<int> node_of_rank;  // by pipeline rank
+  std::vector<int> node_of_rank;  // by stage actor: every replica's ranks, replica-major
   // By peer node. With transport.kind ucx in one process, the node's own entry is a
   // loopback channel and every edge takes it (through_channels).
   std::map<int, std::shared_ptr<RemoteChannel>> channels;

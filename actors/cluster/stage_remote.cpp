@@ -20,10 +20,13 @@ std::string edge_text(const M& m) {
                      m.from_model_stage, m.to_model_stage);
 }
 
+// Both ends of an edge are stage actors of one replica: the receiver names the sender's
+// replica by its own.
 template <class M>
-std::uint64_t tag_of(const M& m) {
+std::uint64_t tag_of(const M& m, const TrainingJob& job, int rank) {
   return pipe_tag(m.kind == PipeKind::activation, m.round, m.micro_batch, m.from_model_stage,
-                  m.to_model_stage);
+                  m.to_model_stage, job.replica_layout().replica_of(rank),
+                  job.placement.model_stages());
 }
 
 // Channel callbacks hold the stage weakly: a callback still queued in the channel when
@@ -46,7 +49,7 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
                     m.trace_id};
   const auto what = fmt::format("stage {}: sending {} over {}", st.worker->rank(),
                                 edge_text(m), channel.name());
-  channel.send(tag_of(m), m.tensor, links.timeout,
+  channel.send(tag_of(m, *st.job, st.worker->rank()), m.tensor, links.timeout,
                [me = weak(self), what, round = m.round](Tensor, std::exception_ptr e) {
                  // An edge rebuilt by a recovery voided it: no failure of this stage.
                  if (e && !is_channel_reset(e))
@@ -73,13 +76,16 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
                                          rank, edge_text(h),
                                          dtype_name(job.data.activation_dtype), expected.str(),
                                          dtype_name(h.dtype), got.str()));
-  const int from_rank = job.placement.chunk_of(h.from_model_stage).rank;
+  // The sender: the stage actor of this replica that holds the model stage.
+  const auto layout = job.replica_layout();
+  const int from_rank =
+      layout.actor(layout.replica_of(rank), job.placement.chunk_of(h.from_model_stage).rank);
   RemoteChannel& channel = links.channel_to(links.node_of_rank.at(from_rank));
   const auto what = fmt::format("stage {}: {} (edge {}) over {} did not arrive", rank,
                                 edge_text(h), std::min(h.from_model_stage, h.to_model_stage),
                                 channel.name());
   channel.receive(
-      tag_of(h), got, h.dtype, links.timeout,
+      tag_of(h, job, rank), got, h.dtype, links.timeout,
       [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
         if (e) {
           if (!is_channel_reset(e))
@@ -95,12 +101,16 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
 void send_weights_payload(StageSelf* self, const WeightsReply& weights) {
   auto& st = self->state;
   if (!st.links || st.links->node == 0) return;
-  for (const auto& m : weights.model_stages)
+  int first = 0;  // tags count the reply's tensors across its model stages
+  for (const auto& m : weights.model_stages) {
     send_payloads(
         st.links->channel_to(0), m.tensors,
-        [ms = m.model_stage](int i) { return weight_tag(ms, i); }, st.links->timeout,
+        [rank = weights.rank, first](int i) { return weight_tag(rank, first + i); },
+        st.links->timeout,
         fmt::format("stage {}: the final weights of model stage {} to node 0", weights.rank,
                     m.model_stage));
+    first += static_cast<int>(m.tensors.size());
+  }
 }
 
 void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,

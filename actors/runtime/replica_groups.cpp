@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "transport/collective/gloo/gloo_gradient_all_reduce.hpp"
 #if CONVEYOR_WITH_CUDA
@@ -32,6 +33,14 @@ ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout)
   c.port = server_->port();
   c.token = token;
   client_ = std::make_unique<RendezvousClient>(c);
+}
+
+ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout,
+                             const RendezvousClientOptions& store, std::string listen_address)
+    : replicas_(replicas), timeout_(timeout), listen_address_(std::move(listen_address)) {
+  if (replicas < 2)
+    throw std::invalid_argument("ReplicaGroups: " + std::to_string(replicas) + " replicas");
+  client_ = std::make_unique<RendezvousClient>(store);
 }
 
 ReplicaGroups::~ReplicaGroups() = default;
@@ -77,7 +86,7 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& g
   o.group = group;
   o.layout = layout;
   o.reduction = reduction;
-  o.listen_address = "127.0.0.1";
+  o.listen_address = listen_address_;
   o.timeout = timeout_;
   return std::make_unique<GlooGradientAllReduce>(*client_, std::move(o));
 }

@@ -1,10 +1,17 @@
 #pragma once
-// The stage groups of a data-parallel run in one process (parallel.data: R, issue 9): one
-// group per pipeline stage, named "stage <s>", whose ranks are that stage's R replicas
-// (rank = replica): Gloo over loopback TCP for CPU stages, an NCCL communicator for GPU
-// stages (each rank on its replica's GPU, with a stream of its own for the all-reduces). The ranks find each other through a rendezvous store of this process
-// alone: a loopback server on an ephemeral port with a random token, so two jobs on one
-// host never meet. Every rank uses the one client (the groups poll it and never block on it,
+// The stage groups of a data-parallel run (parallel.data: R, issue 9): one group per
+// pipeline stage, named "stage <s>", whose ranks are that stage's R replicas (rank =
+// replica): Gloo over TCP for CPU stages, an NCCL communicator for GPU stages (each rank on
+// its replica's GPU, with a stream of its own for the all-reduces); and the group of two
+// holders of the tied embedding (model.tie_embeddings). The ranks find each other through
+// a rendezvous store:
+//  - in one process, a store of this process alone: a loopback server on an ephemeral port
+//    with a random token, so two jobs on one host never meet;
+//  - over several processes (actors/cluster/run_node.hpp), the job's own store, reached
+//    through a connection of this process's groups' own (the process's main connection
+//    blocks in waits and barriers while the groups form); each group's keys sit under its
+//    prefix (stage_group.hpp), apart from the job's. Gloo listens on this node's address.
+// Every rank of a process uses the one client (the groups poll it and never block on it,
 // transport/collective/store_polling.hpp says why that is safe).
 //
 // What must hold: the R stage actors of a stage call join() at the same time on threads of
@@ -14,6 +21,7 @@
 // Thread-safety: join() from any thread.
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "kernels/tensor/device.hpp"
 #include "transport/collective/gradient_all_reduce.hpp"
@@ -26,6 +34,10 @@ class ReplicaGroups {
  public:
   /// Starts the store. REQUIRES: replicas >= 1. Throws RendezvousError when it cannot.
   ReplicaGroups(int replicas, std::chrono::milliseconds timeout);
+  /// Joins the job's store at `store`; Gloo listens on `listen_address` (this node's
+  /// address as the other nodes reach it). REQUIRES: replicas >= 2. Throws RendezvousError.
+  ReplicaGroups(int replicas, std::chrono::milliseconds timeout,
+                const RendezvousClientOptions& store, std::string listen_address);
   ~ReplicaGroups();
   ReplicaGroups(const ReplicaGroups&) = delete;
   ReplicaGroups& operator=(const ReplicaGroups&) = delete;
@@ -51,7 +63,8 @@ class ReplicaGroups {
 
   int replicas_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<RendezvousServer> server_;
+  std::string listen_address_ = "127.0.0.1";
+  std::unique_ptr<RendezvousServer> server_;  // null over the job's store
   std::unique_ptr<RendezvousClient> client_;
 };
 

@@ -71,7 +71,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(parallel.data,
           "data-parallel replicas of the pipeline; each takes pipeline.micro_batches / "
           "parallel.data micro-batches of every step, gradients are averaged across them "
-          "(NCCL on GPUs, Gloo on CPUs; one process, fault.policy abort, so far)",
+          "(NCCL on GPUs, in one process so far; Gloo on CPUs; fault.policy abort, so far)",
           at_least(1)),
 
       KEY(train.steps, "optimizer steps", at_least(1)),

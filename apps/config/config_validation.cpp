@@ -22,11 +22,6 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
                              "micro-batches of every step)",
                          "pipeline.micro_batches"};
   if (R == 1) return std::nullopt;
-  const std::string so_far = to_string(R) + ": parallel.data > 1: one process, so far";
-  if (c.transport.kind == "ucx")
-    return ConfigProblem{"parallel.data", so_far + " (transport.kind ucx runs stages in "
-                                          "processes of their own)",
-                         "transport.kind"};
   if (c.fault.policy == "restart")
     return ConfigProblem{"parallel.data", to_string(R) +
                                               ": parallel.data > 1 does not restart stages yet "

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "apps/launch/stages_of_node.hpp"
+#include "apps/launch/replica_nodes.hpp"
 #include "apps/train/node_identity.hpp"
 #include "kernels/common/error.hpp"
 
@@ -37,14 +37,13 @@ std::string address_towards(const std::string& host, int port) {
   }
 }
 
+// Every replica's stage actors (replica-major), in contiguous ranges over the nodes.
 std::vector<int> spread_ranks(const RunConfig& config, int nnodes) {
-  const int stages = static_cast<int>(config.pipeline.stages);
   std::optional<int> per_node;
   if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
-  std::vector<int> node_of_rank(stages, -1);
-  for (int n = 0; n < nnodes; ++n)
-    for (int r : stages_of_node(stages, nnodes, n, per_node)) node_of_rank.at(r) = n;
-  return node_of_rank;
+  const ReplicaLayout layout{static_cast<int>(config.parallel.data),
+                             static_cast<int>(config.pipeline.stages)};
+  return node_of_actor(layout, nnodes, per_node);
 }
 
 }  // namespace

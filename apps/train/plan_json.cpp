@@ -2,7 +2,7 @@
 
 namespace conveyor {
 
-nlohmann::json plan_json(const TrainingJob& job) {
+nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor) {
   using nlohmann::json;
   json stages = json::array();
   for (const auto& rank : job.placement.ranks) {
@@ -31,11 +31,13 @@ nlohmann::json plan_json(const TrainingJob& job) {
     for (int s = 0; s < layout.stages; ++s) {
       const RankPlacement rank = job.actor_placement(layout.actor(r, s));
       const auto share = micro_batch_share(job.data.micro_batches, layout.replicas, r);
-      actors.push_back({{"stage", rank.rank},
-                        {"pipeline_stage", s},
-                        {"device", rank.device.str()},
-                        {"first_micro_batch", share.first},
-                        {"micro_batches", share.count}});
+      json actor = {{"stage", rank.rank},
+                    {"pipeline_stage", s},
+                    {"device", rank.device.str()},
+                    {"first_micro_batch", share.first},
+                    {"micro_batches", share.count}};
+      if (!node_of_actor.empty()) actor["node"] = node_of_actor.at(static_cast<std::size_t>(rank.rank));
+      actors.push_back(std::move(actor));
     }
     replicas.push_back({{"replica", r}, {"stages", actors}});
   }

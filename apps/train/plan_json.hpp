@@ -3,6 +3,7 @@
 // the schedule, written before the first step so a user (or a script) can see what runs
 // where before anything is computed.
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "actors/runtime/training_job.hpp"
 
@@ -14,9 +15,10 @@ namespace conveyor {
 ///  "placement": [{"stage", "replica", "device", "layers", "chunks": [...]}] (replica 0),
 ///  "data_parallel" (parallel.data, R),
 ///  "replicas": [{"replica", "stages": [{"stage" (its actor, r·P + s), "pipeline_stage",
-///               "device", "first_micro_batch", "micro_batches"}]}]}
+///               "device", "first_micro_batch", "micro_batches"[, "node"]}]}]}
 /// "micro_batches" is one replica's share per step (the schedule's), the placement's layers
-/// are the same on every replica.
-nlohmann::json plan_json(const TrainingJob& job);
+/// are the same on every replica. `node_of_actor` (a job over several processes: the node
+/// of every stage actor) adds each stage's "node"; empty: one process, no "node".
+nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor = {});
 
 }  // namespace conveyor

@@ -86,7 +86,7 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK(done.trace_id == 14);
 }
 
-TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes left to the transport") {
+TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes left to the transport, tagged by stage actor") {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   add_wire_types(cfg);
@@ -94,10 +94,11 @@ TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes lef
   Tensor w = Tensor::zeros({3, 4});
   w.f32()[0] = 42.0f;
   WeightsReply reply{2, {ModelStageWeights{3, {NamedTensor{"blocks.3.ln.weight", w},
-                                               NamedTensor{"blocks.3.ln.bias", Tensor::zeros({4})}}}}};
+                                               NamedTensor{"blocks.3.ln.bias", Tensor::zeros({4})}}},
+                                ModelStageWeights{7, {NamedTensor{"blocks.7.ln.bias", Tensor::zeros({4})}}}}};
   const auto got = round_trip(system, reply);
   CHECK(got.rank == 2);
-  REQUIRE(got.model_stages.size() == 1);
+  REQUIRE(got.model_stages.size() == 2);
   const auto& m = got.model_stages[0];
   CHECK(m.model_stage == 3);
   REQUIRE(m.tensors.size() == 2);
@@ -105,7 +106,12 @@ TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes lef
   CHECK(m.tensors[0].tensor.shape() == Shape{3, 4});
   const PendingPayload* p = pending_payload(m.tensors[1].tensor);
   REQUIRE(p != nullptr);
-  CHECK(p->tag() == weight_tag(3, 1));
+  CHECK(p->tag() == weight_tag(2, 1));  // stage actor 2's second tensor
+  // Tags count the reply's tensors across its model stages: unique per stage actor, so
+  // the same model stage of two replicas never shares one.
+  const PendingPayload* third = pending_payload(got.model_stages[1].tensors.at(0).tensor);
+  REQUIRE(third != nullptr);
+  CHECK(third->tag() == weight_tag(2, 2));
   CHECK(pending_payload(w) == nullptr);
 }
 

@@ -146,12 +146,21 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
       bad_set("replicas with NaN rollback",
               {"parallel.data=2", "fault.policy=abort", "fault.on_nan=rollback"},
               {"parallel.data", "fault.on_nan"}),
-      {"replicas over several processes",
+      // Checked before the rendezvous: a wrong split never waits for the other nodes.
+      {"replicas whose stages do not split over the nodes",
        [](const TempDir&, auto& args, auto& want) {
          args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=abort",
-                                  "--nnodes", "2", "--node-rank", "0", "--rdzv",
+                                  "--set", "pipeline.stages=3", "--nnodes", "4",
+                                  "--node-rank", "0", "--rdzv", "127.0.0.1:1"});
+         want = {"parallel.data=2", "pipeline.stages=3", "4 nodes", "do not divide"};
+       }},
+      {"checkpoints of replicas whose replica 0 spans nodes",
+       [](const TempDir&, auto& args, auto& want) {
+         args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=abort",
+                                  "--set", "pipeline.stages=2", "--set", "checkpoint.every=2",
+                                  "--nnodes", "4", "--node-rank", "0", "--rdzv",
                                   "127.0.0.1:1"});
-         want = {"parallel.data", "one process, CPU stages, so far", "nnodes 2"};
+         want = {"checkpoint.every", "parallel.data: 2", "replica 0", "nodes 0, 1"};
        }},
   });
 }

@@ -1,0 +1,151 @@
+// Data parallelism across processes (parallel.data, issue 9): 2 replicas of a 2-stage
+// pipeline over 2 processes on loopback. Node 0 runs replica 0's two stages, node 1
+// replica 1's, so the pipeline edges stay inside each process and every step's gradient
+// average crosses processes (a Gloo group per stage, formed over the job's store).
+// The run follows the loss curve of one 2-stage pipeline with the same global batch
+// within 1e-6 relative per step (fp32), ends with the weights of the same 2 replicas in
+// one process bit for bit (the same averages: a ring all-reduce adds in an order that
+// depends only on R and the bucket, not on where the ranks run), and its checkpoint
+// (node 0 writes replica 0's stages) resumes in one process with one replica. A replica
+// may also span processes (3 replicas over 2: its pipeline edge crosses them, tagged apart
+// from the other replicas' edges), and transport.kind ucx takes replicas in one process.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/apps/multihost/multihost_support.hpp"
+
+using namespace conveyor::testing;
+
+namespace {
+
+constexpr int kSteps = 6;
+
+std::vector<std::string> job(const std::vector<std::string>& extra) {
+  std::vector<std::string> a{"train", "configs/tiny.yaml", "--set", "pipeline.stages=2",
+                             "--set", "train.steps=" + std::to_string(kSteps), "--set",
+                             "train.eval_every=0", "--set", "fault.policy=abort", "--set",
+                             "rendezvous.timeout_s=20"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void train_one_process(const std::vector<std::string>& extra) {
+  auto args = job(extra);
+  args.erase(args.begin());  // train_ok adds "train"
+  train_ok(args, 120);
+}
+
+// Loss by step, from the step rows of a run's metrics.jsonl.
+std::map<int, double> losses(const fs::path& run) {
+  std::map<int, double> out;
+  for (auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.contains("step") && !row.contains("event")) out[row.at("step")] = row.at("loss");
+  return out;
+}
+
+double worst_relative(const std::map<int, double>& want, const std::map<int, double>& got) {
+  double worst = 0;
+  for (const auto& [step, loss] : got) {
+    REQUIRE(want.count(step) == 1);
+    worst = std::max(worst, std::fabs(loss - want.at(step)) / std::fabs(want.at(step)));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("2 replicas of 2 stages over 2 processes train as one pipeline, end as in one process, and checkpoint for one") {
+  TempDir dir;
+  const fs::path one = dir.path() / "one", local = dir.path() / "local", run = dir.path() / "run";
+  train_one_process({"--out", one.string()});
+  train_one_process({"--out", local.string(), "--set", "parallel.data=2"});
+
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n)
+    nodes.push_back(NodeRun{job({"--set", "parallel.data=2", "--set", "checkpoint.every=3",
+                                 "--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv",
+                                 rdzv, "--out", run.string()}),
+                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
+                            {}});
+  const auto results = run_nodes(dir, nodes, 120);
+  require_all_ok(results);
+
+  // The loss curve of one replica with the global batch.
+  const auto want = losses(one), got = losses(run);
+  REQUIRE(want.size() == kSteps);
+  REQUIRE(got.size() == kSteps);
+  const double worst = worst_relative(want, got);
+  MESSAGE("tiny.yaml, 2 stages, " << kSteps << " steps: worst relative loss difference, 2 "
+          "replicas over 2 processes vs 1 replica: " << worst);
+  CHECK(worst <= 1e-6);
+  for (auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.contains("step") && !row.contains("event"))
+      CHECK(row.at("stage_busy_ms").size() == 4);  // both replicas' stages report
+
+  // The weights of the same replicas in one process, bit for bit.
+  const std::string weights = read_text(run / "weights.safetensors");
+  CHECK(!weights.empty());
+  CHECK(weights == read_text(local / "weights.safetensors"));
+
+  // plan.json lists every replica's stages and where they ran.
+  const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
+  CHECK(plan.at("data_parallel") == 2);
+  REQUIRE(plan.at("replicas").size() == 2);
+  for (int r = 0; r < 2; ++r)
+    for (int s = 0; s < 2; ++s) {
+      const auto& stage = plan.at("replicas")[r].at("stages").at(s);
+      CHECK(stage.at("stage") == 2 * r + s);
+      CHECK(stage.at("device") == "cpu");
+      CHECK(stage.at("node") == r);
+    }
+
+  // Node 0 wrote replica 0's stages; the checkpoint resumes in one process, one replica.
+  const fs::path step3 = run / "checkpoints" / "step-000003";
+  const auto manifest = nlohmann::json::parse(read_text(step3 / "manifest.json"));
+  CHECK(manifest.at("shards").size() == 2);
+  const fs::path resumed = dir.path() / "resumed";
+  train_one_process({"--out", resumed.string(), "--resume", step3.string()});
+  const auto after = losses(resumed);
+  CHECK(after.size() == kSteps - 3);
+  CHECK(after.begin()->first == 3);
+  CHECK(worst_relative(want, after) <= 1e-6);
+
+  // Node 1 wrote no files of its own and said nothing on stdout.
+  CHECK(results[1].out.empty());
+}
+
+TEST_CASE("3 replicas of 2 stages over 2 processes: replica 1 spans both, its pipeline edge crosses, same weights as in one process") {
+  TempDir dir;
+  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
+                                       "pipeline.micro_batches=6", "--set", "train.steps=3"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), three.begin(), three.end());
+    return extra;
+  };
+  const fs::path local = dir.path() / "local", run = dir.path() / "run";
+  train_one_process(with({"--out", local.string()}));
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n)
+    nodes.push_back(NodeRun{job(with({"--nnodes", "2", "--node-rank", std::to_string(n),
+                                      "--rdzv", rdzv, "--out", run.string()})),
+                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
+                            {}});
+  require_all_ok(run_nodes(dir, nodes, 120));
+  const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
+  const auto& replica1 = plan.at("replicas").at(1).at("stages");
+  CHECK(replica1.at(0).at("node") == 0);  // actor 2
+  CHECK(replica1.at(1).at("node") == 1);  // actor 3
+  CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
+}
+
+TEST_CASE("2 replicas with transport.kind ucx in one process send every edge over UCX and keep the weights") {
+  TempDir dir;
+  const fs::path plain = dir.path() / "plain", ucx = dir.path() / "ucx";
+  train_one_process({"--set", "parallel.data=2", "--set", "train.steps=3", "--out", plain.string()});
+  train_one_process({"--set", "parallel.data=2", "--set", "train.steps=3", "--set",
+                     "transport.kind=ucx", "--out", ucx.string()});
+  CHECK(read_text(ucx / "weights.safetensors") == read_text(plain / "weights.safetensors"));
+}

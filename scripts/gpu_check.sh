@@ -7,7 +7,9 @@
 #      what runs (torch: PyTorch on one GPU; torchpp: its pipeline schedules on two;
 #      multiproc, not in the default: GPU stages in two processes over NCCL;
 #      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots;
-#      dataparallel: 2 replicas x 1 stage over NCCL against one GPU);
+#      dataparallel: 2 replicas x 1 stage over NCCL against one GPU;
+#      gradbf16: 1F1B and ZBV with bf16 gradients);
+#      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
 # (the host gradient all-reduce of parallel.data; the GPU machine has neither).
@@ -142,6 +144,13 @@ if want snapshots; then
   big zbv-fp32-snap1 --set pipeline.schedule=zbv --set fault.snapshot_every=1
 fi
 
+# 10. bf16 gradient accumulation (optim.grad_dtype bf16, the PyTorch reference's recipe):
+#     peak memory of the first stage against PyTorch's 1F1B, and throughput
+if want gradbf16; then
+  big 1f1b-2gpu-bf16-bf16grads --set optim.master=bf16 --set optim.grad_dtype=bf16
+  big zbv-2gpu-bf16-bf16grads --set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.schedule=zbv
+fi
+
 # 9. data parallelism (issue 9): 2 replicas x 1 stage over NCCL against one GPU with the
 #    same global batch; the all-reduce's own time, what stayed exposed, the share hidden
 if want dataparallel; then
@@ -183,9 +192,10 @@ torch_pp() { # name, MASTER, mode
   row "torch $1 tokens/s" "$(grep tokens_per_s "$OUT/torch-$1.json" | json_field tokens_per_s) $(grep peak "$OUT/torch-$1.json" | json_field rank0_peak_GiB) GiB"
 }
 if want torchpp; then
-  torch_pp 1f1b-fp32 fp32 Schedule1F1B:1
-  torch_pp zbv-bf16 bf16 ScheduleZBVZeroBubble:2
-  torch_pp 1f1b-bf16 bf16 Schedule1F1B:1
+  for run in ${TORCH_RUNS:-1f1b-fp32:fp32:Schedule1F1B:1 zbv-bf16:bf16:ScheduleZBVZeroBubble:2 1f1b-bf16:bf16:Schedule1F1B:1}; do
+    IFS=: read -r name master schedule chunks <<< "$run"
+    torch_pp "$name" "$master" "$schedule:$chunks"
+  done
 fi
 for m in ${MASTERS:-fp32 bf16}; do
   STEPS=6 WARM=3 MASTER=$m timeout 120 python3 .gpu/torch_pp_bench.py single > "$OUT/torch-single-$m.json" 2> "$OUT/torch-single-$m.log"

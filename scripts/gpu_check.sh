@@ -63,7 +63,7 @@ big() { # name, extra --set args...
   local name=$1; shift
   timeout 180 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json "$@" \
     > "$OUT/$name.json" 2> "$OUT/$name.log"
-  row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s', [round(x, 1) for x in d['peak_memory_gib']])" 2>/dev/null || echo failed)"
+  row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s, reserved', [round(x, 1) for x in d['peak_memory_gib']], 'allocated', [round(x, 2) for x in d.get('peak_allocated_gib', [])])" 2>/dev/null || echo failed)"
 }
 # 3a. every kernel at the reference shapes, conveyor's and PyTorch's
 if want kernels; then

@@ -70,9 +70,15 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
   const double tokens_per_s = median(tps);
 
-  nlohmann::json peak = nlohmann::json::array();
+  // Per GPU: what the caching allocator held from the device at its peak (reserved), and
+  // the peak of what callers held (allocated: PyTorch's max_memory_allocated measures this).
+  nlohmann::json peak = nlohmann::json::array(), peak_allocated = nlohmann::json::array();
 #if CONVEYOR_WITH_CUDA
-  for (int g : gpus) peak.push_back(cuda_allocator(g).stats().peak_reserved / double(1 << 30));
+  for (int g : gpus) {
+    const auto stats = cuda_allocator(g).stats();
+    peak.push_back(stats.peak_reserved / double(1 << 30));
+    peak_allocated.push_back(stats.peak_in_use / double(1 << 30));
+  }
 #endif
   if (gpus.empty()) {
     rusage u{};
@@ -94,6 +100,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"step_ms", median(ms)},
           {"tflops_per_gpu", tokens_per_s * flops_per_token / devices / 1e12},
           {"peak_memory_gib", peak},
+          {"peak_allocated_gib", peak_allocated},
           {"bubble", median(bubble)},
           {"bubble_note", "host-side action timings; on GPUs this is launch time, not GPU idle time"}};
   if (job.replicas > 1) {

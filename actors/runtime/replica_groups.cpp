@@ -38,9 +38,10 @@ ReplicaGroups::~ReplicaGroups() = default;
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        const BucketLayout& layout,
-                                                       Device device) {
+                                                       Device device,
+                                                       std::uint32_t generation) {
   const StageGroup group{.name = fmt::format("stage {}", stage), .rank = replica,
-                         .size = replicas_, .generation = 0};
+                         .size = replicas_, .generation = generation};
   if (!device.is_cpu()) {
 #if CONVEYOR_WITH_CUDA
     NcclGroupOptions o;

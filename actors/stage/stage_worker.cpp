@@ -90,6 +90,8 @@ void StageWorker::begin(const StepPlan& plan) {
 }
 
 void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group) {
+  replicas_.reset();
+  if (!group) return;
   std::vector<StageModel*> models;
   for (auto& c : chunks_) models.push_back(c.model.get());
   replicas_ = std::make_unique<ReplicaGradients>(std::move(group), std::move(models));

@@ -141,11 +141,6 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
       bad_set("replicas not dividing the micro-batches",
               {"parallel.data=3", "fault.policy=abort"},
               {"parallel.data", "3", "pipeline.micro_batches", "8"}),
-      bad_set("replicas with stage restarts", {"parallel.data=2"},
-              {"parallel.data", "2", "fault.policy"}),
-      bad_set("replicas with NaN rollback",
-              {"parallel.data=2", "fault.policy=abort", "fault.on_nan=rollback"},
-              {"parallel.data", "fault.on_nan"}),
       {"replicas over several processes",
        [](const TempDir&, auto& args, auto& want) {
          args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=abort",

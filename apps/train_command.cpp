@@ -133,8 +133,9 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig
         what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
-// GPU stage groups with replicas and the tied embedding's sum group live in one process
-// so far (CPU replicas span processes: their groups form over the job's store).
+// GPU stage groups with replicas, restarts with replicas and the tied embedding's sum group
+// live in one process so far (CPU replicas span processes: their groups form over the
+// job's store, and a failure there ends the run).
 void refuse_groups_across_processes(const TrainOptions& opt, const RunConfig& config) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   if (spec.nnodes <= 1) return;
@@ -142,6 +143,11 @@ void refuse_groups_across_processes(const TrainOptions& opt, const RunConfig& co
     throw InputError(fmt::format("parallel.data: {}: parallel.data > 1 on GPU stages: one "
                                  "process so far (nnodes {}, devices.kind {})",
                                  config.parallel.data, spec.nnodes, config.devices.kind));
+  if (config.parallel.data > 1 && (config.fault.policy == "restart" || config.fault.on_nan == "rollback"))
+    throw InputError(fmt::format(
+        "parallel.data: {}: stage restarts and NaN rollback with replicas run in one process so "
+        "far (nnodes {}; set fault.policy: abort and fault.on_nan: abort or skip)",
+        config.parallel.data, spec.nnodes));
   if (config.model.tie_embeddings)
     throw InputError(fmt::format("model.tie_embeddings: true: one process so far (nnodes {})",
                                  spec.nnodes));

@@ -11,6 +11,7 @@
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/stage/stage_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
 
@@ -23,6 +24,7 @@ void start_round(Self* self, Phase phase) {
   ++st.round;
   st.reports.clear();
   st.step_start = std::chrono::steady_clock::now();
+  st.boundary = phase == Phase::train ? st.step : st.step + 1;
   const auto& plans = phase == Phase::train ? st.train_plans : st.eval_plans;
   st.probe.round_started(st.round, st.step, phase);
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
@@ -146,7 +148,7 @@ constexpr auto kCopyPoll = std::chrono::milliseconds(1);
 void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0) {
   auto& st = self->state;
   if (st.job->snapshots)
-    if (auto held = st.job->snapshots->shards(steps_done)) {
+    if (auto held = snapshot_shards(st, steps_done)) {
       hand_over(self, steps_done, std::move(held->first), held->second, stop);
       return;
     }
@@ -254,6 +256,7 @@ void finish_train_compute(Self* self) {
   }
   auto pending = std::make_shared<std::size_t>(st.stages.size());
   const auto generation = st.generation;
+  st.boundary.reset();  // from here some stages may have stepped and some not
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     OptimizerStep step{st.step, lr, scale};
     step.skip = st.last_step.skipped;
@@ -266,6 +269,7 @@ void finish_train_compute(Self* self) {
               st.probe.done_received(done);
               note_remote_snapshot(st, done.rank, done.step + 1);
               if (--*pending > 0) return;
+              st.boundary = st.step + 1;
               const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
               st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();
               st.last_step.tokens_per_s =
@@ -338,6 +342,11 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
   if (st.started && !st.finishing && !st.recovering &&
       try_recover(self, Failure{"crash", {rank}, {rank}, why}))
     return;
+  // With replicas a stage may die while a recovery is under way: after its group failed
+  // its replicas (they reported that first), or during the restore.
+  if (st.recovering && st.job->replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+      join_recovery(self, Failure{"crash", {rank}, {rank}, why}))
+    return;
   fail(self, why);
 }
 
@@ -386,7 +395,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   if (st.checkpoints) st.step = st.checkpoints->first_step();
   st.stages = stages;
   st.restarts = std::move(restarts);
-  if (job->snapshots)
+  if (job->recovers_in_place())
     st.budget.emplace(job->recovery.max_restarts, job->recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
   // Every replica runs its stage's train actions; replica 0 alone evaluates (the others
@@ -428,6 +437,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
       },
       [=](stage_hang_atom, int culprit, const std::string& verdict) { on_hang(self, culprit, verdict); },
       [=](StageReport& report) { on_report(self, report); },
+      [=](const ReplicaGroupFailed& f) { on_group_failed(self, f.rank, f.round, f.what); },
   };
 }
 

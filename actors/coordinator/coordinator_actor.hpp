@@ -103,6 +103,12 @@ struct CoordinatorState {
   std::set<int> rejoined;               // ranks to restore from node 0's copies
   int respawning = 0;                   // RespawnStage requests to other nodes not answered yet
   std::uint32_t channel_generation = 0; // of the NCCL edges, bumped by each rebuild
+  std::uint32_t group_generation = 0;   // of the replicas' stage groups, bumped by each rebuild
+  // Completed steps every stage holds while no optimizer step of the round is under way
+  // (train: st.step; eval and after every optimizer step: st.step + 1); nullopt from the
+  // first OptimizerStep sent until the last answered. A respawned stage can copy a
+  // replica's state only at such a boundary (actors/fault/restore_source.hpp).
+  std::optional<std::int64_t> boundary;
   std::int64_t rolled_back_step = -1;   // the step a NaN rollback last replayed
   std::int64_t evaluated_through = -1;  // the train step the last finished eval followed
   static inline const char* name = "coordinator";

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +27,7 @@ void resume_at_boundary(Self* self, std::int64_t steps_done);
 
 /// A failure to recover from.
 struct Failure {
-  std::string fault;          // crash | hang | nan | node
+  std::string fault;          // crash | hang | nan | node | collective
   std::vector<int> stages;    // where it was seen
   std::vector<int> respawn;   // ranks whose actor is replaced (dead, hung, or lost with a node)
   std::string reason;         // as detected, for the log and the error
@@ -35,14 +37,50 @@ struct Failure {
 struct PendingRecovery {
   Failure failure;
   std::int64_t failed_step = 0;
-  std::int64_t restored = 0;  // the snapshot every stage goes back to
+  std::int64_t restored = 0;  // the step every stage goes back to
   std::chrono::steady_clock::time_point detected;
+  std::optional<std::int64_t> boundary;  // CoordinatorState::boundary when detected
+  std::string restored_from = "snapshot";  // RestoreSource::describe
 };
 
 /// Starts recovering from `failure` when the run can (fault.policy restart or on_nan
-/// rollback, snapshots kept, a way to respawn when ranks must be) and returns true; the
-/// run then goes on by itself. False: the caller fails the run with the reason.
+/// rollback, a snapshot or a healthy replica to restore from, a way to respawn when ranks
+/// must be) and returns true; the run then goes on by itself. Also true when it stopped
+/// the run itself with a fuller reason (the budget spent, no state to restore). False:
+/// the caller fails the run with the reason.
 bool try_recover(Self* self, Failure failure);
+/// With replicas: a failure seen while a recovery is under way (a stage that died after
+/// its replica group failed, one that died or could not rejoin during the recovery) joins
+/// it: its actors are respawned too and the restore starts over (a new generation voids
+/// the replies to the first one). Counts against the budget unless the recovery so far
+/// was only the broken group that this failure explains. True: handled.
+bool join_recovery(Self* self, Failure failure);
+/// A stage's replica group failed (ReplicaGroupFailed): recover, unless a recovery is
+/// under way already (it rebuilds every group) or the round is over.
+void on_group_failed(Self* self, int rank, std::int64_t round, const std::string& what);
+
+/// Every stage's snapshot of `steps_done` as checkpoint shards, with the AdamW step count;
+/// nullopt unless every stage actor holds it. With replicas, replica 0's stages only (the
+/// first P actors): a checkpoint holds one copy of each pipeline stage.
+std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snapshot_shards(
+    const CoordinatorState& st, std::int64_t steps_done);
+/// Beyond fault.max_restarts within fault.window_s: a checkpoint of the newest state every
+/// stage holds (when the run checkpoints), then the run stops with the reason.
+void give_up(Self* self, const Failure& f);
+/// Every stage restored: the recovery row, the watchdog rearmed, the replay started.
+void finish_recovery(Self* self);
+/// A request to a stage of this process failed because the stage died: with replicas its
+/// down message joins it into the recovery (join_recovery), so the error is not the run's.
+bool died_meanwhile(const CoordinatorState& st, int rank, const caf::error& e);
+
+// With replicas (coordinator_replica_recovery.cpp):
+/// Every stage aborts the round and leaves its group; each respawned stage copies the
+/// state of its source (a healthy replica), the others keep theirs; then
+/// rejoin_replica_groups.
+void restore_from_replicas(Self* self, const std::map<int, int>& sources);
+/// Every stage joins the next generation of its stage group, then finish_recovery (at once
+/// without replica groups).
+void rejoin_replica_groups(Self* self);
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);

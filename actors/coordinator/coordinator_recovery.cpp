@@ -2,6 +2,12 @@
 //   detection → (budget check) → replace dead or hung stage actors (or wait for a lost
 //   node's replacement, coordinator_rejoin.cpp) → every stage aborts the round and loads
 //   snapshot S (the newest all hold) → replay from S.
+// With replicas (parallel.data > 1, one process) and a failure outside the optimizer step
+// (actors/fault/restore_source.hpp): every stage aborts the round and leaves its replica
+// group (AbortRound), each respawned stage copies a healthy replica's state
+// (snapshot_atom → RestoreFromReplica), the others keep theirs; S is the step under way.
+// Either way every stage then joins the next generation of its replica group
+// (JoinReplicaGroup), and the replay starts.
 // What must hold: after a recovery every stage holds exactly the state after S steps, no
 // message or reply of an aborted round is acted on (round fences in the stages, the
 // generation here), and a replayed step computes what it would have without the fault
@@ -14,6 +20,7 @@
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/fault/restore_source.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -21,7 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool recoverable(const CoordinatorState& st, const Failure& f) {
-  if (!st.job->snapshots || !st.budget) return false;
+  if (!st.job->recovers_in_place() || !st.budget) return false;
   if (f.fault != "nan" && st.job->recovery.policy != FaultPolicy::restart) return false;
   for (int r : f.respawn) {
     // A stage of a lost process comes back with its node's replacement; one that failed
@@ -37,51 +44,14 @@ bool recoverable(const CoordinatorState& st, const Failure& f) {
   return true;
 }
 
-// Beyond fault.max_restarts within fault.window_s: a checkpoint of the newest state every
-// stage holds (when the run checkpoints), then the run stops with the reason.
-void give_up(Self* self, const Failure& f) {
-  auto& st = self->state;
-  std::string why = fmt::format(
-      "{}; {} recoveries within fault.window_s ({} s) already, the most fault.max_restarts "
-      "allows: giving up",
-      f.reason, st.budget->max_restarts(), st.budget->window_s());
-  const auto step = st.job->snapshots->consistent_step();
-  if (st.checkpoints && step)
-    if (auto held = st.job->snapshots->shards(*step)) {
-      try {
-        st.checkpoints->take(*step, std::move(held->first), held->second, /*stop=*/true);
-        why += fmt::format("; a checkpoint after step {} was written (resume with --resume latest)",
-                           *step);
-      } catch (const std::exception& e) {
-        why += fmt::format("; writing the checkpoint after step {} failed too: {}", *step, e.what());
-      }
-    }
-  fail(self, why);
-}
-
-void finish_recovery(Self* self) {
-  auto& st = self->state;
-  const auto pending = std::move(st.recovery);
-  const Failure& f = pending->failure;
-  st.recovering = false;
-  st.rejoined.clear();
-  st.job->snapshots->discard_after(pending->restored);  // the replay puts them again
-  const auto now = Clock::now();
-  RecoveryEvent e;
-  e.fault = f.fault;
-  e.stages = f.stages;
-  e.step = pending->failed_step;
-  e.restored_step = pending->restored;
-  e.respawned = f.respawn;
-  e.recovery_ms = std::chrono::duration<double, std::milli>(now - pending->detected).count();
-  e.restarts_in_window = st.budget->used(now);
-  e.reason = f.reason;
-  st.observer->on_recovery(e);
-  if (st.restarts.recovered) st.restarts.recovered();
-  resume_at_boundary(self, pending->restored);
-}
-
 }  // namespace
+
+std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snapshot_shards(
+    const CoordinatorState& st, std::int64_t steps_done) {
+  auto held = st.job->snapshots->shards(steps_done);
+  if (held) held->first.resize(st.job->placement.ranks.size());  // rank order: replica 0 first
+  return held;
+}
 
 bool is_remote(const CoordinatorState& st, int rank) {
   const auto& nodes = st.restarts.node_of_rank;
@@ -139,12 +109,61 @@ void replace_stage(Self* self, int rank, const std::string* lost_why) {
   }
 }
 
+namespace {
+
+std::optional<RestoreSource> choose_source(const CoordinatorState& st,
+                                           const std::vector<int>& respawn,
+                                           std::optional<std::int64_t> boundary) {
+  std::optional<std::int64_t> snapshot;
+  if (st.job->snapshots) snapshot = st.job->snapshots->consistent_step();
+  return choose_restore_source(st.job->replica_layout(), respawn, boundary, snapshot);
+}
+
+// Why no state is left to restore (replicas; one replica returns false instead).
+std::string no_source(const CoordinatorState& st, const Failure& f,
+                      std::optional<std::int64_t> boundary) {
+  return fmt::format(
+      "{}; recovering from it failed: {}, and no in-memory snapshot to go back to "
+      "(fault.snapshot_every is {})",
+      f.reason,
+      boundary ? "every replica of a failed stage was lost"
+               : "it happened inside the optimizer step (some stages may have stepped), so "
+                 "no healthy replica holds the step's starting state",
+      st.job->recovery.snapshot_every);
+}
+
+}  // namespace
+
+void give_up(Self* self, const Failure& f) {
+  auto& st = self->state;
+  std::string why = fmt::format(
+      "{}; {} recoveries within fault.window_s ({} s) already, the most fault.max_restarts "
+      "allows: giving up",
+      f.reason, st.budget->max_restarts(), st.budget->window_s());
+  const auto step = st.job->snapshots ? st.job->snapshots->consistent_step() : std::nullopt;
+  if (st.checkpoints && step)
+    if (auto held = snapshot_shards(st, *step)) {
+      try {
+        st.checkpoints->take(*step, std::move(held->first), held->second, /*stop=*/true);
+        why += fmt::format("; a checkpoint after step {} was written (resume with --resume latest)",
+                           *step);
+      } catch (const std::exception& e) {
+        why += fmt::format("; writing the checkpoint after step {} failed too: {}", *step, e.what());
+      }
+    }
+  fail(self, why);
+}
+
 bool try_recover(Self* self, Failure f) {
   auto& st = self->state;
   if (!recoverable(st, f)) return false;
   const auto detected = Clock::now();
-  const auto restored = st.job->snapshots->consistent_step();
-  if (!restored) return false;
+  const auto source = choose_source(st, f.respawn, st.boundary);
+  if (!source) {
+    if (st.job->replicas <= 1) return false;
+    fail(self, no_source(st, f, st.boundary));
+    return true;
+  }
   if (!st.budget->admit(detected)) {
     give_up(self, f);
     return true;
@@ -152,7 +171,8 @@ bool try_recover(Self* self, Failure f) {
   ++st.generation;
   st.recovering = true;
   st.reports.clear();
-  st.recovery = std::make_shared<PendingRecovery>(PendingRecovery{f, st.step, *restored, detected});
+  st.recovery = std::make_shared<PendingRecovery>(
+      PendingRecovery{f, st.step, source->steps_done, detected, st.boundary});
   st.respawning = 0;
   const std::string* lost = f.fault == "node" ? &st.recovery->failure.reason : nullptr;
   for (int r : f.respawn) replace_stage(self, r, lost);
@@ -192,10 +212,10 @@ void restore_when_replaced(Self* self) {
 
 namespace {
 
-void send_restores(Self* self) {
+// Every stage loads its snapshot of the step restored (a stage of a rejoined node: node 0's
+// copy of it); then, with replicas, every stage group is rebuilt.
+void restore_snapshots(Self* self) {
   auto& st = self->state;
-  const PeerTable table{st.stages, st.restarts.keeper};
-  for (auto& s : st.stages) self->send(s, table);
   const auto generation = st.generation;
   const auto restored = st.recovery->restored;
   auto pending = std::make_shared<std::size_t>(st.stages.size());
@@ -210,11 +230,11 @@ void send_restores(Self* self) {
     std::move(request).then(
         [=](const StageRestored&) {
           if (self->state.generation != generation || --*pending > 0) return;
-          finish_recovery(self);
+          rejoin_replica_groups(self);
         },
         [=](caf::error& e) {
           auto& st = self->state;
-          if (st.generation != generation) return;
+          if (st.generation != generation || died_meanwhile(st, rank, e)) return;
           // A stage of another process that cannot answer: its process is gone.
           if (is_remote(st, rank) && (e == caf::sec::request_receiver_down ||
                                       e == caf::exit_reason::remote_link_unreachable)) {
@@ -230,7 +250,59 @@ void send_restores(Self* self) {
   }
 }
 
+void send_restores(Self* self) {
+  auto& st = self->state;
+  const PeerTable table{st.stages, st.restarts.keeper};
+  for (auto& s : st.stages) self->send(s, table);
+  auto& pending = *st.recovery;
+  if (st.job->replicas > 1) {
+    // Chosen again: stages that failed since the detection joined this recovery and may
+    // leave a pipeline stage without a healthy replica.
+    const auto source = choose_source(st, pending.failure.respawn, pending.boundary);
+    if (!source) {
+      fail(self, no_source(st, pending.failure, pending.boundary));
+      return;
+    }
+    pending.restored = source->steps_done;
+    pending.restored_from = source->describe(st.job->replica_layout());
+    if (source->kind == RestoreSource::Kind::replicas) {
+      restore_from_replicas(self, source->sources);
+      return;
+    }
+  }
+  restore_snapshots(self);
+}
+
 }  // namespace
+
+void finish_recovery(Self* self) {
+  auto& st = self->state;
+  const auto pending = std::move(st.recovery);
+  const Failure& f = pending->failure;
+  st.recovering = false;
+  st.rejoined.clear();
+  if (st.job->snapshots)
+    st.job->snapshots->discard_after(pending->restored);  // the replay puts them again
+  const auto now = Clock::now();
+  RecoveryEvent e;
+  e.fault = f.fault;
+  e.stages = f.stages;
+  e.step = pending->failed_step;
+  e.restored_step = pending->restored;
+  e.respawned = f.respawn;
+  e.restored_from = pending->restored_from;
+  e.recovery_ms = std::chrono::duration<double, std::milli>(now - pending->detected).count();
+  e.restarts_in_window = st.budget->used(now);
+  e.reason = f.reason;
+  st.observer->on_recovery(e);
+  if (st.restarts.recovered) st.restarts.recovered();
+  resume_at_boundary(self, pending->restored);
+}
+
+bool died_meanwhile(const CoordinatorState& st, int rank, const caf::error& e) {
+  return st.job->replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+         e == caf::sec::request_receiver_down;
+}
 
 void take_first_snapshot(Self* self, std::function<void()> then) {
   auto& st = self->state;

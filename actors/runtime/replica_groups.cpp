@@ -47,9 +47,10 @@ ReplicaGroups::~ReplicaGroups() = default;
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        const BucketLayout& layout,
-                                                       Device device) {
+                                                       Device device,
+                                                       std::uint32_t generation) {
   return make_group(StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
-                               .size = replicas_, .generation = 0},
+                               .size = replicas_, .generation = generation},
                     layout, device, Reduction::average);
 }
 

@@ -16,10 +16,14 @@
 //
 // What must hold: the R stage actors of a stage call join() at the same time on threads of
 // their own (each call blocks until all R have joined or `timeout` passed), with the same
-// layout. A group is built once per run: no generation other than 0 so far (a failed
-// stage ends the run; fault.policy restart is refused with R > 1).
+// layout and generation. The stages join generation 0 when they start; after every
+// recovery (fault.policy restart, fault.on_nan rollback) each stage leaves its group and
+// every rank joins the coordinator's next generation (fresh store keys, new connections),
+// whether or not its own group failed: a respawned rank needs a new group anyway, and a
+// group that saw a failed bucket is broken for good (gradient_all_reduce.hpp).
 // Thread-safety: join() from any thread.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -42,12 +46,12 @@ class ReplicaGroups {
   ReplicaGroups(const ReplicaGroups&) = delete;
   ReplicaGroups& operator=(const ReplicaGroups&) = delete;
 
-  /// Rank `replica` of pipeline stage `stage`'s group, averaging buckets of `layout` in the
-  /// memory of `device` (host: Gloo; a GPU: NCCL). Throws CollectiveTimeout naming the
+  /// Rank `replica` of pipeline stage `stage`'s group of `generation`, averaging buckets of
+  /// `layout` in the memory of `device` (host: Gloo; a GPU: NCCL). Throws CollectiveTimeout naming the
   /// replicas that did not join, CollectiveError when they declared different layouts,
   /// std::invalid_argument for a GPU in a build without CUDA.
   std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout,
-                                          Device device);
+                                          Device device, std::uint32_t generation = 0);
 
   /// model.tie_embeddings: rank `rank` (0: the holder of the embedding's copy, 1: the
   /// head's) of replica `replica`'s group of two that sums the tied tensor's gradient.

@@ -45,7 +45,7 @@ std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const Trai
                                                 const caf::actor& coordinator,
                                                 std::shared_ptr<std::string> diagnosis) {
   if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
-  const bool restart = job->recovery.policy == FaultPolicy::restart && job->snapshots;
+  const bool restart = job->recovery.policy == FaultPolicy::restart && job->recovers_in_place();
   return std::make_unique<trace::Watchdog>(
       job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
       [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {

@@ -102,6 +102,15 @@ struct TrainingJob {
     return d;
   }
 
+  /// Whether a failure can be recovered in place: from the in-memory snapshots, or, with
+  /// replicas, by copying a healthy replica's state (actors/fault/restore_source.hpp),
+  /// which needs no snapshot for a failure outside the optimizer step.
+  bool recovers_in_place() const {
+    return snapshots != nullptr ||
+           (replicas > 1 &&
+            (recovery.policy == FaultPolicy::restart || on_nan == NanPolicy::rollback));
+  }
+
   std::int64_t tokens_per_step() const {
     return static_cast<std::int64_t>(data.micro_batches) * data.micro_batch_size * model.seq_len;
   }
@@ -129,11 +138,14 @@ struct StepMetrics {
 
 /// One recovery: what failed, where, and what it cost (a `recovery` row of metrics.jsonl).
 struct RecoveryEvent {
-  std::string fault;             // crash | hang | nan
+  std::string fault;             // crash | hang | nan | node | collective (a replica group failed)
   std::vector<int> stages;       // the failed (crash, hang) or non-finite (nan) ranks
   std::int64_t step = 0;         // the train step under way when it was detected
   std::int64_t restored_step = 0;  // completed steps restored; steps from here are replayed
   std::vector<int> respawned;    // ranks whose actor was replaced
+  // Where the state came from (RestoreSource::describe): "snapshot", "replica 0" (a
+  // respawned stage copied replica 0's), "kept" (replicas, nothing respawned).
+  std::string restored_from = "snapshot";
   double recovery_ms = 0;        // detection → every stage restored, replay starting
   int restarts_in_window = 0;    // recoveries within fault.window_s, this one included
   std::string reason;            // the failure as detected

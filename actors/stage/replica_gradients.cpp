@@ -45,6 +45,20 @@ ReplicaGradients::ReplicaGradients(std::unique_ptr<GradientAllReduce> group,
   pending_.resize(next);
 }
 
+ReplicaGradients::~ReplicaGradients() { settle(); }
+
+void ReplicaGradients::settle() noexcept {
+  for (auto& handle : pending_) {
+    if (!handle) continue;
+    try {
+      handle->wait();
+    } catch (...) {
+      // Failed is settled too: the group no longer touches the bucket's buffers.
+    }
+    handle.reset();
+  }
+}
+
 void ReplicaGradients::start(std::size_t chunk, std::size_t local) {
   const std::size_t index = first_bucket_[chunk] + local;
   if (pending_[index])
@@ -76,7 +90,12 @@ ReductionTiming ReplicaGradients::finish() {
   for (StageModel* model : chunks_) model->synchronize();
   const auto computed = std::chrono::steady_clock::now();
   ReductionTiming timing;
-  for (auto& handle : pending_) handle->wait();
+  try {
+    for (auto& handle : pending_) handle->wait();
+  } catch (...) {
+    settle();
+    throw;
+  }
   timing.exposed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - computed).count();
   for (auto& handle : pending_) {

@@ -15,7 +15,12 @@
 // the buckets start in the same order on every rank (the action lists are the same and
 // the models name buckets in a fixed order). The average is written in place; every
 // replica ends with the same bits (the group's guarantee), so the optimizer steps keep the
-// replicas identical.
+// replicas identical. A bucket may still be writing its gradients until its handle is
+// done or failed: every bucket of a step is settled (waited for, bounded by the group's
+// timeout) before finish() returns or throws and before the group is destroyed
+// (gradient_all_reduce.hpp REQUIRES it), so a recovery may then zero the gradients or
+// drop the group. A failed bucket breaks the group for good: the stage leaves it and joins
+// the next generation (actors/runtime/replica_groups.hpp).
 // CAF-free; one thread (the stage's).
 #include <cstddef>
 #include <memory>
@@ -42,17 +47,23 @@ class ReplicaGradients {
 
   /// `group` was built with layout_of(chunks). The models outlive this object.
   ReplicaGradients(std::unique_ptr<GradientAllReduce> group, std::vector<StageModel*> chunks);
+  /// Settles the buckets still pending, then destroys the group.
+  ~ReplicaGradients();
+  ReplicaGradients(const ReplicaGradients&) = delete;
+  ReplicaGradients& operator=(const ReplicaGradients&) = delete;
 
   /// Before chunk `chunk`'s last weight-gradient action of a train step.
   void arm(std::size_t chunk);
   /// After that action returned: starts the chunk's buckets the model did not name.
   void after_last_backward(std::size_t chunk);
   /// Waits for every bucket of the step. Throws std::logic_error when a chunk's buckets
-  /// were not all started, CollectiveError when the group failed.
+  /// were not all started, CollectiveError when the group failed (every bucket settled).
   ReductionTiming finish();
 
  private:
   void start(std::size_t chunk, std::size_t local);
+  /// Waits for every pending bucket, done or failed (errors dropped), and forgets them.
+  void settle() noexcept;
 
   std::unique_ptr<GradientAllReduce> group_;
   std::vector<StageModel*> chunks_;

@@ -11,9 +11,11 @@
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/stage/replica_gradients.hpp"
 #include "actors/stage/stage_snapshot.hpp"
+#include "transport/collective/collective_error.hpp"
 
 namespace conveyor {
 namespace {
@@ -33,7 +35,7 @@ void put_nan(Tensor& t) {
     static_cast<std::uint16_t*>(t.raw())[0] = 0x7FC0;  // bf16 quiet NaN
 }
 
-void drive(Self* self) {
+void drive_worker(Self* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
@@ -57,6 +59,45 @@ void drive(Self* self) {
     auto report = st.worker->take_report();
     st.probe->report_sending(report);
     self->send(st.coordinator, std::move(report));
+  }
+}
+
+// This stage's group of replicas (parallel.data > 1), as a data-parallel stage joins it:
+// generation 0 at the start, the coordinator's next one after each recovery.
+void join_replica_group(Self* self, std::uint32_t generation) {
+  auto& st = self->state;
+  const auto layout = st.job->replica_layout();
+  const int rank = st.worker->rank();
+  st.worker->set_replica_group(st.job->replica_groups->join(
+      layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
+      st.job->actor_placement(rank).device, generation));
+}
+
+// Leaves the stage group before a recovery touches the gradients or the state: its
+// pending buckets settle first (a bucket may still be writing the gradients), and the
+// group's connections close, so a replica still waiting on this stage's part fails at
+// once instead of after the group's timeout.
+void leave_replica_group(Self* self) {
+  if (self->state.job->replica_groups) self->state.worker->set_replica_group(nullptr);
+}
+
+// A bucket of the stage group failed: a replica died, or left the group for a recovery.
+// Not this stage's own failure: it drops the round (the buckets settled before the
+// gradients are zeroed) and tells the coordinator, which recovers from it (or already
+// does: then it ignores this) and rebuilds every group.
+void abandon_round(Self* self, const CollectiveError& e) {
+  auto& st = self->state;
+  leave_replica_group(self);
+  st.worker->abort(st.round);
+  st.probe->plan_aborted();
+  self->send(st.coordinator, ReplicaGroupFailed{st.worker->rank(), st.round, e.what()});
+}
+
+void drive(Self* self) {
+  try {
+    drive_worker(self);
+  } catch (const CollectiveError& e) {
+    abandon_round(self, e);
   }
 }
 
@@ -99,10 +140,10 @@ caf::result<T> replying(Self* self, F&& body) {
   }
 }
 
-}  // namespace
-
-caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
-                          StageWorker::Clock::time_point epoch) {
+// A stage actor; `join_group`: join the stage group of generation 0 now (a replacement
+// joins the next generation with every other stage once the recovery restored it).
+caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+                             StageWorker::Clock::time_point epoch, bool join_group) {
   auto& st = self->state;
   st.job = job;
   guarded(self, [&] {
@@ -111,12 +152,7 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
                                               job->actor_data(rank), epoch, job->make_model);
     // Data parallelism: join this stage's replica group; blocks until its R ranks, each on
     // a thread of its own, have joined.
-    if (job->replica_groups) {
-      const auto layout = job->replica_layout();
-      st.worker->set_replica_group(job->replica_groups->join(
-          layout.stage_of(rank), layout.replica_of(rank),
-          st.worker->replica_bucket_layout(), job->actor_placement(rank).device));
-    }
+    if (job->replica_groups && join_group) join_replica_group(self, 0);
     // model.tie_embeddings: the holders of the two copies sum their gradients; a stage with
     // one copy joins its replica's group of two (rank 0: the embedding's holder).
     if (job->model.tie_embeddings && st.worker->holds_tied_copy()) {
@@ -149,6 +185,7 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       [=](const StepPlan& plan) {
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          self->state.round = plan.round;
           const auto& fault = self->state.job->fault;
           if (fault && plan.phase == Phase::train && fault->exit_process(plan.step)) {
             fmt::print(stderr, "stage {}: fault.inject exit: this process dies at step {}\n",
@@ -213,6 +250,7 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
       [=](const RestoreStage& restore) {
         return replying<StageRestored>(self, [&] {
           auto& st = self->state;
+          leave_replica_group(self);
           st.worker->abort(restore.round_fence);
           st.probe->plan_aborted();
           const auto snap = st.job->snapshots ? st.job->snapshots->get(st.worker->rank(), restore.steps_done)
@@ -255,6 +293,35 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
           self->quit(failure(e.what()));
         }
       },
+      [=](const AbortRound& abort) {
+        return replying<RoundAborted>(self, [&] {
+          auto& st = self->state;
+          leave_replica_group(self);
+          st.worker->abort(abort.round_fence);
+          st.probe->plan_aborted();
+          return RoundAborted{st.worker->rank()};
+        });
+      },
+      [=](const RestoreFromReplica& restore) {
+        return replying<StageRestored>(self, [&] {
+          auto& st = self->state;
+          st.worker->restore_state(restore.state.tensors, restore.state.optimizer_steps);
+          return StageRestored{st.worker->rank(), restore.steps_done};
+        });
+      },
+      [=](const JoinReplicaGroup& join) -> caf::result<ReplicaGroupJoined> {
+        auto& st = self->state;
+        try {
+          join_replica_group(self, join.generation);
+          return ReplicaGroupJoined{st.worker->rank()};
+        } catch (const CollectiveError& e) {
+          // A replica that died while joining: the coordinator's next recovery joins again.
+          return failure(e.what());
+        } catch (const std::exception& e) {
+          self->quit(failure(e.what()));
+          return failure(e.what());
+        }
+      },
       [=](snapshot_atom) {
         return replying<StageSnapshot>(self, [&] {
           return StageSnapshot{self->state.worker->rank(), self->state.worker->capture_state(),
@@ -269,9 +336,16 @@ caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, in
   };
 }
 
+}  // namespace
+
+caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+                          StageWorker::Clock::time_point epoch) {
+  return stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/true);
+}
+
 caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
                                     StageWorker::Clock::time_point epoch, std::int64_t round_fence) {
-  auto behavior = stage_actor(self, std::move(job), rank, epoch);
+  auto behavior = stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/false);
   if (self->state.worker) self->state.worker->abort(round_fence);
   return behavior;
 }

@@ -20,6 +20,7 @@ struct StageActorState {
   std::unique_ptr<trace::StageProbe> probe;  // trace records and watchdog state
   PeerTable peers;
   caf::actor coordinator;
+  std::int64_t round = 0;  // of the last plan received (a failed stage group drops it)
   // Edges to other processes (actors/cluster/); null when every peer is in this process.
   std::shared_ptr<const StageLinks> links;
   // A RestoreFromCopy waiting for its bytes (stage_remote.hpp CopyArrived).

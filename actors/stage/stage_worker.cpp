@@ -96,6 +96,8 @@ std::vector<StageModel*> StageWorker::models() const {
 }
 
 void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group) {
+  replicas_.reset();
+  if (!group) return;
   replicas_ = std::make_unique<ReplicaGradients>(std::move(group), models());
 }
 

@@ -136,7 +136,9 @@ class StageWorker {
   /// it, each bucket as soon as the chunk's last backward has made it final
   /// (actors/stage/replica_gradients.hpp), and take_report() waits for them before it
   /// squares them, so the report holds the averaged gradients' squares and what the
-  /// averaging cost. Without a group (one replica) nothing is averaged.
+  /// averaging cost. Without a group (one replica) nothing is averaged. The previous group
+  /// is left first: its pending buckets settled, then destroyed; null only leaves it (a
+  /// recovery, before the stage joins the next generation).
   void set_replica_group(std::unique_ptr<GradientAllReduce> group);
   /// The bucket layout of this stage's chunks (ReplicaGradients::layout_of).
   BucketLayout replica_bucket_layout() const;

@@ -71,7 +71,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(parallel.data,
           "data-parallel replicas of the pipeline; each takes pipeline.micro_batches / "
           "parallel.data micro-batches of every step, gradients are averaged across them "
-          "(NCCL on GPUs, in one process so far; Gloo on CPUs; fault.policy abort, so far)",
+          "(NCCL on GPUs, in one process so far; Gloo on CPUs); a failed stage restarts from a "
+          "healthy replica's state when it failed outside the optimizer step",
           at_least(1)),
 
       KEY(train.steps, "optimizer steps", at_least(1)),
@@ -147,7 +148,9 @@ std::vector<ConfigKey> build_keys() {
           "(stage S fails as it starts train step N, or in its optimizer step), hang:stage=S:step=N (stage S never starts train "
           "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
           "stage S takes D ms longer, a straggler), exit:node=R:step=N (node R's process is "
-          "killed as step N starts; not again after a restart). nan, crash and hang fire once",
+          "killed as step N starts; not again after a restart). nan, crash and hang fire once. S "
+          "is the stage actor: with parallel.data R, replica r's pipeline stage s is "
+          "r * pipeline.stages + s",
           FaultSpecsRule{}),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "
@@ -165,7 +168,8 @@ std::vector<ConfigKey> build_keys() {
           one_of(&known_fault_policies)),
       KEY(fault.snapshot_every,
           "steps between in-memory snapshots of every stage's weights and optimizer state, "
-          "which a restart or rollback restores (0: none, so failures stop the run)",
+          "which a restart or rollback restores (0: none, so failures stop the run, except with "
+          "parallel.data > 1 outside the optimizer step: a healthy replica's state serves)",
           at_least(0)),
       KEY(fault.max_restarts,
           "recoveries allowed within fault.window_s; one more stops the run after writing a "

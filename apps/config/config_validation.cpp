@@ -22,16 +22,6 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
                              "micro-batches of every step)",
                          "pipeline.micro_batches"};
   if (R == 1) return std::nullopt;
-  if (c.fault.policy == "restart")
-    return ConfigProblem{"parallel.data", to_string(R) +
-                                              ": parallel.data > 1 does not restart stages yet "
-                                              "(set fault.policy: abort)",
-                         "fault.policy"};
-  if (c.fault.on_nan == "rollback")
-    return ConfigProblem{"parallel.data", to_string(R) +
-                                              ": parallel.data > 1 does not roll back yet "
-                                              "(set fault.on_nan: abort or skip)",
-                         "fault.on_nan"};
   if (c.trace.enabled)
     return ConfigProblem{"parallel.data", to_string(R) +
                                               ": parallel.data > 1 is not traced yet (set "

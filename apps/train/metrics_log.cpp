@@ -88,6 +88,7 @@ void MetricsLog::on_recovery(const RecoveryEvent& e) {
           {"step", e.step},
           {"restored_step", e.restored_step},
           {"respawned", e.respawned},
+          {"restored_from", e.restored_from},
           {"recovery_ms", e.recovery_ms},
           {"restarts_in_window", e.restarts_in_window},
           {"reason", e.reason}});
@@ -104,6 +105,11 @@ void MetricsLog::on_recovery(const RecoveryEvent& e) {
     replaced += fmt::format("{}stage(s) {} respawned", replaced.empty() ? "" : ", ",
                             fmt::join(respawned, ", "));
   if (replaced.empty()) replaced = "no stage respawned";
+  // With replicas the state may come from a healthy replica instead of the snapshot.
+  if (e.restored_from == "kept")
+    replaced += " (every stage kept its state)";
+  else if (e.restored_from != "snapshot")
+    replaced += " (its state copied from " + e.restored_from + ")";
   progress_.note(fmt::format(
       "recovered from a {} at step {} in {:.0f} ms: {}; {}, every stage back at step {}, replaying",
       e.fault == "node" ? "lost process" : e.fault, e.step, e.recovery_ms, e.reason, replaced,

@@ -12,6 +12,7 @@
 
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/stage/replica_gradients.hpp"
+#include "transport/collective/collective_error.hpp"
 
 using namespace conveyor;
 
@@ -128,4 +129,57 @@ TEST_CASE("a host group refuses to wait for a CUDA stream") {
     (void)group->start_after(GradientBucket{0, {GradientBuffer{values, 4, DType::f32}}}, &stream);
   });
   for (const auto& e : errors) CHECK(e.find("cannot wait for a CUDA stream") != std::string::npos);
+}
+
+TEST_CASE("a replica that leaves its group releases a peer waiting in a bucket at once, and the next generation averages again") {
+  // What a recovery relies on: a stage that leaves (or dies) closes its connections, so a
+  // replica blocked in finish() fails long before the group's 10 s timeout; then both
+  // join generation 1 and average as before.
+  ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
+  std::vector<std::unique_ptr<StageModel>> models;
+  for (int r = 0; r < 2; ++r) {
+    models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
+    train_micro_batch(*models[r], 11 + 17 * r);
+  }
+  double waited_ms = 0;
+  const auto errors = on_two_replicas([&](int r) {
+    StageModel* model = models[r].get();
+    auto sync = std::make_unique<ReplicaGradients>(
+        groups.join(3, r, ReplicaGradients::layout_of({model}), Device::cpu(), 0),
+        std::vector<StageModel*>{model});
+    if (r == 1) {  // idle for this step, then leaves the group
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sync.reset();
+      return;
+    }
+    sync->arm(0);
+    sync->after_last_backward(0);
+    const auto began = std::chrono::steady_clock::now();
+    try {
+      (void)sync->finish();
+    } catch (const CollectiveError&) {
+      waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            began).count();
+      throw;
+    }
+  });
+  CHECK(errors[0].find("collective: group 'stage 3' (rank 0 of 2)") != std::string::npos);
+  CHECK(errors[1].empty());
+  CHECK(waited_ms < 5'000.0);
+  MESSAGE("the waiting replica failed after " << waited_ms << " ms (group timeout 10 s)");
+
+  // The next generation: fresh connections, the same average on both replicas.
+  for (int r = 0; r < 2; ++r) models[r]->discard_gradients();
+  for (int r = 0; r < 2; ++r) train_micro_batch(*models[r], 11 + 17 * r);
+  const auto again = on_two_replicas([&](int r) {
+    StageModel* model = models[r].get();
+    ReplicaGradients sync(
+        groups.join(3, r, ReplicaGradients::layout_of({model}), Device::cpu(), 1), {model});
+    sync.arm(0);
+    sync.after_last_backward(0);
+    (void)sync.finish();
+  });
+  CHECK(again[0].empty());
+  CHECK(again[1].empty());
+  CHECK(copy_gradients(*models[0]) == copy_gradients(*models[1]));
 }

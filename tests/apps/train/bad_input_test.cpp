@@ -141,11 +141,13 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
       bad_set("replicas not dividing the micro-batches",
               {"parallel.data=3", "fault.policy=abort"},
               {"parallel.data", "3", "pipeline.micro_batches", "8"}),
-      bad_set("replicas with stage restarts", {"parallel.data=2"},
-              {"parallel.data", "2", "fault.policy"}),
-      bad_set("replicas with NaN rollback",
-              {"parallel.data=2", "fault.policy=abort", "fault.on_nan=rollback"},
-              {"parallel.data", "fault.on_nan"}),
+      {"replicas over several processes with stage restarts",
+       [](const TempDir&, auto& args, auto& want) {
+         args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=restart",
+                                  "--nnodes", "2", "--node-rank", "0", "--rdzv",
+                                  "127.0.0.1:1"});
+         want = {"parallel.data", "fault.policy", "nnodes 2"};
+       }},
       // Checked before the rendezvous: a wrong split never waits for the other nodes.
       {"replicas whose stages do not split over the nodes",
        [](const TempDir&, auto& args, auto& want) {

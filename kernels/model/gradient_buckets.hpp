@@ -12,7 +12,7 @@
 //
 // What must hold: a model returns the same buckets (count, order, sizes, dtypes) every
 // time and on every replica of its chunk, and names each bucket final exactly once per
-// armed backward, in the same order on every replica (the all-reduces of a group run in
+// armed backward, in an order that depends only on the call (so the same on every replica) (the all-reduces of a group run in
 // start order on every rank).
 #include <cstddef>
 #include <functional>

@@ -42,7 +42,8 @@ class StageModel {
   /// a fixed order. Default: one bucket of the gradients() tensors.
   virtual std::vector<GradientSpans> gradient_buckets();
   /// Arms `on_final` for the next backward() or backward_weight() only: it is called with
-  /// every bucket's index as that bucket becomes final, in bucket order. Returns false when
+  /// every bucket's index once, as that bucket becomes final, in an order fixed by the
+  /// call (backward_weight: bucket order; a fused backward: the reverse). Returns false when
   /// the model cannot say (the default): the caller then treats every bucket as final
   /// once that call returned.
   virtual bool notify_final_buckets(BucketFinal on_final);

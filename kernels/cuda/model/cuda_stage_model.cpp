@@ -12,7 +12,9 @@
 // res2, ln2 (5C bf16), qkv (3C), pre-GELU and GELU (8C), 4 floats of LayerNorm statistics
 // and NH floats of attention logsumexp. backward_input frees qkv, the logsumexp and the
 // pre-GELU activation and adds d_out, d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and
-// d_fc1 (4C); backward_weight frees everything. The head keeps its input and ln_f's output
+// d_fc1 (4C); backward_weight frees everything. A full backward() frees each block's
+// activations (and the head's logits) as soon as that block's weight gradients are queued,
+// so those 4C extra per block are held for one block at a time, not for all of them. The head keeps its input and ln_f's output
 // (2C), the logits (V bf16, overwritten by their gradient) and d_lnf (C).
 // StageStash::bytes() reports what is held.
 //
@@ -217,10 +219,18 @@ class CudaStageModel final : public StageModel {
     return guarded("forward", [&] { return forward_impl(input, targets, keep_stash); });
   }
 
+  // The full backward of one micro-batch (1F1B, GPipe): each block's weight gradients right
+  // after its input gradient, and its activations released then, so the input-gradient
+  // intermediates of every block are never held at once (backward_input keeps them for a
+  // later backward_weight). Each parameter still gets one += per micro-batch, so the bits
+  // are those of backward_input then backward_weight.
   Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
-    Tensor dx = backward_input(stash, grad_output, loss_scale);
-    backward_weight(stash);
-    return dx;
+    return guarded("backward", [&] {
+      CudaStash& st = own(stash, StashPhase::forward_done, "backward");
+      const BucketFinal on_final = std::exchange(on_final_, nullptr);
+      return params_->grads_bf16() ? backward_fused<bf16>(st, grad_output, loss_scale, on_final)
+                                   : backward_fused<float>(st, grad_output, loss_scale, on_final);
+    });
   }
 
   Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
@@ -559,18 +569,55 @@ class CudaStageModel final : public StageModel {
 
   // ---- backward
 
+  // The gradient of the stage output as this stream's own tensor: handed in (checked,
+  // copied, the caller's kept until read), or the head's (loss and LM head).
+  Tensor output_gradient(CudaStash& st, const Tensor& grad_output, float loss_scale) {
+    if (slice_.has_head) return head_backward_input(st.head, loss_scale, st.B, st.T);
+    check_grad_output(grad_output, st.B, st.T);
+    wait_ready(grad_output, stream());
+    Tensor d = copy_of(grad_output, "stage output gradient copy (B, T, C)");
+    release_.hold(grad_output);
+    return d;
+  }
+
+  template <class G>
+  Tensor backward_fused(CudaStash& st, const Tensor& grad_output, float loss_scale,
+                        const BucketFinal& on_final) {
+    const std::int64_t B = st.B, T = st.T;
+    const std::size_t first_block_bucket = slice_.has_embedding ? 1 : 0;
+    auto final = [&](std::size_t bucket) {
+      if (on_final) on_final(bucket);
+    };
+    Tensor d = output_gradient(st, grad_output, loss_scale);  // (B, T, C)
+    if (slice_.has_head) {
+      head_backward_weight<G>(st.head, B, T);
+      st.head = {};
+      final(first_block_bucket + static_cast<std::size_t>(slice_.num_blocks));
+    }
+    for (int j = slice_.num_blocks - 1; j >= 0; --j) {
+      auto& a = st.blocks[static_cast<std::size_t>(j)];
+      d = block_backward_input(j, a, d, B, T);
+      block_backward_weight<G>(j, a, B, T);
+      a = BlockActs{};  // freed in stream order (the allocator's rule)
+      final(first_block_bucket + static_cast<std::size_t>(j));
+    }
+    if (slice_.has_embedding) {
+      embedding_backward_weight(g<G>(0), g<G>(1), bf(d), i32(st.tokens), int(B), int(T),
+                                int(config_.d_model), int(config_.vocab), stream());
+      final(0);
+      d = {};  // the embedding slice hands out no input gradient
+    } else {
+      record_ready(d, stream());
+    }
+    st.release();
+    st.phase = StashPhase::weight_done;
+    return d;
+  }
+
   Tensor backward_input_impl(StageStash& stash, const Tensor& grad_output, float loss_scale) {
     CudaStash& st = own(stash, StashPhase::forward_done, "backward_input");
     const std::int64_t B = st.B, T = st.T;
-    Tensor d;  // (B, T, C) gradient of the residual stream
-    if (slice_.has_head) {
-      d = head_backward_input(st.head, loss_scale, B, T);
-    } else {
-      check_grad_output(grad_output, B, T);
-      wait_ready(grad_output, stream());
-      d = copy_of(grad_output, "stage output gradient copy (B, T, C)");
-      release_.hold(grad_output);
-    }
+    Tensor d = output_gradient(st, grad_output, loss_scale);  // (B, T, C) of the residual stream
     for (int j = slice_.num_blocks - 1; j >= 0; --j)
       d = block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
     st.phase = StashPhase::input_done;

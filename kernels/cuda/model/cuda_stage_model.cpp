@@ -12,9 +12,9 @@
 // res2, ln2 (5C bf16), qkv (3C), pre-GELU and GELU (8C), 4 floats of LayerNorm statistics
 // and NH floats of attention logsumexp. backward_input frees qkv, the logsumexp and the
 // pre-GELU activation and adds d_out, d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and
-// d_fc1 (4C); backward_weight frees everything. A full backward() frees each block's
-// activations (and the head's logits) as soon as that block's weight gradients are queued,
-// so those 4C extra per block are held for one block at a time, not for all of them. The head keeps its input and ln_f's output
+// d_fc1 (4C); backward_weight frees everything. On the embedding slice a full backward()
+// frees each block's activations (and the head's logits) as soon as that block's weight
+// gradients are queued, so those 4C extra per block are held for one block at a time. The head keeps its input and ln_f's output
 // (2C), the logits (V bf16, overwritten by their gradient) and d_lnf (C).
 // StageStash::bytes() reports what is held.
 //
@@ -219,12 +219,19 @@ class CudaStageModel final : public StageModel {
     return guarded("forward", [&] { return forward_impl(input, targets, keep_stash); });
   }
 
-  // The full backward of one micro-batch (1F1B, GPipe): each block's weight gradients right
-  // after its input gradient, and its activations released then, so the input-gradient
-  // intermediates of every block are never held at once (backward_input keeps them for a
-  // later backward_weight). Each parameter still gets one += per micro-batch, so the bits
-  // are those of backward_input then backward_weight.
+  // The full backward of one micro-batch (1F1B, GPipe). On the embedding slice — it hands
+  // no gradient upstream, and it holds the most micro-batches in flight — each block's
+  // weight gradients come right after its input gradient and its activations are released
+  // then, so the input-gradient intermediates of every block are never held at once. Other
+  // slices run backward_input then backward_weight, so that their input gradient is ready
+  // (and sent upstream) before the weight-gradient kernels: it is on the critical path.
+  // Each parameter gets one += per micro-batch either way: the bits are the same.
   Tensor backward(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    if (!slice_.has_embedding) {
+      Tensor dx = backward_input(stash, grad_output, loss_scale);
+      backward_weight(stash);
+      return dx;
+    }
     return guarded("backward", [&] {
       CudaStash& st = own(stash, StashPhase::forward_done, "backward");
       const BucketFinal on_final = std::exchange(on_final_, nullptr);

@@ -183,8 +183,8 @@ TEST_CASE("cuda stage model split into two slices on one GPU changes no bit") {
   }
 }
 
-// 1F1B's full backward computes each block's weight gradients right after its input
-// gradient and releases the block then; backward_input + backward_weight (zero-bubble
+// 1F1B's full backward on the embedding slice computes each block's weight gradients right
+// after its input gradient and releases the block then; backward_input + backward_weight (zero-bubble
 // schedules) keep every block's input-gradient intermediates until W. Same bits, smaller
 // peak: measured as the allocator's peak in use above what was in use before the call.
 TEST_CASE("cuda stage model's full backward releases blocks as it goes: same bits, lower peak") {

@@ -15,7 +15,7 @@ using namespace conveyor::testing;
 
 namespace {
 
-constexpr int kSteps = 40;
+constexpr int kSteps = 24;  // long enough for a kill at step 10 and crashes at steps 7 and 15
 
 std::vector<std::string> rejoin_job(const std::vector<std::string>& extra) {
   auto args = tiny_job({"--set", "train.steps=" + std::to_string(kSteps), "--set",

@@ -54,9 +54,10 @@ TEST_CASE("a stage slow from the start is imbalance, not a straggler") {
 
 TEST_CASE("a fault-free run reports no straggler") {
   TempDir dir;
-  // Factor 3: on a loaded 2-core CI machine (tests in parallel) a stage thread can lose its
-  // core for a while; the product's default 2 is for machines that run one job.
-  const auto r = train_ok(job(dir / "clean", {"fault.straggler_factor=3"}));
+  // Factor 4: on a loaded 2-core CI machine (tests in parallel, 4 stage threads each) a
+  // stage thread can lose its core for a whole step; the product's default 2 is for
+  // machines that run one job. Seen at factor 3 with builds running beside the tests.
+  const auto r = train_ok(job(dir / "clean", {"fault.straggler_factor=4"}));
   CHECK(straggler_rows(dir.path() / "clean").empty());
   CHECK(r.err.find("straggler") == std::string::npos);
 }

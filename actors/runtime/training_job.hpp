@@ -48,6 +48,8 @@ struct TrainingJob {
   // each replica runs `schedule` on data.micro_batches / replicas micro-batches.
   int replicas = 1;
   // The replicas' stage groups (gradient averaging): made by run_training when replicas > 1.
+  // Also made with one replica for model.tie_embeddings (its group of two): test
+  // `replicas > 1`, not this pointer, for data parallelism.
   std::shared_ptr<ReplicaGroups> replica_groups;
   // The device of every stage actor (replica-major) when replicas > 1; empty: each actor
   // computes on its pipeline rank's device (placement).

@@ -78,7 +78,7 @@ void join_replica_group(Self* self, std::uint32_t generation) {
 // group's connections close, so a replica still waiting on this stage's part fails at
 // once instead of after the group's timeout.
 void leave_replica_group(Self* self) {
-  if (self->state.job->replica_groups) self->state.worker->set_replica_group(nullptr);
+  if (self->state.job->replicas > 1) self->state.worker->set_replica_group(nullptr);
 }
 
 // A bucket of the stage group failed: a replica died, or left the group for a recovery.
@@ -152,7 +152,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
                                               job->actor_data(rank), epoch, job->make_model);
     // Data parallelism: join this stage's replica group; blocks until its R ranks, each on
     // a thread of its own, have joined.
-    if (job->replica_groups && join_group) join_replica_group(self, 0);
+    if (job->replicas > 1 && join_group) join_replica_group(self, 0);
     // model.tie_embeddings: the holders of the two copies sum their gradients; a stage with
     // one copy joins its replica's group of two (rank 0: the embedding's holder).
     if (job->model.tie_embeddings && st.worker->holds_tied_copy()) {

@@ -93,3 +93,16 @@ TEST_CASE("tied embeddings with 2 replicas of 2 stages follow one replica's loss
   const auto w = read_safetensors((two / "weights.safetensors").string());
   CHECK(same_bits(tensor_named(w, "wte.weight"), tensor_named(w, "lm_head.weight")));
 }
+
+TEST_CASE("tied embeddings held by one stage recover from a stage restart to the same bits") {
+  TempDir dir;
+  const auto clean = train_tiny(dir, "clean", {"model.tie_embeddings=true", "pipeline.stages=1"});
+  const auto crashed = train_tiny(dir, "crashed", {"model.tie_embeddings=true", "pipeline.stages=1",
+                                                   "fault.policy=restart",
+                                                   "fault.inject=[crash:stage=0:step=3]"});
+  std::size_t recoveries = 0;
+  for (auto& row : read_jsonl(crashed / "metrics.jsonl"))
+    if (row.value("event", "") == "recovery") ++recoveries;
+  CHECK(recoveries == 1);
+  CHECK(read_text(clean / "weights.safetensors") == read_text(crashed / "weights.safetensors"));
+}

@@ -71,8 +71,15 @@ void TiedEmbeddings::sum() {
   // Spans fetched now: a CPU model's gradient tensors may be other allocations by now.
   copies_ = copies_of(chunks_);
   if (copies_.size() == 2) {
-    sum_in_place(copies_[0].gradient.span, copies_[1].gradient.span,
-                 chunks_[copies_[0].chunk]->compute_stream());
+    // The copies may sit in two chunks, each computing on a stream of its own (a V-shaped
+    // schedule's first rank): the sum, on the first chunk's stream, must follow both
+    // chunks' last gradient kernels, and the second chunk's norm and optimizer step must
+    // follow the sum. Host waits order both; the report waits for the norm right after.
+    StageModel& first = *chunks_[copies_[0].chunk];
+    StageModel& second = *chunks_[copies_[1].chunk];
+    second.synchronize();
+    sum_in_place(copies_[0].gradient.span, copies_[1].gradient.span, first.compute_stream());
+    if (&first != &second) first.synchronize();
     return;
   }
   const GradientSpan& span = copies_[0].gradient.span;

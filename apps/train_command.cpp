@@ -79,24 +79,22 @@ struct TrainOptions {
   throw ExitStatus{supervise(run)};
 }
 
-// Data-parallel replicas keep no in-memory snapshots (fault.policy restart and
-// fault.on_nan rollback are refused with parallel.data > 1): the coordinator asks replica
-// 0's stages for their state as in one process, which works when they all run on node 0
-// (a stage in another process cannot hand its tensors over CAF).
+// Data-parallel replicas over several processes keep no in-memory snapshots (restarts and
+// rollback are refused there): the coordinator asks replica 0's stages for their state as
+// in one process, which works when they all run on node 0 (a stage in another process
+// cannot hand its tensors over CAF).
 void check_replica_checkpoints(const RunConfig& config, int nnodes, const std::string& what,
                                const std::string& why) {
-  std::optional<int> per_node;
-  if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
   const ReplicaLayout layout{static_cast<int>(config.parallel.data),
                              static_cast<int>(config.pipeline.stages)};
-  const auto nodes = nodes_of_replica(node_of_actor(layout, nnodes, per_node), layout, 0);
+  const auto nodes = nodes_of_replica(node_of_actor(config, nnodes), layout, 0);
   if (nodes != std::vector<int>{0})
     throw InputError(fmt::format(
         "{} with {} and parallel.data: {}: node 0 writes the checkpoints from replica 0's "
         "stages, which must all run on node 0, but they run on nodes {} (pipeline.stages {}, "
         "{} stages per node: give each node whole replicas)",
         what, why, config.parallel.data, fmt::join(nodes, ", "), config.pipeline.stages,
-        per_node.value_or(layout.actors() / nnodes)));
+        config.devices.per_node > 0 ? config.devices.per_node : layout.actors() / nnodes));
 }
 
 // Checkpoints of a job over several processes come from node 0's snapshot store, which
@@ -105,8 +103,8 @@ void check_replica_checkpoints(const RunConfig& config, int nnodes, const std::s
 // node resumes its own stages from the checkpoint folder (the same path on every node).
 // Data-parallel replicas checkpoint otherwise (check_replica_checkpoints). Refused before
 // anything starts otherwise.
-void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig& config) {
-  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpec& spec,
+                                        const RunConfig& config) {
   const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
   if (!processes || (config.checkpoint.every == 0 && !opt.resume)) return;
   const std::string what = config.checkpoint.every > 0
@@ -136,8 +134,7 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const RunConfig
 // GPU stage groups with replicas, restarts with replicas and the tied embedding's sum group
 // live in one process so far (CPU replicas span processes: their groups form over the
 // job's store, and a failure there ends the run).
-void refuse_groups_across_processes(const TrainOptions& opt, const RunConfig& config) {
-  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& config) {
   if (spec.nnodes <= 1) return;
   if (config.parallel.data > 1 && config.devices.kind != "cpu")
     throw InputError(fmt::format("parallel.data: {}: parallel.data > 1 on GPU stages: one "
@@ -183,8 +180,9 @@ void run_train(const TrainOptions& opt) {
   if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   TrainingJob job = build_training_job(config);
-  check_checkpoints_across_processes(opt, config);
-  refuse_groups_across_processes(opt, config);
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  check_checkpoints_across_processes(opt, spec, config);
+  refuse_groups_across_processes(spec, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;

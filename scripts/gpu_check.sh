@@ -59,11 +59,11 @@ fi
 [ "${1:-}" = quick ] && { printf '%s\n' "${rows[@]}"; exit 0; }
 
 # 3. the reference GPT: conveyor on 2 GPUs and on 1 GPU (bench e2e: no weights written)
-big() { # name, extra --set args...
+big() { # name, extra --set args... (the all-reduce figures appear for data-parallel runs)
   local name=$1; shift
-  timeout 180 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json "$@" \
+  timeout 240 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json "$@" \
     > "$OUT/$name.json" 2> "$OUT/$name.log"
-  row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s, reserved', [round(x, 1) for x in d['peak_memory_gib']], 'allocated', [round(x, 2) for x in d.get('peak_allocated_gib', [])])" 2>/dev/null || echo failed)"
+  row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s, reserved', [round(x, 1) for x in d['peak_memory_gib']], 'allocated', [round(x, 2) for x in d.get('peak_allocated_gib', [])], *(['allreduce', round(d['allreduce_ms'], 2), 'ms, exposed', round(d['allreduce_exposed_ms'], 2), 'ms, hidden', round(d['allreduce_hidden'], 3)] if 'allreduce_ms' in d else []))" 2>/dev/null || echo failed)"
 }
 # 3a. every kernel at the reference shapes, conveyor's and PyTorch's
 if want kernels; then
@@ -144,25 +144,19 @@ if want snapshots; then
   big zbv-fp32-snap1 --set pipeline.schedule=zbv --set fault.snapshot_every=1
 fi
 
-# 10. bf16 gradient accumulation (optim.grad_dtype bf16, the PyTorch reference's recipe):
+# 9. bf16 gradient accumulation (optim.grad_dtype bf16, the PyTorch reference's recipe):
 #     peak memory of the first stage against PyTorch's 1F1B, and throughput
 if want gradbf16; then
   big 1f1b-2gpu-bf16-bf16grads --set optim.master=bf16 --set optim.grad_dtype=bf16
   big zbv-2gpu-bf16-bf16grads --set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.schedule=zbv
 fi
 
-# 9. data parallelism (issue 9): 2 replicas x 1 stage over NCCL against one GPU with the
+# 10. data parallelism (issue 9): 2 replicas x 1 stage over NCCL against one GPU with the
 #    same global batch; the all-reduce's own time, what stayed exposed, the share hidden
 if want dataparallel; then
-  dp() { # name, extra --set args...
-    local name=$1; shift
-    timeout 240 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json --set pipeline.stages=1 "$@" \
-      > "$OUT/$name.json" 2> "$OUT/$name.log"
-    row "conveyor $name tokens/s, all-reduce" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s', [round(x, 1) for x in d['peak_memory_gib']], 'allreduce', round(d.get('allreduce_ms', 0), 2), 'ms, exposed', round(d.get('allreduce_exposed_ms', 0), 2), 'ms, hidden', round(d.get('allreduce_hidden', 0), 3))" 2>/dev/null || echo failed)"
-  }
   for m in ${MASTERS:-bf16 fp32}; do
-    dp dp-1gpu-$m --set devices.ids=[0] --set optim.master=$m
-    dp dp-r2-$m --set devices.ids=[0,1] --set parallel.data=2 --set fault.policy=abort --set optim.master=$m
+    big dp-1gpu-$m --set pipeline.stages=1 --set devices.ids=[0] --set optim.master=$m
+    big dp-r2-$m --set pipeline.stages=1 --set devices.ids=[0,1] --set parallel.data=2 --set fault.policy=abort --set optim.master=$m
     row "R=2 x P=1 $m: scaling efficiency vs 2 x 1 GPU" "$(python3 -c "import json; a=json.load(open('$OUT/dp-1gpu-$m.json'))['tokens_per_s']; b=json.load(open('$OUT/dp-r2-$m.json'))['tokens_per_s']; print(round(b / (2 * a), 3))" 2>/dev/null || echo failed)"
   done
 fi

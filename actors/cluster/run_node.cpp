@@ -379,7 +379,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   if (snapshots) {
     restarts.respawn = respawn_local;
     restarts.directory = directory;
-    restarts.rebuild_channels = has_nccl_edges(*job, setup);
+    restarts.rebuild_channels = static_cast<bool>(rebuild);  // the job has NCCL edges
     restarts.remote_markers = !copies;
     if (copies) {
       auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);

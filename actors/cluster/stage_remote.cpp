@@ -77,9 +77,7 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
                                          dtype_name(job.data.activation_dtype), expected.str(),
                                          dtype_name(h.dtype), got.str()));
   // The sender: the stage actor of this replica that holds the model stage.
-  const auto layout = job.replica_layout();
-  const int from_rank =
-      layout.actor(layout.replica_of(rank), job.placement.chunk_of(h.from_model_stage).rank);
+  const int from_rank = job.actor_of_model_stage(rank, h.from_model_stage);
   RemoteChannel& channel = links.channel_to(links.node_of_rank.at(from_rank));
   const auto what = fmt::format("stage {}: {} (edge {}) over {} did not arrive", rank,
                                 edge_text(h), std::min(h.from_model_stage, h.to_model_stage),

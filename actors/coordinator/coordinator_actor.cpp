@@ -68,24 +68,16 @@ void gather_weights(Self* self) {
               st.weights.push_back(std::move(reply));
               if (st.weights.size() < st.stages.size()) return;
               TrainResult result;
+              auto models = weights_by_replica(st.weights, st.job->replica_layout());
               if (st.job->replicas > 1) {
-                result.replica_weights = weights_by_replica(st.weights, st.job->replica_layout());
                 // Across processes the bytes are compared once fetched (run_node.cpp).
-                if (auto diff = spans_processes(st) ? std::nullopt
-                                                    : replica_difference(result.replica_weights)) {
+                if (auto diff = spans_processes(st) ? std::nullopt : replica_difference(models)) {
                   fail(self, "data-parallel replicas ended with different weights: " + *diff);
                   return;
                 }
-                result.weights = result.replica_weights.front();
-              } else {
-                std::vector<const ModelStageWeights*> all;
-                for (const auto& w : st.weights)
-                  for (const auto& m : w.model_stages) all.push_back(&m);
-                std::sort(all.begin(), all.end(),
-                          [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
-                for (const auto* m : all)
-                  result.weights.insert(result.weights.end(), m->tensors.begin(), m->tensors.end());
+                result.replica_weights = models;
               }
+              result.weights = std::move(models.front());
               result.final_loss = st.last_step.loss;
               result.final_val_loss = st.last_eval.val_loss;
               st.done.deliver(std::move(result));
@@ -222,9 +214,7 @@ void finish_train_compute(Self* self) {
   const auto& job = *st.job;
   // With replicas every replica's stage reports the squares of the same averaged gradients:
   // replica 0's alone are the model's.
-  const double norm = job.replicas > 1
-                          ? global_grad_norm(first_replica(st.reports, job.replica_layout()))
-                          : global_grad_norm(st.reports);
+  const double norm = global_grad_norm(st.reports, job.replica_layout());
   const float scale = clip_scale(norm, job.grad_clip);
   const double lr = job.lr.at(st.step);
   st.last_step = StepMetrics{};

@@ -26,10 +26,15 @@ double mean_loss(const std::vector<StageReport>& reports, int micro_batches) {
   return sum / micro_batches;
 }
 
-double global_grad_norm(const std::vector<StageReport>& reports) {
+namespace {
+
+// The norm over the reports `counts` accepts.
+template <class Counts>
+double grad_norm_of(const std::vector<StageReport>& reports, Counts counts) {
   std::vector<const ModelStageGradSquares*> stages;
   for (const auto& r : reports)
-    for (const auto& g : r.grad_squares) stages.push_back(&g);
+    if (counts(r))
+      for (const auto& g : r.grad_squares) stages.push_back(&g);
   std::sort(stages.begin(), stages.end(),
             [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
   double sum = 0.0;
@@ -38,12 +43,15 @@ double global_grad_norm(const std::vector<StageReport>& reports) {
   return std::sqrt(sum);
 }
 
-std::vector<StageReport> first_replica(const std::vector<StageReport>& reports,
-                                       const ReplicaLayout& layout) {
-  std::vector<StageReport> out;
-  for (const auto& r : reports)
-    if (layout.replica_of(r.rank) == 0) out.push_back(r);
-  return out;
+}  // namespace
+
+double global_grad_norm(const std::vector<StageReport>& reports) {
+  return grad_norm_of(reports, [](const StageReport&) { return true; });
+}
+
+double global_grad_norm(const std::vector<StageReport>& reports, const ReplicaLayout& layout) {
+  return grad_norm_of(reports,
+                      [&](const StageReport& r) { return layout.replica_of(r.rank) == 0; });
 }
 
 std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports) {

@@ -17,9 +17,9 @@ double mean_loss(const std::vector<StageReport>& reports, int micro_batches);
 /// sqrt of the sum of squared gradients, summed by model stage then parameter.
 double global_grad_norm(const std::vector<StageReport>& reports);
 
-/// The reports of replica 0's stages (actors 0 … P−1), in their order.
-std::vector<StageReport> first_replica(const std::vector<StageReport>& reports,
-                                       const ReplicaLayout& layout);
+/// The same over replica 0's reports alone (actors 0 … P−1): with data-parallel replicas
+/// every replica's stage reports the squares of the same averaged gradients.
+double global_grad_norm(const std::vector<StageReport>& reports, const ReplicaLayout& layout);
 
 /// Ranks whose report holds a loss or a gradient square that is NaN or infinite, ascending:
 /// where a non-finite step shows first (fault.on_nan names them).

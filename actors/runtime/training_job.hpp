@@ -94,6 +94,11 @@ struct TrainingJob {
     if (!actor_devices.empty()) rank.device = actor_devices.at(static_cast<std::size_t>(actor));
     return rank;
   }
+  /// The stage actor of `actor`'s replica that holds `model_stage`.
+  int actor_of_model_stage(int actor, int model_stage) const {
+    const auto layout = replica_layout();
+    return layout.actor(layout.replica_of(actor), placement.chunk_of(model_stage).rank);
+  }
   StageData actor_data(int actor) const {
     if (replicas == 1) return data;
     const auto share =

@@ -64,9 +64,7 @@ void ReplicaGradients::start(std::size_t chunk, std::size_t local) {
   if (pending_[index])
     throw std::logic_error(group_->group().describe() + ": bucket " + std::to_string(index) +
                            " named final twice in one step");
-  GradientBucket bucket{index, {}};
-  for (const auto& span : buckets_[chunk].at(local))
-    bucket.buffers.push_back(GradientBuffer{span.data, span.count, span.dtype});
+  const GradientBucket bucket{index, buckets_[chunk].at(local)};
   pending_[index] = group_->start_after(bucket, chunks_[chunk]->compute_stream());
 }
 

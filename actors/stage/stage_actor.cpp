@@ -39,10 +39,7 @@ void drive_worker(Self* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
-    // The stage of this replica that holds the model stage (actors/replica_placement.hpp).
-    const auto layout = st.job->replica_layout();
-    const int dest = layout.actor(layout.replica_of(st.worker->rank()),
-                                  st.job->placement.chunk_of(m.to_model_stage).rank);
+    const int dest = st.job->actor_of_model_stage(st.worker->rank(), m.to_model_stage);
     if (st.job->fault && st.job->fault->poison(m, st.worker->rank())) put_nan(m.tensor);
     st.probe->sending(m, dest);
     if (dest == st.worker->rank()) {
@@ -81,15 +78,22 @@ void leave_replica_group(Self* self) {
   if (self->state.job->replicas > 1) self->state.worker->set_replica_group(nullptr);
 }
 
+// Drops the round under way (and every one up to `fence`): the stage group is left first,
+// its buckets settled, since the abort zeroes the gradients they may still be writing.
+void drop_round(Self* self, std::int64_t fence) {
+  auto& st = self->state;
+  leave_replica_group(self);
+  st.worker->abort(fence);
+  st.probe->plan_aborted();
+}
+
 // A bucket of the stage group failed: a replica died, or left the group for a recovery.
 // Not this stage's own failure: it drops the round (the buckets settled before the
 // gradients are zeroed) and tells the coordinator, which recovers from it (or already
 // does: then it ignores this) and rebuilds every group.
 void abandon_round(Self* self, const CollectiveError& e) {
   auto& st = self->state;
-  leave_replica_group(self);
-  st.worker->abort(st.round);
-  st.probe->plan_aborted();
+  drop_round(self, st.round);
   self->send(st.coordinator, ReplicaGroupFailed{st.worker->rank(), st.round, e.what()});
 }
 
@@ -158,14 +162,11 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
     if (job->model.tie_embeddings && st.worker->holds_tied_copy()) {
       std::unique_ptr<GradientAllReduce> group;
       if (st.worker->tied_needs_group()) {
-        const auto layout = job->replica_layout();
-        const int replica = layout.replica_of(rank);
-        const int first = layout.actor(replica, job->placement.chunk_of(0).rank);
-        const int last = layout.actor(
-            replica, job->placement.chunk_of(job->placement.model_stages() - 1).rank);
+        const int first = job->actor_of_model_stage(rank, 0);
+        const int last = job->actor_of_model_stage(rank, job->placement.model_stages() - 1);
         const bool embedding = rank == first;
         group = job->replica_groups->join_tied(
-            replica, embedding ? 0 : 1, st.worker->tied_bucket_layout(),
+            job->replica_layout().replica_of(rank), embedding ? 0 : 1, st.worker->tied_bucket_layout(),
             job->actor_placement(rank).device, job->actor_placement(embedding ? last : first).device);
       }
       st.worker->set_tied_embeddings(std::move(group));
@@ -250,9 +251,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
       [=](const RestoreStage& restore) {
         return replying<StageRestored>(self, [&] {
           auto& st = self->state;
-          leave_replica_group(self);
-          st.worker->abort(restore.round_fence);
-          st.probe->plan_aborted();
+          drop_round(self, restore.round_fence);
           const auto snap = st.job->snapshots ? st.job->snapshots->get(st.worker->rank(), restore.steps_done)
                                               : nullptr;
           if (!snap)
@@ -296,9 +295,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
       [=](const AbortRound& abort) {
         return replying<RoundAborted>(self, [&] {
           auto& st = self->state;
-          leave_replica_group(self);
-          st.worker->abort(abort.round_fence);
-          st.probe->plan_aborted();
+          drop_round(self, abort.round_fence);
           return RoundAborted{st.worker->rank()};
         });
       },

@@ -83,7 +83,7 @@ void TiedEmbeddings::sum() {
     return;
   }
   const GradientSpan& span = copies_[0].gradient.span;
-  group_->start_after(GradientBucket{0, {GradientBuffer{span.data, span.count, span.dtype}}},
+  group_->start_after(GradientBucket{0, {span}},
                       chunks_[copies_[0].chunk]->compute_stream())
       ->wait();
 }

@@ -9,8 +9,8 @@ namespace conveyor {
 
 namespace {
 
-// parallel.data: R must divide the step's micro-batches; R > 1 runs in one process (CPU or
-// GPU stages) without stage restarts or tracing so far (what is refused names what to set).
+// parallel.data: R must divide the step's micro-batches; R > 1 is not traced so far (what
+// is refused names what to set; what needs one process is refused by `conveyor train`).
 std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
   using std::to_string;
   const std::int64_t R = c.parallel.data;

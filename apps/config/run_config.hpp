@@ -23,7 +23,7 @@ struct PipelineSection {
 
 struct ParallelSection {
   // parallel.data: data-parallel replicas of the pipeline; each takes
-  // pipeline.micro_batches / data of every step (CPU stages so far)
+  // pipeline.micro_batches / data of every step
   std::int64_t data = 1;
 };
 

@@ -42,4 +42,12 @@ std::vector<int> nodes_of_replica(const std::vector<int>& node_of_actor,
   return nodes;
 }
 
+std::vector<int> node_of_actor(const RunConfig& config, int nnodes) {
+  std::optional<int> per_node;
+  if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
+  const ReplicaLayout layout{static_cast<int>(config.parallel.data),
+                             static_cast<int>(config.pipeline.stages)};
+  return node_of_actor(layout, nnodes, per_node);
+}
+
 }  // namespace conveyor

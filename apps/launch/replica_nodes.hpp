@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actors/replica_placement.hpp"
+#include "apps/config/run_config.hpp"
 
 namespace conveyor {
 
@@ -22,6 +23,10 @@ namespace conveyor {
 /// pipeline.stages, when the actors do not split over `nnodes` (stages_of_node.hpp).
 std::vector<int> node_of_actor(const ReplicaLayout& layout, int nnodes,
                                std::optional<int> per_node);
+
+/// The same for a config: parallel.data replicas of pipeline.stages, devices.per_node
+/// actors per node when set (else an even split).
+std::vector<int> node_of_actor(const RunConfig& config, int nnodes);
 
 /// The nodes replica `replica` runs on, ascending, each once.
 /// REQUIRES: node_of_actor covers layout.actors(); 0 <= replica < layout.replicas.

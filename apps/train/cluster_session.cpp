@@ -37,21 +37,13 @@ std::string address_towards(const std::string& host, int port) {
   }
 }
 
-// Every replica's stage actors (replica-major), in contiguous ranges over the nodes.
-std::vector<int> spread_ranks(const RunConfig& config, int nnodes) {
-  std::optional<int> per_node;
-  if (config.devices.per_node > 0) per_node = static_cast<int>(config.devices.per_node);
-  const ReplicaLayout layout{static_cast<int>(config.parallel.data),
-                             static_cast<int>(config.pipeline.stages)};
-  return node_of_actor(layout, nnodes, per_node);
-}
-
 }  // namespace
 
 ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
                                const RunConfig& config, std::int64_t resume_step)
     : spec_(spec) {
-  node_of_rank_ = spread_ranks(config, spec.nnodes);
+  // Every replica's stage actors (replica-major), in contiguous ranges over the nodes.
+  node_of_rank_ = node_of_actor(config, spec.nnodes);
   const auto rdzv_timeout = ms_of(config.rendezvous.timeout_s);
   const std::string where = fmt::format("rendezvous {}:{} ({})", spec.rdzv_host, spec.rdzv_port,
                                         spec.source);

@@ -73,21 +73,16 @@ __device__ __forceinline__ void store4(bf16* p, const float (&f)[4]) {
   *reinterpret_cast<uint2*>(p) = raw;
 }
 
-__device__ __forceinline__ void store(float* p, std::int64_t i, float x) { p[i] = x; }
-__device__ __forceinline__ void store(bf16* p, std::int64_t i, float x) { p[i] = to_bf16(x); }
-__device__ __forceinline__ float read(const float* p, std::int64_t i) { return p[i]; }
-__device__ __forceinline__ float read(const bf16* p, std::int64_t i) { return to_float(p[i]); }
-
 // Element i's update, read and written one element at a time.
 template <class W, class G>
 __device__ __forceinline__ void adamw_at(std::int64_t i, W* params, bf16* compute,
                                          const G* grads, W* m, W* v, float scale,
                                          const AdamWHyper& hp, const DecayRuns& runs) {
-  float mi = read(m, i), vi = read(v, i), w = read(params, i);
-  adamw_element(read(grads, i) * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
-  store(m, i, mi);
-  store(v, i, vi);
-  store(params, i, w);
+  float mi = widen(m[i]), vi = widen(v[i]), w = widen(params[i]);
+  adamw_element(widen(grads[i]) * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
+  store_narrowed(m + i, mi);
+  store_narrowed(v + i, vi);
+  store_narrowed(params + i, w);
   if (compute) compute[i] = to_bf16(w);
 }
 
@@ -150,9 +145,7 @@ bool aligned4(std::initializer_list<std::pair<const void*, std::size_t>> ptrs) {
   return true;
 }
 
-unsigned grid_for(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(n, kThreads), 8192));
-}
+unsigned grid_for(std::int64_t n) { return grid_stride_blocks(n, kThreads, 8192); }
 
 void check(const char* what, std::int64_t n, const AdamWHyper& hp, const DecayRuns& runs) {
   require(n >= 0, what, "negative n " + std::to_string(n));

@@ -24,9 +24,7 @@ __global__ void cast_bf16_to_f32_kernel(float* out, const bf16* inp, std::int64_
 }
 
 constexpr int kThreads = 256;
-unsigned grid_for(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(n, kThreads), 65535));
-}
+unsigned grid_for(std::int64_t n) { return grid_stride_blocks(n, kThreads); }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // Device helpers for the .cu files of kernels/cuda (not for host-compiled code).
 // Reductions here combine values in a fixed order (xor butterflies within a warp, then
 // warp results in warp order), so they are deterministic for a fixed launch shape.
+#include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +23,9 @@ __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x)
 /// A parameter-gradient element (f32, or bf16 under optim.grad_dtype bf16) as f32.
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(bf16 x) { return to_float(x); }
+/// The inverse: f32 stored as such, bf16 rounded to nearest even.
+__device__ __forceinline__ void store_narrowed(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store_narrowed(bf16* p, float x) { *p = to_bf16(x); }
 
 /// `*grad += delta` for a parameter gradient of either type (types.hpp): f32 exactly as
 /// written; bf16 widened, added in f32 and rounded to nearest even once.
@@ -58,6 +62,12 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 
 inline unsigned ceil_div(std::int64_t a, std::int64_t b) {
   return static_cast<unsigned>((a + b - 1) / b);
+}
+
+/// Blocks of `threads` for a grid-stride loop over n elements: one per `threads` elements,
+/// at most `cap` (the loop covers the rest).
+inline unsigned grid_stride_blocks(std::int64_t n, int threads, std::int64_t cap = 65535) {
+  return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(n, threads), cap));
 }
 
 /// Throws std::invalid_argument("<what>: <message>") unless `ok`.

@@ -36,9 +36,7 @@ __global__ void gelu_backward_kernel(bf16* dinp, const bf16* dout, const bf16* i
 }
 
 constexpr int kThreads = 256;
-unsigned grid_for(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(n, kThreads), 65535));
-}
+unsigned grid_for(std::int64_t n) { return grid_stride_blocks(n, kThreads); }
 
 }  // namespace
 

@@ -1,7 +1,6 @@
 // Element-wise sum of two gradient copies into both (tied_sum.hpp).
 #include <algorithm>
 #include <string>
-#include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tied_sum.hpp"
@@ -17,12 +16,8 @@ template <class G>
 __global__ void sum_into_both_kernel(G* a, G* b, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const float sum = widen(a[i]) + widen(b[i]);
-    if constexpr (std::is_same_v<G, float>) {
-      a[i] = b[i] = sum;
-    } else {
-      a[i] = b[i] = to_bf16(sum);
-    }
+    store_narrowed(a + i, widen(a[i]) + widen(b[i]));
+    b[i] = a[i];
   }
 }
 
@@ -32,8 +27,7 @@ template <class G>
 void launch(G* a, G* b, std::int64_t n, cudaStream_t stream) {
   require(n >= 0, "sum_into_both", "negative n " + std::to_string(n));
   if (n == 0) return;
-  const auto grid = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(n, kThreads), 65535));
-  sum_into_both_kernel<<<grid, kThreads, 0, stream>>>(a, b, n);
+  sum_into_both_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(a, b, n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -24,7 +24,7 @@ std::vector<GradientSpans> StageModel::gradient_buckets() {
   return {std::move(bucket)};
 }
 
-bool StageModel::notify_final_buckets(BucketFinal /*on_final*/) { return false; }
+void StageModel::notify_final_buckets(BucketFinal /*on_final*/) {}
 
 std::shared_ptr<const StateSnapshot> StageModel::snapshot() const {
   return std::make_shared<TensorStateSnapshot>(capture_state(), optimizer_steps());

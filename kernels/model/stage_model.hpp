@@ -43,10 +43,10 @@ class StageModel {
   virtual std::vector<GradientSpans> gradient_buckets();
   /// Arms `on_final` for the next backward() or backward_weight() only: it is called with
   /// every bucket's index once, as that bucket becomes final, in an order fixed by the
-  /// call (backward_weight: bucket order; a fused backward: the reverse). Returns false when
-  /// the model cannot say (the default): the caller then treats every bucket as final
-  /// once that call returned.
-  virtual bool notify_final_buckets(BucketFinal on_final);
+  /// call (backward_weight: bucket order; a fused backward: the reverse). A model that
+  /// cannot say ignores it (the default): the caller then treats every bucket it was not
+  /// told of as final once that call returned.
+  virtual void notify_final_buckets(BucketFinal on_final);
   /// model.tie_embeddings: the gradients of the tied copies this chunk holds (none, one,
   /// or both when one chunk has the embedding and the head), in parameter order. Summed
   /// with the other copy after the step's backward (actors/stage/tied_embeddings.hpp).

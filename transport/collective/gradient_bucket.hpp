@@ -12,17 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "kernels/model/gradient_buckets.hpp"
 #include "kernels/tensor/dtype.hpp"
 
 namespace conveyor {
 
 /// One contiguous buffer of `count` elements: host memory for the Gloo group, device memory
-/// (of the group's device) for the NCCL group. Not owned.
-struct GradientBuffer {
-  void* data = nullptr;
-  std::size_t count = 0;
-  DType dtype = DType::f32;
-};
+/// (of the group's device) for the NCCL group. Not owned. The same record as a stage
+/// model's gradient span, so a model's buckets go to the group as they are.
+using GradientBuffer = GradientSpan;
 
 /// The buffers of bucket `index`; their counts add up to the layout's count for it.
 struct GradientBucket {

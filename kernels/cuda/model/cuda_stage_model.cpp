@@ -43,6 +43,7 @@
 #include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/param_store.hpp"
 #include "kernels/cuda/model/residual.hpp"
+#include "kernels/cuda/owned_stream.hpp"
 
 namespace conveyor {
 namespace {
@@ -132,27 +133,6 @@ struct CudaStash final : StageStash {
   HeadActs head;
 };
 
-// The model's compute stream: created on its device, destroyed after a final sync.
-class OwnedStream {
- public:
-  explicit OwnedStream(int device) : device_(device) {
-    DeviceGuard guard(device_);
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  ~OwnedStream() {
-    DeviceGuard guard(device_);
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  int device_;
-  cudaStream_t stream_ = nullptr;
-};
-
 bool is_oom(const CudaError& e) {
   return dynamic_cast<const CudaOutOfMemory*>(&e) != nullptr ||
          e.error().find("cudaErrorMemoryAllocation") != std::string::npos;
@@ -235,8 +215,11 @@ class CudaStageModel final : public StageModel {
     return guarded("backward", [&] {
       CudaStash& st = own(stash, StashPhase::forward_done, "backward");
       const BucketFinal on_final = std::exchange(on_final_, nullptr);
-      return params_->grads_bf16() ? backward_fused<bf16>(st, grad_output, loss_scale, on_final)
-                                   : backward_fused<float>(st, grad_output, loss_scale, on_final);
+      if (params_->grads_bf16())
+        backward_fused<bf16>(st, grad_output, loss_scale, on_final);
+      else
+        backward_fused<float>(st, grad_output, loss_scale, on_final);
+      return Tensor{};
     });
   }
 
@@ -276,6 +259,7 @@ class CudaStageModel final : public StageModel {
 
   // Data-parallel buckets: the embedding, each block, the head (as present), in the order
   // backward_weight adds to them; each one contiguous span of the flat gradient buffer.
+  // (block_bucket and head_bucket number them; the embedding's is 0.)
   std::vector<GradientSpans> gradient_buckets() override {
     std::vector<GradientSpans> out;
     if (slice_.has_embedding) out.push_back({params_->grad_span(0, block_base())});
@@ -292,10 +276,7 @@ class CudaStageModel final : public StageModel {
         [&](std::size_t i) { return params_->grad_span(i, i + 1); });
   }
 
-  bool notify_final_buckets(BucketFinal on_final) override {
-    on_final_ = std::move(on_final);
-    return true;
-  }
+  void notify_final_buckets(BucketFinal on_final) override { on_final_ = std::move(on_final); }
 
   void* compute_stream() const override { return stream(); }
 
@@ -377,6 +358,11 @@ class CudaStageModel final : public StageModel {
   }
 
   std::size_t block_base() const { return slice_.has_embedding ? 2 : 0; }
+  // Indices of gradient_buckets(): the embedding's is 0 when the slice has it.
+  std::size_t block_bucket(int j) const {
+    return (slice_.has_embedding ? 1 : 0) + static_cast<std::size_t>(j);
+  }
+  std::size_t head_bucket() const { return block_bucket(slice_.num_blocks); }
   std::size_t head_base() const {
     return block_base() + kParamsPerBlock * static_cast<std::size_t>(slice_.num_blocks);
   }
@@ -587,11 +573,11 @@ class CudaStageModel final : public StageModel {
     return d;
   }
 
+  // REQUIRES: the embedding slice (it hands out no input gradient: returns nothing).
   template <class G>
-  Tensor backward_fused(CudaStash& st, const Tensor& grad_output, float loss_scale,
-                        const BucketFinal& on_final) {
+  void backward_fused(CudaStash& st, const Tensor& grad_output, float loss_scale,
+                      const BucketFinal& on_final) {
     const std::int64_t B = st.B, T = st.T;
-    const std::size_t first_block_bucket = slice_.has_embedding ? 1 : 0;
     auto final = [&](std::size_t bucket) {
       if (on_final) on_final(bucket);
     };
@@ -599,26 +585,19 @@ class CudaStageModel final : public StageModel {
     if (slice_.has_head) {
       head_backward_weight<G>(st.head, B, T);
       st.head = {};
-      final(first_block_bucket + static_cast<std::size_t>(slice_.num_blocks));
+      final(head_bucket());
     }
     for (int j = slice_.num_blocks - 1; j >= 0; --j) {
       auto& a = st.blocks[static_cast<std::size_t>(j)];
       d = block_backward_input(j, a, d, B, T);
       block_backward_weight<G>(j, a, B, T);
       a = BlockActs{};  // freed in stream order (the allocator's rule)
-      final(first_block_bucket + static_cast<std::size_t>(j));
+      final(block_bucket(j));
     }
-    if (slice_.has_embedding) {
-      embedding_backward_weight(g<G>(0), g<G>(1), bf(d), i32(st.tokens), int(B), int(T),
-                                int(config_.d_model), int(config_.vocab), stream());
-      final(0);
-      d = {};  // the embedding slice hands out no input gradient
-    } else {
-      record_ready(d, stream());
-    }
+    embedding_backward_weight<G>(st, d);
+    final(0);
     st.release();
     st.phase = StashPhase::weight_done;
-    return d;
   }
 
   Tensor backward_input_impl(StageStash& stash, const Tensor& grad_output, float loss_scale) {
@@ -705,25 +684,29 @@ class CudaStageModel final : public StageModel {
   template <class G>
   void accumulate_weight_grads(const CudaStash& st, const BucketFinal& on_final) {
     const std::int64_t B = st.B, T = st.T;
-    const int C = static_cast<int>(config_.d_model);
-    std::size_t bucket = 0;
-    auto final = [&] {
+    auto final = [&](std::size_t bucket) {
       if (on_final) on_final(bucket);
-      ++bucket;
     };
     if (slice_.has_embedding) {
-      embedding_backward_weight(g<G>(0), g<G>(1), bf(st.d_embed), i32(st.tokens), int(B), int(T),
-                                C, int(config_.vocab), stream());
-      final();
+      embedding_backward_weight<G>(st, st.d_embed);
+      final(0);
     }
     for (int j = 0; j < slice_.num_blocks; ++j) {
       block_backward_weight<G>(j, st.blocks[static_cast<std::size_t>(j)], B, T);
-      final();
+      final(block_bucket(j));
     }
     if (slice_.has_head) {
       head_backward_weight<G>(st.head, B, T);
-      final();
+      final(head_bucket());
     }
+  }
+
+  // The embedding's weight gradients (wte, wpe) from d_embed, the gradient of its output.
+  template <class G>
+  void embedding_backward_weight(const CudaStash& st, const Tensor& d_embed) {
+    conveyor::embedding_backward_weight(g<G>(0), g<G>(1), bf(d_embed), i32(st.tokens),
+                                        int(st.B), int(st.T), int(config_.d_model),
+                                        int(config_.vocab), stream());
   }
 
   template <class G>
@@ -760,7 +743,7 @@ class CudaStageModel final : public StageModel {
   StageSlice slice_;
   CudaStageOptions options_;
   int device_;
-  OwnedStream stream_;
+  OwnedStream stream_;              // the compute stream
   DeferredRelease release_;         // handed-in tensors still read by the stream
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;

@@ -7,6 +7,7 @@
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/device_guard.hpp"
 #include "kernels/cuda/device_storage.hpp"
+#include "kernels/cuda/owned_stream.hpp"
 #include "transport/collective/collective_error.hpp"
 #include "transport/collective/layout_agreement.hpp"
 #include "transport/collective/store_polling.hpp"
@@ -127,32 +128,9 @@ class NcclPendingBucket final : public AllReduceHandle {
 
 }  // namespace
 
-// The group's own stream when the caller gives none: destroyed after the communicator
-// (declared before it in Impl), once its queued work has run.
-class OwnedStream {
- public:
-  OwnedStream() = default;
-  explicit OwnedStream(int device) : device_(device) {
-    DeviceGuard guard(device_);
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  ~OwnedStream() {
-    if (!stream_) return;
-    DeviceGuard guard(device_);
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  int device_ = 0;
-  cudaStream_t stream_ = nullptr;
-};
-
 struct NcclGradientAllReduce::Impl {
   NcclGroupOptions options;
+  // The group's own stream when the caller gives none: destroyed after the communicator.
   std::unique_ptr<OwnedStream> own_stream;
   std::unique_ptr<NcclCommunicator> comm;
 

@@ -48,7 +48,9 @@ TEST_CASE("a stage slowed by fault.inject slow is reported as a straggler once, 
 
 TEST_CASE("a stage slow from the start is imbalance, not a straggler") {
   TempDir dir;
-  train_ok(job(dir / "always", {"fault.inject=[slow:stage=2:ms=40]"}));
+  // Factor 4, as the fault-free case below: on a loaded 2-core CI machine the other stages'
+  // busy times swing by more than 2x from step to step (seen: a false report at 2).
+  train_ok(job(dir / "always", {"fault.inject=[slow:stage=2:ms=40]", "fault.straggler_factor=4"}));
   CHECK(straggler_rows(dir.path() / "always").empty());
 }
 

@@ -30,10 +30,13 @@ std::vector<nlohmann::json> straggler_rows(const fs::path& run) {
 
 TEST_CASE("a stage slowed by fault.inject slow is reported as a straggler once, and no other stage") {
   TempDir dir;
-  // Slow from step 4 on: steps 0-2 set the baselines.
-  const auto r = train_ok(job(dir / "slow", {"fault.inject=[slow:stage=2:ms=40:step=4,"
-                                             "slow:stage=2:ms=40:step=5,slow:stage=2:ms=40:step=6,"
-                                             "slow:stage=2:ms=40:step=7]"}));
+  // Slow from step 4 on: steps 0-2 set the baselines. Factor 4 and 100 ms per action: on a
+  // loaded 2-core CI machine a step's busy times swing by 2x on their own (seen: step 3
+  // counted as slow at factor 2 with 40 ms, so the report came at step 5).
+  const auto r = train_ok(job(dir / "slow", {"fault.straggler_factor=4",
+                                             "fault.inject=[slow:stage=2:ms=100:step=4,"
+                                             "slow:stage=2:ms=100:step=5,slow:stage=2:ms=100:step=6,"
+                                             "slow:stage=2:ms=100:step=7]"}));
   const auto rows = straggler_rows(dir.path() / "slow");
   REQUIRE(rows.size() == 1);  // one episode: it stays slow to the end
   const auto& row = rows.front();

@@ -322,9 +322,12 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable", rank, node));
     return;
   }
-  if (st.recovering && (!st.awaiting.empty() || st.respawning > 0) && !is_remote(st, rank) &&
-      st.restarts.respawn) {
-    // Its transfers to a lost node broke: replaced within the recovery under way.
+  if (st.recovering && (!st.awaiting.empty() || st.respawning > 0) &&
+      (is_remote(st, rank) ? static_cast<bool>(st.restarts.directory)
+                           : static_cast<bool>(st.restarts.respawn))) {
+    // Its transfers to a lost node broke (a stage of this process, or of another surviving
+    // one — its UCX endpoint to the lost node timed out): replaced within the recovery
+    // under way, in its own process.
     st.recovery->failure.respawn.push_back(rank);
     replace_stage(self, rank, /*lost_why=*/nullptr);
     return;

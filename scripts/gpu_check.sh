@@ -8,7 +8,8 @@
 #      multiproc, not in the default: GPU stages in two processes over NCCL;
 #      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots;
 #      dataparallel: 2 replicas x 1 stage over NCCL against one GPU;
-#      gradbf16: 1F1B and ZBV with bf16 gradients);
+#      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
+#      and time on one GPU);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -158,6 +159,15 @@ if want dataparallel; then
     big dp-1gpu-$m --set pipeline.stages=1 --set devices.ids=[0] --set optim.master=$m
     big dp-r2-$m --set pipeline.stages=1 --set devices.ids=[0,1] --set parallel.data=2 --set fault.policy=abort --set optim.master=$m
     row "R=2 x P=1 $m: scaling efficiency vs 2 x 1 GPU" "$(python3 -c "import json; a=json.load(open('$OUT/dp-1gpu-$m.json'))['tokens_per_s']; b=json.load(open('$OUT/dp-r2-$m.json'))['tokens_per_s']; print(round(b / (2 * a), 3))" 2>/dev/null || echo failed)"
+  done
+fi
+
+# 11. model.recompute on one GPU under GPipe (every micro-batch's stash held at once): the
+#     peak memory and the time it costs, all-bf16 with bf16 gradients
+if want recompute; then
+  for r in none attention full; do
+    big recompute-$r --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=gpipe \
+      --set optim.master=bf16 --set optim.grad_dtype=bf16 --set model.recompute=$r
   done
 fi
 

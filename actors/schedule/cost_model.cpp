@@ -75,7 +75,13 @@ UnitCost unit_memory_embedding(const GptConfig& c, std::int64_t micro_batch_size
 UnitCost unit_memory_block(const GptConfig& c, std::int64_t micro_batch_size) {
   const Shape s = shape_of(c, micro_batch_size);
   UnitCost u;
-  u.activation_bytes = s.N * std::max(16.0 * s.C + s.NH * s.T + 4.0, 20.0 * s.C + 4.0) * kFloat;
+  // Floats per token held after forward (less what model.recompute drops: ln1, its two
+  // statistics, qkv, the probabilities and atty; then res2, ln2, its statistics, fc1 and
+  // GELU), and after backward_input (the same for every setting: recomputed by then).
+  double after_forward = 16.0 * s.C + s.NH * s.T + 4.0;
+  if (recomputes_attention(c.recompute)) after_forward -= 5.0 * s.C + 2.0 + s.NH * s.T;
+  if (recomputes_mlp(c.recompute)) after_forward -= 10.0 * s.C + 2.0;
+  u.activation_bytes = s.N * std::max(after_forward, 20.0 * s.C + 4.0) * kFloat;
   u.param_bytes = (12.0 * s.C * s.C + 13.0 * s.C) * kFloat * kStateCopies;
   return u;
 }

@@ -94,6 +94,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"device_kind", config.devices.kind},
           {"master", config.optim.master},
           {"grad_dtype", config.optim.grad_dtype},
+          {"recompute", std::string(recompute_name(config.model.recompute))},
           {"steps", o.steps},
           {"counted_steps", tps.size()},
           {"tokens_per_s", tokens_per_s},

@@ -56,6 +56,10 @@ std::vector<ConfigKey> build_keys() {
       KEY(model.tie_embeddings,
           "the LM head shares the token embedding's weights (each of the two stages keeps a "
           "copy; their gradients are summed every step)"),
+      KEY(model.recompute,
+          "activations recomputed in backward instead of kept: none, attention (ln1, qkv "
+          "and attention of each block) or full (each block but its last GEMM, from its "
+          "input); less memory, more time, the same results bit for bit"),
       make_key("model.dtype", [](auto& c) -> auto& { return c.model_dtype; },
                "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA", one_of(&known_model_dtypes)),
 

@@ -177,16 +177,4 @@ YAML::Node ConfigCodec<std::vector<std::string>>::write(const std::vector<std::s
   return seq;
 }
 
-std::string ConfigCodec<DataFormat>::type_name() {
-  return "one of " + join_names(known_data_format_names());
-}
-DataFormat ConfigCodec<DataFormat>::read(const YAML::Node& node) {
-  const std::string name = ConfigCodec<std::string>::read(node);
-  if (auto f = parse_data_format(name)) return *f;
-  throw ConfigValueError("'" + name + "' is not one of " + join_names(known_data_format_names()));
-}
-YAML::Node ConfigCodec<DataFormat>::write(DataFormat v) {
-  return YAML::Node(std::string(data_format_name(v)));
-}
-
 }  // namespace conveyor

@@ -8,11 +8,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
+#include "kernels/model/recompute.hpp"
 
 namespace conveyor {
 
@@ -87,11 +90,26 @@ struct ConfigCodec<std::vector<std::string>> {
   static YAML::Node write(const std::vector<std::string>& v);
 };
 
-template <>
-struct ConfigCodec<DataFormat> {
-  static std::string type_name();  // "one of text, tokens"
-  static DataFormat read(const YAML::Node& node);
-  static YAML::Node write(DataFormat v);
+/// An enum written as one of its names: `Name` prints a value, `Parse` reads one (nullopt
+/// for an unknown name), `Known` lists the names in the order the reference shows them.
+template <class E, std::string_view (*Name)(E), std::optional<E> (*Parse)(std::string_view),
+          const std::vector<std::string>& (*Known)()>
+struct NamedEnumCodec {
+  static std::string type_name() { return "one of " + join_names(Known()); }  // "one of a, b"
+  static E read(const YAML::Node& node) {
+    const std::string name = ConfigCodec<std::string>::read(node);
+    if (auto v = Parse(name)) return *v;
+    throw ConfigValueError("'" + name + "' is not one of " + join_names(Known()));
+  }
+  static YAML::Node write(E v) { return YAML::Node(std::string(Name(v))); }
 };
+
+template <>
+struct ConfigCodec<DataFormat>
+    : NamedEnumCodec<DataFormat, data_format_name, parse_data_format, known_data_format_names> {};
+
+template <>
+struct ConfigCodec<Recompute>
+    : NamedEnumCodec<Recompute, recompute_name, parse_recompute, known_recompute_names> {};
 
 }  // namespace conveyor

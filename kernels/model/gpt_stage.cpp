@@ -10,6 +10,9 @@
 // after forward; backward_input frees qkv, the attention probabilities and the pre-GELU
 // activation and adds the output gradients that backward_weight needs (20C + 4 floats per
 // block and token); backward_weight frees everything. StageStash::bytes() reports it.
+// model.recompute (recompute.hpp) drops parts of a block's activations after its forward
+// and computes them again at the start of its backward_input: with `full` a block holds C
+// floats per token between forward and backward.
 #include "kernels/model/gpt_stage.hpp"
 
 #include <array>
@@ -275,21 +278,39 @@ struct GptStage::Impl {
   }
 
   Tensor block_forward(int j, const Tensor& x, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
     a.x = x;
+    attention_half(j, a, B, T);
+    mlp_half(j, a, B, T);
+    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
+    Tensor out = Tensor::zeros({B, T, C});
+    cpu::linear_forward(out.f32(), a.gelu.f32(), w(at(j, fc2_w)), w(at(j, fc2_b)), N, H, C);
+    cpu::residual_forward(out.f32(), a.res2.f32(), out.f32(), N * C);
+    return out;
+  }
+
+  // ln1, qkv and attention of block j from a.x: fills ln1 (and its statistics), qkv, att
+  // and atty.
+  void attention_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, NH = config.heads, N = B * T;
     a.ln1 = Tensor::zeros({B, T, C});
     a.ln1_mean = Tensor::zeros({B, T});
     a.ln1_rstd = Tensor::zeros({B, T});
-    cpu::layernorm_forward(a.ln1.f32(), a.ln1_mean.f32(), a.ln1_rstd.f32(), x.f32(),
+    cpu::layernorm_forward(a.ln1.f32(), a.ln1_mean.f32(), a.ln1_rstd.f32(), a.x.f32(),
                            w(at(j, ln1_w)), w(at(j, ln1_b)), N, C);
     a.qkv = Tensor::zeros({B, T, 3 * C});
     cpu::linear_forward(a.qkv.f32(), a.ln1.f32(), w(at(j, qkv_w)), w(at(j, qkv_b)), N, C, 3 * C);
     a.att = Tensor::zeros({B, NH, T, T});
     a.atty = Tensor::zeros({B, T, C});
     cpu::attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, C, NH);
+  }
+
+  // attn.proj and the residual, ln2, fc1 and GELU of block j from a.x and a.atty: fills
+  // res2, ln2 (and its statistics), fc1 and gelu.
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
     a.res2 = Tensor::zeros({B, T, C});
     cpu::linear_forward(a.res2.f32(), a.atty.f32(), w(at(j, proj_w)), w(at(j, proj_b)), N, C, C);
-    cpu::residual_forward(a.res2.f32(), x.f32(), a.res2.f32(), N * C);
+    cpu::residual_forward(a.res2.f32(), a.x.f32(), a.res2.f32(), N * C);
     a.ln2 = Tensor::zeros({B, T, C});
     a.ln2_mean = Tensor::zeros({B, T});
     a.ln2_rstd = Tensor::zeros({B, T});
@@ -299,15 +320,27 @@ struct GptStage::Impl {
     cpu::linear_forward(a.fc1.f32(), a.ln2.f32(), w(at(j, fc1_w)), w(at(j, fc1_b)), N, C, H);
     a.gelu = Tensor::zeros({B, T, H});
     cpu::gelu_forward(a.gelu.f32(), a.fc1.f32(), N * H);
-    Tensor out = Tensor::zeros({B, T, C});
-    cpu::linear_forward(out.f32(), a.gelu.f32(), w(at(j, fc2_w)), w(at(j, fc2_b)), N, H, C);
-    cpu::residual_forward(out.f32(), a.res2.f32(), out.f32(), N * C);
-    return out;
+  }
+
+  // model.recompute: after a block's forward, what backward will compute again.
+  void drop_recomputed(BlockActs& a) const {
+    if (recomputes_attention(config.recompute))
+      a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.att = a.atty = Tensor{};
+    if (recomputes_mlp(config.recompute))
+      a.res2 = a.ln2 = a.ln2_mean = a.ln2_rstd = a.fc1 = a.gelu = Tensor{};
+  }
+
+  // model.recompute: before a block's backward, what forward dropped — the same kernels on
+  // the same a.x, so the same bits.
+  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    if (recomputes_attention(config.recompute)) attention_half(j, a, B, T);
+    if (recomputes_mlp(config.recompute)) mlp_half(j, a, B, T);
   }
 
   // Returns the gradient of the block input; keeps in `a` what block_backward_weight needs.
   Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
                               std::int64_t T) {
+    recompute(j, a, B, T);
     const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
     a.d_out = d_out;
     a.d_fc1 = Tensor::zeros({B, T, H});
@@ -422,7 +455,9 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
   }
   for (int j = 0; j < s.slice.num_blocks; ++j) {
     BlockActs scratch;
-    x = s.block_forward(j, x, stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch, B, T);
+    BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
+    x = s.block_forward(j, x, a, B, T);
+    s.drop_recomputed(a);
   }
   StageForward result;
   if (s.slice.has_head) {

@@ -16,6 +16,9 @@
 // frees each block's activations (and the head's logits) as soon as that block's weight
 // gradients are queued, so those 4C extra per block are held for one block at a time. The head keeps its input and ln_f's output
 // (2C), the logits (V bf16, overwritten by their gradient) and d_lnf (C).
+// model.recompute (kernels/model/recompute.hpp) drops parts of a block's forward
+// activations and computes them again at the start of its backward_input: `attention`
+// keeps x, res2, ln2 and the MLP's 8C; `full` keeps x alone (C per token and block).
 // StageStash::bytes() reports what is held.
 //
 // Host syncs: only the loss readback at the end of a head slice's forward.
@@ -461,6 +464,7 @@ class CudaStageModel final : public StageModel {
       x = {};
       res_a = a.res2;
       res_b = std::move(fc2);
+      drop_recomputed(a);
     }
 
     StageForward result;
@@ -487,8 +491,24 @@ class CudaStageModel final : public StageModel {
   // ln1). Fills `a` and returns fc2's output: the block's output is a.res2 + that.
   Tensor block_forward(int j, const Tensor& x, const Tensor& res_a, const Tensor& res_b,
                        BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config_.d_model, NH = config_.heads, H = config_.mlp_hidden();
+    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
+    if (!res_a.defined()) a.x = x;
+    attention_half(j, a, res_a, res_b, B, T);
+    mlp_half(j, a, B, T);
+    Tensor fc2 = alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
+    linear_forward(bf(fc2), nullptr, bf(a.gelu), w(at(j, fc2_w)), w(at(j, fc2_b)), n, h, c,
+                   stream());
+    return fc2;
+  }
+
+  // ln1, qkv and attention of block j: fills ln1 (and its statistics), qkv, lse and atty.
+  // The input is a.x, or res_a + res_b when res_a is defined (then a.x is formed here, by
+  // ln1's kernel: the same bits as a separate add).
+  void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
+                      std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, NH = config_.heads;
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C);
     a.ln1 = alloc({B, T, C}, DType::bf16, "ln1 output (B, T, C)");
     a.ln1_mean = alloc({B, T}, DType::f32, "ln1 mean (B, T)");
     a.ln1_rstd = alloc({B, T}, DType::f32, "ln1 rstd (B, T)");
@@ -497,7 +517,6 @@ class CudaStageModel final : public StageModel {
       residual_layernorm_forward(bf(a.x), bf(a.ln1), f32(a.ln1_mean), f32(a.ln1_rstd), bf(res_a),
                                  bf(res_b), w(at(j, ln1_w)), w(at(j, ln1_b)), n, c, stream());
     } else {
-      a.x = x;
       layernorm_forward(bf(a.ln1), f32(a.ln1_mean), f32(a.ln1_rstd), bf(a.x), w(at(j, ln1_w)),
                         w(at(j, ln1_b)), n, c, stream());
     }
@@ -507,6 +526,13 @@ class CudaStageModel final : public StageModel {
     a.lse = alloc({B, NH, T}, DType::f32, "attention logsumexp (B, NH, T)");
     a.atty = alloc({B, T, C}, DType::bf16, "attention output (B, T, C)");
     attention_forward(bf(a.atty), f32(a.lse), bf(a.qkv), int(B), int(T), c, int(NH), stream());
+  }
+
+  // attn.proj and the residual (fused into ln2), ln2, fc1 and GELU of block j from a.x and
+  // a.atty: fills res2, ln2 (and its statistics), pre_gelu and gelu.
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
     Tensor proj = alloc({B, T, C}, DType::bf16, "attention projection (B, T, C)");
     linear_forward(bf(proj), nullptr, bf(a.atty), w(at(j, proj_w)), w(at(j, proj_b)), n, c, c,
                    stream());
@@ -520,10 +546,22 @@ class CudaStageModel final : public StageModel {
     a.gelu = alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
     linear_forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), w(at(j, fc1_w)), w(at(j, fc1_b)), n, c,
                    h, stream());
-    Tensor fc2 = alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
-    linear_forward(bf(fc2), nullptr, bf(a.gelu), w(at(j, fc2_w)), w(at(j, fc2_b)), n, h, c,
-                   stream());
-    return fc2;
+  }
+
+  // model.recompute: after a block's forward, what backward will compute again. Released
+  // in stream order (the allocator's rule), so after the launches that read them.
+  void drop_recomputed(BlockActs& a) const {
+    if (recomputes_attention(config_.recompute))
+      a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.lse = a.atty = Tensor{};
+    if (recomputes_mlp(config_.recompute))
+      a.res2 = a.ln2 = a.ln2_mean = a.ln2_rstd = a.pre_gelu = a.gelu = Tensor{};
+  }
+
+  // model.recompute: before a block's backward, what forward dropped — the same kernels on
+  // the same a.x, so the same bits.
+  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    if (recomputes_attention(config_.recompute)) attention_half(j, a, {}, {}, B, T);
+    if (recomputes_mlp(config_.recompute)) mlp_half(j, a, B, T);
   }
 
   // ln_f (fused with the last block's residual add when res_a is defined), the LM head and
@@ -619,6 +657,7 @@ class CudaStageModel final : public StageModel {
   // block_backward_weight needs.
   Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
                               std::int64_t T) {
+    recompute(j, a, B, T);
     const std::int64_t C = config_.d_model, NH = config_.heads, H = config_.mlp_hidden();
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
     a.d_out = d_out;

@@ -76,13 +76,13 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
-        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "model.tie_embeddings"}) {
+        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "model.tie_embeddings", "model.recompute"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 54);
+  CHECK(config_keys().size() == 55);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

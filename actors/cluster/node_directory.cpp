@@ -13,6 +13,22 @@ namespace {
 
 using Self = caf::stateful_actor<NodeDirectoryState>;
 
+// One answer after several replies: the first failure answers at once (later replies are
+// ignored), the last of `left` successes lets the caller finish and answer true.
+struct Countdown {
+  caf::typed_response_promise<bool> promise;
+  std::size_t left = 0;
+  bool failed = false;
+
+  void fail(std::string why) {
+    if (failed) return;
+    failed = true;
+    promise.deliver(failure(std::move(why)));
+  }
+  /// One success; true when it was the last one expected (and none failed).
+  bool arrived() { return !failed && --left == 0; }
+};
+
 // Records a node's stages; an unknown or repeated rank is a bug of the launcher.
 caf::error add(Self* self, const NodeStages& stages) {
   auto& st = self->state;
@@ -59,14 +75,9 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
   std::vector<caf::actor> others;
   for (auto& [node, d] : st.directories)
     if (node != stages.node && d != caf::actor_cast<caf::actor>(self)) others.push_back(d);
-  struct Pending {
-    caf::typed_response_promise<bool> promise;
-    std::size_t left = 0;
-    bool failed = false;
-  };
-  auto p = std::make_shared<Pending>(Pending{self->make_response_promise<bool>(), others.size() + 1});
+  auto p = std::make_shared<Countdown>(Countdown{self->make_response_promise<bool>(), others.size() + 1});
   auto one_done = [self, p, stages] {
-    if (p->failed || --p->left > 0) return;
+    if (!p->arrived()) return;
     for (std::size_t i = 0; i < stages.ranks.size(); ++i)
       self->state.by_rank[stages.ranks[i]] = stages.actors[i];
     if (self->state.coordinator) self->send(self->state.coordinator, stages);
@@ -76,11 +87,9 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
     self->request(d, std::chrono::seconds(30), PeerRejoined{stages.node, stages.ucx_address})
         .then([one_done](bool) { one_done(); },
               [self, p, node = stages.node](caf::error& e) {
-                if (p->failed) return;
-                p->failed = true;  // the replacement fails; the coordinator keeps waiting
-                p->promise.deliver(failure(fmt::format(
-                    "a node could not connect to node {}'s replacement: {}", node,
-                    error_text(self->system(), e))));
+                // The replacement fails; the coordinator keeps waiting.
+                p->fail(fmt::format("a node could not connect to node {}'s replacement: {}",
+                                    node, error_text(self->system(), e)));
               });
   one_done();
   return p->promise;
@@ -115,36 +124,27 @@ caf::result<caf::actor> respawn(Self* self, const RespawnStage& r) {
 // answers once all are done.
 caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
   auto& st = self->state;
-  struct Pending {
-    caf::typed_response_promise<bool> promise;
-    std::size_t left = 0;
-    bool failed = false;
-  };
-  auto p = std::make_shared<Pending>(Pending{self->make_response_promise<bool>(), 1});
-  auto fail = [p](std::string why) {
-    if (p->failed) return;
-    p->failed = true;
-    p->promise.deliver(failure(std::move(why)));
-  };
+  auto p = std::make_shared<Countdown>(Countdown{self->make_response_promise<bool>(), 1});
   if (r.forward)
     for (auto& [node, d] : st.directories) {
       if (node == st.node) continue;
       ++p->left;
       self->request(d, caf::infinite, RebuildChannels{r.generation, false})
-          .then([p](bool) {
-                  if (!p->failed && --p->left == 0) p->promise.deliver(true);
-                },
-                [self, fail, node = node](caf::error& e) {
-                  fail(fmt::format("node {}: {}", node, error_text(self->system(), e)));
-                });
+          .then(
+              [p](bool) {
+                if (p->arrived()) p->promise.deliver(true);
+              },
+              [self, p, node = node](caf::error& e) {
+                p->fail(fmt::format("node {}: {}", node, error_text(self->system(), e)));
+              });
     }
   try {
     if (st.rebuild) st.rebuild(r.generation);
   } catch (const std::exception& e) {
-    fail(fmt::format("node {} rebuilding its NCCL edges: {}", st.node, e.what()));
+    p->fail(fmt::format("node {} rebuilding its NCCL edges: {}", st.node, e.what()));
     return p->promise;
   }
-  if (!p->failed && --p->left == 0) p->promise.deliver(true);
+  if (p->arrived()) p->promise.deliver(true);
   return p->promise;
 }
 

@@ -3,6 +3,7 @@
 #include "actors/schedule/schedule.hpp"
 #include "apps/config/config_value.hpp"
 #include "apps/config/partition_key.hpp"
+#include "apps/config/schedule_spec.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -63,9 +64,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
   if (auto p = check_tied_embeddings(c)) return p;
   try {
     // Each replica runs the schedule on its share of the step's micro-batches.
-    sched::validate_spec(sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages),
-                                             static_cast<int>(pl.micro_batches / c.parallel.data),
-                                             static_cast<int>(pl.virtual_stages)});
+    sched::validate_spec(schedule_spec_of(c));
   } catch (const InputError& e) {
     return ConfigProblem{"pipeline.schedule", e.what(), ""};
   }

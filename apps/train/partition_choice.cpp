@@ -5,13 +5,6 @@
 
 namespace conveyor {
 
-sched::ScheduleSpec schedule_spec_of(const RunConfig& config) {
-  const auto& pl = config.pipeline;
-  return sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages),
-                             static_cast<int>(pl.micro_batches / config.parallel.data),
-                             static_cast<int>(pl.virtual_stages)};
-}
-
 sched::ModelCosts planning_costs(const RunConfig& config) {
   if (config.devices.kind == "cpu") {
     ProfileOptions options;

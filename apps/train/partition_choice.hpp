@@ -14,6 +14,7 @@
 #include "actors/schedule/partitioner.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "apps/config/run_config.hpp"
+#include "apps/config/schedule_spec.hpp"
 
 namespace conveyor {
 
@@ -23,10 +24,6 @@ struct PartitionChoice {
   std::string reason;                // one line: what and why
   std::optional<sched::PartitionResult> search;  // auto only: the evaluations behind it
 };
-
-/// The schedule spec of pipeline.*: one replica's, whose micro-batches are its share
-/// pipeline.micro_batches / parallel.data of every step.
-sched::ScheduleSpec schedule_spec_of(const RunConfig& config);
 
 /// Layer costs for planning: a short CPU profile (layer_profiler.hpp) when devices.kind is
 /// cpu, the cost model at the device's assumed throughput otherwise.

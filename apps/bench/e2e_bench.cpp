@@ -1,5 +1,7 @@
 #include "apps/bench/e2e_bench.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <sys/resource.h>
@@ -66,6 +68,11 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
       allreduce.push_back(s.allreduce_ms);
       exposed.push_back(s.allreduce_exposed_ms);
     }
+  if (tps.size() < 3)
+    fmt::print(stderr,
+               "bench e2e: warning: {} step(s) counted after the {} warm-up steps: not a "
+               "steady-state figure (give --steps {} or more)\n",
+               tps.size(), o.warmup, o.warmup + 3);
   const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
   const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
   const double tokens_per_s = median(tps);

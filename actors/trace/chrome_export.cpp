@@ -61,9 +61,13 @@ nlohmann::json chrome_trace(const TraceSet& set) {
     const std::uint32_t pid = set.host_of[i];
     const int tid = tid_of(r);
     if (named.emplace(pid, tid).second) {
-      const std::string name = r.stage == kCoordinator
-                                   ? fmt::format("coordinator {}", kStreams[tid % 4])
-                                   : fmt::format("stage {} {}", r.stage, kStreams[tid % 4]);
+      std::string name = r.stage == kCoordinator
+                             ? fmt::format("coordinator {}", kStreams[tid % 4])
+                             : fmt::format("stage {} {}", r.stage, kStreams[tid % 4]);
+      // With replicas, stage actors are replica-major: say which pipeline each one is in.
+      if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1 && set.plans->ranks() > 0)
+        name += fmt::format(" (replica {}, rank {})", r.stage / set.plans->ranks(),
+                            r.stage % set.plans->ranks());
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
                         {"args", {{"name", name}}}});
       events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid},

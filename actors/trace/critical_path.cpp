@@ -20,17 +20,13 @@ std::int64_t producer_of(const TraceSet& set, const Record& action, std::int64_t
   return producer;
 }
 
-sched::Action as_action(const Record& r) {
-  return sched::Action{r.stage, static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
-}
-
 }  // namespace
 
 std::string CriticalPath::str(const TraceSet& set) const {
   std::string out;
   for (const auto& s : steps) {
     if (!out.empty()) out += " → ";
-    out += as_action(set.records[s.record]).str();
+    out += action_of(set, set.records[s.record], /*as_actor=*/true).str();
   }
   return out;
 }

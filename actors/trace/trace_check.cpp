@@ -12,10 +12,6 @@
 namespace conveyor::trace {
 namespace {
 
-sched::Action as_action(const Record& r) {
-  return sched::Action{r.stage, static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
-}
-
 std::string round_name(const Round& r) {
   return fmt::format("{}step {} (round {})", r.eval ? "eval " : "", r.step, r.round);
 }
@@ -47,7 +43,7 @@ void check_order(const TraceSet& set, CheckResult& out) {
                                                        plan.size(), plan[k].str(chunks), k)});
           break;
         }
-        const sched::Action did = as_action(set.records[ran[k]]);
+        const sched::Action did = action_of(set, set.records[ran[k]]);
         if (k >= plan.size()) {
           out.findings.push_back({"order", fmt::format("stage {} {}: ran {} at position {}, "
                                                        "past the end of its {}-action plan",

@@ -7,15 +7,19 @@
 
 namespace conveyor::trace {
 
-const std::vector<sched::Action>& TracePlans::plan(int rank, bool eval) const {
+const std::vector<sched::Action>& TracePlans::plan(int actor, bool eval) const {
   static const std::vector<sched::Action> none;
   const auto& plans = eval ? this->eval : train.ranks;
-  if (rank < 0 || rank >= static_cast<int>(plans.size())) return none;
-  return plans[static_cast<std::size_t>(rank)];
+  const int P = ranks();
+  if (actor < 0 || P == 0 || actor >= P * replicas) return none;
+  if (eval && actor >= P) return none;  // replica 0 alone evaluates
+  const auto rank = static_cast<std::size_t>(actor % P);
+  return rank < plans.size() ? plans[rank] : none;
 }
 
 nlohmann::json trace_plans_json(const sched::Schedule& train,
-                                const std::vector<std::vector<sched::Action>>& eval) {
+                                const std::vector<std::vector<sched::Action>>& eval,
+                                int replicas) {
   nlohmann::json ev = nlohmann::json::array();
   const bool show_chunk = train.chunks_per_rank() > 1;
   for (const auto& rank : eval) {
@@ -27,6 +31,7 @@ nlohmann::json trace_plans_json(const sched::Schedule& train,
   j["version"] = 1;
   j["train"] = train;
   j["eval"] = std::move(ev);
+  if (replicas > 1) j["replicas"] = replicas;
   return j;
 }
 
@@ -45,6 +50,11 @@ TracePlans parse_trace_plans(const std::string& text, const std::string& name) {
     }
     if (p.train.ranks.size() != static_cast<std::size_t>(p.train.spec.stages))
       throw InputError("the train schedule does not list every rank");
+    if (j.contains("replicas")) {
+      if (!j["replicas"].is_number_integer() || j["replicas"].get<int>() < 1)
+        throw InputError("\"replicas\" must be an integer >= 1");
+      p.replicas = j["replicas"].get<int>();
+    }
     return p;
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", name, e.what()));

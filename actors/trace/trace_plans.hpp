@@ -3,8 +3,12 @@
 // the analysis needs nothing else:
 //   {"version": 1,
 //    "train": <schedule JSON, actors/schedule/json.hpp>,
-//    "eval": [["0F0", "0F1", …], …]}   // per rank, the forward-only evaluation plan
-// Model stages follow the train schedule's (rank, chunk) mapping. Pure.
+//    "eval": [["0F0", "0F1", …], …],   // per rank, the forward-only evaluation plan
+//    "replicas": R}                     // parallel.data; absent: 1
+// Model stages follow the train schedule's (rank, chunk) mapping. With R replicas the
+// trace's stage actors are replica-major (actor = replica * P + rank, as the run places
+// them) and every replica runs the same train plans on its share of the micro-batches;
+// replica 0 alone runs the evaluation plans. Pure.
 #include <string>
 #include <vector>
 
@@ -18,13 +22,18 @@ namespace conveyor::trace {
 struct TracePlans {
   sched::Schedule train;
   std::vector<std::vector<sched::Action>> eval;  // per rank
+  int replicas = 1;                              // parallel.data
 
-  /// The plan of `rank` for a train (eval = false) or eval round; empty if none.
-  const std::vector<sched::Action>& plan(int rank, bool eval) const;
+  /// The plan stage actor `actor` ran in a train (eval = false) or eval round; empty if
+  /// none (an actor outside the R·P of the run).
+  const std::vector<sched::Action>& plan(int actor, bool eval) const;
+  /// Pipeline ranks P.
+  int ranks() const { return static_cast<int>(train.ranks.size()); }
 };
 
 nlohmann::json trace_plans_json(const sched::Schedule& train,
-                                const std::vector<std::vector<sched::Action>>& eval);
+                                const std::vector<std::vector<sched::Action>>& eval,
+                                int replicas = 1);
 /// Throws InputError naming `name` when the text is not a plans document.
 TracePlans parse_trace_plans(const std::string& text, const std::string& name);
 

@@ -11,10 +11,20 @@ std::size_t Round::action_count() const {
 }
 
 int stage_count(const TraceSet& set) {
-  if (set.plans) return set.plans->train.spec.stages;
+  if (set.plans) return set.plans->ranks() * set.plans->replicas;
   int n = 0;
   for (const auto& r : set.records) n = std::max(n, r.stage + 1);
   return n;
+}
+
+int pipeline_rank(const TraceSet& set, int actor) {
+  if (!set.plans || set.plans->ranks() == 0) return actor;
+  return actor % set.plans->ranks();
+}
+
+sched::Action action_of(const TraceSet& set, const Record& r, bool as_actor) {
+  return sched::Action{as_actor ? r.stage : pipeline_rank(set, r.stage),
+                       static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
 }
 
 std::map<std::uint32_t, Round> split_rounds(const TraceSet& set, int stages) {

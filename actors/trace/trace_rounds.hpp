@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "actors/schedule/action.hpp"
 #include "actors/trace/trace_set.hpp"
 
 namespace conveyor::trace {
@@ -19,10 +20,15 @@ struct Round {
   std::size_t action_count() const;
 };
 
-/// Rounds by round number. `stages` is the number of ranks (the plans', or the highest
-/// stage seen + 1).
+/// Rounds by round number. `stages` is the number of stage actors (stage_count).
 std::map<std::uint32_t, Round> split_rounds(const TraceSet& set, int stages);
-/// Ranks in the trace: the plans' stage count, else the highest stage in a record + 1.
+/// Stage actors in the trace: the plans' ranks × replicas, else the highest stage in a
+/// record + 1. (Records name stage actors; with replicas, actor = replica * P + rank.)
 int stage_count(const TraceSet& set);
+/// The pipeline rank stage actor `actor` runs: actor % P with plans, else the actor.
+int pipeline_rank(const TraceSet& set, int actor);
+/// The action of record `r` as it is written in its stage actor's plan (rank = the actor's
+/// pipeline rank), and as printed for people (rank = the actor) with `as_actor`.
+sched::Action action_of(const TraceSet& set, const Record& r, bool as_actor = false);
 
 }  // namespace conveyor::trace

@@ -12,15 +12,20 @@ namespace {
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 // The simulator run on the plan with every action's measured duration.
-std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round) {
+// The train schedule simulated with the durations replica `replica`'s stage actors
+// measured in `round` (each replica runs the same plans on its own micro-batches).
+std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, int replica) {
   if (!set.plans) return std::nullopt;
+  const int P = set.plans->ranks();
   sched::SimCosts costs;
-  for (const auto& stage : round.actions)
-    for (std::size_t i : stage) {
+  for (int rank = 0; rank < P; ++rank) {
+    const auto actor = static_cast<std::size_t>(replica * P + rank);
+    if (actor >= round.actions.size()) continue;
+    for (std::size_t i : round.actions[actor]) {
       const Record& r = set.records[i];
-      const sched::Action a{r.stage, static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
-      costs.action_us[a.str(true)] = static_cast<double>(r.end_ns - r.start_ns) / 1e3;
+      costs.action_us[action_of(set, r).str(true)] = static_cast<double>(r.end_ns - r.start_ns) / 1e3;
     }
+  }
   try {
     auto sim = sched::simulate(set.plans->train, costs);
     if (!sim.ok()) return std::nullopt;
@@ -35,6 +40,7 @@ std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round) 
 TraceSummary summarize(const TraceSet& set) {
   TraceSummary s;
   s.stages = stage_count(set);
+  if (set.plans) s.replicas = set.plans->replicas;
   const auto rounds = split_rounds(set, s.stages);
   s.per_stage.resize(static_cast<std::size_t>(s.stages));
   for (int r = 0; r < s.stages; ++r) s.per_stage[static_cast<std::size_t>(r)].stage = r;
@@ -62,12 +68,26 @@ TraceSummary summarize(const TraceSet& set) {
       ss.bubble_ms += ms(span - busy);
       bubble_ns += span - busy;
     }
-    if (auto sim = replay(set, round)) {
+    // Every replica's pipeline simulated on its own durations: the step is the slowest
+    // replica's (they meet at the gradient average), the bubble their mean.
+    const int replicas = set.plans ? set.plans->replicas : 1;
+    std::vector<sched::SimResult> sims;
+    for (int rep = 0; rep < replicas; ++rep)
+      if (auto sim = replay(set, round, rep)) sims.push_back(std::move(*sim));
+    if (!sims.empty() && static_cast<int>(sims.size()) == replicas) {
       ++simulated;
-      sim_span += sim->makespan / 1e3;
-      sim_bubble += sim->bubble;
-      for (std::size_t st = 0; st < sim->stage_bubble.size() && st < sim_bubble_sum.size(); ++st)
-        sim_bubble_sum[st] += sim->stage_bubble[st];
+      double makespan = 0, bubble = 0;
+      for (int rep = 0; rep < replicas; ++rep) {
+        const auto& sim = sims[static_cast<std::size_t>(rep)];
+        makespan = std::max(makespan, sim.makespan);
+        bubble += sim.bubble / replicas;
+        for (std::size_t rank = 0; rank < sim.stage_bubble.size(); ++rank) {
+          const std::size_t actor = static_cast<std::size_t>(rep) * sim.stage_bubble.size() + rank;
+          if (actor < sim_bubble_sum.size()) sim_bubble_sum[actor] += sim.stage_bubble[rank];
+        }
+      }
+      sim_span += makespan / 1e3;
+      sim_bubble += bubble;
     }
   }
   if (s.steps == 0) throw InputError("trace: no train step in the trace (nothing to summarise)");
@@ -114,6 +134,7 @@ nlohmann::json summary_json(const TraceSummary& s) {
   json path = json::array();
   return {{"steps", s.steps},
           {"stages", s.stages},
+          {"replicas", s.replicas},
           {"step_ms", s.step_ms},
           {"bubble", s.bubble},
           {"simulated_step_ms", s.simulated_step_ms ? json(*s.simulated_step_ms) : json(nullptr)},
@@ -131,8 +152,13 @@ nlohmann::json summary_json(const TraceSummary& s) {
 std::string summary_text(const TraceSummary& s) {
   auto pct = [](double f) { return fmt::format("{:5.1f}%", 100 * f); };
   std::string out = fmt::format(
-      "{} train steps traced, {} stages; step {:.3f} ms measured{}; bubble {} measured{}\n",
-      s.steps, s.stages, s.step_ms,
+      "{} train steps traced, {}; step {:.3f} ms measured{}; bubble {} measured{}\n",
+      s.steps,
+      s.replicas > 1 ? fmt::format("{} stage actors ({} replicas × {} stages, actor = replica × "
+                                   "{} + rank)",
+                                   s.stages, s.replicas, s.stages / s.replicas, s.stages / s.replicas)
+                     : fmt::format("{} stages", s.stages),
+      s.step_ms,
       s.simulated_step_ms ? fmt::format(", {:.3f} ms simulated", *s.simulated_step_ms) : "",
       pct(s.bubble),
       s.simulated_bubble ? fmt::format(", {} simulated with the same durations", pct(*s.simulated_bubble)) : "");

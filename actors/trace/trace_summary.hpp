@@ -31,7 +31,8 @@ struct StageSummary {
 
 struct TraceSummary {
   int steps = 0;          // train steps in the trace
-  int stages = 0;
+  int stages = 0;         // stage actors: replicas × pipeline ranks
+  int replicas = 1;       // parallel.data (actor = replica * stages / replicas + rank)
   double span_ms = 0;     // summed over steps
   double step_ms = 0;     // mean span
   double bubble = 0;      // measured: sum(bubble) / (stages × span)

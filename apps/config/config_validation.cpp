@@ -22,12 +22,6 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
                              " (each replica takes pipeline.micro_batches / parallel.data "
                              "micro-batches of every step)",
                          "pipeline.micro_batches"};
-  if (R == 1) return std::nullopt;
-  if (c.trace.enabled)
-    return ConfigProblem{"parallel.data", to_string(R) +
-                                              ": parallel.data > 1 is not traced yet (set "
-                                              "trace.enabled: false)",
-                         "trace.enabled"};
   return std::nullopt;
 }
 

@@ -15,13 +15,13 @@ std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path&
   options.steps = steps;
   options.process_index = process.node;
   options.clock_offset_ns = process.clock_offset_ns;
-  auto session =
-      std::make_shared<trace::TraceSession>(options, static_cast<int>(job.placement.ranks.size()));
+  // A buffer per stage actor of the job (R·P with replicas), whichever node runs it.
+  auto session = std::make_shared<trace::TraceSession>(options, job.stage_actors());
   if (process.node != 0) return session;  // node 0 writes the job's plans
   std::vector<std::vector<sched::Action>> eval;
   for (const auto& rank : job.placement.ranks) eval.push_back(eval_actions(rank, job.eval_batches));
   write_file_atomically(options.dir / "schedule.json",
-                        trace::trace_plans_json(job.schedule, eval).dump(1) + "\n");
+                        trace::trace_plans_json(job.schedule, eval, job.replicas).dump(1) + "\n");
   return session;
 }
 

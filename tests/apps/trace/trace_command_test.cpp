@@ -2,6 +2,8 @@
 // subcommand, and bad input (missing, corrupt, truncated traces; unknown flags).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "tests/apps/train/train_test_support.hpp"
 
 namespace conveyor::testing {
@@ -111,6 +113,43 @@ TEST_CASE("a traced run exports, summarises, checks clean and draws") {
   const auto svg = read_text(out / "t.svg");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK_FALSE(fs::exists(out / "t.svg.tmp"));
+}
+
+TEST_CASE("a traced run of 2 replicas x 2 stages checks clean; summary and export show both pipelines") {
+  TempDir dir;
+  const auto run = dir / "run";
+  train_ok({"configs/tiny.yaml", "--out", run, "--set", "parallel.data=2", "--set",
+            "pipeline.stages=2", "--set", "train.steps=3", "--set", "train.eval_every=0",
+            "--set", "trace.enabled=true"},
+           120);
+  const auto check = run_conveyor({"trace", "check", run});
+  INFO(check.out);
+  CHECK(check.exit_code == 0);
+  CHECK(check.out.find("ok: 4 rounds") == 0);  // 3 train rounds and the final evaluation
+
+  const auto summary = run_conveyor({"trace", "summary", run, "--format", "json"});
+  REQUIRE(summary.exit_code == 0);
+  const auto s = nlohmann::json::parse(summary.out);
+  CHECK(s["stages"] == 4);
+  CHECK(s["replicas"] == 2);
+  REQUIRE(s["per_stage"].size() == 4);
+  for (const auto& row : s["per_stage"]) {
+    CAPTURE(row.dump());
+    CHECK(row["busy_ms"].get<double>() > 0);
+    CHECK(row["messages"] == 3 * 4);  // 3 steps × 4 micro-batches of the replica's share
+    CHECK(row["simulated_bubble_fraction"].is_number());
+  }
+  const auto text = run_conveyor({"trace", "summary", run});
+  CHECK(text.out.find("4 stage actors (2 replicas × 2 stages") != std::string::npos);
+
+  TempDir out;
+  REQUIRE(run_conveyor({"trace", "export", run, "--chrome", out / "t.json"}).exit_code == 0);
+  const auto chrome = nlohmann::json::parse(read_text(out / "t.json"));
+  std::set<std::string> tracks;
+  for (const auto& e : chrome["traceEvents"])
+    if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+  CHECK(tracks.count("stage 3 compute (replica 1, rank 1)") == 1);
+  CHECK(tracks.count("stage 0 compute (replica 0, rank 0)") == 1);
 }
 
 TEST_CASE("trace check lists what is wrong and exits 1 on a trace that lost a receive") {

@@ -1,0 +1,53 @@
+// The plans beside a trace (DIR/trace/schedule.json) with data-parallel replicas: stage
+// actors are replica-major, every replica runs the train plans of its pipeline rank, and
+// replica 0 alone the evaluation plans.
+#include "actors/trace/trace_plans.hpp"
+
+#include <doctest/doctest.h>
+
+#include "actors/schedule/schedule.hpp"
+#include "kernels/common/error.hpp"
+
+namespace conveyor::trace {
+namespace {
+
+sched::Schedule two_stage_1f1b() { return sched::make_schedule({"1f1b", 2, 4, 1}); }
+
+std::vector<std::vector<sched::Action>> eval_plans() {
+  return {{sched::Action::parse("0F0")}, {sched::Action::parse("1F0")}};
+}
+
+TEST_CASE("trace plans map each stage actor of 2 replicas to its pipeline rank's plan") {
+  const auto schedule = two_stage_1f1b();
+  const TracePlans plans =
+      parse_trace_plans(trace_plans_json(schedule, eval_plans(), 2).dump(), "schedule.json");
+  REQUIRE(plans.replicas == 2);
+  REQUIRE(plans.ranks() == 2);
+  for (int actor = 0; actor < 4; ++actor) {
+    CAPTURE(actor);
+    CHECK(plans.plan(actor, /*eval=*/false) == schedule.ranks[static_cast<std::size_t>(actor % 2)]);
+  }
+  CHECK(plans.plan(0, true).size() == 1);
+  CHECK(plans.plan(1, true).size() == 1);
+  CHECK(plans.plan(2, true).empty());  // replica 0 alone evaluates
+  CHECK(plans.plan(3, true).empty());
+  CHECK(plans.plan(4, false).empty());  // no such actor
+  CHECK(plans.plan(-1, false).empty());
+}
+
+TEST_CASE("trace plans without replicas read as one replica, and a bad count is refused") {
+  const auto schedule = two_stage_1f1b();
+  auto j = trace_plans_json(schedule, eval_plans());
+  CHECK_FALSE(j.contains("replicas"));
+  CHECK(parse_trace_plans(j.dump(), "schedule.json").replicas == 1);
+  for (const auto* bad : {"0", "-1", "\"two\"", "1.5"}) {
+    CAPTURE(bad);
+    j["replicas"] = nlohmann::json::parse(bad);
+    CHECK_THROWS_WITH_AS(parse_trace_plans(j.dump(), "s.json"),
+                         doctest::Contains("s.json: \"replicas\" must be an integer >= 1"),
+                         InputError);
+  }
+}
+
+}  // namespace
+}  // namespace conveyor::trace

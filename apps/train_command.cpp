@@ -131,9 +131,9 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpe
         what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
-// GPU stage groups with replicas, restarts with replicas and the tied embedding's sum group
-// live in one process so far (CPU replicas span processes: their groups form over the
-// job's store, and a failure there ends the run).
+// GPU stage groups with replicas or the tied embedding, and restarts with replicas, live in
+// one process so far (CPU groups span processes: they form over the job's store, and a
+// failure there ends the run).
 void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& config) {
   if (spec.nnodes <= 1) return;
   if (config.parallel.data > 1 && config.devices.kind != "cpu")
@@ -145,9 +145,10 @@ void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& con
         "parallel.data: {}: stage restarts and NaN rollback with replicas run in one process so "
         "far (nnodes {}; set fault.policy: abort and fault.on_nan: abort or skip)",
         config.parallel.data, spec.nnodes));
-  if (config.model.tie_embeddings)
-    throw InputError(fmt::format("model.tie_embeddings: true: one process so far (nnodes {})",
-                                 spec.nnodes));
+  if (config.model.tie_embeddings && config.devices.kind != "cpu")
+    throw InputError(fmt::format("model.tie_embeddings: true on GPU stages: one process so far "
+                                 "(nnodes {}, devices.kind {}; CPU stages sum over processes)",
+                                 spec.nnodes, config.devices.kind));
 }
 
 // The folder `--resume latest` looks in, before the run folder exists.

@@ -214,9 +214,10 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                             "fault.rejoin_timeout_s > 0"
                           : "recovery across processes covers CPU stages only"));
   // Data parallelism: each stage's replicas, on whichever nodes, average their gradients
-  // in a Gloo group that forms over the job's store (replica_groups.hpp). A stage actor
-  // joins its group as it starts; a scheduler thread per local stage lets all of them wait.
-  if (resolved.replicas > 1 && !resolved.replica_groups) {
+  // in a Gloo group that forms over the job's store (replica_groups.hpp); so do the two
+  // holders of the tied embedding (model.tie_embeddings). A stage actor joins its groups
+  // as it starts; a scheduler thread per local stage lets all of them wait.
+  if ((resolved.replicas > 1 || resolved.model.tie_embeddings) && !resolved.replica_groups) {
     RendezvousClientOptions groups_store = setup.store;
     groups_store.connect_timeout = setup.rendezvous_timeout;
     groups_store.io_timeout = std::chrono::seconds(10);

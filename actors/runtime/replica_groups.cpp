@@ -38,7 +38,7 @@ ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout)
 ReplicaGroups::ReplicaGroups(int replicas, std::chrono::milliseconds timeout,
                              const RendezvousClientOptions& store, std::string listen_address)
     : replicas_(replicas), timeout_(timeout), listen_address_(std::move(listen_address)) {
-  if (replicas < 2)
+  if (replicas < 1)
     throw std::invalid_argument("ReplicaGroups: " + std::to_string(replicas) + " replicas");
   client_ = std::make_unique<RendezvousClient>(store);
 }

@@ -39,7 +39,8 @@ class ReplicaGroups {
   /// Starts the store. REQUIRES: replicas >= 1. Throws RendezvousError when it cannot.
   ReplicaGroups(int replicas, std::chrono::milliseconds timeout);
   /// Joins the job's store at `store`; Gloo listens on `listen_address` (this node's
-  /// address as the other nodes reach it). REQUIRES: replicas >= 2. Throws RendezvousError.
+  /// address as the other nodes reach it). REQUIRES: replicas >= 1 (one: the tied
+  /// embedding's groups only). Throws RendezvousError.
   ReplicaGroups(int replicas, std::chrono::milliseconds timeout,
                 const RendezvousClientOptions& store, std::string listen_address);
   ~ReplicaGroups();

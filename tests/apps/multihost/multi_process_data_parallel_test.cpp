@@ -9,6 +9,7 @@
 // (node 0 writes replica 0's stages) resumes in one process with one replica. A replica
 // may also span processes (3 replicas over 2: its pipeline edge crosses them, tagged apart
 // from the other replicas' edges), and transport.kind ucx takes replicas in one process.
+// The tied embedding's group of two crosses processes the same way.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -148,4 +149,36 @@ TEST_CASE("2 replicas with transport.kind ucx in one process send every edge ove
   train_one_process({"--set", "parallel.data=2", "--set", "train.steps=3", "--set",
                      "transport.kind=ucx", "--out", ucx.string()});
   CHECK(read_text(ucx / "weights.safetensors") == read_text(plain / "weights.safetensors"));
+}
+
+// model.tie_embeddings over processes: the embedding's holder (node 0) and the head's
+// (node 1) sum the tied gradient in a Gloo group of two formed over the job's store, alone
+// (one replica) and beside the stage groups of 2 replicas.
+TEST_CASE("tied embeddings over 2 processes end with the weights of one process, with 1 and 2 replicas") {
+  TempDir dir;
+  for (const int replicas : {1, 2}) {
+    CAPTURE(replicas);
+    const std::vector<std::string> tied{"--set", "model.tie_embeddings=true", "--set",
+                                        "parallel.data=" + std::to_string(replicas), "--set",
+                                        "train.steps=3"};
+    auto with = [&](std::vector<std::string> extra) {
+      extra.insert(extra.begin(), tied.begin(), tied.end());
+      return extra;
+    };
+    const fs::path local = dir.path() / ("local" + std::to_string(replicas)),
+                   run = dir.path() / ("run" + std::to_string(replicas));
+    train_one_process(with({"--out", local.string()}));
+    const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+    std::vector<NodeRun> nodes;
+    for (int n = 0; n < 2; ++n)
+      nodes.push_back(NodeRun{job(with({"--nnodes", "2", "--node-rank", std::to_string(n),
+                                        "--rdzv", rdzv, "--out", run.string()})),
+                              {{"CONVEYOR_TOKEN", "tied-test"}},
+                              {}});
+    require_all_ok(run_nodes(dir, nodes, 120));
+    const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
+    // One replica: its two stages on nodes 0 and 1, so the tied sum crosses them.
+    if (replicas == 1) CHECK(plan.at("replicas").at(0).at("stages").at(1).at("node") == 1);
+    CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
+  }
 }

@@ -51,7 +51,7 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        std::uint32_t generation) {
   return make_group(StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
                                .size = replicas_, .generation = generation},
-                    layout, device, Reduction::average);
+                    layout, device, Reduction::average, &cancellation_);
 }
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join_tied(int replica, int rank,
@@ -63,12 +63,13 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::join_tied(int replica, int ran
     throw std::invalid_argument(group.describe() + ": the embedding's and the head's stages are "
                                 "both on " + device.str() +
                                 " (NCCL needs two GPUs; give devices.ids a GPU per stage)");
-  return make_group(group, layout, device, Reduction::sum);
+  return make_group(group, layout, device, Reduction::sum, nullptr);
 }
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& group,
                                                              const BucketLayout& layout,
-                                                             Device device, Reduction reduction) {
+                                                             Device device, Reduction reduction,
+                                                             const GroupCancellation* cancellation) {
   if (!device.is_cpu()) {
 #if CONVEYOR_WITH_CUDA
     NcclGroupOptions o;
@@ -77,8 +78,10 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& g
     o.reduction = reduction;
     o.device = device.index;
     o.timeout = timeout_;
+    o.cancellation = cancellation;
     return std::make_unique<NcclGradientAllReduce>(*client_, std::move(o));
 #else
+    (void)cancellation;
     throw std::invalid_argument(group.describe() + ": " + device.str() +
                                 " needs a build with CUDA");
 #endif

@@ -29,6 +29,7 @@
 
 #include "kernels/tensor/device.hpp"
 #include "transport/collective/gradient_all_reduce.hpp"
+#include "transport/collective/group_cancellation.hpp"
 #include "transport/rendezvous/client.hpp"
 #include "transport/rendezvous/server.hpp"
 
@@ -62,10 +63,18 @@ class ReplicaGroups {
 
   int replicas() const { return replicas_; }
 
+  /// A recovery began: every stage group of a generation below `generation` (the one the
+  /// groups are rebuilt with) stops waiting for its buckets (group_cancellation.hpp; GPU
+  /// groups — a Gloo group fails at once when a peer's group closes its connections).
+  /// The tied embedding's groups are not touched (they are never rebuilt).
+  void cancel_below(std::uint32_t generation) { cancellation_.cancel_below(generation); }
+
  private:
   std::unique_ptr<GradientAllReduce> make_group(const StageGroup& group, const BucketLayout& layout,
-                                                Device device, Reduction reduction);
+                                                Device device, Reduction reduction,
+                                                const GroupCancellation* cancellation);
 
+  GroupCancellation cancellation_;  // of the stage groups (join), not the tied ones
   int replicas_;
   std::chrono::milliseconds timeout_;
   std::string listen_address_ = "127.0.0.1";

@@ -181,7 +181,8 @@ void NcclCommunicator::check(std::string_view what) {
 }
 
 void NcclCommunicator::wait(cudaEvent_t event, std::string_view what,
-                            Clock::time_point deadline) {
+                            Clock::time_point deadline, const std::function<bool()>& cancelled,
+                            std::string_view why_cancelled) {
   auto next_check = Clock::now();
   for (;;) {
     const cudaError_t status = cudaEventQuery(event);
@@ -191,6 +192,13 @@ void NcclCommunicator::wait(cudaEvent_t event, std::string_view what,
     const auto now = Clock::now();
     if (now >= next_check) {
       check(what);
+      if (cancelled && cancelled()) {
+        const std::string message = describe() + ": " + std::string(what) + ": " +
+                                    std::string(why_cancelled) +
+                                    "; the communicator was aborted";
+        abort();
+        throw NcclError(message);
+      }
       next_check = now + kErrorCheckEvery;
     }
     if (now >= deadline) fail_timeout(what);

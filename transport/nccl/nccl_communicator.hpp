@@ -67,7 +67,10 @@ class NcclCommunicator {
   void check(std::string_view what);
   /// Polls `event` (recorded after an operation of this communicator) until it has
   /// completed, checking for asynchronous errors. At `deadline`: aborts, throws NcclTimeout.
-  void wait(cudaEvent_t event, std::string_view what, Clock::time_point deadline);
+  /// When `cancelled` (polled with the errors) says so: aborts, throws NcclError naming
+  /// `why_cancelled`.
+  void wait(cudaEvent_t event, std::string_view what, Clock::time_point deadline,
+            const std::function<bool()>& cancelled = {}, std::string_view why_cancelled = {});
   /// Aborts the communicator; idempotent, never throws.
   void abort() noexcept;
   /// Aborts and throws NcclTimeout: "<edge>: <what> did not complete within 2 s; ...".

@@ -1,6 +1,7 @@
 #include "transport/collective/nccl/nccl_gradient_all_reduce.hpp"
 
 #include <cstring>
+#include <functional>
 #include <span>
 #include <stdexcept>
 
@@ -17,6 +18,8 @@ namespace conveyor {
 namespace {
 
 constexpr const char* kRebuild = "; the group is broken: rebuild it (next generation) on every rank";
+constexpr const char* kCancelled =
+    "cancelled: a recovery began (a replica failed or left), every stage group is rebuilt";
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -63,11 +66,12 @@ class CudaEvent {
 class NcclPendingBucket final : public AllReduceHandle {
  public:
   NcclPendingBucket(NcclCommunicator* comm, int device, std::string what,
-                    std::chrono::milliseconds timeout)
+                    std::chrono::milliseconds timeout, std::function<bool()> cancelled)
       : comm_(comm),
         device_(device),
         what_(std::move(what)),
         timeout_(timeout),
+        cancelled_(std::move(cancelled)),
         began_(device, true),
         event_(device, true) {}
 
@@ -88,7 +92,8 @@ class NcclPendingBucket final : public AllReduceHandle {
     DeviceGuard guard(device_);
     try {
       if (comm_) {
-        comm_->wait(event_.get(), what_, NcclCommunicator::Clock::now() + timeout_);
+        comm_->wait(event_.get(), what_, NcclCommunicator::Clock::now() + timeout_, cancelled_,
+                    kCancelled);
       } else {
         CUDA_CHECK(cudaEventSynchronize(event_.get()));  // no peer: only local work to wait for
       }
@@ -105,7 +110,14 @@ class NcclPendingBucket final : public AllReduceHandle {
       const cudaError_t status = cudaEventQuery(event_.get());
       if (status == cudaErrorNotReady) {
         (void)cudaGetLastError();  // "not ready" is an answer, not an error to keep
-        if (comm_) comm_->check(what_);
+        if (comm_) {
+          comm_->check(what_);
+          if (cancelled_ && cancelled_()) {
+            comm_->abort();
+            throw NcclError(comm_->describe() + ": " + what_ + ": " + kCancelled +
+                            "; the communicator was aborted");
+          }
+        }
         return false;
       }
       CUDA_CHECK(status);
@@ -121,6 +133,7 @@ class NcclPendingBucket final : public AllReduceHandle {
   int device_;
   std::string what_;
   std::chrono::milliseconds timeout_;
+  std::function<bool()> cancelled_;  // empty: never
   CudaEvent began_;
   CudaEvent event_;
   bool completed_ = false;
@@ -203,8 +216,13 @@ struct NcclGradientAllReduce::Impl {
     if (comm && comm->aborted())
       throw CollectiveError(what + ": not started: an earlier bucket failed" + kRebuild);
     DeviceGuard guard(options.device);
+    std::function<bool()> cancelled;
+    if (options.cancellation)
+      cancelled = [c = options.cancellation, g = options.group.generation] {
+        return c->cancelled(g);
+      };
     auto handle = std::make_unique<NcclPendingBucket>(comm.get(), options.device, what,
-                                                      options.timeout);
+                                                      options.timeout, std::move(cancelled));
     try {
       CUDA_CHECK(cudaEventRecord(handle->began(), options.stream));
       if (comm && bucket.elements() > 0) enqueue(bucket);

@@ -22,9 +22,10 @@
 // Average: NCCL's ncclAvg (for floats: each input scaled by 1/R, then summed). Every
 // rank receives the same bits (ring and tree both compute each sum once and copy it), and
 // runs repeat for a fixed NCCL version, topology and NCCL_* environment.
-// Failures: NCCL's asynchronous errors and a peer that does not take part within
-// `timeout` (measured from the host wait) abort the communicator and throw from the
-// handle; the group is then broken and must be rebuilt (next generation) on every rank.
+// Failures: NCCL's asynchronous errors, a peer that does not take part within `timeout`
+// (measured from the host wait) and a cancellation of the group's generation abort the
+// communicator and throw from the handle; the group is then broken and must be rebuilt
+// (next generation) on every rank.
 // A group of size 1 makes no communicator; its buckets complete unchanged.
 //
 // Thread-safety: one thread at a time for start(), the handles and wait_on_device() (the
@@ -36,6 +37,7 @@
 #include <memory>
 
 #include "transport/collective/gradient_all_reduce.hpp"
+#include "transport/collective/group_cancellation.hpp"
 #include "transport/rendezvous/client.hpp"
 
 namespace conveyor {
@@ -52,6 +54,10 @@ struct NcclGroupOptions {
   cudaStream_t stream = nullptr;
   /// Bound on joining the group and on each host wait for a bucket.
   std::chrono::milliseconds timeout{30'000};
+  /// When set (the process's stage groups, replica_groups.hpp): a host wait for a bucket
+  /// ends as soon as this group's generation is cancelled (group_cancellation.hpp), with
+  /// a CollectiveError, instead of at `timeout`. Outlives the group.
+  const GroupCancellation* cancellation = nullptr;
 };
 
 class NcclGradientAllReduce final : public GradientAllReduce {

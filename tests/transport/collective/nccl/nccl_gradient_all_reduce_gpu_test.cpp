@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "kernels/cuda/bf16.hpp"
 #include "kernels/cuda/check.hpp"
@@ -208,6 +209,67 @@ TEST_CASE("gpu: a bucket only one rank starts fails its wait within the timeout 
   CHECK(error.find("collective: group 'stage 2' (rank 0 of 2) on cuda:0: bucket 0 (4099 f32)") == 0);
   CHECK(error.find("did not complete within 2 s") != std::string::npos);
   CHECK(elapsed < 5.0);
+  CHECK(later.find("not started") != std::string::npos);
+}
+
+// A recovery cancels the stage groups' generation (GroupCancellation, set by the
+// coordinator): a rank waiting for a bucket its peer never starts stops waiting at once,
+// long before the group's timeout, and the group is broken; a group of the next
+// generation is not touched.
+TEST_CASE("gpu: a cancelled generation ends a rank's wait at once, well before the timeout") {
+  CONVEYOR_REQUIRE_TWO_GPUS();
+  testing::LogCapture log;
+  RendezvousServer server(testing::server_options(log));
+  const BucketLayout layout = {{4099, DType::f32}};
+  GroupCancellation cancellation;
+  std::atomic<bool> rank0_done{false};
+  std::string error, later;
+  double elapsed = 0;
+  auto options = [&](int rank) {
+    NcclGroupOptions o;
+    o.group = {.name = "stage 3", .rank = rank, .size = 2, .generation = 4};
+    o.layout = layout;
+    o.device = rank;
+    o.timeout = 30s;
+    o.cancellation = &cancellation;
+    return o;
+  };
+  nccl_testing::run_ranks(
+      [&] {
+        RendezvousClient store(testing::client_options(server));
+        DeviceStream stream(0);
+        auto o = options(0);
+        o.stream = stream;
+        Tensor t = nccl_testing::upload(nccl_testing::random_bits(4099 * 4, 5), Shape{4099},
+                                        DType::f32, 0, stream);
+        NcclGradientAllReduce group(store, o);
+        cancellation.cancel_below(4);  // an older generation: this group waits on
+        std::thread coordinator([&] {
+          std::this_thread::sleep_for(300ms);
+          cancellation.cancel_below(5);
+        });
+        const auto start = Clock::now();
+        error = error_of([&] { group.start({0, {{t.raw(), 4099, DType::f32}}})->wait(); });
+        elapsed = seconds_since(start);
+        coordinator.join();
+        later = error_of([&] { group.start({0, {{t.raw(), 4099, DType::f32}}}); });
+        rank0_done = true;
+      },
+      [&] {  // joins, never starts the bucket (a failed replica), stays until rank 0 is done
+        RendezvousClient store(testing::client_options(server));
+        DeviceStream stream(1);
+        auto o = options(1);
+        o.stream = stream;
+        NcclGradientAllReduce group(store, o);
+        while (!rank0_done) std::this_thread::sleep_for(10ms);
+      });
+  CAPTURE(error);
+  CAPTURE(later);
+  MESSAGE("waited " << elapsed << " s before the cancellation ended it (timeout 30 s)");
+  CHECK(error.find("collective: group 'stage 3' (rank 0 of 2) on cuda:0: bucket 0 (4099 f32)") == 0);
+  CHECK(error.find("cancelled: a recovery began") != std::string::npos);
+  CHECK(elapsed >= 0.25);  // not before the cancellation
+  CHECK(elapsed < 3.0);
   CHECK(later.find("not started") != std::string::npos);
 }
 

@@ -40,6 +40,10 @@ function(conveyor_test name dir)
   endif()
   add_executable(${name} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${sources})
   target_link_libraries(${name} PRIVATE ${arg_UNPARSED_ARGUMENTS} doctest::doctest)
+  # Test code at -O1 (after the build type's -O3, so it wins): the work the tests measure
+  # runs in the libraries, built as configured; this cuts the tests' compile time by about
+  # 30% (measured per file), minutes of CI on 2 cores.
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
   target_compile_definitions(${name} PRIVATE
     CONVEYOR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     CONVEYOR_BINARY="$<TARGET_FILE:conveyor>")

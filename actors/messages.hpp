@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/protocol.hpp"
 #include "actors/wire_format.hpp"
 
@@ -90,6 +91,11 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<RespawnStage>("conveyor::RespawnStage");
   cfg.add_message_type<RebuildChannels>("conveyor::RebuildChannels");
   cfg.add_message_type<RestoreFromCopy>("conveyor::RestoreFromCopy");
+  cfg.add_message_type<AbortRound>("conveyor::AbortRound");
+  cfg.add_message_type<RoundAborted>("conveyor::RoundAborted");
+  cfg.add_message_type<JoinReplicaGroup>("conveyor::JoinReplicaGroup");
+  cfg.add_message_type<ReplicaGroupJoined>("conveyor::ReplicaGroupJoined");
+  cfg.add_message_type<ReplicaGroupFailed>("conveyor::ReplicaGroupFailed");
 }
 
 }  // namespace conveyor

@@ -131,20 +131,24 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpe
         what, why, config.fault.snapshot_every, config.fault.policy));
 }
 
-// GPU stage groups with replicas or the tied embedding, and restarts with replicas, live in
-// one process so far (CPU groups span processes: they form over the job's store, and a
-// failure there ends the run).
+// GPU stage groups with replicas or the tied embedding live in one process so far (CPU
+// groups span processes: they form over the job's store); restarts with replicas over
+// processes go through the snapshots.
 void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& config) {
   if (spec.nnodes <= 1) return;
   if (config.parallel.data > 1 && config.devices.kind != "cpu")
     throw InputError(fmt::format("parallel.data: {}: parallel.data > 1 on GPU stages: one "
                                  "process so far (nnodes {}, devices.kind {})",
                                  config.parallel.data, spec.nnodes, config.devices.kind));
-  if (config.parallel.data > 1 && (config.fault.policy == "restart" || config.fault.on_nan == "rollback"))
+  // Replicas over processes recover through the in-memory snapshots (a replica's state
+  // is not copied from another process): they need them.
+  if (config.parallel.data > 1 && config.fault.policy == "restart" &&
+      config.fault.snapshot_every <= 0)
     throw InputError(fmt::format(
-        "parallel.data: {}: stage restarts and NaN rollback with replicas run in one process so "
-        "far (nnodes {}; set fault.policy: abort and fault.on_nan: abort or skip)",
-        config.parallel.data, spec.nnodes));
+        "parallel.data: {} over {} processes with fault.policy restart: a failed stage restores "
+        "its in-memory snapshot (copying a healthy replica is done in one process only), so "
+        "fault.snapshot_every must be > 0 (it is {}; or set fault.policy: abort)",
+        config.parallel.data, spec.nnodes, config.fault.snapshot_every));
   if (config.model.tie_embeddings && config.devices.kind != "cpu")
     throw InputError(fmt::format("model.tie_embeddings: true on GPU stages: one process so far "
                                  "(nnodes {}, devices.kind {}; CPU stages sum over processes)",

@@ -295,7 +295,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   mine.ucx_address = ucx_address(*hub);
 
   for (int r : local_ranks) {
-    auto a = system.spawn(linked_stage_actor, job, r, epoch, links);
+    auto a = system.spawn(linked_stage_actor, job, r, epoch, links, !setup.rejoining);
     mine.actors.push_back(a);
     end.actors.push_back(a);
   }

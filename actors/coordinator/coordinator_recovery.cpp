@@ -117,6 +117,9 @@ std::optional<RestoreSource> choose_source(const CoordinatorState& st,
                                            std::optional<std::int64_t> boundary) {
   std::optional<std::int64_t> snapshot;
   if (st.job->snapshots) snapshot = st.job->snapshots->consistent_step();
+  // Over several processes a replica's in-memory state does not travel (its source may be
+  // in another process): the snapshot path only, as if inside the optimizer step.
+  if (!st.restarts.node_of_rank.empty()) boundary = std::nullopt;
   return choose_restore_source(st.job->replica_layout(), respawn, boundary, snapshot);
 }
 

@@ -16,12 +16,15 @@
 //                                        died or left): the stage dropped its round and
 //                                        waits for the coordinator's recovery
 // (RestoreStage, for the snapshot path, also leaves the group before it loads.)
-// In-process only: replicas run in one process so far.
+// All but RestoreFromReplica cross processes (wire types, messages.hpp): replicas over
+// several processes recover through the snapshot path, never by copying a replica's
+// in-memory state from another process.
 #include <caf/all.hpp>
 #include <cstdint>
 #include <string>
 
 #include "actors/stage/stage_snapshot.hpp"
+#include "actors/wire_format.hpp"
 
 namespace conveyor {
 
@@ -54,11 +57,31 @@ struct ReplicaGroupFailed {
   std::string what;
 };
 
+template <class Inspector, class T>
+wire::both_t<Inspector, T, AbortRound> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("AbortRound"), x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RoundAborted> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RoundAborted"), x.rank);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, JoinReplicaGroup> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("JoinReplicaGroup"), x.generation);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, ReplicaGroupJoined> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("ReplicaGroupJoined"), x.rank);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, ReplicaGroupFailed> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("ReplicaGroupFailed"), x.rank, x.round, x.what);
+}
+
 }  // namespace conveyor
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::AbortRound)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RoundAborted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreFromReplica)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::JoinReplicaGroup)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::ReplicaGroupJoined)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::ReplicaGroupFailed)

@@ -349,9 +349,9 @@ caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const TrainingJo
 
 caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
                                  StageWorker::Clock::time_point epoch,
-                                 std::shared_ptr<const StageLinks> links) {
+                                 std::shared_ptr<const StageLinks> links, bool join_group) {
   self->state.links = std::move(links);
-  return stage_actor(self, std::move(job), rank, epoch);
+  return stage_behavior(self, std::move(job), rank, epoch, join_group);
 }
 
 caf::behavior restarted_linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job,

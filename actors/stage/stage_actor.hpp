@@ -40,11 +40,14 @@ caf::behavior restarted_stage_actor(caf::stateful_actor<StageActorState>* self,
                                     StageWorker::Clock::time_point epoch, std::int64_t round_fence);
 
 /// A stage actor whose edges to ranks of other processes go through `links`
-/// (actors/cluster/stage_remote.hpp); the rest is stage_actor.
+/// (actors/cluster/stage_remote.hpp); the rest is stage_actor. `join_group`: join the
+/// stage group's generation 0 as it starts (false for a lost node's replacement, whose
+/// stages join the next generation with every other stage once the recovery restored
+/// them).
 caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,
                                  std::shared_ptr<const TrainingJob> job, int rank,
                                  StageWorker::Clock::time_point epoch,
-                                 std::shared_ptr<const StageLinks> links);
+                                 std::shared_ptr<const StageLinks> links, bool join_group);
 
 /// The replacement of a failed linked_stage_actor, as restarted_stage_actor.
 caf::behavior restarted_linked_stage_actor(caf::stateful_actor<StageActorState>* self,

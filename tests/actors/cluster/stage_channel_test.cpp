@@ -34,7 +34,8 @@ std::string failure_of_stage_1(const PipeHeader& header) {
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system system{cfg};
   auto stage = system.spawn<caf::detached>(linked_stage_actor, job, 1, StageWorker::Clock::now(),
-                                           std::shared_ptr<const StageLinks>(links));
+                                           std::shared_ptr<const StageLinks>(links),
+                                           /*join_group=*/true);
   caf::scoped_actor self{system};
   self->monitor(stage);
   self->send(stage, PeerTable{{stage, stage}});

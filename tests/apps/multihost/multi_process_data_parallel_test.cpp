@@ -182,3 +182,73 @@ TEST_CASE("tied embeddings over 2 processes end with the weights of one process,
     CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
   }
 }
+
+// Replicas over processes with fault.policy restart: a failed stage, on either node, is
+// respawned in its process and every stage goes back to the in-memory snapshot (a
+// replica's state is not copied across processes); a lost node's replacement rejoins
+// and its stages join the stage groups' next generation with the others. Each run ends
+// with the weights of the same 2 replicas in one process without a fault.
+TEST_CASE("2 replicas over 2 processes recover crashes on either node and a lost node, bitwise") {
+  TempDir dir;
+  const std::vector<std::string> restart{"--set", "parallel.data=2", "--set", "train.steps=12",
+                                         "--set", "fault.policy=restart", "--set",
+                                         "fault.rejoin_timeout_s=60"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), restart.begin(), restart.end());
+    return extra;
+  };
+  const fs::path local = dir.path() / "local";
+  train_one_process(with({"--out", local.string()}));
+  const std::string want = read_text(local / "weights.safetensors");
+
+  struct Case {
+    std::string name;
+    std::vector<std::string> extra;
+    std::string kill_when;  // node 1 killed and started again when node 0 prints this
+    std::vector<std::string> faults;
+  };
+  const std::vector<Case> cases = {
+      {"crashes", {"--set", "fault.inject=[crash:stage=1:step=3,crash:stage=3:step=6]"}, "",
+       {"crash", "crash"}},
+      {"lost node", {}, "step 5/12", {"node"}}};
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const fs::path run = dir.path() / c.name;
+    const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+    std::vector<NodeRun> nodes;
+    for (int n = 0; n < 2; ++n) {
+      auto extra = with(c.extra);
+      extra.insert(extra.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv",
+                                 rdzv, "--out", run.string()});
+      nodes.push_back(NodeRun{job(extra), {{"CONVEYOR_TOKEN", "replica-restart-test"}}, {}});
+    }
+    if (!c.kill_when.empty()) {
+      nodes[1].kill_when_node0_says = c.kill_when;
+      nodes[1].restart_after_kill = true;
+    }
+    const auto results = run_nodes(dir, nodes, 120);
+    INFO("node 0:\n" << results[0].err);
+    require_all_ok(results);
+    std::vector<std::string> faults;
+    for (auto& row : read_jsonl(run / "metrics.jsonl"))
+      if (row.value("event", "") == "recovery") {
+        faults.push_back(row.at("fault"));
+        CHECK(row.at("restored_from") == "snapshot");
+      }
+    CHECK(faults == c.faults);
+    CHECK(read_text(run / "weights.safetensors") == want);
+  }
+}
+
+TEST_CASE("replicas over processes with fault.policy restart need in-memory snapshots, said by name") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  const auto r = run_conveyor(job({"--set", "parallel.data=2", "--set", "fault.policy=restart",
+                                   "--set", "fault.snapshot_every=0", "--nnodes", "2",
+                                   "--node-rank", "0", "--rdzv", rdzv, "--out",
+                                   (dir.path() / "run").string()}),
+                              30, CONVEYOR_SOURCE_DIR);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("fault.snapshot_every must be > 0") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
+}

@@ -132,6 +132,15 @@ TEST_CASE("recovery messages cross the wire; a snapshot copy's tensors arrive as
   const auto rejoined = round_trip(system, PeerRejoined{1, {7, 8, 9}});
   CHECK(rejoined.node == 1);
   CHECK(rejoined.ucx_address == std::vector<std::uint8_t>{7, 8, 9});
+  // The stage groups' recovery (replicas over processes).
+  CHECK(round_trip(system, AbortRound{17}).round_fence == 17);
+  CHECK(round_trip(system, RoundAborted{5}).rank == 5);
+  CHECK(round_trip(system, JoinReplicaGroup{9}).generation == 9);
+  CHECK(round_trip(system, ReplicaGroupJoined{6}).rank == 6);
+  const auto group_failed = round_trip(system, ReplicaGroupFailed{3, 21, "bucket 2 timed out"});
+  CHECK(group_failed.rank == 3);
+  CHECK(group_failed.round == 21);
+  CHECK(group_failed.what == "bucket 2 timed out");
 
   Tensor m = Tensor::zeros({5, 2});
   m.f32()[3] = 1.5f;

@@ -175,11 +175,10 @@ bool try_recover(Self* self, Failure f) {
   ++st.generation;
   st.recovering = true;
   st.reports.clear();
-  // Every stage group is rebuilt after a recovery: end its survivors' waits now (a GPU
+  // Every group is rebuilt after a recovery: end its survivors' waits now (a GPU
   // rank would otherwise wait in a bucket its failed peer never starts until
   // transport.timeout_s, before this recovery could reach it).
-  if (st.job->replicas > 1 && st.job->replica_groups)
-    st.job->replica_groups->cancel_below(st.group_generation + 1);
+  if (st.job->replica_groups) st.job->replica_groups->cancel_below(st.group_generation + 1);
   st.recovery = std::make_shared<PendingRecovery>(
       PendingRecovery{f, st.step, source->steps_done, detected, st.boundary});
   st.respawning = 0;

@@ -106,7 +106,7 @@ void restore_from_replicas(Self* self, const std::map<int, int>& sources) {
 
 void rejoin_replica_groups(Self* self) {
   auto& st = self->state;
-  if (st.job->replicas == 1) {  // no stage groups (a tied embedding's group is not rebuilt)
+  if (!st.job->replica_groups) {  // no groups: no replicas, no tied embedding
     finish_recovery(self);
     return;
   }

@@ -51,25 +51,25 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        std::uint32_t generation) {
   return make_group(StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
                                .size = replicas_, .generation = generation},
-                    layout, device, Reduction::average, &cancellation_);
+                    layout, device, Reduction::average);
 }
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join_tied(int replica, int rank,
                                                             const BucketLayout& layout,
-                                                            Device device, Device peer) {
+                                                            Device device, Device peer,
+                                                            std::uint32_t generation) {
   const StageGroup group{.name = fmt::format("tied embeddings {}", replica), .rank = rank,
-                         .size = 2, .generation = 0};
+                         .size = 2, .generation = generation};
   if (!device.is_cpu() && device == peer)
     throw std::invalid_argument(group.describe() + ": the embedding's and the head's stages are "
                                 "both on " + device.str() +
                                 " (NCCL needs two GPUs; give devices.ids a GPU per stage)");
-  return make_group(group, layout, device, Reduction::sum, nullptr);
+  return make_group(group, layout, device, Reduction::sum);
 }
 
 std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& group,
                                                              const BucketLayout& layout,
-                                                             Device device, Reduction reduction,
-                                                             const GroupCancellation* cancellation) {
+                                                             Device device, Reduction reduction) {
   if (!device.is_cpu()) {
 #if CONVEYOR_WITH_CUDA
     NcclGroupOptions o;
@@ -78,10 +78,9 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& g
     o.reduction = reduction;
     o.device = device.index;
     o.timeout = timeout_;
-    o.cancellation = cancellation;
+    o.cancellation = &cancellation_;
     return std::make_unique<NcclGradientAllReduce>(*client_, std::move(o));
 #else
-    (void)cancellation;
     throw std::invalid_argument(group.describe() + ": " + device.str() +
                                 " needs a build with CUDA");
 #endif

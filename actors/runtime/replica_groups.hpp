@@ -20,7 +20,8 @@
 // recovery (fault.policy restart, fault.on_nan rollback) each stage leaves its group and
 // every rank joins the coordinator's next generation (fresh store keys, new connections),
 // whether or not its own group failed: a respawned rank needs a new group anyway, and a
-// group that saw a failed bucket is broken for good (gradient_all_reduce.hpp).
+// group that saw a failed bucket is broken for good (gradient_all_reduce.hpp). The tied
+// embedding's groups of two follow the same generations.
 // Thread-safety: join() from any thread.
 #include <chrono>
 #include <cstdint>
@@ -56,25 +57,25 @@ class ReplicaGroups {
                                           Device device, std::uint32_t generation = 0);
 
   /// model.tie_embeddings: rank `rank` (0: the holder of the embedding's copy, 1: the
-  /// head's) of replica `replica`'s group of two that sums the tied tensor's gradient.
-  /// Throws as join(), and std::invalid_argument when both holders are on one GPU.
+  /// head's) of replica `replica`'s group of two that sums the tied tensor's gradient,
+  /// rebuilt by generation like the stage groups. Throws as join(), and
+  /// std::invalid_argument when both holders are on one GPU.
   std::unique_ptr<GradientAllReduce> join_tied(int replica, int rank, const BucketLayout& layout,
-                                               Device device, Device peer);
+                                               Device device, Device peer,
+                                               std::uint32_t generation = 0);
 
   int replicas() const { return replicas_; }
 
-  /// A recovery began: every stage group of a generation below `generation` (the one the
-  /// groups are rebuilt with) stops waiting for its buckets (group_cancellation.hpp; GPU
-  /// groups — a Gloo group fails at once when a peer's group closes its connections).
-  /// The tied embedding's groups are not touched (they are never rebuilt).
+  /// A recovery began: every group of a generation below `generation` (the one the groups
+  /// are rebuilt with) stops waiting for its buckets (group_cancellation.hpp; GPU groups —
+  /// a Gloo group fails at once when a peer's group closes its connections).
   void cancel_below(std::uint32_t generation) { cancellation_.cancel_below(generation); }
 
  private:
   std::unique_ptr<GradientAllReduce> make_group(const StageGroup& group, const BucketLayout& layout,
-                                                Device device, Reduction reduction,
-                                                const GroupCancellation* cancellation);
+                                                Device device, Reduction reduction);
 
-  GroupCancellation cancellation_;  // of the stage groups (join), not the tied ones
+  GroupCancellation cancellation_;  // of every group this object makes
   int replicas_;
   std::chrono::milliseconds timeout_;
   std::string listen_address_ = "127.0.0.1";

@@ -59,30 +59,51 @@ void drive_worker(Self* self) {
   }
 }
 
-// This stage's group of replicas (parallel.data > 1), as a data-parallel stage joins it:
-// generation 0 at the start, the coordinator's next one after each recovery.
-void join_replica_group(Self* self, std::uint32_t generation) {
+// This stage's groups, as it joins them: generation 0 at the start, the coordinator's
+// next one after each recovery (JoinReplicaGroup). Each join blocks until every rank of
+// the group joined, each on a thread of its own; the stage group first, then the tied
+// embedding's, on every stage alike (so no two stages wait for each other crosswise).
+//  - its replicas' stage group (parallel.data > 1);
+//  - model.tie_embeddings: a stage holding one copy joins its replica's group of two
+//    (rank 0: the embedding's holder); one holding both sums in place, no group.
+void join_groups(Self* self, std::uint32_t generation) {
   auto& st = self->state;
-  const auto layout = st.job->replica_layout();
+  const auto& job = *st.job;
+  const auto layout = job.replica_layout();
   const int rank = st.worker->rank();
-  st.worker->set_replica_group(st.job->replica_groups->join(
-      layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
-      st.job->actor_placement(rank).device, generation));
+  if (job.replicas > 1)
+    st.worker->set_replica_group(job.replica_groups->join(
+        layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
+        job.actor_placement(rank).device, generation));
+  if (!job.model.tie_embeddings || !st.worker->holds_tied_copy()) return;
+  std::unique_ptr<GradientAllReduce> group;
+  if (st.worker->tied_needs_group()) {
+    const int first = job.actor_of_model_stage(rank, 0);
+    const int last = job.actor_of_model_stage(rank, job.placement.model_stages() - 1);
+    const bool embedding = rank == first;
+    group = job.replica_groups->join_tied(layout.replica_of(rank), embedding ? 0 : 1,
+                                          st.worker->tied_bucket_layout(),
+                                          job.actor_placement(rank).device,
+                                          job.actor_placement(embedding ? last : first).device,
+                                          generation);
+  }
+  st.worker->set_tied_embeddings(std::move(group));
 }
 
-// Leaves the stage group before a recovery touches the gradients or the state: its
-// pending buckets settle first (a bucket may still be writing the gradients), and the
-// group's connections close, so a replica still waiting on this stage's part fails at
-// once instead of after the group's timeout.
-void leave_replica_group(Self* self) {
+// Leaves the groups before a recovery touches the gradients or the state: pending buckets
+// settle first (a bucket may still be writing the gradients), and the groups'
+// connections close, so a peer still waiting on this stage's part fails at once instead
+// of after the group's timeout.
+void leave_groups(Self* self) {
   if (self->state.job->replicas > 1) self->state.worker->set_replica_group(nullptr);
+  self->state.worker->leave_tied_group();
 }
 
 // Drops the round under way (and every one up to `fence`): the stage group is left first,
 // its buckets settled, since the abort zeroes the gradients they may still be writing.
 void drop_round(Self* self, std::int64_t fence) {
   auto& st = self->state;
-  leave_replica_group(self);
+  leave_groups(self);
   st.worker->abort(fence);
   st.probe->plan_aborted();
 }
@@ -154,23 +175,8 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
     st.worker = std::make_unique<StageWorker>(job->model, job->actor_placement(rank),
                                               job->placement.model_stages(),
                                               job->actor_data(rank), epoch, job->make_model);
-    // Data parallelism: join this stage's replica group; blocks until its R ranks, each on
-    // a thread of its own, have joined.
-    if (job->replicas > 1 && join_group) join_replica_group(self, 0);
-    // model.tie_embeddings: the holders of the two copies sum their gradients; a stage with
-    // one copy joins its replica's group of two (rank 0: the embedding's holder).
-    if (job->model.tie_embeddings && st.worker->holds_tied_copy()) {
-      std::unique_ptr<GradientAllReduce> group;
-      if (st.worker->tied_needs_group()) {
-        const int first = job->actor_of_model_stage(rank, 0);
-        const int last = job->actor_of_model_stage(rank, job->placement.model_stages() - 1);
-        const bool embedding = rank == first;
-        group = job->replica_groups->join_tied(
-            job->replica_layout().replica_of(rank), embedding ? 0 : 1, st.worker->tied_bucket_layout(),
-            job->actor_placement(rank).device, job->actor_placement(embedding ? last : first).device);
-      }
-      st.worker->set_tied_embeddings(std::move(group));
-    }
+    // A replacement joins the next generation with every other stage after the restore.
+    if (join_group) join_groups(self, 0);
     const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               epoch.time_since_epoch()).count();
     st.probe = std::make_unique<trace::StageProbe>(
@@ -309,7 +315,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
       [=](const JoinReplicaGroup& join) -> caf::result<ReplicaGroupJoined> {
         auto& st = self->state;
         try {
-          join_replica_group(self, join.generation);
+          join_groups(self, join.generation);
           return ReplicaGroupJoined{st.worker->rank()};
         } catch (const CollectiveError& e) {
           // A replica that died while joining: the coordinator's next recovery joins again.

@@ -109,6 +109,10 @@ void StageWorker::set_tied_embeddings(std::unique_ptr<GradientAllReduce> group) 
   tied_ = std::make_unique<TiedEmbeddings>(models(), std::move(group));
 }
 
+void StageWorker::leave_tied_group() {
+  if (tied_ && tied_needs_group()) tied_.reset();
+}
+
 bool StageWorker::holds_tied_copy() const { return !TiedEmbeddings::layout_of(models()).empty(); }
 
 bool StageWorker::tied_needs_group() const { return TiedEmbeddings::needs_group(models()); }

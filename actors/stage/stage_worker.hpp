@@ -149,6 +149,9 @@ class StageWorker {
   /// take_report(), after the replica averaging; the head copy's square is reported as 0
   /// (the norm counts the tied tensor once).
   void set_tied_embeddings(std::unique_ptr<GradientAllReduce> group);
+  /// Leaves the sum group (a recovery; the stage sets a group of the next generation
+  /// before its next train plan). A stage holding both copies keeps its in-place sum.
+  void leave_tied_group();
   /// Whether this stage holds copies of the tied tensor, and whether exactly one (a group
   /// is then needed); the group's layout.
   bool holds_tied_copy() const;

@@ -25,18 +25,6 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
   return std::nullopt;
 }
 
-// model.tie_embeddings: the embedding's and the head's stages sum their gradients through a
-// group of two, which a stage restart does not rebuild yet.
-std::optional<ConfigProblem> check_tied_embeddings(const RunConfig& c) {
-  const bool one_holder = c.pipeline.stages == 1 || c.pipeline.schedule == "zbv";
-  if (c.model.tie_embeddings && !one_holder && c.fault.policy == "restart")
-    return ConfigProblem{"model.tie_embeddings",
-                         "true with fault.policy restart: the sum group of the embedding's and "
-                         "the head's stages is not rebuilt after a restart yet (set "
-                         "fault.policy: abort, or run one stage)",
-                         "fault.policy"};
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -55,7 +43,6 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "model.layers"};
   const auto& pl = c.pipeline;
   if (auto p = check_data_parallel(c)) return p;
-  if (auto p = check_tied_embeddings(c)) return p;
   try {
     // Each replica runs the schedule on its share of the step's micro-batches.
     sched::validate_spec(schedule_spec_of(c));

@@ -239,16 +239,3 @@ TEST_CASE("2 replicas over 2 processes recover crashes on either node and a lost
     CHECK(read_text(run / "weights.safetensors") == want);
   }
 }
-
-TEST_CASE("replicas over processes with fault.policy restart need in-memory snapshots, said by name") {
-  TempDir dir;
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  const auto r = run_conveyor(job({"--set", "parallel.data=2", "--set", "fault.policy=restart",
-                                   "--set", "fault.snapshot_every=0", "--nnodes", "2",
-                                   "--node-rank", "0", "--rdzv", rdzv, "--out",
-                                   (dir.path() / "run").string()}),
-                              30, CONVEYOR_SOURCE_DIR);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.find("fault.snapshot_every must be > 0") != std::string::npos);
-  CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
-}

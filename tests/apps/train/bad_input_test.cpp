@@ -141,12 +141,14 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
       bad_set("replicas not dividing the micro-batches",
               {"parallel.data=3", "fault.policy=abort"},
               {"parallel.data", "3", "pipeline.micro_batches", "8"}),
-      {"replicas over several processes with stage restarts",
+      // Over processes a failed stage restores its snapshot (no cross-process replica copy).
+      {"replicas over several processes with stage restarts and no snapshots",
        [](const TempDir&, auto& args, auto& want) {
          args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=restart",
-                                  "--nnodes", "2", "--node-rank", "0", "--rdzv",
-                                  "127.0.0.1:1"});
-         want = {"parallel.data", "fault.policy", "nnodes 2"};
+                                  "--set", "fault.snapshot_every=0", "--nnodes", "2",
+                                  "--node-rank", "0", "--rdzv", "127.0.0.1:1"});
+         want = {"parallel.data: 2 over 2 processes", "fault.policy restart",
+                 "fault.snapshot_every must be > 0"};
        }},
       // Checked before the rendezvous: a wrong split never waits for the other nodes.
       {"replicas whose stages do not split over the nodes",
@@ -164,14 +166,6 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
                                   "127.0.0.1:1"});
          want = {"checkpoint.every", "parallel.data: 2", "replica 0", "nodes 0, 1"};
        }},
-  });
-}
-
-TEST_CASE("tied embeddings across stages with stage restarts exit 2 naming both keys") {
-  check_all_rejected({
-      bad_set("tied embeddings with restarts",
-              {"model.tie_embeddings=true", "pipeline.stages=2", "fault.policy=restart"},
-              {"model.tie_embeddings", "fault.policy"}),
   });
 }
 

@@ -184,3 +184,38 @@ TEST_CASE("the middle node of 3 is killed and started again: node 2 reconnects t
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
         read_text(dir.path() / "one" / "weights.safetensors"));
 }
+
+// Two failures at once on two nodes: node 1's process exits (restarted by its supervisor)
+// and a stage of node 2 crashes at the start of the same step. Whichever the coordinator
+// sees first, the other joins that recovery: one recovery, both ranks respawned, the
+// fault-free weights.
+TEST_CASE("a node lost and a stage of another node crashing in the same step make one recovery, same weights") {
+  TempDir dir;
+  auto reference = rejoin_job({"--set", "pipeline.stages=3", "--out", dir / "one"});
+  reference.erase(reference.begin());
+  train_ok(reference, 120);
+
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 3; ++n) {
+    auto args = rejoin_job({"--set", "pipeline.stages=3", "--set", "fault.rejoin_timeout_s=60",
+                            "--set", "fault.inject=[exit:node=1:step=5,crash:stage=2:step=5]"});
+    args.insert(args.end(), {"--nnodes", "3", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", dir / "run"});
+    if (n == 1) args.push_back("--supervise");
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "rejoin-test-3b"}}, {}});
+  }
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  INFO("node 2:\n" << results[2].err);
+  require_all_ok(results);
+  const auto rows = recoveries(dir.path() / "run");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["fault"] == "node");
+  auto respawned = rows[0]["respawned"].get<std::vector<int>>();
+  std::ranges::sort(respawned);
+  CHECK(respawned == std::vector<int>{1, 2});
+  CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
+        read_text(dir.path() / "one" / "weights.safetensors"));
+}

@@ -9,7 +9,7 @@
 #      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots;
 #      dataparallel: 2 replicas x 1 stage over NCCL against one GPU;
 #      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
-#      and time on one GPU);
+#      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -168,6 +168,21 @@ if want recompute; then
   for r in none attention full; do
     big recompute-$r --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=gpipe \
       --set optim.master=bf16 --set optim.grad_dtype=bf16 --set model.recompute=$r
+  done
+fi
+
+# 12. GPU replica recovery (2 GPUs): R=2 x P=1 over NCCL, a crash on each GPU in turn
+#     against the fault-free run; the recovery time shows whether the survivor's bucket
+#     wait was cancelled (GroupCancellation) or ran to transport.timeout_s (10 s here)
+if want replicarestart; then
+  rr=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512
+      --set model.layers=4 --set train.steps=12 --set train.eval_every=0 --set pipeline.micro_batches=4
+      --set pipeline.stages=1 --set parallel.data=2 --set devices.ids=[0,1] --set transport.timeout_s=10)
+  timeout 120 $BIN train "${rr[@]}" --out "$OUT/rr-clean" > /dev/null 2> "$OUT/rr-clean.log"
+  for fault in crash:stage=1:step=5 crash:stage=0:step=7; do
+    name=rr-${fault//[:=]/-}
+    timeout 120 $BIN train "${rr[@]}" --set "fault.inject=[$fault]" --out "$OUT/$name" > /dev/null 2> "$OUT/$name.log"
+    row "GPU replicas, $fault" "$(cmp -s "$OUT/rr-clean/weights.safetensors" "$OUT/$name/weights.safetensors" && echo identical || echo DIFFERENT), $(grep '"recovery"' "$OUT/$name/metrics.jsonl" | python3 -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; print(', '.join(f\"{x['restored_from']} in {x['recovery_ms']:.0f} ms\" for x in r) or 'no recovery')" 2>/dev/null)"
   done
 fi
 

@@ -323,8 +323,7 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     return;
   }
   if (st.recovering && (!st.awaiting.empty() || st.respawning > 0) &&
-      (is_remote(st, rank) ? static_cast<bool>(st.restarts.directory)
-                           : static_cast<bool>(st.restarts.respawn))) {
+      respawns_in_place(st, rank)) {
     // Its transfers to a lost node broke (a stage of this process, or of another surviving
     // one — its UCX endpoint to the lost node timed out): replaced within the recovery
     // under way, in its own process.

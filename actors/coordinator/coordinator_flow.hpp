@@ -84,6 +84,9 @@ void rejoin_replica_groups(Self* self);
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);
+/// Whether a failed `rank` can be respawned where its process lives on: node 0's own
+/// stages by the coordinator's respawn, another node's through the node directories.
+bool respawns_in_place(const CoordinatorState& st, int rank);
 /// A stage of another node that keeps its snapshots to itself (remote_markers) took one
 /// after `steps_done` steps when one was due (before its reply): node 0's store notes it.
 void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done);

@@ -36,9 +36,7 @@ bool recoverable(const CoordinatorState& st, const Failure& f) {
     // while its process lives on is respawned there.
     if (is_remote(st, r) && f.fault == "node") {
       if (!st.restarts.keeper || st.restarts.rejoin_timeout.count() <= 0) return false;
-    } else if (is_remote(st, r)) {
-      if (!st.restarts.directory) return false;
-    } else if (!st.restarts.respawn) {
+    } else if (!respawns_in_place(st, r)) {
       return false;
     }
   }
@@ -57,6 +55,11 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snap
 bool is_remote(const CoordinatorState& st, int rank) {
   const auto& nodes = st.restarts.node_of_rank;
   return !nodes.empty() && nodes.at(static_cast<std::size_t>(rank)) != 0;
+}
+
+bool respawns_in_place(const CoordinatorState& st, int rank) {
+  return is_remote(st, rank) ? static_cast<bool>(st.restarts.directory)
+                             : static_cast<bool>(st.restarts.respawn);
 }
 
 void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done) {

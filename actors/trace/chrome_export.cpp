@@ -65,9 +65,9 @@ nlohmann::json chrome_trace(const TraceSet& set) {
                              ? fmt::format("coordinator {}", kStreams[tid % 4])
                              : fmt::format("stage {} {}", r.stage, kStreams[tid % 4]);
       // With replicas, stage actors are replica-major: say which pipeline each one is in.
-      if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1 && set.plans->ranks() > 0)
-        name += fmt::format(" (replica {}, rank {})", r.stage / set.plans->ranks(),
-                            r.stage % set.plans->ranks());
+      if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1)
+        name += fmt::format(" (replica {}, rank {})", set.plans->layout().replica_of(r.stage),
+                            set.plans->layout().stage_of(r.stage));
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
                         {"args", {{"name", name}}}});
       events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid},

@@ -10,10 +10,10 @@ namespace conveyor::trace {
 const std::vector<sched::Action>& TracePlans::plan(int actor, bool eval) const {
   static const std::vector<sched::Action> none;
   const auto& plans = eval ? this->eval : train.ranks;
-  const int P = ranks();
-  if (actor < 0 || P == 0 || actor >= P * replicas) return none;
-  if (eval && actor >= P) return none;  // replica 0 alone evaluates
-  const auto rank = static_cast<std::size_t>(actor % P);
+  const ReplicaLayout l = layout();
+  if (actor < 0 || actor >= l.actors()) return none;
+  if (eval && l.replica_of(actor) > 0) return none;  // replica 0 alone evaluates
+  const auto rank = static_cast<std::size_t>(l.stage_of(actor));
   return rank < plans.size() ? plans[rank] : none;
 }
 

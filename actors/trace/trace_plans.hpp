@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/placement.hpp"
+#include "actors/replica_placement.hpp"
 #include "actors/schedule/schedule.hpp"
 
 namespace conveyor::trace {
@@ -27,8 +28,10 @@ struct TracePlans {
   /// The plan stage actor `actor` ran in a train (eval = false) or eval round; empty if
   /// none (an actor outside the R·P of the run).
   const std::vector<sched::Action>& plan(int actor, bool eval) const;
-  /// Pipeline ranks P.
-  int ranks() const { return static_cast<int>(train.ranks.size()); }
+  /// The run's stage actors: R replicas of the schedule's P ranks, replica-major.
+  ReplicaLayout layout() const {
+    return ReplicaLayout{replicas, static_cast<int>(train.ranks.size())};
+  }
 };
 
 nlohmann::json trace_plans_json(const sched::Schedule& train,

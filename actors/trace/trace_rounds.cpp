@@ -11,15 +11,15 @@ std::size_t Round::action_count() const {
 }
 
 int stage_count(const TraceSet& set) {
-  if (set.plans) return set.plans->ranks() * set.plans->replicas;
+  if (set.plans) return set.plans->layout().actors();
   int n = 0;
   for (const auto& r : set.records) n = std::max(n, r.stage + 1);
   return n;
 }
 
 int pipeline_rank(const TraceSet& set, int actor) {
-  if (!set.plans || set.plans->ranks() == 0) return actor;
-  return actor % set.plans->ranks();
+  if (!set.plans || set.plans->layout().actors() == 0) return actor;
+  return set.plans->layout().stage_of(actor);
 }
 
 sched::Action action_of(const TraceSet& set, const Record& r, bool as_actor) {

@@ -11,15 +11,14 @@ namespace {
 
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-// The simulator run on the plan with every action's measured duration.
 // The train schedule simulated with the durations replica `replica`'s stage actors
 // measured in `round` (each replica runs the same plans on its own micro-batches).
 std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, int replica) {
   if (!set.plans) return std::nullopt;
-  const int P = set.plans->ranks();
+  const ReplicaLayout layout = set.plans->layout();
   sched::SimCosts costs;
-  for (int rank = 0; rank < P; ++rank) {
-    const auto actor = static_cast<std::size_t>(replica * P + rank);
+  for (int rank = 0; rank < layout.stages; ++rank) {
+    const auto actor = static_cast<std::size_t>(layout.actor(replica, rank));
     if (actor >= round.actions.size()) continue;
     for (std::size_t i : round.actions[actor]) {
       const Record& r = set.records[i];
@@ -70,20 +69,20 @@ TraceSummary summarize(const TraceSet& set) {
     }
     // Every replica's pipeline simulated on its own durations: the step is the slowest
     // replica's (they meet at the gradient average), the bubble their mean.
-    const int replicas = set.plans ? set.plans->replicas : 1;
     std::vector<sched::SimResult> sims;
-    for (int rep = 0; rep < replicas; ++rep)
+    for (int rep = 0; rep < s.replicas; ++rep)
       if (auto sim = replay(set, round, rep)) sims.push_back(std::move(*sim));
-    if (!sims.empty() && static_cast<int>(sims.size()) == replicas) {
+    if (static_cast<int>(sims.size()) == s.replicas) {
       ++simulated;
+      const ReplicaLayout layout = set.plans->layout();
       double makespan = 0, bubble = 0;
-      for (int rep = 0; rep < replicas; ++rep) {
+      for (int rep = 0; rep < s.replicas; ++rep) {
         const auto& sim = sims[static_cast<std::size_t>(rep)];
         makespan = std::max(makespan, sim.makespan);
-        bubble += sim.bubble / replicas;
-        for (std::size_t rank = 0; rank < sim.stage_bubble.size(); ++rank) {
-          const std::size_t actor = static_cast<std::size_t>(rep) * sim.stage_bubble.size() + rank;
-          if (actor < sim_bubble_sum.size()) sim_bubble_sum[actor] += sim.stage_bubble[rank];
+        bubble += sim.bubble / s.replicas;
+        for (int rank = 0; rank < static_cast<int>(sim.stage_bubble.size()); ++rank) {
+          const auto actor = static_cast<std::size_t>(layout.actor(rep, rank));
+          if (actor < sim_bubble_sum.size()) sim_bubble_sum[actor] += sim.stage_bubble[static_cast<std::size_t>(rank)];
         }
       }
       sim_span += makespan / 1e3;

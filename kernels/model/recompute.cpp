@@ -11,14 +11,22 @@ std::string_view recompute_name(Recompute r) {
   return "?";
 }
 
+namespace {
+constexpr Recompute kAll[] = {Recompute::none, Recompute::attention, Recompute::full};
+}  // namespace
+
 std::optional<Recompute> parse_recompute(std::string_view name) {
-  for (Recompute r : {Recompute::none, Recompute::attention, Recompute::full})
+  for (Recompute r : kAll)
     if (recompute_name(r) == name) return r;
   return std::nullopt;
 }
 
 const std::vector<std::string>& known_recompute_names() {
-  static const std::vector<std::string> names = {"none", "attention", "full"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (Recompute r : kAll) out.emplace_back(recompute_name(r));
+    return out;
+  }();
   return names;
 }
 

@@ -171,6 +171,13 @@ void NcclCommunicator::fail_timeout(std::string_view what) {
   throw NcclTimeout(message);
 }
 
+void NcclCommunicator::fail_cancelled(std::string_view what, std::string_view why) {
+  const std::string message = describe() + ": " + std::string(what) + ": " + std::string(why) +
+                              "; the communicator was aborted";
+  abort();
+  throw NcclError(message);
+}
+
 void NcclCommunicator::check(std::string_view what) {
   if (!comm_)
     throw NcclError(describe() + ": " + std::string(what) + ": the communicator was aborted earlier");
@@ -192,13 +199,7 @@ void NcclCommunicator::wait(cudaEvent_t event, std::string_view what,
     const auto now = Clock::now();
     if (now >= next_check) {
       check(what);
-      if (cancelled && cancelled()) {
-        const std::string message = describe() + ": " + std::string(what) + ": " +
-                                    std::string(why_cancelled) +
-                                    "; the communicator was aborted";
-        abort();
-        throw NcclError(message);
-      }
+      if (cancelled && cancelled()) fail_cancelled(what, why_cancelled);
       next_check = now + kErrorCheckEvery;
     }
     if (now >= deadline) fail_timeout(what);

@@ -75,6 +75,9 @@ class NcclCommunicator {
   void abort() noexcept;
   /// Aborts and throws NcclTimeout: "<edge>: <what> did not complete within 2 s; ...".
   [[noreturn]] void fail_timeout(std::string_view what);
+  /// Aborts and throws NcclError: "<edge>: <what>: <why>; the communicator was aborted"
+  /// (a wait its owner cancelled).
+  [[noreturn]] void fail_cancelled(std::string_view what, std::string_view why);
   /// Aborts and throws NcclError for a failed call: file, line, call, NCCL's reason.
   [[noreturn]] void fail_call(ncclResult_t status, const char* call, const char* file, int line);
 

@@ -22,7 +22,7 @@ TEST_CASE("trace plans map each stage actor of 2 replicas to its pipeline rank's
   const TracePlans plans =
       parse_trace_plans(trace_plans_json(schedule, eval_plans(), 2).dump(), "schedule.json");
   REQUIRE(plans.replicas == 2);
-  REQUIRE(plans.ranks() == 2);
+  REQUIRE(plans.layout().stages == 2);
   for (int actor = 0; actor < 4; ++actor) {
     CAPTURE(actor);
     CHECK(plans.plan(actor, /*eval=*/false) == schedule.ranks[static_cast<std::size_t>(actor % 2)]);

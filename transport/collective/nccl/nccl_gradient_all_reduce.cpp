@@ -112,11 +112,7 @@ class NcclPendingBucket final : public AllReduceHandle {
         (void)cudaGetLastError();  // "not ready" is an answer, not an error to keep
         if (comm_) {
           comm_->check(what_);
-          if (cancelled_ && cancelled_()) {
-            comm_->abort();
-            throw NcclError(comm_->describe() + ": " + what_ + ": " + kCancelled +
-                            "; the communicator was aborted");
-          }
+          if (cancelled_ && cancelled_()) comm_->fail_cancelled(what_, kCancelled);
         }
         return false;
       }

@@ -1,8 +1,14 @@
-# The CUDA backend of conveyor_kernels: runtime, cuBLAS and cuBLASLt, C++20 for nvcc.
+# The CUDA backend of conveyor_kernels: runtime and cuBLASLt (opened on first use, not
+# linked: kernels/cuda/cublaslt_library.hpp says why), C++20 for nvcc.
 # Included at the end of kernels/CMakeLists.txt; does nothing without CUDA.
 if(CONVEYOR_WITH_CUDA)
   find_package(CUDAToolkit REQUIRED)
-  target_link_libraries(conveyor_kernels PUBLIC CUDA::cudart CUDA::cublas CUDA::cublasLt)
+  target_link_libraries(conveyor_kernels PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
+  target_include_directories(conveyor_kernels PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  get_target_property(cublaslt_path CUDA::cublasLt IMPORTED_LOCATION)
+  target_compile_definitions(conveyor_kernels PRIVATE
+    CONVEYOR_CUBLASLT_SONAME="libcublasLt.so.${CUDAToolkit_VERSION_MAJOR}"
+    CONVEYOR_CUBLASLT_PATH="${cublaslt_path}")
   # NCCL, for transport/nccl: shipped in the toolkit's lib/ here, a system library on the
   # GPU machine (same soname, libnccl.so.2).
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)

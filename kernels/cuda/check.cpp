@@ -1,6 +1,6 @@
 #include "kernels/cuda/check.hpp"
 
-#include <cublas_api.h>
+#include "kernels/cuda/cublaslt_library.hpp"
 
 namespace conveyor {
 
@@ -23,9 +23,10 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  const CublasLtLibrary& lt = cublaslt();  // loaded: the failed call came from it
   throw CudaError(file, line, call,
-                  std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) +
-                      ")");
+                  std::string(lt.cublasLtGetStatusName(status)) + " (" +
+                      lt.cublasLtGetStatusString(status) + ")");
 }
 
 }  // namespace detail

@@ -2,7 +2,7 @@
 //                         [--scheduled] [--format text|json]
 // conveyor bench e2e [CONFIG] [--set KEY=VALUE]... [--steps N] [--warmup W] [--format text|json]
 // conveyor bench model [CONFIG] (same options as e2e): one device, then the pipeline
-// conveyor bench kernels [CONFIG] [--device D] [--repeats R] [--format text|json]
+// conveyor bench kernels [CONFIG] [--set KEY=VALUE]... [--device D] [--repeats R] [--format text|json]
 // conveyor bench p2p [--transport all|nccl|cuda-peer|ucx] [--sizes 8KiB,1MiB,...] [--format text|json]
 // Benchmarks print figures on stdout (JSON alone with --format json); logs on stderr.
 #include <CLI/CLI.hpp>
@@ -80,6 +80,9 @@ void add_bench_command(CLI::App& app) {
       "kernels", "Every CUDA kernel at a config's shapes: ms, TFLOP/s or TB/s, share of the ceiling");
   kernel_cmd->add_option("config", kernels->config, "YAML config file (its model and micro-batch)")
       ->capture_default_str();
+  kernel_cmd->add_option("--set", kernels->overrides,
+                         "Override a config key (repeatable): the model's shapes, "
+                         "optim.master, optim.grad_dtype");
   kernel_cmd->add_option("--device", kernels->device, "CUDA device index")->capture_default_str();
   kernel_cmd->add_option("--repeats", kernels->repeats, "Timed launches per kernel")
       ->capture_default_str();

@@ -10,9 +10,11 @@ Env: LAYERS DMODEL HEADS SEQ VOCAB MICRO (defaults: the reference GPT), REPEATS.
 """
 import json
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 L = int(os.environ.get("LAYERS", 24))
 D = int(os.environ.get("DMODEL", 2048))
@@ -73,6 +75,19 @@ qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
 out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
 dout = torch.randn_like(out)
 add("attention backward (causal)", lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True))
+# The rows above use the backend PyTorch picks by default (cuDNN's on an H200 with 2.11);
+# each backend on its own, for the record of what conveyor's kernels are measured against.
+for label, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
+    try:
+        with sdpa_kernel(backend):
+            with torch.no_grad():
+                add(f"attention forward (causal, {label} backend)",
+                    lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+            o_b = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+            add(f"attention backward (causal, {label} backend)",
+                lambda: torch.autograd.grad(o_b, (qg, kg, vg), dout, retain_graph=True))
+    except RuntimeError as e:  # a backend this build or GPU lacks
+        print(f"attention {label} backend: {e}", file=sys.stderr)
 
 # Linear backward (input and weight gradients) and LayerNorm backward through autograd.
 def linear_bwd(inp_features, out_features):

@@ -5,6 +5,7 @@
 // (every layer, every micro-batch, one optimizer step) to set beside `bench e2e`'s step time.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@ inline constexpr double kCopyTBps = 4.3;
 
 struct KernelBenchArgs {
   std::string config = "configs/gpt-1b-2gpu.yaml";
+  std::vector<std::string> overrides;  // KEY=VALUE, as --set
   int device = 0;
   int repeats = 20;
 };

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs into .gpu/ (see ../shared/GPU.md): the stripped
+# `conveyor` and GPU test binaries of a CUDA build, the libraries that machine lacks
+# (CAF, yaml-cpp and spdlog of other sonames there, Gloo and hiredis for parallel.data),
+# and the PyTorch reference scripts. Then carry [".gpu"] and run scripts/gpu_check.sh.
+# Usage: scripts/gpu_package.sh [BUILD_DIR]   (default build-int; it must be built)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-int}
+[ -x "$build/conveyor" ] || { echo "gpu_package: $build/conveyor is missing: build it first" >&2; exit 2; }
+grep -q "^CMAKE_CUDA_COMPILER:STRING=." "$build/CMakeCache.txt" 2>/dev/null &&
+  [ -x "$build/tests/gpu_tests" ] ||
+  { echo "gpu_package: $build has no CUDA build (no nvcc, or no tests/gpu_tests)" >&2; exit 2; }
+rm -rf .gpu && mkdir -p .gpu/lib
+cp "$build/conveyor" .gpu/
+for t in gpu_tests gpu_pipeline_tests nccl_gpu_tests collective_gpu_tests; do
+  [ -x "$build/tests/$t" ] && cp "$build/tests/$t" .gpu/
+done
+strip .gpu/conveyor .gpu/*_tests
+cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis/ {print $3}') .gpu/lib/
+cp scripts/torch_kernels_bench.py .gpu/
+[ -f ../shared/bench/torch_pp_bench.py ] && cp ../shared/bench/torch_pp_bench.py .gpu/
+grep -qx '/.gpu/' .git/info/exclude || echo '/.gpu/' >> .git/info/exclude
+echo "gpu_package: .gpu/ holds $(ls .gpu | tr '\n' ' ')($(du -sh .gpu | cut -f1))" >&2

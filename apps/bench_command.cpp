@@ -82,7 +82,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   kernel_cmd->add_option("--set", kernels->overrides,
                          "Override a config key (repeatable): the model's shapes, "
-                         "optim.master, optim.grad_dtype");
+                         "optim.master, optim.grad_dtype, runtime.attention");
   kernel_cmd->add_option("--device", kernels->device, "CUDA device index")->capture_default_str();
   kernel_cmd->add_option("--repeats", kernels->repeats, "Timed launches per kernel")
       ->capture_default_str();

@@ -9,7 +9,8 @@
 #      p2p: bench p2p of cuda-peer and NCCL; snapshots: the cost of in-memory snapshots;
 #      dataparallel: 2 replicas x 1 stage over NCCL against one GPU;
 #      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
-#      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed);
+#      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
+#      attention: runtime.attention cudnn against kernels, per kernel and end to end);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -33,9 +34,12 @@ nvidia-smi -L > "$OUT/gpus.txt" 2>&1; cat "$OUT/gpus.txt" >&2
 
 # 1. kernels and the CUDA stage model against the CPU reference
 if want tests; then
-  timeout 200 .gpu/gpu_tests -s > "$OUT/gpu_tests.log" 2>&1
+  # Line-buffered and killed outright at the limit: a suite that overruns leaves its log up
+  # to the test it was in (doctest's own SIGTERM handler could hang, and stdout to a file
+  # is block-buffered), and the later sections still run.
+  timeout -s KILL 300 stdbuf -oL .gpu/gpu_tests -s > "$OUT/gpu_tests.log" 2>&1
   row "cuda tests" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_tests.log" | tail -1)"
-  timeout 300 .gpu/gpu_pipeline_tests -s > "$OUT/gpu_pipeline_tests.log" 2>&1
+  timeout -s KILL 300 stdbuf -oL .gpu/gpu_pipeline_tests -s > "$OUT/gpu_pipeline_tests.log" 2>&1
   row "gpu pipeline tests (2 GPUs vs CPU)" "$(grep -E '^\[doctest\] test cases' "$OUT/gpu_pipeline_tests.log" | tail -1)"
   # NCCL edges and the stage groups' all-reduce (present when carried in .gpu/)
   for t in nccl_gpu_tests collective_gpu_tests; do
@@ -183,6 +187,20 @@ if want replicarestart; then
     name=rr-${fault//[:=]/-}
     timeout 120 $BIN train "${rr[@]}" --set "fault.inject=[$fault]" --out "$OUT/$name" > /dev/null 2> "$OUT/$name.log"
     row "GPU replicas, $fault" "$(cmp -s "$OUT/rr-clean/weights.safetensors" "$OUT/$name/weights.safetensors" && echo identical || echo DIFFERENT), $(grep '"recovery"' "$OUT/$name/metrics.jsonl" | python3 -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; print(', '.join(f\"{x['restored_from']} in {x['recovery_ms']:.0f} ms\" for x in r) or 'no recovery')" 2>/dev/null)"
+  done
+fi
+
+# 13. runtime.attention: cuDNN's fused attention against conveyor's own kernels, the
+#     attention rows of bench kernels and one GPU end to end both ways (all-bf16)
+if want attention; then
+  for a in kernels cudnn; do
+    timeout 240 $BIN bench kernels configs/gpt-1b-2gpu.yaml --format json --set runtime.attention=$a \
+      > "$OUT/kernels-attention-$a.json" 2> "$OUT/kernels-attention-$a.log"
+    row "attention $a fwd, bwd ms; kernel ms/step" "$(python3 -c "import json; d=json.load(open('$OUT/kernels-attention-$a.json')); r={x['kernel']: x['ms'] for x in d['kernels']}; print(round(r['attention forward (causal)'], 4), round(r['attention backward (causal)'], 4), round(d['kernel_ms_per_step_one_gpu'], 1))" 2>/dev/null || echo failed)"
+  done
+  for a in kernels cudnn; do
+    big onegpu-attention-$a --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b \
+      --set optim.master=bf16 --set optim.grad_dtype=bf16 --set runtime.attention=$a
   done
 fi
 

@@ -6,6 +6,7 @@
 #include "kernels/common/error.hpp"
 
 #if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/bench/kernel_timings.hpp"
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 #endif
@@ -21,6 +22,10 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
   if (!cuda_device_available(args.device))
     throw InputError("bench kernels: --device " + std::to_string(args.device) +
                      ": no such CUDA device (no GPU, no driver, or index out of range)");
+  // runtime.attention picks whose attention the attention rows time (cuDNN's, or conveyor's
+  // kernels); a shape cuDNN refuses is timed on the kernels, with the warning on stderr.
+  set_attention_backend(config.runtime.attention == "kernels" ? AttentionBackend::kernels
+                                                              : AttentionBackend::cudnn);
   KernelBenchOptions options;
   options.model = config.model;
   options.micro_batch_size = config.pipeline.micro_batch_size;
@@ -54,6 +59,7 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
           {"micro_batches", config.pipeline.micro_batches},
           {"master", config.optim.master},
           {"grad_dtype", config.optim.grad_dtype},
+          {"attention", config.runtime.attention},
           {"ceilings", {{"bf16_tflops", kBf16MatrixTflops}, {"copy_tbps", kCopyTBps}}},
           {"kernels", rows},
           {"kernel_ms_per_step_one_gpu", step_ms}};
@@ -71,9 +77,10 @@ std::string format_kernel_table(const nlohmann::json& r) {
                        math ? "TF/s" : "TB/s", 100.0 * row.at("ceiling_share").get<double>(),
                        row.at("ms_per_step").get<double>());
   }
-  out += fmt::format("kernel time of one train step on one GPU ({} micro-batches): {:.1f} ms\n",
-                     r.at("micro_batches").get<int>(),
-                     r.at("kernel_ms_per_step_one_gpu").get<double>());
+  out += fmt::format(
+      "kernel time of one train step on one GPU ({} micro-batches, attention: {}): {:.1f} ms\n",
+      r.at("micro_batches").get<int>(), r.value("attention", std::string("?")),
+      r.at("kernel_ms_per_step_one_gpu").get<double>());
   return out;
 }
 

@@ -3,6 +3,8 @@
 // (one micro-batch), timed on the GPU: ms per launch, achieved TFLOP/s or TB/s and the share
 // of the H200's measured ceilings, and the kernel time of one train step summed from them
 // (every layer, every micro-batch, one optimizer step) to set beside `bench e2e`'s step time.
+// The attention rows time the implementation runtime.attention names (--set
+// runtime.attention=cudnn for cuDNN's; kernels, the default, for conveyor's own).
 #include <cstdint>
 #include <string>
 #include <vector>

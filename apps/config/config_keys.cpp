@@ -113,6 +113,11 @@ std::vector<ConfigKey> build_keys() {
           one_of(&known_stage_threads)),
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
+      KEY(runtime.attention,
+          "GPU attention: kernels (conveyor's own flash-attention kernels) or cudnn (cuDNN's "
+          "fused flash attention, deterministic backward, faster on the H200; a shape cuDNN "
+          "cannot run falls back to the kernels with a warning)",
+          one_of(&known_attention_backends)),
 
       KEY(rendezvous.timeout_s,
           "seconds a multi-process job waits at the rendezvous for every node (join, keys, "

@@ -33,6 +33,11 @@ const std::vector<std::string>& known_stage_threads() {
   return names;
 }
 
+const std::vector<std::string>& known_attention_backends() {
+  static const std::vector<std::string> names = {"cudnn", "kernels"};
+  return names;
+}
+
 const std::vector<std::string>& known_transport_kinds() {
   static const std::vector<std::string> names = {"auto", "ucx"};
   return names;

@@ -19,6 +19,8 @@ const std::vector<std::string>& known_master_dtypes();
 /// `optim.grad_dtype` values.
 const std::vector<std::string>& known_grad_dtypes();
 const std::vector<std::string>& known_stage_threads();
+/// `runtime.attention` values (kernels/cuda/attention.hpp's AttentionBackend).
+const std::vector<std::string>& known_attention_backends();
 /// `transport.kind` values (nccl joins when conveyor train wires transport/nccl).
 const std::vector<std::string>& known_transport_kinds();
 /// fault.policy values.

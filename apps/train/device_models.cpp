@@ -52,6 +52,8 @@ StageModelFactory stage_model_factory(const RunConfig& config) {
   options.master_fp32 = config.optim.master == "fp32";
   options.deterministic = config.runtime.deterministic;
   options.grads_bf16 = config.optim.grad_dtype == "bf16";
+  options.attention = config.runtime.attention == "kernels" ? AttentionBackend::kernels
+                                                            : AttentionBackend::cudnn;
   return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device) {
     CudaStageOptions on_device = options;
     on_device.device = device.index;

@@ -28,6 +28,7 @@
 
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/attention_backend.hpp"
 #include "kernels/cuda/common.cuh"
 
 namespace conveyor {
@@ -760,11 +761,16 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* 
 }  // namespace
 
 // ----------------------------------------------------------------------------
-// launchers
+// launchers: cuDNN when chosen and able (attention.hpp), else the kernels above. The shape
+// checks come first, so both backends accept the same shapes.
 
 void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                        cudaStream_t stream) {
   check_dims("attention_forward", B, T, C, NH);
+  if (cuda_detail::attention_on_cudnn(AttentionPass::forward, B, T, C, NH, {out, lse, qkv})) {
+    cudnn_attention_forward(out, lse, qkv, B, T, C, NH, stream);
+    return;
+  }
   const int hs = C / NH;
   const float scale_log2 = kLog2e / std::sqrt(static_cast<float>(hs));
   if (hs == 64)
@@ -776,6 +782,11 @@ void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int
 void attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
   check_dims("attention_backward_input", B, T, C, NH);
+  if (cuda_detail::attention_on_cudnn(AttentionPass::backward, B, T, C, NH,
+                                      {dqkv, dout, qkv, out, lse})) {
+    cudnn_attention_backward_input(dqkv, dout, qkv, out, lse, B, T, C, NH, stream);
+    return;
+  }
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const float scale_log2 = scale * kLog2e;

@@ -824,6 +824,7 @@ std::unique_ptr<StageModel> make_cuda_stage_model(const GptConfig& config, const
                                                   std::uint64_t seed,
                                                   const CudaStageOptions& options) {
   validate(config, slice, options);
+  set_attention_backend(options.attention);
   return std::make_unique<CudaStageModel>(config, slice, seed, options);
 }
 

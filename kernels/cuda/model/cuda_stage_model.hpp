@@ -39,6 +39,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda/attention.hpp"
 #include "kernels/model/stage_model.hpp"
 
 namespace conveyor {
@@ -55,6 +56,9 @@ struct CudaStageOptions {
   /// sums rounded once per launch and element, as PyTorch's all-bf16 recipe): half the
   /// gradient memory. Either master recipe.
   bool grads_bf16 = false;
+  /// runtime.attention: which attention implementation runs (attention.hpp). It is
+  /// process-wide: make_cuda_stage_model sets it, so every model of a process should agree.
+  AttentionBackend attention = AttentionBackend::kernels;
 };
 
 /// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),

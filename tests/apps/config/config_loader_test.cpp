@@ -76,13 +76,14 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
-        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "model.tie_embeddings", "model.recompute"}) {
+        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "model.tie_embeddings", "model.recompute",
+        "runtime.attention"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 55);
+  CHECK(config_keys().size() == 56);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -148,6 +149,7 @@ TEST_CASE("the resolved config reads back to the same config") {
   c.optim.master = "bf16";
   c.runtime.deterministic = false;
   c.runtime.threads_per_stage = 3;
+  c.runtime.attention = "kernels";
 
   const std::string text = to_yaml(c);
   const RunConfig back = parse_run_config(YAML::Load(text), "config.yaml");
@@ -283,6 +285,16 @@ TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "optim.grad_dtype=bf16"})
             .optim.grad_dtype == "bf16");
   CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == "f32");
+}
+
+TEST_CASE("runtime.attention is kernels by default, takes cudnn and refuses other names") {
+  CHECK(RunConfig{}.runtime.attention == "kernels");
+  CHECK(load_run_config("", {"runtime.attention=kernels"}).runtime.attention == "kernels");
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "runtime.attention=cudnn"})
+            .runtime.attention == "cudnn");
+  check_message(set_error({"runtime.attention=flash"}),
+                {"runtime.attention", "'flash' is not one of cudnn, kernels"});
+  CHECK(has(config_reference(), "runtime.attention"));
 }
 
 TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {

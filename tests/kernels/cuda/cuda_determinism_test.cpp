@@ -1,6 +1,7 @@
-// Every reduction kernel and the cuBLASLt GEMMs, run twice on the same inputs into fresh
-// buffers, give bitwise identical results. Sizes are large enough that cuBLASLt may pick
-// split-K for the weight gradient (k = N = 4096) and that the reductions span many blocks.
+// Every reduction kernel, the cuBLASLt GEMMs and the attention of both backends (cuDNN's,
+// the default, and conveyor's kernels), run twice on the same inputs into fresh buffers,
+// give bitwise identical results. Sizes are large enough that cuBLASLt may pick split-K for
+// the weight gradient (k = N = 4096) and that the reductions span many blocks.
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
@@ -18,7 +19,8 @@ namespace {
 using namespace cuda_testing;
 
 struct Outputs {
-  std::vector<std::uint16_t> ln_out, ln_dinp, lin_out, lin_dinp, att_out, att_dqkv, dlogits;
+  std::vector<std::uint16_t> ln_out, ln_dinp, lin_out, lin_dinp, dlogits;
+  std::vector<std::uint16_t> att_out[2], att_dqkv[2];  // per backend: cudnn, kernels
   std::vector<float> ln_dw, lin_dw, lin_db, losses, norm, dwte;
 };
 
@@ -67,11 +69,18 @@ TEST_CASE("cuda kernels give bitwise identical results when run twice") {
     linear_backward_weight(lin_dw.as<float>(), lin_db.as<float>(), dh_g.as<bf16>(),
                            ln_out.as<bf16>(), N, C, H, s);
 
-    DeviceBuffer att_out = bf(std::size_t(N) * C), lse = f32(std::size_t(B) * NH * T),
-                 dqkv = bf(std::size_t(N) * 3 * C);
-    attention_forward(att_out.as<bf16>(), lse.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
-    attention_backward_input(dqkv.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
-                             att_out.as<bf16>(), lse.as<float>(), B, T, C, NH, s);
+    for (const AttentionBackend backend : {AttentionBackend::cudnn, AttentionBackend::kernels}) {
+      const int k = backend == AttentionBackend::cudnn ? 0 : 1;
+      DeviceBuffer att_out = bf(std::size_t(N) * C), lse = f32(std::size_t(B) * NH * T),
+                   dqkv = bf(std::size_t(N) * 3 * C);
+      set_attention_backend(backend);
+      attention_forward(att_out.as<bf16>(), lse.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
+      attention_backward_input(dqkv.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
+                               att_out.as<bf16>(), lse.as<float>(), B, T, C, NH, s);
+      set_attention_backend(AttentionBackend::kernels);  // the default again
+      o.att_out[k] = download<std::uint16_t>(att_out.data(), std::size_t(N) * C, s);
+      o.att_dqkv[k] = download<std::uint16_t>(dqkv.data(), std::size_t(N) * 3 * C, s);
+    }
 
     DeviceBuffer losses = f32(N), dlogits = bf(std::size_t(N) * V), norm = f32(1),
                  dwte = f32(std::size_t(V) * C), dwpe = f32(std::size_t(T) * C);
@@ -88,8 +97,6 @@ TEST_CASE("cuda kernels give bitwise identical results when run twice") {
     o.lin_dinp = download<std::uint16_t>(lin_dinp.data(), std::size_t(N) * C, s);
     o.lin_dw = download_f32(lin_dw.data(), std::size_t(H) * C, s);
     o.lin_db = download_f32(lin_db.data(), H, s);
-    o.att_out = download<std::uint16_t>(att_out.data(), std::size_t(N) * C, s);
-    o.att_dqkv = download<std::uint16_t>(dqkv.data(), std::size_t(N) * 3 * C, s);
     o.losses = download_f32(losses.data(), N, s);
     o.dlogits = download<std::uint16_t>(dlogits.data(), std::size_t(N) * V, s);
     o.norm = download_f32(norm.data(), 1, s);
@@ -108,8 +115,11 @@ TEST_CASE("cuda kernels give bitwise identical results when run twice") {
   CHECK(same(a.lin_dinp, b.lin_dinp));
   CHECK(same(a.lin_dw, b.lin_dw));
   CHECK(same(a.lin_db, b.lin_db));
-  CHECK(same(a.att_out, b.att_out));
-  CHECK(same(a.att_dqkv, b.att_dqkv));
+  for (int k = 0; k < 2; ++k) {
+    CAPTURE(k);  // 0 cudnn, 1 kernels
+    CHECK(same(a.att_out[k], b.att_out[k]));
+    CHECK(same(a.att_dqkv[k], b.att_dqkv[k]));
+  }
   CHECK(same(a.losses, b.losses));
   CHECK(same(a.dlogits, b.dlogits));
   CHECK(same(a.norm, b.norm));

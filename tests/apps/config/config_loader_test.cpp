@@ -13,27 +13,13 @@
 #include "apps/config/config_loader.hpp"
 #include "apps/config/known_names.hpp"
 #include "kernels/common/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace conveyor;
+using conveyor::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("conveyor_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
 
 template <class F>
 std::string input_error(F&& f) {
@@ -88,7 +74,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
   TempDir dir;
-  const auto path = dir.file("c.yaml",
+  const auto path = dir.write("c.yaml",
                              "model:\n  layers: 8\n  d_model: 32\npipeline:\n  stages: 2\n"
                              "train:\n  lr: 0.01\n");
   const auto c = load_run_config(path, {"model.layers=6", "train.lr=1e-3", "model.layers=5"});
@@ -121,14 +107,14 @@ TEST_CASE("data.path is kept as given and not checked here") {
 
 TEST_CASE("a scalar in the file is a one-element list for a list key") {
   TempDir dir;
-  CHECK(load_run_config(dir.file("c.yaml", "devices:\n  ids: 3\n"), {}).devices.ids ==
+  CHECK(load_run_config(dir.write("c.yaml", "devices:\n  ids: 3\n"), {}).devices.ids ==
         std::vector<std::int64_t>{3});
 }
 
 TEST_CASE("an empty file or one of comments only means the defaults") {
   TempDir dir;
-  CHECK(to_yaml(load_run_config(dir.file("e.yaml", ""), {})) == to_yaml(RunConfig{}));
-  CHECK(to_yaml(load_run_config(dir.file("c.yaml", "# nothing\n"), {})) == to_yaml(RunConfig{}));
+  CHECK(to_yaml(load_run_config(dir.write("e.yaml", ""), {})) == to_yaml(RunConfig{}));
+  CHECK(to_yaml(load_run_config(dir.write("c.yaml", "# nothing\n"), {})) == to_yaml(RunConfig{}));
 }
 
 TEST_CASE("the resolved config reads back to the same config") {
@@ -162,7 +148,7 @@ TEST_CASE("the resolved config reads back to the same config") {
   // The node form and a file written from the text give the same config too.
   CHECK(to_yaml(parse_run_config(resolved_yaml(c))) == text);
   TempDir dir;
-  CHECK(to_yaml(load_run_config(dir.file("config.yaml", text), {})) == text);
+  CHECK(to_yaml(load_run_config(dir.write("config.yaml", text), {})) == text);
 
   for (const char* path : {"123", "true", "~", " lead", "a: b", "#x", "data/x y.txt"}) {
     RunConfig p;
@@ -179,7 +165,7 @@ TEST_CASE("an unknown key is named with the nearest known key") {
   check_message(set_error({"train.learning_rate=3"}), {"'train.learning_rate'", "train.lr"});
   check_message(set_error({"foo.bar=1"}), {"'foo.bar'", "model", "pipeline"});
   TempDir dir;
-  const auto path = dir.file("c.yaml", "model:\n  layers: 4\n  d_modle: 64\n");
+  const auto path = dir.write("c.yaml", "model:\n  layers: 4\n  d_modle: 64\n");
   check_message(input_error([&] { load_run_config(path, {}); }),
                 {path + ":3", "unknown key 'model.d_modle'", "did you mean 'model.d_model'"});
 }
@@ -197,10 +183,10 @@ TEST_CASE("a value of the wrong type names the key, the value and the type wante
   check_message(set_error({"train.lr=.inf"}), {"train.lr", "'.inf'"});
   check_message(set_error({"model=3"}), {"model", "expected a mapping", "'3'"});
   TempDir dir;
-  const auto path = dir.file("c.yaml", "train:\n  steps:\n    a: 1\n");
+  const auto path = dir.write("c.yaml", "train:\n  steps:\n    a: 1\n");
   check_message(input_error([&] { load_run_config(path, {}); }),
                 {path + ":2", "train.steps", "expected an integer", "the mapping {a: 1}"});
-  const auto block = dir.file("b.yaml", "model:\n  layers: |\n    4\n    5\n");
+  const auto block = dir.write("b.yaml", "model:\n  layers: |\n    4\n    5\n");
   check_message(input_error([&] { load_run_config(block, {}); }),
                 {block + ":2", "model.layers", "'4\\n5\\n'"});
 }
@@ -238,7 +224,7 @@ TEST_CASE("checks across keys blame the key and where its value came from") {
   check_message(set_error({"model.vocab=100"}), {"model.vocab", "100", "data.format text", "256"});
   check_message(set_error({"train.lr_min=0.1"}), {"train.lr_min", "0.1", "train.lr 0.003"});
   TempDir dir;
-  const auto path = dir.file("x.yaml", "model:\n  d_model: 64\n  heads: 5\n");
+  const auto path = dir.write("x.yaml", "model:\n  d_model: 64\n  heads: 5\n");
   check_message(input_error([&] { load_run_config(path, {}); }),
                 {path + ":3: model.heads: 5 does not divide model.d_model 64"});
   // An override can repair what the file got wrong: checks run after every --set.
@@ -308,21 +294,21 @@ TEST_CASE("data.val_fraction must lie strictly between 0 and 1") {
 
 TEST_CASE("a config file that is missing, not YAML or not a mapping is named") {
   TempDir dir;
-  const auto missing = (dir.path / "none.yaml").string();
+  const auto missing = (dir.path() / "none.yaml").string();
   check_message(input_error([&] { load_run_config(missing, {}); }),
                 {missing, "cannot read config file", "No such file"});
-  const auto broken = dir.file("broken.yaml", "model:\n  layers: [1,\n  heads: 2\n");
+  const auto broken = dir.write("broken.yaml", "model:\n  layers: [1,\n  heads: 2\n");
   check_message(input_error([&] { load_run_config(broken, {}); }), {broken + ":", "not valid YAML"});
-  const auto tabs = dir.file("tabs.yaml", "model:\n  layers: 4\n bad: : :\n");
+  const auto tabs = dir.write("tabs.yaml", "model:\n  layers: 4\n bad: : :\n");
   check_message(input_error([&] { load_run_config(tabs, {}); }), {tabs + ":3", "not valid YAML"});
-  const auto list = dir.file("list.yaml", "- model\n- train\n");
+  const auto list = dir.write("list.yaml", "- model\n- train\n");
   check_message(input_error([&] { load_run_config(list, {}); }),
                 {list, "top level must be a mapping", "the list [model, train]"});
 }
 
 TEST_CASE("a key given twice in one file is an error") {
   TempDir dir;
-  const auto path = dir.file("d.yaml", "model:\n  layers: 4\n  layers: 6\n");
+  const auto path = dir.write("d.yaml", "model:\n  layers: 4\n  layers: 6\n");
   check_message(input_error([&] { load_run_config(path, {}); }),
                 {path + ":3", "model.layers", "given twice", path + ":2"});
 }

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
 #include "tests/apps/support/run_command.hpp"
 
 extern char** environ;
@@ -27,37 +28,6 @@ extern char** environ;
 namespace conveyor::testing {
 
 namespace fs = std::filesystem;
-
-/// A fresh, empty folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "conveyor_train_test_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
-  /// Writes `bytes` to `name` inside the folder and returns its full path.
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const auto p = path_ / name;
-    std::ofstream out(p, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error("cannot write " + p.string());
-    return p.string();
-  }
-
- private:
-  fs::path path_;
-};
 
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

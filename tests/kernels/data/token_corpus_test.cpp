@@ -12,28 +12,13 @@
 
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace conveyor;
+using conveyor::testing::TempDir;
 
 namespace {
-
-// A fresh folder under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("conveyor_corpus_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& bytes) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return p.string();
-  }
-};
 
 std::string u16le(const std::vector<std::uint16_t>& ids) {
   std::string s;
@@ -67,14 +52,14 @@ bool has(const std::string& msg, const std::string& part) { return msg.find(part
 
 TEST_CASE("a text corpus makes every byte a token") {
   TempDir dir;
-  const auto path = dir.file("t.txt", std::string("Hi!\n\xff", 5));
+  const auto path = dir.write("t.txt", std::string("Hi!\n\xff", 5));
   const auto c = TokenCorpus::load(path, DataFormat::text, 256);
   CHECK(c.tokens() == std::vector<std::uint16_t>{'H', 'i', '!', '\n', 255});
 }
 
 TEST_CASE("the text format refuses a vocabulary below 256") {
   TempDir dir;
-  const auto path = dir.file("t.txt", "abc");
+  const auto path = dir.write("t.txt", "abc");
   const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::text, 100); });
   INFO(msg);
   CHECK(has(msg, path));
@@ -85,14 +70,14 @@ TEST_CASE("the text format refuses a vocabulary below 256") {
 
 TEST_CASE("raw uint16 tokens are read little-endian") {
   TempDir dir;
-  const auto path = dir.file("t.bin", u16le({1, 256, 65535, 0}));
+  const auto path = dir.write("t.bin", u16le({1, 256, 65535, 0}));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
   CHECK(c.tokens() == std::vector<std::uint16_t>{1, 256, 65535, 0});
 }
 
 TEST_CASE("an llm.c file is recognised by its header and holds the counted tokens") {
   TempDir dir;
-  const auto path = dir.file("t.bin", llmc_file(1, 3, {50256, 7, 9}));
+  const auto path = dir.write("t.bin", llmc_file(1, 3, {50256, 7, 9}));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 50257);
   CHECK(c.tokens() == std::vector<std::uint16_t>{50256, 7, 9});
 }
@@ -100,7 +85,7 @@ TEST_CASE("an llm.c file is recognised by its header and holds the counted token
 TEST_CASE("an llm.c file whose token count disagrees with its size is rejected") {
   TempDir dir;
   SUBCASE("fewer tokens than the header says: truncated") {
-    const auto path = dir.file("short.bin", llmc_file(1, 5, {1, 2, 3}));
+    const auto path = dir.write("short.bin", llmc_file(1, 5, {1, 2, 3}));
     const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
     INFO(msg);
     CHECK(has(msg, path));
@@ -108,21 +93,21 @@ TEST_CASE("an llm.c file whose token count disagrees with its size is rejected")
     CHECK(has(msg, "5 tokens"));
   }
   SUBCASE("bytes after the counted tokens") {
-    const auto path = dir.file("long.bin", llmc_file(1, 2, {1, 2, 3}));
+    const auto path = dir.write("long.bin", llmc_file(1, 2, {1, 2, 3}));
     const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
     INFO(msg);
     CHECK(has(msg, path));
     CHECK(has(msg, "does not match the file size"));
   }
   SUBCASE("a header cut short") {
-    const auto path = dir.file("cut.bin", llmc_file(1, 3, {1, 2, 3}).substr(0, 600));
+    const auto path = dir.write("cut.bin", llmc_file(1, 3, {1, 2, 3}).substr(0, 600));
     const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
     INFO(msg);
     CHECK(has(msg, path));
     CHECK(has(msg, "truncated"));
   }
   SUBCASE("an unknown version") {
-    const auto path = dir.file("v2.bin", llmc_file(2, 3, {1, 2, 3}));
+    const auto path = dir.write("v2.bin", llmc_file(2, 3, {1, 2, 3}));
     const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
     INFO(msg);
     CHECK(has(msg, path));
@@ -132,7 +117,7 @@ TEST_CASE("an llm.c file whose token count disagrees with its size is rejected")
 
 TEST_CASE("raw tokens of odd byte length are rejected") {
   TempDir dir;
-  const auto path = dir.file("odd.bin", "abc");
+  const auto path = dir.write("odd.bin", "abc");
   const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 65536); });
   INFO(msg);
   CHECK(has(msg, path));
@@ -141,7 +126,7 @@ TEST_CASE("raw tokens of odd byte length are rejected") {
 
 TEST_CASE("a token id at or above the vocabulary names the id, its position and model.vocab") {
   TempDir dir;
-  const auto path = dir.file("t.bin", u16le({1, 2, 300, 4}));
+  const auto path = dir.write("t.bin", u16le({1, 2, 300, 4}));
   const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 256); });
   INFO(msg);
   CHECK(has(msg, path));
@@ -152,7 +137,7 @@ TEST_CASE("a token id at or above the vocabulary names the id, its position and 
 
 TEST_CASE("an empty data file is rejected in either format") {
   TempDir dir;
-  const auto path = dir.file("empty.txt", "");
+  const auto path = dir.write("empty.txt", "");
   for (auto format : {DataFormat::text, DataFormat::tokens}) {
     const auto msg = input_error([&] { TokenCorpus::load(path, format, 65536); });
     INFO(msg);
@@ -163,13 +148,13 @@ TEST_CASE("an empty data file is rejected in either format") {
 
 TEST_CASE("a missing data file or a folder is named in the error") {
   TempDir dir;
-  const auto missing = (dir.path / "nope.txt").string();
+  const auto missing = (dir.path() / "nope.txt").string();
   auto msg = input_error([&] { TokenCorpus::load(missing, DataFormat::text, 256); });
   INFO(msg);
   CHECK(has(msg, missing));
   CHECK(has(msg, "No such file"));
   CHECK(has(msg, "data.path"));
-  msg = input_error([&] { TokenCorpus::load(dir.path.string(), DataFormat::text, 256); });
+  msg = input_error([&] { TokenCorpus::load(dir.path().string(), DataFormat::text, 256); });
   CHECK(has(msg, "is a directory"));
 }
 
@@ -177,7 +162,7 @@ TEST_CASE("a large token file loads completely") {
   TempDir dir;
   std::vector<std::uint16_t> ids(3'000'000);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>(i * 7919u);
-  const auto path = dir.file("big.bin", u16le(ids));
+  const auto path = dir.write("big.bin", u16le(ids));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
   CHECK(c.tokens() == ids);
 }

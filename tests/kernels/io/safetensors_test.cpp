@@ -14,30 +14,13 @@
 
 #include "kernels/common/error.hpp"
 #include "kernels/io/safetensors.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace conveyor;
+using conveyor::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("conveyor_safetensors_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& bytes) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return p.string();
-  }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator{}));
-  }
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,7 +62,7 @@ Tensor f32_tensor(Shape shape, float first) {
 
 TEST_CASE("tensors and metadata survive a write and a read") {
   TempDir dir;
-  const auto path = (dir.path / "w.safetensors").string();
+  const auto path = (dir.path() / "w.safetensors").string();
   Tensor ids = Tensor::zeros({2, 3}, DType::i32);
   for (int i = 0; i < 6; ++i) ids.i32()[i] = -i * 1000;
   Tensor half = Tensor::zeros({5}, DType::bf16);
@@ -106,7 +89,7 @@ TEST_CASE("tensors and metadata survive a write and a read") {
 
 TEST_CASE("the writer's bytes are the documented layout") {
   TempDir dir;
-  const auto path = (dir.path / "w.safetensors").string();
+  const auto path = (dir.path() / "w.safetensors").string();
   write_safetensors(path, {{"w", f32_tensor({2}, 1.0f)}});
   const std::string bytes = slurp(path);
   const std::string json = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
@@ -121,7 +104,7 @@ TEST_CASE("a file built by hand decodes") {
       R"({"__metadata__":{"who":"hand"},"b":{"dtype":"I32","shape":[2,1],"data_offsets":[8,16]},)"
       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::string data = raw_bytes(std::vector<float>{1.5f, -2.0f}) + raw_bytes(std::vector<std::int32_t>{7, -9});
-  const auto path = dir.file("hand.safetensors", safetensors_bytes(header, data));
+  const auto path = dir.write("hand.safetensors", safetensors_bytes(header, data));
   const auto out = read_safetensors_with_metadata(path);
   CHECK(out.metadata.at("who") == "hand");
   REQUIRE(out.tensors.size() == 2);
@@ -137,7 +120,7 @@ TEST_CASE("a file built by hand decodes") {
 
 TEST_CASE("writing over an existing file replaces it whole") {
   TempDir dir;
-  const auto path = (dir.path / "w.safetensors").string();
+  const auto path = (dir.path() / "w.safetensors").string();
   write_safetensors(path, {{"old", f32_tensor({100}, 0.0f)}});
   write_safetensors(path, {{"new", f32_tensor({1}, 9.0f)}});
   const auto out = read_safetensors(path);
@@ -149,7 +132,7 @@ TEST_CASE("writing over an existing file replaces it whole") {
 TEST_CASE("a failed write throws, names the file and leaves nothing behind") {
   TempDir dir;
   SUBCASE("the folder does not exist") {
-    const auto path = (dir.path / "missing" / "w.safetensors").string();
+    const auto path = (dir.path() / "missing" / "w.safetensors").string();
     try {
       write_safetensors(path, {{"w", f32_tensor({2}, 1.0f)}});
       FAIL("no error");
@@ -161,7 +144,7 @@ TEST_CASE("a failed write throws, names the file and leaves nothing behind") {
     CHECK(dir.entries() == 0);
   }
   SUBCASE("the target is a folder, so the final rename fails") {
-    const auto target = dir.path / "taken";
+    const auto target = dir.path() / "taken";
     fs::create_directories(target / "inside");
     CHECK_THROWS_AS(write_safetensors(target.string(), {{"w", f32_tensor({2}, 1.0f)}}),
                     std::runtime_error);
@@ -171,7 +154,7 @@ TEST_CASE("a failed write throws, names the file and leaves nothing behind") {
 
 TEST_CASE("the writer refuses duplicate or reserved names") {
   TempDir dir;
-  const auto path = (dir.path / "w.safetensors").string();
+  const auto path = (dir.path() / "w.safetensors").string();
   CHECK_THROWS_AS(write_safetensors(path, {{"a", f32_tensor({1}, 0)}, {"a", f32_tensor({1}, 0)}}),
                   std::invalid_argument);
   CHECK_THROWS_AS(write_safetensors(path, {{"__metadata__", f32_tensor({1}, 0)}}),
@@ -185,7 +168,7 @@ TEST_CASE("invalid safetensors files are rejected with the file named") {
   const std::string good_header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::string good_data = raw_bytes(std::vector<float>{1.0f, 2.0f});
   auto rejected = [&](const std::string& bytes, const std::string& why) {
-    const auto path = dir.file("bad.safetensors", bytes);
+    const auto path = dir.write("bad.safetensors", bytes);
     const auto msg = input_error([&] { read_safetensors(path); });
     INFO(msg);
     CHECK(has(msg, path));
@@ -227,7 +210,7 @@ TEST_CASE("invalid safetensors files are rejected with the file named") {
     rejected(safetensors_bytes(R"({"__metadata__":{"n":3}})", ""), "__metadata__");
   }
   SUBCASE("a missing file") {
-    const auto path = (dir.path / "none.safetensors").string();
+    const auto path = (dir.path() / "none.safetensors").string();
     const auto msg = input_error([&] { read_safetensors(path); });
     CHECK(has(msg, path));
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "apps/config/config_loader.hpp"
+#include "apps/train/device_models.hpp"
 #include "kernels/common/error.hpp"
 
 #if CONVEYOR_WITH_CUDA
@@ -24,8 +25,7 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
                      ": no such CUDA device (no GPU, no driver, or index out of range)");
   // runtime.attention picks whose attention the attention rows time (cuDNN's, or conveyor's
   // kernels); a shape cuDNN refuses is timed on the kernels, with the warning on stderr.
-  set_attention_backend(config.runtime.attention == "kernels" ? AttentionBackend::kernels
-                                                              : AttentionBackend::cudnn);
+  set_attention_backend(cuda_stage_options(config).attention);
   KernelBenchOptions options;
   options.model = config.model;
   options.micro_batch_size = config.pipeline.micro_batch_size;

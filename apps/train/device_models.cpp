@@ -45,15 +45,22 @@ std::vector<Device> actor_devices(const RunConfig& config, int actors) {
   return out;
 }
 
-StageModelFactory stage_model_factory(const RunConfig& config) {
-  if (config.devices.kind == "cpu") return make_cpu_stage_model;
 #if CONVEYOR_WITH_CUDA
+CudaStageOptions cuda_stage_options(const RunConfig& config) {
   CudaStageOptions options;
   options.master_fp32 = config.optim.master == "fp32";
   options.deterministic = config.runtime.deterministic;
   options.grads_bf16 = config.optim.grad_dtype == "bf16";
   options.attention = config.runtime.attention == "kernels" ? AttentionBackend::kernels
                                                             : AttentionBackend::cudnn;
+  return options;
+}
+#endif
+
+StageModelFactory stage_model_factory(const RunConfig& config) {
+  if (config.devices.kind == "cpu") return make_cpu_stage_model;
+#if CONVEYOR_WITH_CUDA
+  const CudaStageOptions options = cuda_stage_options(config);
   return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device) {
     CudaStageOptions on_device = options;
     on_device.device = device.index;

@@ -7,6 +7,10 @@
 #include "kernels/model/stage_model.hpp"
 #include "kernels/tensor/dtype.hpp"
 
+#if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/model/cuda_stage_model.hpp"
+#endif
+
 namespace conveyor {
 
 /// Sets each rank's device in `placement`. Throws InputError for devices.kind cuda in a
@@ -17,6 +21,12 @@ void assign_devices(const RunConfig& config, Placement& placement);
 /// replica r's stage s is actor r·P + s), devices.ids round-robin. Throws as
 /// assign_devices.
 std::vector<Device> actor_devices(const RunConfig& config, int actors);
+
+#if CONVEYOR_WITH_CUDA
+/// What the config asks of every CUDA stage model (optim.master, optim.grad_dtype,
+/// runtime.deterministic, runtime.attention); the device is each rank's own.
+CudaStageOptions cuda_stage_options(const RunConfig& config);
+#endif
 
 /// The factory for the ranks' stage models.
 StageModelFactory stage_model_factory(const RunConfig& config);

@@ -43,11 +43,10 @@ namespace cuda_detail {
 bool attention_on_cudnn(AttentionPass pass, int B, int T, int C, int NH,
                         std::initializer_list<const void*> pointers) {
   if (attention_backend() != AttentionBackend::cudnn) return false;
-  for (const void* p : pointers)
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) {
-      warn_once(pass, B, T, C, NH, "a pointer is not 16-byte aligned");
-      return false;
-    }
+  if (!aligned_for_cudnn(pointers)) {
+    warn_once(pass, B, T, C, NH, "a pointer is not 16-byte aligned");
+    return false;
+  }
   if (const auto refusal = cudnn_attention_refusal(pass, B, T, C, NH)) {
     warn_once(pass, B, T, C, NH, *refusal);
     return false;

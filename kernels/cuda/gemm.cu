@@ -100,12 +100,13 @@ struct LtDescs {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
   ~LtDescs() {
-    if (pref) cublaslt().cublasLtMatmulPreferenceDestroy(pref);
-    if (d) cublaslt().cublasLtMatrixLayoutDestroy(d);
-    if (c) cublaslt().cublasLtMatrixLayoutDestroy(c);
-    if (b) cublaslt().cublasLtMatrixLayoutDestroy(b);
-    if (a) cublaslt().cublasLtMatrixLayoutDestroy(a);
-    if (op) cublaslt().cublasLtMatmulDescDestroy(op);
+    const CublasLtLibrary& lt = cublaslt();
+    if (pref) lt.cublasLtMatmulPreferenceDestroy(pref);
+    if (d) lt.cublasLtMatrixLayoutDestroy(d);
+    if (c) lt.cublasLtMatrixLayoutDestroy(c);
+    if (b) lt.cublasLtMatrixLayoutDestroy(b);
+    if (a) lt.cublasLtMatrixLayoutDestroy(a);
+    if (op) lt.cublasLtMatmulDescDestroy(op);
   }
 };
 
@@ -129,46 +130,49 @@ struct GemmCall {
 
 void run_gemm(const GemmCall& g, cudaStream_t stream) {
   const int device = current_device();
+  const CublasLtLibrary& lt = cublaslt();
   LtState& st = lt_state();
   std::lock_guard lock(st.mu);
 
   cublasLtHandle_t& handle = st.handles[device];
-  if (!handle) CUBLAS_CHECK(cublaslt().cublasLtCreate(&handle));
+  if (!handle) CUBLAS_CHECK(lt.cublasLtCreate(&handle));
   void*& workspace = st.workspaces[{device, stream}];
   if (!workspace) CUDA_CHECK(cudaMalloc(&workspace, kGemmWorkspaceBytes));
 
   LtDescs ds;
-  CUBLAS_CHECK(cublaslt().cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(lt.cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
-                                              sizeof g.epilogue));
+  CUBLAS_CHECK(
+      lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  CUBLAS_CHECK(
+      lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
+                                                 sizeof g.epilogue));
   if (g.bias) {
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
-                                                sizeof g.bias));
+    CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &g.bias, sizeof g.bias));
     const cudaDataType_t bias_type = CUDA_R_16BF;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                &bias_type, sizeof bias_type));
+    CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                   &bias_type, sizeof bias_type));
   }
   if (g.aux) {
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                                &g.aux, sizeof g.aux));
+    CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                   &g.aux, sizeof g.aux));
     const std::int64_t aux_ld = g.ldd;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                                                &aux_ld, sizeof aux_ld));
+    CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                   &aux_ld, sizeof aux_ld));
     const std::int32_t aux_type = CUDA_R_16BF;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-                                                &aux_type, sizeof aux_type));
+    CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
+        ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type, sizeof aux_type));
   }
   // Layouts describe the stored matrices (before op).
-  CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, g.transa ? g.k : g.m,
-                                          g.transa ? g.m : g.k, g.lda));
-  CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, g.transb ? g.n : g.k,
-                                          g.transb ? g.k : g.n, g.ldb));
-  CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&ds.c, g.d_type, g.m, g.n, g.ldd));
-  CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&ds.d, g.d_type, g.m, g.n, g.ldd));
+  CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, g.transa ? g.k : g.m,
+                                             g.transa ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, g.transb ? g.n : g.k,
+                                             g.transb ? g.k : g.n, g.ldb));
+  CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&ds.c, g.d_type, g.m, g.n, g.ldd));
+  CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&ds.d, g.d_type, g.m, g.n, g.ldd));
 
   const GemmKey key{device,
                     g.m,
@@ -190,9 +194,9 @@ void run_gemm(const GemmCall& g, cudaStream_t stream) {
                     alignment_of(g.aux)};
   auto found = st.algos.find(key);
   if (found == st.algos.end()) {
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceCreate(&ds.pref));
+    CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&ds.pref));
     const std::uint64_t ws = kGemmWorkspaceBytes;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
         ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     const std::uint32_t aligns[4] = {
         static_cast<std::uint32_t>(key.align_a), static_cast<std::uint32_t>(key.align_b),
@@ -201,37 +205,37 @@ void run_gemm(const GemmCall& g, cudaStream_t stream) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
-      CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(ds.pref, align_attrs[i], &aligns[i],
-                                                        sizeof aligns[i]));
+      CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(ds.pref, align_attrs[i], &aligns[i],
+                                                           sizeof aligns[i]));
     // Split-K only with a separate reduction pass (no in-place reduction in the output).
     // A bf16 gradient (accumulated bf16 D) keeps its split-K partials in fp32 too: partials
     // rounded to bf16 before the reduction would lose what the fp32 compute type keeps.
     std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     const bool bf16_grad = g.accumulate && g.d_type == CUDA_R_16BF;
     if (!bf16_grad) schemes |= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
         ds.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    CUBLAS_CHECK(cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref, 1,
-                                                &result, &count));
+    CUBLAS_CHECK(lt.cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref,
+                                                   1, &result, &count));
     if (count == 0) {
       // Fall back to every reduction scheme rather than fail (still one fixed choice).
       schemes = CUBLASLT_REDUCTION_SCHEME_MASK;
-      CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+      CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
           ds.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
-      CUBLAS_CHECK(cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref,
-                                                  1, &result, &count));
+      CUBLAS_CHECK(lt.cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref,
+                                                     1, &result, &count));
     }
     if (count == 0)
       throw CudaError(std::string(g.what) + ": cuBLASLt has no algorithm for m=" +
-                      std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" +
-                      std::to_string(g.k) + " epilogue=" + std::to_string(g.epilogue));
+                      std::to_string(g.m) + " n=" + std::to_string(g.n) +
+                      " k=" + std::to_string(g.k) + " epilogue=" + std::to_string(g.epilogue));
     found = st.algos.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublaslt().cublasLtMatmul(handle, ds.op, &alpha, g.A, ds.a, g.B, ds.b, &beta, g.D, ds.c, g.D,
-                              ds.d, &found->second, workspace, kGemmWorkspaceBytes, stream));
+  CUBLAS_CHECK(lt.cublasLtMatmul(handle, ds.op, &alpha, g.A, ds.a, g.B, ds.b, &beta, g.D, ds.c, g.D,
+                                 ds.d, &found->second, workspace, kGemmWorkspaceBytes, stream));
 }
 
 void check_dims(const char* what, int N, int IC, int OC) {

@@ -22,42 +22,21 @@ namespace conveyor::cudnn {
 /// cuDNN's attribute type for a C++ value type.
 template <class T>
 struct AttributeType;
-template <>
-struct AttributeType<std::int64_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_INT64;
-};
-template <>
-struct AttributeType<bool> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_BOOLEAN;
-};
-template <>
-struct AttributeType<float> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_FLOAT;
-};
-template <>
-struct AttributeType<cudnnDataType_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_DATA_TYPE;
-};
-template <>
-struct AttributeType<cudnnBackendDescriptor_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-};
-template <>
-struct AttributeType<cudnnPointwiseMode_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_POINTWISE_MODE;
-};
-template <>
-struct AttributeType<cudnnReduceTensorOp_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_REDUCTION_OPERATOR_TYPE;
-};
-template <>
-struct AttributeType<cudnnBackendHeurMode_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_HEUR_MODE;
-};
-template <>
-struct AttributeType<cudnnHandle_t> {
-  static constexpr cudnnBackendAttributeType_t value = CUDNN_TYPE_HANDLE;
-};
+#define CONVEYOR_CUDNN_ATTRIBUTE_TYPE(T, TYPE)                       \
+  template <>                                                      \
+  struct AttributeType<T> {                                        \
+    static constexpr cudnnBackendAttributeType_t value = TYPE;     \
+  };
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(std::int64_t, CUDNN_TYPE_INT64)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(bool, CUDNN_TYPE_BOOLEAN)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(float, CUDNN_TYPE_FLOAT)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnDataType_t, CUDNN_TYPE_DATA_TYPE)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnBackendDescriptor_t, CUDNN_TYPE_BACKEND_DESCRIPTOR)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnPointwiseMode_t, CUDNN_TYPE_POINTWISE_MODE)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnReduceTensorOp_t, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnBackendHeurMode_t, CUDNN_TYPE_HEUR_MODE)
+CONVEYOR_CUDNN_ATTRIBUTE_TYPE(cudnnHandle_t, CUDNN_TYPE_HANDLE)
+#undef CONVEYOR_CUDNN_ATTRIBUTE_TYPE
 
 class BackendDescriptor {
  public:

@@ -30,11 +30,10 @@ void check_args(const char* what, int B, int T, int C, int NH,
                 std::initializer_list<const void*> pointers) {
   if (auto err = shape_error(B, T, C, NH))
     throw std::invalid_argument(std::string(what) + ": " + *err);
-  for (const void* p : pointers)
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
-      throw std::invalid_argument(std::string(what) +
-                                  ": every pointer must be 16-byte aligned (cuDNN's tensors "
-                                  "declare it)");
+  if (!aligned_for_cudnn(pointers))
+    throw std::invalid_argument(std::string(what) +
+                                ": every pointer must be 16-byte aligned (cuDNN's tensors "
+                                "declare it)");
 }
 
 #if CONVEYOR_WITH_CUDNN
@@ -144,6 +143,12 @@ void execute(const PlanSlot& slot, std::span<const cudnn::TensorBinding> binding
 #endif  // CONVEYOR_WITH_CUDNN
 
 }  // namespace
+
+bool aligned_for_cudnn(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
 
 #if CONVEYOR_WITH_CUDNN
 

@@ -16,6 +16,7 @@
 // one thread at a time (a mutex per device around plan builds and around cudnnSetStream +
 // cudnnBackendExecute, since the handle's stream is shared state); builds on different
 // devices run in parallel, and one (device, shape, pass) is built once.
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,9 @@
 namespace conveyor {
 
 enum class AttentionPass { forward, backward };
+
+/// Whether every pointer is 16-byte aligned, as cuDNN's tensors declare them.
+bool aligned_for_cudnn(std::initializer_list<const void*> pointers);
 
 /// Why cuDNN cannot run `pass` at this shape on the current device (the error that building
 /// its plan met, or that conveyor was built without cuDNN), or nullopt when it can. The first

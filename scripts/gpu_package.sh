@@ -20,5 +20,4 @@ strip .gpu/conveyor .gpu/*_tests
 cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis/ {print $3}') .gpu/lib/
 cp scripts/torch_kernels_bench.py .gpu/
 [ -f ../shared/bench/torch_pp_bench.py ] && cp ../shared/bench/torch_pp_bench.py .gpu/
-grep -qx '/.gpu/' .git/info/exclude || echo '/.gpu/' >> .git/info/exclude
 echo "gpu_package: .gpu/ holds $(ls .gpu | tr '\n' ' ')($(du -sh .gpu | cut -f1))" >&2

@@ -114,9 +114,9 @@ std::vector<ConfigKey> build_keys() {
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
       KEY(runtime.attention,
-          "GPU attention: kernels (conveyor's own flash-attention kernels) or cudnn (cuDNN's "
-          "fused flash attention, deterministic backward, faster on the H200; a shape cuDNN "
-          "cannot run falls back to the kernels with a warning)",
+          "GPU attention: cudnn (cuDNN's fused flash attention, deterministic backward, faster "
+          "on the H200; a shape cuDNN cannot run falls back to the kernels with a warning) or "
+          "kernels (conveyor's own flash-attention kernels)",
           one_of(&known_attention_backends)),
 
       KEY(rendezvous.timeout_s,

@@ -57,7 +57,7 @@ struct RuntimeSection {
   std::int64_t threads_per_stage = 1;        // runtime.threads_per_stage (CPU kernels)
   bool deterministic = true;                 // runtime.deterministic (GPU: no atomics, pinned GEMM algorithms)
   std::string stage_threads = "detached";    // runtime.stage_threads: detached | scheduled
-  std::string attention = "kernels";           // runtime.attention: cudnn | kernels (CUDA stages)
+  std::string attention = "cudnn";             // runtime.attention: cudnn | kernels (CUDA stages)
 };
 
 struct OptimSection {

@@ -9,16 +9,15 @@
 // REQUIRES: head size hs = C / NH is 64 or 128.
 //
 // Two implementations, chosen per process by set_attention_backend:
-// - kernels (the default): conveyor's own kernels (attention.cu). Backward is three
+// - cudnn (the default, runtime.attention: cudnn): cuDNN's fused flash attention
+//   (kernels/cuda/cudnn/cudnn_attention.hpp), its deterministic backward; faster on the
+//   H200 (`conveyor bench kernels`, cuDNN 9.14: forward 0.055 ms against 0.087 ms, backward
+//   0.185 against 0.307 at B=4, NH=16, T=1024, hs=128).
+// - kernels (runtime.attention: kernels): conveyor's own kernels (attention.cu). Backward is three
 //   kernels and uses no atomics: (1) delta = rowsum(dout * out); (2) one block per tile of
 //   keys computes dK and dV over every later query; (3) one block per tile of queries
 //   computes dQ over every earlier key. The probabilities are recomputed from the
 //   forward's logsumexp.
-// - cudnn (opt-in, runtime.attention: cudnn): cuDNN's fused flash attention
-//   (kernels/cuda/cudnn/cudnn_attention.hpp), its deterministic backward; faster on the
-//   H200 (`conveyor bench kernels`, cuDNN 9.14: forward 0.055 ms against 0.087 ms, backward
-//   0.185 against 0.307 at B=4, NH=16, T=1024, hs=128). Not the default yet: the GPU test
-//   suite of the final tree did not finish in its one run (docs/PERFORMANCE.md, session 8).
 // Where cuDNN cannot run a pass at a shape (it refuses the shape, libcudnn's engines are
 // missing, conveyor was built without cuDNN, a pointer is not 16-byte aligned), that pass
 // runs on conveyor's kernels and one warning per shape goes to stderr with the reason. The

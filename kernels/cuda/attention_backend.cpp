@@ -15,7 +15,7 @@
 namespace conveyor {
 namespace {
 
-std::atomic<AttentionBackend> g_backend{AttentionBackend::kernels};
+std::atomic<AttentionBackend> g_backend{AttentionBackend::cudnn};
 
 // Prints `reason` once per (pass, shape): a run calls the attention thousands of times
 // with the same few shapes.

@@ -58,7 +58,7 @@ struct CudaStageOptions {
   bool grads_bf16 = false;
   /// runtime.attention: which attention implementation runs (attention.hpp). It is
   /// process-wide: make_cuda_stage_model sets it, so every model of a process should agree.
-  AttentionBackend attention = AttentionBackend::kernels;
+  AttentionBackend attention = AttentionBackend::cudnn;
 };
 
 /// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),

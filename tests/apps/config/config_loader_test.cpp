@@ -273,8 +273,8 @@ TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
   CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == "f32");
 }
 
-TEST_CASE("runtime.attention is kernels by default, takes cudnn and refuses other names") {
-  CHECK(RunConfig{}.runtime.attention == "kernels");
+TEST_CASE("runtime.attention is cudnn by default, takes kernels and refuses other names") {
+  CHECK(RunConfig{}.runtime.attention == "cudnn");
   CHECK(load_run_config("", {"runtime.attention=kernels"}).runtime.attention == "kernels");
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "runtime.attention=cudnn"})
             .runtime.attention == "cudnn");

@@ -126,7 +126,7 @@ TEST_CASE("cuda stage model loss and every gradient are close to the CPU GptStag
   CHECK(cf.loss == doctest::Approx(std::log(double(kConfig.vocab))).epsilon(0.05));
 
   // Both attention backends (runtime.attention); the options set it process-wide, so the
-  // default (kernels) is set again at the end.
+  // default (cudnn) is set again at the end.
   for (const AttentionBackend attention : {AttentionBackend::cudnn, AttentionBackend::kernels}) {
     INFO("attention " << (attention == AttentionBackend::cudnn ? "cudnn" : "kernels"));
     CudaStageOptions options = on_device(0);
@@ -163,7 +163,7 @@ TEST_CASE("cuda stage model loss and every gradient are close to the CPU GptStag
       CHECK(squares[i] == doctest::Approx(sq).epsilon(1e-3));
     }
   }
-  set_attention_backend(AttentionBackend::kernels);
+  set_attention_backend(AttentionBackend::cudnn);
 }
 
 TEST_CASE("cuda stage model split into two slices on one GPU changes no bit") {

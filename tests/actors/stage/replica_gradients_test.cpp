@@ -4,6 +4,8 @@
 // bits on every replica, with the cost of the step's reductions measured.
 #include <doctest/doctest.h>
 
+#include <barrier>
+
 #include <cstring>
 #include <functional>
 #include <random>
@@ -60,6 +62,21 @@ std::vector<std::string> on_two_replicas(const std::function<void(int)>& body) {
   return errors;
 }
 
+// `join` on this rank, then waits until the other rank has joined too: a rank that fails
+// right after joining destroys its group, and a peer still connecting would then fail to
+// join (a different error from the one a test checks).
+template <class Join>
+auto together(std::barrier<>& joined, Join join) {
+  try {
+    auto group = join();
+    joined.arrive_and_wait();
+    return group;
+  } catch (...) {
+    joined.arrive_and_drop();
+    throw;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a CPU chunk is one f32 bucket of all its parameters; chunks follow each other") {
@@ -110,20 +127,28 @@ TEST_CASE("two replicas average their real gradients in place, bitwise equal, an
 
 TEST_CASE("a step whose buckets were not all started fails naming the bucket, before any wait") {
   ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
+  std::barrier joined(2);
   const auto errors = on_two_replicas([&](int r) {
     auto model = make_cpu_stage_model(kModel, kWhole, 7);
-    ReplicaGradients sync(
-        groups.join(1, r, ReplicaGradients::layout_of({model.get()}), Device::cpu()),
-        {model.get()});
+    ReplicaGradients sync(together(joined, [&] {
+                            return groups.join(1, r, ReplicaGradients::layout_of({model.get()}),
+                                               Device::cpu());
+                          }),
+                          {model.get()});
     (void)sync.finish();
   });
-  for (const auto& e : errors) CHECK(e.find("bucket 0 was not started this step") != std::string::npos);
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    CHECK(e.find("bucket 0 was not started this step") != std::string::npos);
+  }
 }
 
 TEST_CASE("a host group refuses to wait for a CUDA stream") {
   ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
+  std::barrier joined(2);
   const auto errors = on_two_replicas([&](int r) {
-    auto group = groups.join(2, r, {BucketShape{4, DType::f32}}, Device::cpu());
+    auto group =
+        together(joined, [&] { return groups.join(2, r, {BucketShape{4, DType::f32}}, Device::cpu()); });
     float values[4] = {1, 2, 3, 4};
     int stream = 0;  // any non-null pointer stands for a stream here
     (void)group->start_after(GradientBucket{0, {GradientBuffer{values, 4, DType::f32}}}, &stream);

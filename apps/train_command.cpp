@@ -101,8 +101,10 @@ void check_replica_checkpoints(const RunConfig& config, int nnodes, const std::s
 // holds a copy of every other node's snapshots (actors/cluster/snapshot_keeper.hpp): they
 // need CPU stages, in-memory snapshots, and a snapshot at every checkpoint's step. Each
 // node resumes its own stages from the checkpoint folder (the same path on every node).
-// Data-parallel replicas checkpoint otherwise (check_replica_checkpoints). Refused before
-// anything starts otherwise.
+// Data-parallel replicas checkpoint otherwise (check_replica_checkpoints), unless they
+// shard the AdamW state (optim.shard_state): every replica then holds a part of each
+// stage's moments, and only the snapshot copies bring the other nodes' parts to node 0.
+// Refused before anything starts otherwise.
 void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpec& spec,
                                         const RunConfig& config) {
   const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
@@ -117,7 +119,7 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpe
                                  "CPU stages so far (devices.kind is {})",
                                  what, why, config.devices.kind));
   if (config.checkpoint.every == 0) return;
-  if (config.parallel.data > 1) {
+  if (config.parallel.data > 1 && !config.optim.shard_state) {
     check_replica_checkpoints(config, spec.nnodes, what, why);
     return;
   }
@@ -127,8 +129,11 @@ void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpe
     throw InputError(fmt::format(
         "{} with {}: node 0 writes the checkpoints of every node from the in-memory snapshots, "
         "so fault.snapshot_every must be > 0 (with fault.policy restart) and divide "
-        "checkpoint.every (fault.snapshot_every is {}, fault.policy {})",
-        what, why, config.fault.snapshot_every, config.fault.policy));
+        "checkpoint.every (fault.snapshot_every is {}, fault.policy {}){}",
+        what, why, config.fault.snapshot_every, config.fault.policy,
+        config.optim.shard_state && config.parallel.data > 1
+            ? "; with optim.shard_state every replica holds a part of the AdamW state"
+            : ""));
 }
 
 // GPU stage groups with replicas or the tied embedding live in one process so far (CPU

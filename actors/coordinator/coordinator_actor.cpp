@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/coordinator/step_accounting.hpp"
@@ -156,7 +157,10 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
     return;
   }
   // Replica 0's stages (actors 0 … P−1): replicas are identical, a checkpoint holds one copy.
-  const std::size_t n = st.job->placement.ranks.size();
+  // With sharded optimizer state every actor holds a part of its stage's moments: all R·P
+  // are asked, and each stage's parts merged.
+  const bool sharded = st.job->shards_optimizer_state();
+  const std::size_t n = sharded ? st.stages.size() : st.job->placement.ranks.size();
   auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
   auto pending = std::make_shared<std::size_t>(n);
   auto optimizer_steps = std::make_shared<std::int64_t>(0);
@@ -171,6 +175,9 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
               shard.tensors = std::move(snap.tensors);
               *optimizer_steps = snap.optimizer_steps;
               if (--*pending > 0) return;
+              if (sharded)
+                *shards = checkpoint::merge_sharded_replicas(std::move(*shards),
+                                                             self->state.job->replicas);
               hand_over(self, steps_done, std::move(*shards), *optimizer_steps, stop);
             },
             [=](caf::error& e) {

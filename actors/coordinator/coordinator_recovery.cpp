@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
@@ -48,7 +49,12 @@ bool recoverable(const CoordinatorState& st, const Failure& f) {
 std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snapshot_shards(
     const CoordinatorState& st, std::int64_t steps_done) {
   auto held = st.job->snapshots->shards(steps_done);
-  if (held) held->first.resize(st.job->placement.ranks.size());  // rank order: replica 0 first
+  if (!held) return held;
+  if (st.job->shards_optimizer_state()) {  // every replica holds a part of the moments
+    held->first = checkpoint::merge_sharded_replicas(std::move(held->first), st.job->replicas);
+    return held;
+  }
+  held->first.resize(st.job->placement.ranks.size());  // rank order: replica 0 first
   return held;
 }
 
@@ -123,7 +129,8 @@ std::optional<RestoreSource> choose_source(const CoordinatorState& st,
   // Over several processes a replica's in-memory state does not travel (its source may be
   // in another process): the snapshot path only, as if inside the optimizer step.
   if (!st.restarts.node_of_rank.empty()) boundary = std::nullopt;
-  return choose_restore_source(st.job->replica_layout(), respawn, boundary, snapshot);
+  return choose_restore_source(st.job->replica_layout(), respawn, boundary, snapshot,
+                               st.job->shards_optimizer_state());
 }
 
 // Why no state is left to restore (replicas; one replica returns false instead).

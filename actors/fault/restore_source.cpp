@@ -20,11 +20,12 @@ std::string RestoreSource::describe(const ReplicaLayout& layout) const {
 std::optional<RestoreSource> choose_restore_source(const ReplicaLayout& layout,
                                                    const std::vector<int>& respawned,
                                                    std::optional<std::int64_t> boundary,
-                                                   std::optional<std::int64_t> snapshot) {
+                                                   std::optional<std::int64_t> snapshot,
+                                                   bool sharded_state) {
   auto dead = [&](int actor) {
     return std::find(respawned.begin(), respawned.end(), actor) != respawned.end();
   };
-  if (layout.replicas > 1 && boundary) {
+  if (layout.replicas > 1 && boundary && (!sharded_state || respawned.empty())) {
     RestoreSource out{RestoreSource::Kind::replicas, *boundary, {}};
     bool every_one = true;
     for (int actor : respawned) {

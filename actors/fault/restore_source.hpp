@@ -48,10 +48,14 @@ struct RestoreSource {
 /// the step's optimizer step; `snapshot`: the newest step every actor holds a snapshot of
 /// (SnapshotStore::consistent_step), nullopt without snapshots. Nullopt: nothing to
 /// restore from (the run cannot recover).
+/// `sharded_state` (optim.shard_state): each replica holds only its part of the AdamW
+/// moments, so a respawned actor cannot copy a twin: only the snapshot restores it (a
+/// recovery that respawns nothing still keeps every stage's state).
 /// REQUIRES: every respawned actor is in [0, layout.actors()).
 std::optional<RestoreSource> choose_restore_source(const ReplicaLayout& layout,
                                                    const std::vector<int>& respawned,
                                                    std::optional<std::int64_t> boundary,
-                                                   std::optional<std::int64_t> snapshot);
+                                                   std::optional<std::int64_t> snapshot,
+                                                   bool sharded_state = false);
 
 }  // namespace conveyor

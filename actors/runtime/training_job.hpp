@@ -55,6 +55,10 @@ struct TrainingJob {
   // computes on its pipeline rank's device (placement).
   std::vector<Device> actor_devices;
   double collective_timeout_s = 60;  // joining a replica group; each gradient average
+  // optim.shard_state (ZeRO-1, kernels/optim/optimizer_shard.hpp): with replicas > 1 each
+  // replica keeps and updates its part of every stage's AdamW state, then the replicas
+  // all-gather the weights; checkpoints merge the parts.
+  bool shard_optimizer_state = false;
   AdamWConfig adamw;
   LrSchedule lr;
   double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
@@ -88,6 +92,8 @@ struct TrainingJob {
   }
   /// Stage actors of the run: every replica's pipeline ranks.
   int stage_actors() const { return replica_layout().actors(); }
+  /// Whether the replicas split the AdamW state (shard_optimizer_state with R > 1).
+  bool shards_optimizer_state() const { return shard_optimizer_state && replicas > 1; }
   /// What actor `actor` computes with: its rank placement and its replica's share of data.
   RankPlacement actor_placement(int actor) const {
     RankPlacement rank = replica_rank_placement(placement, replica_layout(), actor);

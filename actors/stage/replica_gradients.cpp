@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/optim/optimizer_shard.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -31,8 +33,11 @@ BucketLayout ReplicaGradients::layout_of(const std::vector<StageModel*>& chunks)
 }
 
 ReplicaGradients::ReplicaGradients(std::unique_ptr<GradientAllReduce> group,
-                                   std::vector<StageModel*> chunks)
-    : group_(std::move(group)), chunks_(std::move(chunks)), buckets_(chunks_.size()) {
+                                   std::vector<StageModel*> chunks, bool shard_optimizer_state)
+    : group_(std::move(group)),
+      shard_optimizer_state_(shard_optimizer_state),
+      chunks_(std::move(chunks)),
+      buckets_(chunks_.size()) {
   std::size_t next = 0;
   for (StageModel* model : chunks_) {
     first_bucket_.push_back(next);
@@ -43,6 +48,22 @@ ReplicaGradients::ReplicaGradients(std::unique_ptr<GradientAllReduce> group,
                                 std::to_string(next) + " gradient buckets, the group " +
                                 std::to_string(group_->layout().size()));
   pending_.resize(next);
+  if (shard_optimizer_state_)
+    for (StageModel* model : chunks_)
+      model->shard_optimizer_state(group_->group().rank, group_->group().size);
+}
+
+void ReplicaGradients::gather_parameters() {
+  const int ranks = group_->group().size;
+  for (StageModel* model : chunks_) {
+    std::vector<GradientSpan> spans = model->parameter_spans();
+    std::int64_t total = 0;
+    for (const GradientSpan& s : spans) total += static_cast<std::int64_t>(s.count);
+    std::vector<std::size_t> counts;
+    for (const std::int64_t n : replica_shard_sizes(total, ranks))
+      counts.push_back(static_cast<std::size_t>(n));
+    group_->all_gather(spans, counts);
+  }
 }
 
 ReplicaGradients::~ReplicaGradients() { settle(); }

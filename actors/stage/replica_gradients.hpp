@@ -46,7 +46,11 @@ class ReplicaGradients {
   static BucketLayout layout_of(const std::vector<StageModel*>& chunks);
 
   /// `group` was built with layout_of(chunks). The models outlive this object.
-  ReplicaGradients(std::unique_ptr<GradientAllReduce> group, std::vector<StageModel*> chunks);
+  /// `shard_optimizer_state` (ZeRO-1): every chunk's optimizer keeps its part for the
+  /// group's rank only (StageModel::shard_optimizer_state), and gather_parameters() must
+  /// follow each optimizer step.
+  ReplicaGradients(std::unique_ptr<GradientAllReduce> group, std::vector<StageModel*> chunks,
+                   bool shard_optimizer_state = false);
   /// Settles the buckets still pending, then destroys the group.
   ~ReplicaGradients();
   ReplicaGradients(const ReplicaGradients&) = delete;
@@ -60,12 +64,19 @@ class ReplicaGradients {
   /// were not all started, CollectiveError when the group failed (every bucket settled).
   ReductionTiming finish();
 
+  bool shards_optimizer_state() const { return shard_optimizer_state_; }
+  /// ZeRO-1: after every chunk's optimizer step, each replica's updated part of the
+  /// chunk's parameters is copied to the others (GradientAllReduce::all_gather), chunk by
+  /// chunk. Throws as all_gather does.
+  void gather_parameters();
+
  private:
   void start(std::size_t chunk, std::size_t local);
   /// Waits for every pending bucket, done or failed (errors dropped), and forgets them.
   void settle() noexcept;
 
   std::unique_ptr<GradientAllReduce> group_;
+  bool shard_optimizer_state_ = false;
   std::vector<StageModel*> chunks_;
   std::vector<std::size_t> first_bucket_;            // by chunk: its first global bucket index
   std::vector<std::vector<GradientSpans>> buckets_;  // by chunk, fetched when armed

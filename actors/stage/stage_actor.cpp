@@ -74,7 +74,8 @@ void join_groups(Self* self, std::uint32_t generation) {
   if (job.replicas > 1)
     st.worker->set_replica_group(job.replica_groups->join(
         layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
-        job.actor_placement(rank).device, generation));
+        job.actor_placement(rank).device, generation),
+        job.shards_optimizer_state());
   if (!job.model.tie_embeddings || !st.worker->holds_tied_copy()) return;
   std::unique_ptr<GradientAllReduce> group;
   if (st.worker->tied_needs_group()) {

@@ -95,10 +95,12 @@ std::vector<StageModel*> StageWorker::models() const {
   return out;
 }
 
-void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group) {
+void StageWorker::set_replica_group(std::unique_ptr<GradientAllReduce> group,
+                                    bool shard_optimizer_state) {
   replicas_.reset();
   if (!group) return;
-  replicas_ = std::make_unique<ReplicaGradients>(std::move(group), models());
+  replicas_ =
+      std::make_unique<ReplicaGradients>(std::move(group), models(), shard_optimizer_state);
 }
 
 BucketLayout StageWorker::replica_bucket_layout() const {
@@ -333,6 +335,8 @@ void StageWorker::discard_gradients() {
 
 void StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   for (auto& c : chunks_) c.model->optimizer_step(config, lr, grad_scale);
+  // ZeRO-1: each replica updated its part of the weights; every replica needs them all.
+  if (replicas_ && replicas_->shards_optimizer_state()) replicas_->gather_parameters();
 }
 
 WeightsReply StageWorker::weights() const {

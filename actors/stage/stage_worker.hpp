@@ -138,8 +138,11 @@ class StageWorker {
   /// squares them, so the report holds the averaged gradients' squares and what the
   /// averaging cost. Without a group (one replica) nothing is averaged. The previous group
   /// is left first: its pending buckets settled, then destroyed; null only leaves it (a
-  /// recovery, before the stage joins the next generation).
-  void set_replica_group(std::unique_ptr<GradientAllReduce> group);
+  /// recovery, before the stage joins the next generation). `shard_optimizer_state`
+  /// (optim.shard_state, ZeRO-1): the chunks keep the AdamW state of the group's rank's
+  /// part only, and optimizer_step() all-gathers the updated weights.
+  void set_replica_group(std::unique_ptr<GradientAllReduce> group,
+                         bool shard_optimizer_state = false);
   /// The bucket layout of this stage's chunks (ReplicaGradients::layout_of).
   BucketLayout replica_bucket_layout() const;
 

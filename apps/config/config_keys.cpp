@@ -138,6 +138,10 @@ std::vector<ConfigKey> build_keys() {
           "type the weight gradients accumulate in: f32, or bf16 (fp32 sums rounded once per "
           "kernel, as PyTorch's all-bf16 recipe; half the gradient memory; devices.kind cuda only)",
           one_of(&known_grad_dtypes)),
+      KEY(optim.shard_state,
+          "ZeRO-1: with parallel.data > 1 each replica keeps and updates 1/R of every stage's "
+          "AdamW state, then the replicas all-gather the weights (same bits as unsharded; "
+          "devices.kind cpu only so far)"),
 
       KEY(trace.enabled, "record a causal trace of every message and action in DIR/trace/"),
       KEY(trace.steps, "steps to trace (with trace.enabled): all, one step, or a range",

@@ -74,6 +74,18 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              "' on devices.kind cpu (the CPU stages accumulate gradients in "
                              "fp32 only: set optim.grad_dtype: f32, or devices.kind: cuda)",
                          "devices.kind"};
+  if (cuda && c.optim.shard_state)
+    return ConfigProblem{"optim.shard_state",
+                         "true on devices.kind cuda (sharded AdamW state needs host stages so "
+                         "far: set optim.shard_state: false, or devices.kind: cpu)",
+                         "devices.kind"};
+  if (c.optim.shard_state && c.fault.policy == "restart" && c.parallel.data > 1 &&
+      c.fault.snapshot_every <= 0)
+    return ConfigProblem{"optim.shard_state",
+                         "true with fault.policy restart and fault.snapshot_every 0 (a restarted "
+                         "replica cannot copy its part of the AdamW state from a twin, only "
+                         "from a snapshot: set fault.snapshot_every >= 1, or fault.policy: abort)",
+                         "fault.snapshot_every"};
   if (cuda && c.transport.kind == "ucx")
     return ConfigProblem{"transport.kind",
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "

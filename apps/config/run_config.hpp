@@ -63,6 +63,7 @@ struct RuntimeSection {
 struct OptimSection {
   std::string master = "fp32";               // optim.master: fp32 (fp32 master + state) | bf16
   std::string grad_dtype = "f32";            // optim.grad_dtype: f32 | bf16 (CUDA stages only)
+  bool shard_state = false;                  // optim.shard_state: ZeRO-1 across replicas (CPU)
 };
 
 struct TraceSection {

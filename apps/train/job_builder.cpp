@@ -25,6 +25,7 @@ TrainingJob build_training_job(const RunConfig& config) {
   job.data.micro_batches = static_cast<int>(config.pipeline.micro_batches);
   job.replicas = static_cast<int>(config.parallel.data);
   job.collective_timeout_s = config.transport.timeout_s;
+  job.shard_optimizer_state = config.optim.shard_state;
 
   const PartitionChoice partition = choose_partition(config);
   auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),

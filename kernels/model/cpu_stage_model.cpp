@@ -47,6 +47,34 @@ std::vector<TiedGradient> CpuStageModel::tied_gradients() {
       });
 }
 
+void CpuStageModel::shard_optimizer_state(int rank, int ranks) {
+  std::optional<ElementRange> shard;
+  if (ranks > 1) shard = replica_shard(flat_size(model_.params()), rank, ranks);
+  if (shard == optim_.shard) return;
+  if (optim_.m.empty()) {
+    optim_.shard = shard;
+    return;
+  }
+  // A sharded state holds no other moments to widen or move to: those are on
+  // the other replicas (restore a checkpoint or snapshot instead).
+  if (optim_.shard)
+    throw std::logic_error(
+        "shard_optimizer_state: the optimizer state is already sharded; "
+        "its other moments are on the other replicas");
+  // Whole moments: cut to the shard through their captured form.
+  const auto whole = capture_param_state(model_.params(), optim_);
+  optim_.shard = shard;
+  restore_param_state(whole, model_.params(), optim_, optim_.t);
+}
+
+std::vector<GradientSpan> CpuStageModel::parameter_spans() {
+  std::vector<GradientSpan> spans;
+  for (auto& p : model_.params())
+    spans.push_back(
+        GradientSpan{p.value.raw(), static_cast<std::size_t>(p.value.numel()), p.value.dtype()});
+  return spans;
+}
+
 void CpuStageModel::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   adamw_step(model_.params(), optim_, config, static_cast<float>(lr), grad_scale);
   model_.zero_grads();

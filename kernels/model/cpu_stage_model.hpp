@@ -18,6 +18,8 @@ class CpuStageModel : public StageModel {
   std::vector<double> grad_squares() const override;
   std::vector<Tensor> gradients() override;
   std::vector<TiedGradient> tied_gradients() override;
+  void shard_optimizer_state(int rank, int ranks) override;
+  std::vector<GradientSpan> parameter_spans() override;
   void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) override;
   void discard_gradients() override;
   std::vector<NamedTensor> weights() const override;

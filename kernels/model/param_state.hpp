@@ -19,12 +19,16 @@ class StateMismatch : public std::invalid_argument {
 };
 
 /// Host copies (clones: the caller may keep training) of each parameter, then its
-/// opt.m/opt.v when the optimizer has taken a step (state.m non-empty).
+/// opt.m/opt.v when the optimizer has taken a step (state.m non-empty). With a shard
+/// (ZeRO-1) the moments come out in the parameter's shape, zero outside the shard: the
+/// replicas' captures add up to the whole state (merge_sharded_moments in
+/// actors/checkpoint/sharded_state.hpp).
 std::vector<NamedTensor> capture_param_state(const std::vector<Param>& params, const AdamWState& state);
 
 /// Copies `tensors` (more may be there: only this stage's names are read) into `params`
 /// and `state`, setting state.t = optimizer_steps. Without opt.* tensors the state is left
-/// empty (AdamW initialises it on its first step). Throws StateMismatch before changing
+/// empty (AdamW initialises it on its first step). With state.shard set, only the shard's
+/// part of each moment is kept (the shard stays). Throws StateMismatch before changing
 /// anything.
 void restore_param_state(const std::vector<NamedTensor>& tensors, std::vector<Param>& params,
                          AdamWState& state, std::int64_t optimizer_steps);

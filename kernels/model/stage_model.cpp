@@ -26,6 +26,14 @@ std::vector<GradientSpans> StageModel::gradient_buckets() {
 
 void StageModel::notify_final_buckets(BucketFinal /*on_final*/) {}
 
+void StageModel::shard_optimizer_state(int /*rank*/, int /*ranks*/) {
+  throw std::logic_error("this stage model cannot shard its optimizer state (optim.shard_state)");
+}
+
+std::vector<GradientSpan> StageModel::parameter_spans() {
+  throw std::logic_error("this stage model's parameters cannot be gathered across replicas");
+}
+
 std::shared_ptr<const StateSnapshot> StageModel::snapshot() const {
   return std::make_shared<TensorStateSnapshot>(capture_state(), optimizer_steps());
 }

@@ -57,6 +57,16 @@ class StageModel {
   virtual void* compute_stream() const { return nullptr; }
   /// Returns once everything the model queued has run (a no-op on the CPU).
   virtual void synchronize() const {}
+  /// ZeRO-1 (optim.shard_state, kernels/optim/optimizer_shard.hpp): from now on the
+  /// optimizer keeps moments for, and updates, only replica `rank` of `ranks`'s range of
+  /// the flattened parameters; after each optimizer_step() the caller all-gathers
+  /// parameter_spans() across the replicas. Moments already there are cut to the range.
+  /// `ranks` 1 keeps everything. The default throws std::logic_error: a model that cannot
+  /// shard its optimizer state.
+  virtual void shard_optimizer_state(int rank, int ranks);
+  /// The parameters as spans of the model's own memory, in parameter order: what the
+  /// ZeRO-1 all-gather writes. The default throws std::logic_error.
+  virtual std::vector<GradientSpan> parameter_spans();
   /// AdamW on every parameter (grads scaled by grad_scale first), then zero the grads.
   virtual void optimizer_step(const AdamWConfig& config, double lr, float grad_scale) = 0;
   /// Zero the grads without an update (a skipped step): parameters, moments and the AdamW

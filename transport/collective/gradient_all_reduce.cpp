@@ -14,4 +14,10 @@ std::unique_ptr<AllReduceHandle> GradientAllReduce::start_after(const GradientBu
   return start(bucket);
 }
 
+void GradientAllReduce::all_gather(const std::vector<GradientBuffer>& /*buffers*/,
+                                   const std::vector<std::size_t>& /*counts*/) {
+  throw std::logic_error(group().describe() +
+                         ": this group cannot all-gather (optim.shard_state needs host stages)");
+}
+
 }  // namespace conveyor

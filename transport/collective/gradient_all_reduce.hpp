@@ -16,7 +16,9 @@
 // broken and the buffers of its unfinished buckets hold unspecified values: the stage
 // rolls back (snapshot or a healthy replica) and rebuilds the group, next generation.
 // Thread-safety: start() from one thread at a time (the stage that owns the group).
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "transport/collective/all_reduce_handle.hpp"
 #include "transport/collective/gradient_bucket.hpp"
@@ -40,6 +42,17 @@ class GradientAllReduce {
   /// final when start is called) and throws std::invalid_argument for a stream.
   virtual std::unique_ptr<AllReduceHandle> start_after(const GradientBucket& bucket,
                                                        void* producer);
+
+  /// ZeRO-1 (optim.shard_state): every rank holds `buffers` (the same counts everywhere),
+  /// seen as one flat array cut into `counts`, one part per rank in rank order; on return
+  /// every rank's part has been copied into every other rank's buffers (its own part is
+  /// left as it was). Blocking, on the caller's thread. REQUIRES: no bucket in flight (the
+  /// step's buckets completed); std::logic_error otherwise. Throws std::invalid_argument for
+  /// counts that are not one per rank or do not add up to the buffers (nothing sent), and
+  /// CollectiveError or CollectiveTimeout as a failed bucket (the group is then broken).
+  /// The default throws std::logic_error: a group that cannot gather (NCCL, for now).
+  virtual void all_gather(const std::vector<GradientBuffer>& buffers,
+                          const std::vector<std::size_t>& counts);
 
   virtual const StageGroup& group() const = 0;
   virtual const BucketLayout& layout() const = 0;

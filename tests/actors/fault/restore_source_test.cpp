@@ -77,3 +77,15 @@ TEST_CASE("one replica always restores the snapshot, as before replicas existed"
   CHECK_FALSE(choose_restore_source(one, {2}, 3, std::nullopt));
   CHECK_FALSE(choose_restore_source(one, {}, 3, std::nullopt));  // a NaN rollback needs one too
 }
+
+TEST_CASE("with sharded optimizer state a respawned replica takes the snapshot, never a twin") {
+  const auto c = choose_restore_source(kTwoByTwo, {2}, 5, 4, /*sharded_state=*/true);
+  REQUIRE(c);
+  CHECK(c->kind == Kind::snapshot);
+  CHECK(c->steps_done == 4);
+  CHECK_FALSE(choose_restore_source(kTwoByTwo, {2}, 5, std::nullopt, true));
+  // Nothing respawned (a NaN rollback, a broken group): every stage keeps its own part.
+  const auto kept = choose_restore_source(kTwoByTwo, {}, 5, std::nullopt, true);
+  REQUIRE(kept);
+  CHECK(kept->describe(kTwoByTwo) == "kept");
+}

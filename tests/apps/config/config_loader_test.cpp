@@ -62,14 +62,14 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
-        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "model.tie_embeddings", "model.recompute",
+        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 56);
+  CHECK(config_keys().size() == 57);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -260,6 +260,18 @@ TEST_CASE("the checkpoint keys reject bad values naming the key") {
   // GPU stages checkpoint too (their state is captured from the device).
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "checkpoint.every=5"})
             .checkpoint.every == 5);
+}
+
+TEST_CASE("optim.shard_state is off by default, and refused where it cannot hold, naming why") {
+  CHECK_FALSE(RunConfig{}.optim.shard_state);
+  CHECK(load_run_config("", {"parallel.data=2", "optim.shard_state=true"}).optim.shard_state);
+  check_message(set_error({"devices.kind=cuda", "model.dtype=bf16", "optim.shard_state=true"}),
+                {"optim.shard_state", "devices.kind cuda", "optim.shard_state: false"});
+  check_message(set_error({"parallel.data=2", "optim.shard_state=true", "fault.snapshot_every=0"}),
+                {"optim.shard_state", "fault.snapshot_every 0", "fault.policy: abort"});
+  CHECK(load_run_config("", {"parallel.data=2", "optim.shard_state=true", "fault.snapshot_every=0",
+                             "fault.policy=abort"})
+            .optim.shard_state);
 }
 
 TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {

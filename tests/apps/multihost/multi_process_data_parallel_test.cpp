@@ -13,6 +13,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+
+#include "kernels/io/safetensors.hpp"
 
 #include "tests/apps/multihost/multihost_support.hpp"
 
@@ -140,6 +143,57 @@ TEST_CASE("3 replicas of 2 stages over 2 processes: replica 1 spans both, its pi
   CHECK(replica1.at(0).at("node") == 0);  // actor 2
   CHECK(replica1.at(1).at("node") == 1);  // actor 3
   CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
+}
+
+TEST_CASE("optim.shard_state with 3 replicas over 2 processes ends and checkpoints as unsharded in one process") {
+  TempDir dir;
+  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
+                                       "pipeline.micro_batches=6", "--set", "train.steps=3",
+                                       "--set", "checkpoint.every=3"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), three.begin(), three.end());
+    return extra;
+  };
+  const fs::path local = dir.path() / "local", run = dir.path() / "run";
+  train_one_process(with({"--out", local.string()}));
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n)
+    nodes.push_back(NodeRun{job(with({"--set", "optim.shard_state=true", "--set",
+                                      "fault.policy=restart", "--nnodes", "2",
+                                      "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out",
+                                      run.string()})),
+                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
+                            {}});
+  require_all_ok(run_nodes(dir, nodes, 120));
+  CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
+  // Node 0 asked all six stage actors (three of them in the other process) for their
+  // thirds of the moments: the stage files hold the unsharded run's tensors.
+  const fs::path a = local / "checkpoints" / "step-000003", b = run / "checkpoints" / "step-000003";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(a)) {
+    if (entry.path().extension() != ".safetensors") continue;
+    ++files;
+    const auto x = conveyor::read_safetensors(entry.path().string());
+    const auto y = conveyor::read_safetensors((b / entry.path().filename()).string());
+    REQUIRE(x.size() == y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      CAPTURE(x[i].name);
+      CHECK(x[i].name == y[i].name);
+      REQUIRE(x[i].tensor.bytes() == y[i].tensor.bytes());
+      CHECK(std::memcmp(x[i].tensor.raw(), y[i].tensor.raw(), x[i].tensor.bytes()) == 0);
+    }
+  }
+  CHECK(files == 2);
+
+  // Without the snapshots (fault.policy abort) node 0 could not collect the other node's
+  // parts: refused before anything starts, naming what to set.
+  auto refused = job(with({"--set", "optim.shard_state=true", "--nnodes", "2", "--node-rank",
+                           "0", "--rdzv", rdzv, "--out", (dir.path() / "refused").string()}));
+  const auto r = run_conveyor(refused, 60);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("fault.snapshot_every must be > 0") != std::string::npos);
+  CHECK(r.err.find("optim.shard_state") != std::string::npos);
 }
 
 TEST_CASE("2 replicas with transport.kind ucx in one process send every edge over UCX and keep the weights") {

@@ -2,14 +2,17 @@
 
 #include <atomic>
 
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -194,6 +197,54 @@ struct GlooGradientAllReduce::Impl {
     }
   }
 
+  void all_gather(const std::vector<GradientBuffer>& buffers,
+                  const std::vector<std::size_t>& counts) {
+    const StageGroup& group = options.group;
+    const GradientBucket all{options.layout.size(), buffers};  // an index no bucket has
+    const std::size_t n = all.elements();
+    if (counts.size() != static_cast<std::size_t>(group.size) ||
+        std::accumulate(counts.begin(), counts.end(), std::size_t{0}) != n)
+      throw std::invalid_argument(group.describe() + ": all-gather of " + std::to_string(n) +
+                                  " elements in " + std::to_string(counts.size()) +
+                                  " parts that do not add up to them, one per rank");
+    for (const GradientBuffer& b : buffers)
+      if (b.dtype != DType::f32 || (b.count > 0 && !b.data))
+        throw std::invalid_argument(group.describe() +
+                                    ": the all-gather takes f32 host buffers only");
+    {
+      std::lock_guard lock(mu);
+      if (!broken.empty())
+        throw CollectiveError(group.describe() + ": all-gather not started: " + broken);
+      // The worker thread uses the context for buckets: it must be idle.
+      if (!queue.empty() || std::find(in_flight.begin(), in_flight.end(), true) != in_flight.end())
+        throw std::logic_error(group.describe() + ": all-gather while buckets are in flight");
+    }
+    if (group.size == 1 || n == 0) return;
+    SigpipeBlock no_sigpipe;
+    std::vector<float> flat(n), gathered(n);
+    pack_bucket(all, flat);
+    const std::size_t mine =
+        std::accumulate(counts.begin(), counts.begin() + group.rank, std::size_t{0});
+    try {
+      gloo::AllgathervOptions gather(context);
+      gather.setInput(flat.data() + mine, counts[static_cast<std::size_t>(group.rank)]);
+      gather.setOutput(gathered.data(), counts);
+      gather.setTag(static_cast<std::uint32_t>(options.layout.size()));
+      gather.setTimeout(options.timeout);
+      gloo::allgatherv(gather);
+    } catch (const std::exception& e) {
+      const std::string text =
+          group.describe() + ": all-gather of " + std::to_string(n) + " f32: " + e.what() + kRebuild;
+      {
+        std::lock_guard lock(mu);
+        broken = std::string("an all-gather failed earlier (") + e.what() + ")";
+      }
+      if (is_gloo_timeout(e)) throw CollectiveTimeout(text);
+      throw CollectiveError(text);
+    }
+    unpack_bucket(gathered, all, 1.0f);
+  }
+
   void reduce(const GradientBucket& bucket) {
     const std::size_t n = bucket.elements();
     const float divisor =
@@ -234,6 +285,11 @@ GlooGradientAllReduce::~GlooGradientAllReduce() = default;
 
 std::unique_ptr<AllReduceHandle> GlooGradientAllReduce::start(const GradientBucket& bucket) {
   return impl_->start(bucket);
+}
+
+void GlooGradientAllReduce::all_gather(const std::vector<GradientBuffer>& buffers,
+                                       const std::vector<std::size_t>& counts) {
+  impl_->all_gather(buffers, counts);
 }
 
 const StageGroup& GlooGradientAllReduce::group() const { return impl_->options.group; }

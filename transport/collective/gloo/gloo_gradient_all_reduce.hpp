@@ -59,6 +59,9 @@ class GlooGradientAllReduce final : public GradientAllReduce {
 
   /// Queues `bucket` for the worker thread. Throws as GradientAllReduce::start says.
   std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) override;
+  /// Gloo's allgatherv over the buffers packed into one flat array (see the base class).
+  void all_gather(const std::vector<GradientBuffer>& buffers,
+                  const std::vector<std::size_t>& counts) override;
 
   const StageGroup& group() const override;
   const BucketLayout& layout() const override;

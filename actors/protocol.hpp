@@ -77,8 +77,9 @@ struct PipeHeader {
 // 2: trace ids; 3: OptimizerStep::skip; 4: StageReport::round; 5: recovery messages,
 // snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round;
 // 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms, tags of the final weights by
-// stage actor, of activations and gradients by replica (edge_tags.hpp)
-inline constexpr int kProtocolVersion = 6;
+// stage actor, of activations and gradients by replica (edge_tags.hpp);
+// 7: OptimizerDone::allgather_ms (optim.shard_state)
+inline constexpr int kProtocolVersion = 7;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {
@@ -120,6 +121,8 @@ struct OptimizerStep {
 struct OptimizerDone {
   int rank = 0;
   std::int64_t step = 0;
+  /// optim.shard_state: how long the weights' all-gather after the update took (0 without).
+  double allgather_ms = 0.0;
   std::uint64_t trace_id = 0;  // id of the trace record of its send (0: not traced)
 };
 

@@ -191,7 +191,7 @@ wire::both_t<Inspector, T, OptimizerStep> inspect(Inspector& f, T& x) {
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, OptimizerDone> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("OptimizerDone"), x.rank, x.step, x.trace_id);
+  return f(caf::meta::type_name("OptimizerDone"), x.rank, x.step, x.allgather_ms, x.trace_id);
 }
 
 // -- WeightsReply: rank, then per model stage its number and (name, shape, dtype) list --

@@ -143,6 +143,9 @@ struct StepMetrics {
   /// (reduction_cost in step_accounting.hpp); 0 with one replica.
   double allreduce_ms = 0.0;
   double allreduce_exposed_ms = 0.0;
+  /// optim.shard_state: the weights' all-gather after the update, mean over the stage
+  /// actors; 0 without.
+  double allgather_ms = 0.0;
   /// A non-finite step skipped under fault.on_nan skip: no update was applied; the ranks
   /// whose loss or gradients were not finite.
   bool skipped = false;

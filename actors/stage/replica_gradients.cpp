@@ -53,7 +53,8 @@ ReplicaGradients::ReplicaGradients(std::unique_ptr<GradientAllReduce> group,
       model->shard_optimizer_state(group_->group().rank, group_->group().size);
 }
 
-void ReplicaGradients::gather_parameters() {
+double ReplicaGradients::gather_parameters() {
+  const auto began = std::chrono::steady_clock::now();
   const int ranks = group_->group().size;
   for (StageModel* model : chunks_) {
     std::vector<GradientSpan> spans = model->parameter_spans();
@@ -64,6 +65,8 @@ void ReplicaGradients::gather_parameters() {
       counts.push_back(static_cast<std::size_t>(n));
     group_->all_gather(spans, counts);
   }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+      .count();
 }
 
 ReplicaGradients::~ReplicaGradients() { settle(); }

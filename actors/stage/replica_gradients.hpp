@@ -67,8 +67,8 @@ class ReplicaGradients {
   bool shards_optimizer_state() const { return shard_optimizer_state_; }
   /// ZeRO-1: after every chunk's optimizer step, each replica's updated part of the
   /// chunk's parameters is copied to the others (GradientAllReduce::all_gather), chunk by
-  /// chunk. Throws as all_gather does.
-  void gather_parameters();
+  /// chunk; returns the milliseconds it took. Throws as all_gather does.
+  double gather_parameters();
 
  private:
   void start(std::size_t chunk, std::size_t local);

@@ -231,13 +231,15 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
                 "injected crash in the optimizer step of step {} (fault.inject "
                 "crash:stage={}:step={}:when=optimizer)",
                 step.step, self->state.worker->rank(), step.step));
+          double allgather_ms = 0.0;
           if (step.skip)
             self->state.worker->discard_gradients();
           else
-            self->state.worker->optimizer_step(self->state.job->adamw, step.lr, step.grad_scale);
+            allgather_ms = self->state.worker->optimizer_step(self->state.job->adamw, step.lr,
+                                                              step.grad_scale);
           // Before the reply: once every stage has answered, the snapshot is there.
           if (snapshot_due(*self->state.job, step.step + 1)) put_snapshot(self, step.step + 1);
-          OptimizerDone done{self->state.worker->rank(), step.step};
+          OptimizerDone done{self->state.worker->rank(), step.step, allgather_ms};
           self->state.probe->done_sending(done);
           return done;
         });

@@ -333,10 +333,11 @@ void StageWorker::discard_gradients() {
   for (auto& c : chunks_) c.model->discard_gradients();
 }
 
-void StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
+double StageWorker::optimizer_step(const AdamWConfig& config, double lr, float grad_scale) {
   for (auto& c : chunks_) c.model->optimizer_step(config, lr, grad_scale);
   // ZeRO-1: each replica updated its part of the weights; every replica needs them all.
-  if (replicas_ && replicas_->shards_optimizer_state()) replicas_->gather_parameters();
+  if (replicas_ && replicas_->shards_optimizer_state()) return replicas_->gather_parameters();
+  return 0.0;
 }
 
 WeightsReply StageWorker::weights() const {

@@ -93,7 +93,9 @@ class StageWorker {
   /// The report of the finished plan; ends the plan.
   StageReport take_report();
 
-  void optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
+  /// Every chunk's AdamW step; with sharded optimizer state then the weights' all-gather.
+  /// Returns how long that all-gather took in ms (0 without one).
+  double optimizer_step(const AdamWConfig& config, double lr, float grad_scale);
   /// A skipped step (fault.on_nan skip): every chunk drops its gradients, no update.
   void discard_gradients();
   /// Parameter handles by model stage, for the final weights file.

@@ -45,6 +45,7 @@ void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& r
     row["allreduce_ms"] = m.allreduce_ms;
     row["allreduce_exposed_ms"] = m.allreduce_exposed_ms;
   }
+  if (m.allgather_ms > 0.0) row["allgather_ms"] = m.allgather_ms;  // optim.shard_state
   append(row);
   if (m.skipped) {
     append({{"event", "nan"}, {"step", m.step}, {"action", "skip"}, {"stages", m.nonfinite_ranks}});

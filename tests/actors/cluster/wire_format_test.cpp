@@ -81,8 +81,9 @@ TEST_CASE("plans, headers, reports and optimizer messages cross the wire unchang
   CHECK(step.grad_scale == 0.5f);
   CHECK(step.trace_id == 13);
   CHECK(step.skip);
-  const auto done = round_trip(system, OptimizerDone{1, 4, 14});
+  const auto done = round_trip(system, OptimizerDone{1, 4, 2.5, 14});
   CHECK(done.step == 4);
+  CHECK(done.allgather_ms == 2.5);
   CHECK(done.trace_id == 14);
 }
 

@@ -57,6 +57,28 @@ double worst_relative(const std::map<int, double>& want, const std::map<int, dou
   return worst;
 }
 
+// 3 replicas of 2 stages (6 micro-batches, 3 steps), then `extra`.
+std::vector<std::string> three_replicas(std::vector<std::string> extra) {
+  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
+                                       "pipeline.micro_batches=6", "--set", "train.steps=3"};
+  extra.insert(extra.begin(), three.begin(), three.end());
+  return extra;
+}
+
+// The job plus `extra` on 2 nodes over loopback, writing to `out`; every node must succeed.
+void run_on_two_nodes(const TempDir& dir, const std::vector<std::string>& extra,
+                      const fs::path& out) {
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n) {
+    auto args = job(extra);
+    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", out.string()});
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "data-parallel-test"}}, {}});
+  }
+  require_all_ok(run_nodes(dir, nodes, 120));
+}
+
 }  // namespace
 
 TEST_CASE("2 replicas of 2 stages over 2 processes train as one pipeline, end as in one process, and checkpoint for one") {
@@ -122,22 +144,9 @@ TEST_CASE("2 replicas of 2 stages over 2 processes train as one pipeline, end as
 
 TEST_CASE("3 replicas of 2 stages over 2 processes: replica 1 spans both, its pipeline edge crosses, same weights as in one process") {
   TempDir dir;
-  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
-                                       "pipeline.micro_batches=6", "--set", "train.steps=3"};
-  auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), three.begin(), three.end());
-    return extra;
-  };
   const fs::path local = dir.path() / "local", run = dir.path() / "run";
-  train_one_process(with({"--out", local.string()}));
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n)
-    nodes.push_back(NodeRun{job(with({"--nnodes", "2", "--node-rank", std::to_string(n),
-                                      "--rdzv", rdzv, "--out", run.string()})),
-                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
-                            {}});
-  require_all_ok(run_nodes(dir, nodes, 120));
+  train_one_process(three_replicas({"--out", local.string()}));
+  run_on_two_nodes(dir, three_replicas({}), run);
   const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
   const auto& replica1 = plan.at("replicas").at(1).at("stages");
   CHECK(replica1.at(0).at("node") == 0);  // actor 2
@@ -147,25 +156,12 @@ TEST_CASE("3 replicas of 2 stages over 2 processes: replica 1 spans both, its pi
 
 TEST_CASE("optim.shard_state with 3 replicas over 2 processes ends and checkpoints as unsharded in one process") {
   TempDir dir;
-  const std::vector<std::string> three{"--set", "parallel.data=3", "--set",
-                                       "pipeline.micro_batches=6", "--set", "train.steps=3",
-                                       "--set", "checkpoint.every=3"};
-  auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), three.begin(), three.end());
-    return extra;
-  };
   const fs::path local = dir.path() / "local", run = dir.path() / "run";
-  train_one_process(with({"--out", local.string()}));
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n)
-    nodes.push_back(NodeRun{job(with({"--set", "optim.shard_state=true", "--set",
-                                      "fault.policy=restart", "--nnodes", "2",
-                                      "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out",
-                                      run.string()})),
-                            {{"CONVEYOR_TOKEN", "data-parallel-test"}},
-                            {}});
-  require_all_ok(run_nodes(dir, nodes, 120));
+  train_one_process(three_replicas({"--set", "checkpoint.every=3", "--out", local.string()}));
+  run_on_two_nodes(dir,
+                   three_replicas({"--set", "checkpoint.every=3", "--set", "optim.shard_state=true",
+                                   "--set", "fault.policy=restart"}),
+                   run);
   CHECK(read_text(run / "weights.safetensors") == read_text(local / "weights.safetensors"));
   // Node 0 asked all six stage actors (three of them in the other process) for their
   // thirds of the moments: the stage files hold the unsharded run's tensors.
@@ -188,8 +184,10 @@ TEST_CASE("optim.shard_state with 3 replicas over 2 processes ends and checkpoin
 
   // Without the snapshots (fault.policy abort) node 0 could not collect the other node's
   // parts: refused before anything starts, naming what to set.
-  auto refused = job(with({"--set", "optim.shard_state=true", "--nnodes", "2", "--node-rank",
-                           "0", "--rdzv", rdzv, "--out", (dir.path() / "refused").string()}));
+  auto refused = job(three_replicas({"--set", "checkpoint.every=3", "--set",
+                                     "optim.shard_state=true", "--nnodes", "2", "--node-rank", "0",
+                                     "--rdzv", "127.0.0.1:" + std::to_string(free_port()), "--out",
+                                     (dir.path() / "refused").string()}));
   const auto r = run_conveyor(refused, 60);
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("fault.snapshot_every must be > 0") != std::string::npos);

@@ -77,6 +77,11 @@ TEST_CASE("optim.shard_state with 2 replicas trains bitwise as unsharded; its ch
     const auto a = losses(whole), b = losses(sharded);
     REQUIRE(a.size() == 6);
     CHECK(a == b);
+    // The sharded run reports what the weights' all-gather cost; the unsharded one has none.
+    for (auto& row : read_jsonl(sharded / "metrics.jsonl"))
+      if (row.contains("step") && !row.contains("event"))
+        CHECK(row.at("allgather_ms").get<double>() > 0.0);
+    for (auto& row : read_jsonl(whole / "metrics.jsonl")) CHECK_FALSE(row.contains("allgather_ms"));
     for (const char* step : {"step-000003", "step-000006"}) {
       CAPTURE(step);
       check_same_tensors(whole / "checkpoints" / step, sharded / "checkpoints" / step);

@@ -6,6 +6,7 @@
 
 #include "actors/schedule/activations.hpp"
 #include "actors/schedule/comm_pass.hpp"
+#include "actors/schedule/cost_checks.hpp"
 #include "actors/schedule/dependencies.hpp"
 #include "kernels/common/error.hpp"
 
@@ -20,13 +21,8 @@ struct Dep {
 };
 
 void check_per_rank(const std::vector<double>& v, const char* name, int ranks) {
-  if (v.size() != 1 && v.size() != static_cast<std::size_t>(ranks)) {
-    throw InputError(std::string("simulate: costs.") + name + " has " + std::to_string(v.size()) +
-                     " values; give 1 (all ranks) or " + std::to_string(ranks) + " (one per rank)");
-  }
-  for (double d : v) {
-    if (!(d >= 0)) throw InputError(std::string("simulate: costs.") + name + " must be >= 0");
-  }
+  check_cost_list(v, "simulate", name, {1, static_cast<std::size_t>(ranks)},
+                  "1 (all ranks) or " + std::to_string(ranks) + " (one per rank)");
 }
 
 void check_costs(const SimCosts& c, int ranks) {

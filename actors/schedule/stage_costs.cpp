@@ -7,6 +7,7 @@
 
 #include "actors/schedule/activations.hpp"
 #include "actors/schedule/comm_pass.hpp"
+#include "actors/schedule/cost_checks.hpp"
 #include "actors/schedule/dependencies.hpp"
 #include "kernels/common/error.hpp"
 
@@ -14,13 +15,8 @@ namespace conveyor::sched {
 namespace {
 
 void check_sizes(const std::vector<double>& v, const char* name, int stages) {
-  if (v.size() != static_cast<std::size_t>(stages)) {
-    throw InputError(std::string("simulate_stages: costs.") + name + " has " + std::to_string(v.size()) +
-                     " values; give one per model stage (" + std::to_string(stages) + ")");
-  }
-  for (double d : v) {
-    if (!(d >= 0)) throw InputError(std::string("simulate_stages: costs.") + name + " must be >= 0");
-  }
+  check_cost_list(v, "simulate_stages", name, {static_cast<std::size_t>(stages)},
+                  "one per model stage (" + std::to_string(stages) + ")");
 }
 
 void check_costs(const StageCosts& costs, int stages) {

@@ -86,24 +86,8 @@ struct GptStash final : StageStash {
   GptStash(const void* owner_stage, std::int64_t batch, std::int64_t seq, int num_blocks)
       : owner(owner_stage), B(batch), T(seq), blocks(static_cast<std::size_t>(num_blocks)) {}
 
-  std::size_t bytes() const override {
-    std::size_t n = held(tokens) + held(d_embed);
-    for (const BlockActs& a : blocks)
-      for (const Tensor* t : a.all()) n += held(*t);
-    for (const Tensor* t : {&head.targets, &head.x, &head.lnf, &head.lnf_mean, &head.lnf_rstd,
-                            &head.logits, &head.d_lnf})
-      n += held(*t);
-    return n;
-  }
-
-  void release() {
-    tokens = {};
-    d_embed = {};
-    blocks.clear();
-    head = {};
-  }
-
-  static std::size_t held(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+  std::size_t bytes() const override { return stash_bytes(*this); }
+  void release() { release_stash(*this); }
 
   const void* owner;  // the GptStage::Impl that made it
   std::int64_t B, T;

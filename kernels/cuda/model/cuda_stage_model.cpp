@@ -65,7 +65,6 @@ float* f32(Tensor& t) { return static_cast<float*>(t.raw()); }
 const float* f32(const Tensor& t) { return static_cast<const float*>(t.raw()); }
 const std::int32_t* i32(const Tensor& t) { return static_cast<const std::int32_t*>(t.raw()); }
 
-std::size_t held(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 
 // What one block keeps between forward, backward_input and backward_weight (device).
 struct BlockActs {
@@ -110,22 +109,8 @@ struct CudaStash final : StageStash {
   CudaStash(const void* owner_model, std::int64_t batch, std::int64_t seq, int num_blocks)
       : owner(owner_model), B(batch), T(seq), blocks(static_cast<std::size_t>(num_blocks)) {}
 
-  std::size_t bytes() const override {
-    std::size_t n = held(tokens) + held(d_embed);
-    for (const BlockActs& a : blocks)
-      for (const Tensor* t : a.all()) n += held(*t);
-    for (const Tensor* t : {&head.targets, &head.x, &head.lnf, &head.lnf_mean, &head.lnf_rstd,
-                            &head.logits, &head.d_lnf})
-      n += held(*t);
-    return n;
-  }
-
-  void release() {
-    tokens = {};
-    d_embed = {};
-    blocks.clear();
-    head = {};
-  }
+  std::size_t bytes() const override { return stash_bytes(*this); }
+  void release() { release_stash(*this); }
 
   const void* owner;  // the CudaStageModel that made it
   std::int64_t B, T;

@@ -264,7 +264,8 @@ void finish_train_compute(Self* self) {
               auto& st = self->state;
               if (st.generation != generation) return;
               st.probe.done_received(done);
-              st.last_step.allgather_ms += done.allgather_ms / static_cast<double>(st.stages.size());
+              st.last_step.allgather_ms +=
+                  done.allgather_ms / static_cast<double>(st.stages.size());
               note_remote_snapshot(st, done.rank, done.step + 1);
               if (--*pending > 0) return;
               st.boundary = st.step + 1;

@@ -148,7 +148,9 @@ TEST_CASE("a host group refuses to wait for a CUDA stream") {
   std::barrier joined(2);
   const auto errors = on_two_replicas([&](int r) {
     auto group =
-        together(joined, [&] { return groups.join(2, r, {BucketShape{4, DType::f32}}, Device::cpu()); });
+        together(joined, [&] {
+          return groups.join(2, r, {BucketShape{4, DType::f32}}, Device::cpu());
+        });
     float values[4] = {1, 2, 3, 4};
     int stream = 0;  // any non-null pointer stands for a stream here
     (void)group->start_after(GradientBucket{0, {GradientBuffer{values, 4, DType::f32}}}, &stream);

@@ -174,14 +174,23 @@ struct GlooGradientAllReduce::Impl {
                                  std::chrono::steady_clock::now() - began)
                                  .count());
       } catch (const std::exception& e) {
-        const std::string text = describe(op.bucket) + ": " + e.what() + kRebuild;
-        error = is_gloo_timeout(e) ? std::make_exception_ptr(CollectiveTimeout(text))
-                                   : std::make_exception_ptr(CollectiveError(text));
-        std::lock_guard lock(mu);
-        broken = "bucket " + std::to_string(op.bucket.index) + " failed earlier (" + e.what() + ")";
+        error = break_group(describe(op.bucket), "bucket " + std::to_string(op.bucket.index), e);
       }
       finish(op, error);
     }
+  }
+
+  // A Gloo failure of `what` (named `short_name` in later refusals) breaks the group for
+  // good: records why, and returns the error to raise (a timeout or a plain failure).
+  std::exception_ptr break_group(const std::string& what, const std::string& short_name,
+                                 const std::exception& e) {
+    {
+      std::lock_guard lock(mu);
+      broken = short_name + " failed earlier (" + e.what() + ")";
+    }
+    const std::string text = what + ": " + e.what() + kRebuild;
+    return is_gloo_timeout(e) ? std::make_exception_ptr(CollectiveTimeout(text))
+                              : std::make_exception_ptr(CollectiveError(text));
   }
 
   // The bucket is free for the next start() before its waiter wakes up.
@@ -233,14 +242,8 @@ struct GlooGradientAllReduce::Impl {
       gather.setTimeout(options.timeout);
       gloo::allgatherv(gather);
     } catch (const std::exception& e) {
-      const std::string text =
-          group.describe() + ": all-gather of " + std::to_string(n) + " f32: " + e.what() + kRebuild;
-      {
-        std::lock_guard lock(mu);
-        broken = std::string("an all-gather failed earlier (") + e.what() + ")";
-      }
-      if (is_gloo_timeout(e)) throw CollectiveTimeout(text);
-      throw CollectiveError(text);
+      std::rethrow_exception(break_group(
+          group.describe() + ": all-gather of " + std::to_string(n) + " f32", "an all-gather", e));
     }
     unpack_bucket(gathered, all, 1.0f);
   }

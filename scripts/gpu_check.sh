@@ -10,7 +10,8 @@
 #      dataparallel: 2 replicas x 1 stage over NCCL against one GPU;
 #      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
 #      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
-#      attention: runtime.attention cudnn against kernels, per kernel and end to end);
+#      attention: runtime.attention cudnn against kernels, per kernel and end to end;
+#      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -201,6 +202,34 @@ if want attention; then
   for a in kernels cudnn; do
     big onegpu-attention-$a --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b \
       --set optim.master=bf16 --set optim.grad_dtype=bf16 --set runtime.attention=$a
+  done
+fi
+
+# 14. A/B against an earlier build (BEFORE=path to its conveyor, packed beside .gpu/): the
+#     kernel sums per step and one GPU end to end (all-bf16, 1F1B), alternated AB_ROUNDS
+#     times (default 2) so drift between runs falls on both
+if want ab; then
+  [ -x "${BEFORE:-}" ] || { echo "gpu_check: section ab needs BEFORE=<conveyor of the earlier build>" >&2; exit 2; }
+  for who in before after; do
+    bin=$BIN; [ $who = before ] && bin=$BEFORE
+    timeout 240 $bin bench kernels configs/gpt-1b-2gpu.yaml --format json > "$OUT/kernels-$who.json" 2> "$OUT/kernels-$who.log"
+    row "kernel ms per step, $who" "$(python3 -c "import json; print(round(json.load(open('$OUT/kernels-$who.json'))['kernel_ms_per_step_one_gpu'], 1))" 2>/dev/null || echo failed)"
+  done
+  python3 - "$OUT/kernels-before.json" "$OUT/kernels-after.json" > "$OUT/kernels-ab.txt" 2>&1 <<'PY'
+import json, sys
+before, after = ({r["kernel"]: r for r in json.load(open(p))["kernels"]} for p in sys.argv[1:3])
+print(f"{'kernel':<50} {'before ms':>10} {'after ms':>10} {'after/before':>12}")
+for name, a in after.items():
+    b = before.get(name)
+    print(f"{name:<50} {b['ms'] if b else float('nan'):10.4f} {a['ms']:10.4f} {a['ms'] / b['ms'] if b else float('nan'):12.3f}")
+PY
+  cat "$OUT/kernels-ab.txt" >&2
+  for round in $(seq ${AB_ROUNDS:-2}); do
+    for who in before after; do
+      bin=$BIN; [ $who = before ] && bin=$BEFORE
+      BIN=$bin big onegpu-$who-$round --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b \
+        --set optim.master=bf16 --set optim.grad_dtype=bf16
+    done
   done
 fi
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "actors/replica_placement.hpp"
 #include "kernels/common/error.hpp"
 
 #if CONVEYOR_WITH_CUDA
@@ -53,6 +54,11 @@ CudaStageOptions cuda_stage_options(const RunConfig& config) {
   options.grads_bf16 = config.optim.grad_dtype == "bf16";
   options.attention = config.runtime.attention == "kernels" ? AttentionBackend::kernels
                                                             : AttentionBackend::cudnn;
+  // What the stage worker scales the loss gradient by: a mean over the replica's share of
+  // the step's micro-batches (the replicas' gradients are then averaged).
+  const auto share = micro_batch_share(static_cast<int>(config.pipeline.micro_batches),
+                                       static_cast<int>(config.parallel.data), 0);
+  options.head_loss_scale = 1.0f / static_cast<float>(share.count);
   return options;
 }
 #endif

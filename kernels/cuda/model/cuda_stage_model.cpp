@@ -98,8 +98,11 @@ struct HeadActs {
   Tensor targets;                  // (B, T) i32
   Tensor x;                        // (B, T, C) bf16 input of ln_f
   Tensor lnf, lnf_mean, lnf_rstd;  // (B, T, C) bf16, (B, T), (B, T)
-  Tensor logits;                   // (B, T, V) bf16: logits, then dlogits (backward_input)
-  Tensor d_lnf;                    // (B, T, C) bf16
+  Tensor logits;                   // (B, T, V) bf16: logits, then dlogits
+  // The loss scale dlogits were formed with in forward (CudaStageOptions::head_loss_scale),
+  // or unset: the logits are still logits and backward_input forms dlogits.
+  std::optional<float> dlogits_scale;
+  Tensor d_lnf;  // (B, T, C) bf16
 };
 
 
@@ -455,7 +458,8 @@ class CudaStageModel final : public StageModel {
     StageForward result;
     if (slice_.has_head) {
       HeadActs scratch;
-      result.loss = head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch, B, T);
+      result.loss = head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch,
+                                 stash != nullptr, B, T);
     } else if (res_a.defined()) {
       Tensor out = alloc({B, T, C}, DType::bf16, "stage output activation (B, T, C)");
       residual_forward(bf(out), bf(res_a), bf(res_b), B * T * C, stream());
@@ -550,9 +554,11 @@ class CudaStageModel final : public StageModel {
   }
 
   // ln_f (fused with the last block's residual add when res_a is defined), the LM head and
-  // the mean cross-entropy, read back to the host.
+  // the mean cross-entropy, read back to the host. Training with a known head loss scale:
+  // dlogits in place over the logits in the same launch.
   double head_forward(const Tensor& x, const Tensor& res_a, const Tensor& res_b,
-                      const Tensor& targets, HeadActs& h, std::int64_t B, std::int64_t T) {
+                      const Tensor& targets, HeadActs& h, bool training, std::int64_t B,
+                      std::int64_t T) {
     const std::int64_t C = config_.d_model, V = config_.vocab;
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
     const std::size_t base = head_base();
@@ -572,8 +578,11 @@ class CudaStageModel final : public StageModel {
     h.logits = alloc({B, T, V}, DType::bf16, "logits (B, T, V)");
     linear_forward(bf(h.logits), nullptr, bf(h.lnf), w(base + 2), nullptr, n, c, v, stream());
     Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
-    cross_entropy_forward_backward(f32(losses), nullptr, bf(h.logits), i32(h.targets), 0.0f, n,
-                                   v, stream());
+    if (training && options_.head_loss_scale) h.dlogits_scale = *options_.head_loss_scale;
+    cross_entropy_forward_backward(f32(losses), h.dlogits_scale ? bf(h.logits) : nullptr,
+                                   bf(h.logits), i32(h.targets),
+                                   h.dlogits_scale.value_or(0.0f) / static_cast<float>(n), n, v,
+                                   stream());
     // The kernel writes the mean straight into pinned host memory: no copy-engine
     // transfer, so this readback never queues behind a snapshot's device-to-host copies
     // (ParamStore::snapshot), which would stall the stage's thread and its GPU. The one
@@ -676,10 +685,17 @@ class CudaStageModel final : public StageModel {
     const std::int64_t C = config_.d_model, V = config_.vocab;
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
     const std::size_t base = head_base();
-    // The logits become their gradient in place; the losses are recomputed and unused.
-    Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
-    cross_entropy_forward_backward(f32(losses), bf(h.logits), bf(h.logits), i32(h.targets),
-                                   loss_scale / static_cast<float>(n), n, v, stream());
+    if (h.dlogits_scale) {
+      if (*h.dlogits_scale != loss_scale)
+        throw std::logic_error("backward of the head slice with loss_scale " +
+                               std::to_string(loss_scale) + ", but forward formed d(loss)/d(logits)" +
+                               " with head_loss_scale " + std::to_string(*h.dlogits_scale));
+    } else {
+      // The logits become their gradient in place; the losses are recomputed and unused.
+      Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");
+      cross_entropy_forward_backward(f32(losses), bf(h.logits), bf(h.logits), i32(h.targets),
+                                     loss_scale / static_cast<float>(n), n, v, stream());
+    }
     h.d_lnf = alloc({B, T, C}, DType::bf16, "d ln_f output (B, T, C)");
     linear_backward_input(bf(h.d_lnf), bf(h.logits), w(base + 2), nullptr, n, c, v, stream());
     Tensor dx = zeros({B, T, C}, DType::bf16, "d ln_f input (B, T, C)");

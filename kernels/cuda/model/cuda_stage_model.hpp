@@ -37,6 +37,7 @@
 // each makes the model's device current for its duration and restores the previous one.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/attention.hpp"
@@ -59,6 +60,12 @@ struct CudaStageOptions {
   /// runtime.attention: which attention implementation runs (attention.hpp). It is
   /// process-wide: make_cuda_stage_model sets it, so every model of a process should agree.
   AttentionBackend attention = AttentionBackend::cudnn;
+  /// The loss_scale every backward of the head slice will be called with (the runtime's
+  /// 1 / micro_batches), when known: a training forward then writes d(loss)/d(logits) over
+  /// the logits in the same pass that forms the loss (one read of the (B, T, V) logits
+  /// instead of two launches; the bits of the backward's own pass). A backward with
+  /// another loss_scale then throws std::logic_error. Unset: the backward forms it.
+  std::optional<float> head_loss_scale;
 };
 
 /// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),

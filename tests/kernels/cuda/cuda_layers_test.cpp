@@ -127,14 +127,18 @@ TEST_CASE("cuda residual layernorm forward and backward match the CPU reference"
   check_layernorm(45, 200);
   check_layernorm(37, 768);
   check_layernorm(9, 2048);
+  check_layernorm(100, 2048);  // four chunks of backward_weight's partial sums, the last short
+  check_layernorm(70, 776);    // row kernels scalar, the weight partial sums vectorised
 }
 
 // Forward with bias, with and without the fused GELU; then backward input (plain and
 // through the GELU derivative) and backward weight with bias.
-void check_linear(bool fuse_gelu) {
+// N 150: three chunks of the bias gradient's partial sums, the last one short.
+void check_linear(bool fuse_gelu, int N) {
+  CAPTURE(N);
   TestStream s;
   set_gemm_gelu_fusion(fuse_gelu);
-  const int N = 33, IC = 64, OC = 96;
+  const int IC = 64, OC = 96;
   const auto inp = random_bf16(N * IC, 21), w = random_bf16(OC * IC, 22, 0.2),
              bias = random_bf16(OC, 23, 0.5), dout = random_bf16(N * OC, 24),
              pre = random_bf16(N * IC, 25), dw0 = random_bf16(OC * IC, 26),
@@ -181,12 +185,13 @@ void check_linear(bool fuse_gelu) {
 
 TEST_CASE("cuda linear forward and backward with fused GELU epilogues match the CPU reference") {
   CONVEYOR_REQUIRE_GPU();
-  check_linear(true);
+  check_linear(true, 33);
+  check_linear(true, 150);
 }
 
 TEST_CASE("cuda linear forward and backward with separate GELU kernels match the CPU reference") {
   CONVEYOR_REQUIRE_GPU();
-  check_linear(false);
+  check_linear(false, 33);
 }
 
 TEST_CASE("cuda linear rejects sizes that are not multiples of 8") {
@@ -196,39 +201,55 @@ TEST_CASE("cuda linear rejects sizes that are not multiples of 8") {
                   std::invalid_argument);
 }
 
-TEST_CASE("cuda fused cross-entropy loss and dlogits match the CPU reference in place and out of place") {
-  CONVEYOR_REQUIRE_GPU();
+// V 1000 (125 vectors: one per thread, most threads idle), 12288 (two per thread) and
+// 40000 (five, the kernel's widest case) take the vectorised kernel; V 1003 the scalar one.
+void check_cross_entropy(int N, int V) {
+  CAPTURE(N);
+  CAPTURE(V);
   TestStream s;
-  const int N = 13, V = 1000;
-  const auto logits = random_bf16(N * V, 31, 2.0);
+  const auto logits = random_bf16(N * V, 31 + V, 2.0);
   std::vector<std::int32_t> targets(N);
   for (int n = 0; n < N; ++n) targets[n] = (n * 389 + 7) % V;
+  targets[0] = V - 1;  // the row's last element (a vector's last lane)
   const float dloss = 1.0f / N;
 
   const auto ld = to_double(logits);
-  std::vector<double> probs(N * V), dl(N * V);
+  std::vector<double> probs(std::size_t(N) * V), dl(std::size_t(N) * V);
   const double mean_ref = cpu::cross_entropy_forward(probs.data(), ld.data(), targets.data(), N, V);
   cpu::cross_entropy_backward_input(dl.data(), probs.data(), targets.data(),
                                     static_cast<double>(dloss), N, V);
   std::vector<double> row_loss(N);
-  for (int n = 0; n < N; ++n) row_loss[n] = -std::log(probs[n * V + targets[n]]);
+  for (int n = 0; n < N; ++n) row_loss[n] = -std::log(probs[std::size_t(n) * V + targets[n]]);
 
   auto logits_g = upload_bf16(logits, s), tg = upload(targets, s);
   const int dev = current_device();
-  DeviceBuffer losses(N * 4, dev, s, "losses"), dlogits(N * V * 2, dev, s, "dlogits"),
-      mean(4, dev, s, "mean");
+  DeviceBuffer losses(N * 4, dev, s, "losses"), dlogits(std::size_t(N) * V * 2, dev, s, "dlogits"),
+      mean(4, dev, s, "mean"), losses_only(N * 4, dev, s, "losses only");
   cross_entropy_forward_backward(losses.as<float>(), dlogits.as<bf16>(), logits_g.as<bf16>(),
                                  tg.as<std::int32_t>(), dloss, N, V, s);
   mean_loss(mean.as<float>(), losses.as<float>(), N, s);
   CONVEYOR_CHECK_CLOSE(row_loss, download_f32(losses.data(), N, s), kF32Tol);
-  CONVEYOR_CHECK_CLOSE(dl, download_bf16(dlogits.data(), N * V, s), kBf16Tol);
+  CONVEYOR_CHECK_CLOSE(dl, download_bf16(dlogits.data(), std::size_t(N) * V, s), kBf16Tol);
   CHECK(download_f32(mean.data(), 1, s)[0] == doctest::Approx(mean_ref).epsilon(1e-4));
 
+  // Without dlogits: the same losses, bit for bit.
+  cross_entropy_forward_backward(losses_only.as<float>(), nullptr, logits_g.as<bf16>(),
+                                 tg.as<std::int32_t>(), dloss, N, V, s);
+  CHECK(download<std::uint32_t>(losses_only.data(), N, s) ==
+        download<std::uint32_t>(losses.data(), N, s));
   // In place over the logits, as the stage uses it: same bits as the out-of-place run.
   cross_entropy_forward_backward(losses.as<float>(), logits_g.as<bf16>(), logits_g.as<bf16>(),
                                  tg.as<std::int32_t>(), dloss, N, V, s);
-  CHECK(download<std::uint16_t>(logits_g.data(), N * V, s) ==
-        download<std::uint16_t>(dlogits.data(), N * V, s));
+  CHECK(download<std::uint16_t>(logits_g.data(), std::size_t(N) * V, s) ==
+        download<std::uint16_t>(dlogits.data(), std::size_t(N) * V, s));
+}
+
+TEST_CASE("cuda fused cross-entropy loss and dlogits match the CPU reference in place and out of place") {
+  CONVEYOR_REQUIRE_GPU();
+  check_cross_entropy(13, 1000);
+  check_cross_entropy(5, 1003);
+  check_cross_entropy(6, 12288);
+  check_cross_entropy(3, 40000);
 }
 
 }  // namespace

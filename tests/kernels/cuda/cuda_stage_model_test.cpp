@@ -191,6 +191,37 @@ TEST_CASE("cuda stage model split into two slices on one GPU changes no bit") {
   }
 }
 
+// CudaStageOptions::head_loss_scale: the head's training forward writes d(loss)/d(logits)
+// in the launch that forms the loss; backward_input then skips that pass. Same kernel, same
+// inputs, so the same bits — in the whole model (backward) and the split chain.
+TEST_CASE("cuda stage model's head forms dlogits in forward given the loss scale: same bits") {
+  CONVEYOR_REQUIRE_CUDA_DEVICE(0);
+  const testing::Batch batch = testing::random_batch(kB, kT, kConfig.vocab, 7);
+  const float loss_scale = 0.25f;
+  CudaStageOptions known = on_device(0);
+  known.head_loss_scale = loss_scale;
+  for (bool split : {false, true}) {
+    CAPTURE(split);
+    auto plain = make_cuda_stage_model(kConfig, kFull, kSeed, on_device(0));
+    auto fused = make_cuda_stage_model(kConfig, kFull, kSeed, known);
+    const double loss_plain = train_micro_batch({plain.get()}, batch, split, loss_scale);
+    const double loss_fused = train_micro_batch({fused.get()}, batch, split, loss_scale);
+    CHECK(loss_plain == loss_fused);
+    const std::vector<NamedTensor> a = cuda_stage_gradients(*plain);
+    const std::vector<NamedTensor> b = cuda_stage_gradients(*fused);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("parameter " << a[i].name);
+      CHECK(testing::bitwise_equal(a[i].tensor, b[i].tensor));
+    }
+  }
+  // A backward with another scale cannot be served from what forward wrote: it says so.
+  auto fused = make_cuda_stage_model(kConfig, kFull, kSeed, known);
+  StageForward fwd = fused->forward(batch.tokens, batch.targets, /*keep_stash=*/true);
+  CHECK_THROWS_WITH_AS(fused->backward(*fwd.stash, Tensor{}, 0.5f),
+                       doctest::Contains("head_loss_scale 0.25"), std::logic_error);
+}
+
 // 1F1B's full backward on the embedding slice computes each block's weight gradients right
 // after its input gradient and releases the block then; backward_input + backward_weight (zero-bubble
 // schedules) keep every block's input-gradient intermediates until W. Same bits, smaller

@@ -11,7 +11,8 @@
 #      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
 #      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
 #      attention: runtime.attention cudnn against kernels, per kernel and end to end;
-#      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU);
+#      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU;
+#      targets: issue 8's ratio table on two GPUs, PyTorch in the same call);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -248,6 +249,53 @@ if want multiproc; then
   row "2 processes x 1 GPU (nccl) vs 1 x 2 GPUs" "$(cmp -s "$OUT/mp-one/weights.safetensors" "$OUT/mp-two/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "2 processes: final val_loss" "$(tail -1 "$OUT/mp-two/metrics.jsonl" 2>/dev/null | json_field final_val_loss)"
   grep -h -iE 'nccl|error|failed' "$OUT"/mp-two-*.log | head -5 >&2
+fi
+
+# 15. Issue 8's targets in one call (2 GPUs): conveyor ZBV twice around its one-GPU run and
+#     PyTorch's ZBV and 1F1B, all-bf16 (the reference's recipe; conveyor with bf16
+#     gradients too), then the ratio table: against PyTorch's best schedule of the same
+#     call, pipeline efficiency, MFU against the 790 TFLOP/s ceiling, first-stage memory
+if want targets; then
+  e2e=(--set optim.master=bf16 --set optim.grad_dtype=bf16)
+  big targets-zbv-a "${e2e[@]}" --set pipeline.schedule=zbv
+  big targets-one "${e2e[@]}" --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b
+  big targets-zbv-b "${e2e[@]}" --set pipeline.schedule=zbv
+  for run in zbv:ScheduleZBVZeroBubble:2 1f1b:Schedule1F1B:1; do
+    IFS=: read -r name schedule chunks <<< "$run"
+    STEPS=6 WARM=3 MASTER=bf16 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+      .gpu/torch_pp_bench.py "$schedule:$chunks" > "$OUT/targets-torch-$name.json" 2> "$OUT/targets-torch-$name.log"
+  done
+  python3 - "$OUT" > "$OUT/targets.txt" 2>&1 <<'PY'
+import json, sys
+out = sys.argv[1]
+def ours(name):
+    try: return json.load(open(f"{out}/targets-{name}.json"))
+    except Exception: return None
+def torch(name):
+    d = {}
+    try:
+        for line in open(f"{out}/targets-torch-{name}.json"):
+            if line.startswith("{"): d.update(json.loads(line))
+    except Exception: pass
+    return d
+zbv = [d for d in (ours("zbv-a"), ours("zbv-b")) if d]
+one = ours("one")
+tz, t1 = torch("zbv"), torch("1f1b")
+best = max([t.get("tokens_per_s", 0) for t in (tz, t1)] or [0])
+def line(label, value, target=""):
+    print(f"{label:<48} {value:>10} {target:>8}")
+line("measure", "value", "target")
+for i, d in enumerate(zbv):
+    tps = d["tokens_per_s"]
+    line(f"conveyor ZBV run {i + 1}, tokens/s", f"{tps:.0f}")
+    if best: line(f"  / PyTorch's best of this call ({best:.0f})", f"{tps / best:.3f}", ">= 1.20")
+    if one: line(f"  efficiency vs 2 x one GPU ({one['tokens_per_s']:.0f})", f"{tps / (2 * one['tokens_per_s']):.3f}", ">= 0.95")
+    line("  MFU per GPU (of 790 TFLOP/s)", f"{d['tflops_per_gpu'] / 790:.3f}", ">= 0.70")
+    if tz.get("rank0_peak_GiB"): line(f"  first GPU GiB allocated (PyTorch ZBV {tz['rank0_peak_GiB']:.2f})", f"{d['peak_allocated_gib'][0]:.2f}", "<= it")
+for name, t in (("ZBV", tz), ("1F1B", t1)):
+    line(f"PyTorch {name}, tokens/s", f"{t.get('tokens_per_s', float('nan')):.0f}")
+PY
+  cat "$OUT/targets.txt" >&2
 fi
 
 # 4. PyTorch's pipelining on the same model in the same call

@@ -688,8 +688,9 @@ class CudaStageModel final : public StageModel {
     if (h.dlogits_scale) {
       if (*h.dlogits_scale != loss_scale)
         throw std::logic_error("backward of the head slice with loss_scale " +
-                               std::to_string(loss_scale) + ", but forward formed d(loss)/d(logits)" +
-                               " with head_loss_scale " + std::to_string(*h.dlogits_scale));
+                               std::to_string(loss_scale) +
+                               ", but forward formed d(loss)/d(logits) with head_loss_scale " +
+                               std::to_string(*h.dlogits_scale));
     } else {
       // The logits become their gradient in place; the losses are recomputed and unused.
       Tensor losses = alloc({B * T}, DType::f32, "per-token losses (B * T)");

@@ -15,7 +15,8 @@ namespace {
 
 using namespace cuda_testing;
 
-// 601 + 402: a 4-element vector straddles the two runs, and a 3-element tail is left over.
+// 601 + 402: a 4- and an 8-element vector straddle the two runs, and a 3-element tail is
+// left over.
 constexpr int kDecayN = 601, kPlainN = 402, kN = kDecayN + kPlainN;
 
 std::vector<Param> make_params(const std::vector<float>& w) {
@@ -256,6 +257,46 @@ TEST_CASE("cuda AdamW over bf16 gradients matches the CPU and the f32-gradient f
   CHECK(bits(p16) == bits(p32));
   CHECK(bits(bm16) == bits(bm32));
   CHECK(bits(bv16) == bits(bv32));
+}
+
+// The launchers pick 8 elements per thread for 16-byte aligned buffers, 4 for buffers
+// aligned to 4 elements, one otherwise: the same update, so the same bits. Buffers offset
+// by 4 and by 1 element force the narrower kernels.
+TEST_CASE("cuda AdamW gives the same bits 8, 4 and 1 element per thread") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  const int dev = current_device();
+  const auto w0 = random_bf16(kN, 171, 0.5);
+  const Runs runs = make_runs(s);
+  const DeviceBuffer w0_g = upload_bf16(w0, s);
+  std::vector<std::vector<std::uint16_t>> results;
+  for (int offset : {0, 4, 1}) {
+    CAPTURE(offset);
+    const std::size_t bytes = (kN + 8) * 2;
+    DeviceBuffer p(bytes, dev, s, "params"), m(bytes, dev, s, "m"), v(bytes, dev, s, "v"),
+        g(bytes, dev, s, "grads");
+    auto at = [&](DeviceBuffer& b) { return b.as<bf16>() + offset; };
+    CUDA_CHECK(cudaMemcpyAsync(at(p), w0_g.data(), kN * 2, cudaMemcpyDeviceToDevice, s));
+    CUDA_CHECK(cudaMemsetAsync(m.data(), 0, bytes, s));
+    CUDA_CHECK(cudaMemsetAsync(v.data(), 0, bytes, s));
+    AdamWHyper hp;
+    hp.lr = 1e-2f;
+    for (int step = 1; step <= 2; ++step) {
+      const auto grads = upload_bf16(random_bf16(kN, 180 + step, 0.1), s);
+      CUDA_CHECK(cudaMemcpyAsync(at(g), grads.data(), kN * 2, cudaMemcpyDeviceToDevice, s));
+      adamw_bias_corrections(hp, step);
+      adamw_update_bf16(at(p), at(g), at(m), at(v), kN, hp, runs.view(), s);
+      s.sync();
+    }
+    std::vector<std::uint16_t> all = download<std::uint16_t>(at(p), kN, s);
+    for (DeviceBuffer* b : {&m, &v}) {
+      const auto part = download<std::uint16_t>(at(*b), kN, s);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    results.push_back(std::move(all));
+  }
+  CHECK(results[0] == results[1]);
+  CHECK(results[0] == results[2]);
 }
 
 }  // namespace

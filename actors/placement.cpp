@@ -29,8 +29,10 @@ std::vector<int> uniform_block_counts(int layers, int model_stages) {
 std::vector<std::string> slice_layer_names(const StageSlice& slice) {
   std::vector<std::string> names;
   if (slice.has_embedding) names.emplace_back("embedding");
-  for (int b = slice.first_block; b < slice.end_block(); ++b)
-    names.push_back("block " + std::to_string(b));
+  for (int b = slice.first_block; b < slice.end_block(); ++b) {
+    const bool attention = slice.holds_attention(b), mlp = slice.holds_mlp(b);
+    names.push_back("block " + std::to_string(b) + (attention && mlp ? "" : attention ? " attention" : " mlp"));
+  }
   if (slice.has_head) names.emplace_back("head");
   return names;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Where each piece of the model runs: the pipeline is cut into model stages
-// (ranks × chunks per rank); each model stage gets a contiguous range of blocks, the
-// first also the embedding, the last also the final norm, LM head and loss.
+// (ranks × chunks per rank); each model stage gets a contiguous range of half blocks
+// (kernels/model/stage_slice.hpp), the first also the embedding, the last also the final
+// norm, LM head and loss.
 // Pure logic: no CAF.
 #include <cstdint>
 #include <string>
@@ -38,24 +39,25 @@ struct Placement {
 /// REQUIRES: 1 <= model_stages <= layers.
 std::vector<int> uniform_block_counts(int layers, int model_stages);
 
-/// Builds the placement from blocks per model stage and the schedule's mapping of
-/// (rank, chunk) to model stage.
+/// Builds the placement from half blocks per model stage (sched::halves_of_blocks for whole
+/// blocks) and the schedule's mapping of (rank, chunk) to model stage.
 /// REQUIRES: model_stage_of(rank, chunk) is a bijection onto 0..ranks*chunks-1.
 template <class ModelStageOf>
-Placement make_placement(const std::vector<int>& blocks_per_model_stage, int ranks, int chunks,
+Placement make_placement(const std::vector<int>& halves_per_model_stage, int ranks, int chunks,
                          ModelStageOf model_stage_of);
 
-/// Names of what a slice holds, in model order: "embedding", "block 0", …, "head".
+/// Names of what a slice holds, in model order: "embedding", "block 0", …, "head"; a block
+/// of which the slice holds one half is "block 5 attention" or "block 5 mlp".
 std::vector<std::string> slice_layer_names(const StageSlice& slice);
 
 // ---- implementation
 
 template <class ModelStageOf>
-Placement make_placement(const std::vector<int>& blocks_per_model_stage, int ranks, int chunks,
+Placement make_placement(const std::vector<int>& halves_per_model_stage, int ranks, int chunks,
                          ModelStageOf model_stage_of) {
   const int total = ranks * chunks;
-  std::vector<int> first_block(total + 1, 0);
-  for (int s = 0; s < total; ++s) first_block[s + 1] = first_block[s] + blocks_per_model_stage.at(s);
+  std::vector<int> first_half(total + 1, 0);
+  for (int s = 0; s < total; ++s) first_half[s + 1] = first_half[s] + halves_per_model_stage.at(s);
   Placement p;
   for (int r = 0; r < ranks; ++r) {
     RankPlacement rp;
@@ -66,10 +68,9 @@ Placement make_placement(const std::vector<int>& blocks_per_model_stage, int ran
       cp.model_stage = model_stage_of(r, c);
       cp.rank = r;
       cp.chunk = c;
-      cp.slice.first_block = first_block.at(cp.model_stage);
-      cp.slice.num_blocks = blocks_per_model_stage.at(cp.model_stage);
-      cp.slice.has_embedding = cp.model_stage == 0;
-      cp.slice.has_head = cp.model_stage == total - 1;
+      cp.slice = StageSlice::of_halves(first_half.at(cp.model_stage),
+                                       halves_per_model_stage.at(cp.model_stage),
+                                       cp.model_stage == 0, cp.model_stage == total - 1);
       rp.chunks.push_back(cp);
     }
     p.ranks.push_back(rp);

@@ -260,9 +260,9 @@ Report config_report(const SchedOptions& o) {
   const PartitionChoice choice = choose_partition(config, &costs);
   const auto spec = schedule_spec_of(config);
   const int layers = static_cast<int>(config.model.layers);
-  PipelineLayout layout = make_pipeline_layout(spec, layers, choice.blocks_per_stage);
+  PipelineLayout layout = make_pipeline_layout(spec, layers, choice.halves_per_stage);
   const double message_us = comm ? comm->message_us() : 0.0;
-  const sched::PartitionEval eval = sched::evaluate_partition(layout.schedule, costs, choice.blocks_per_stage, message_us);
+  const sched::PartitionEval eval = sched::evaluate_partition(layout.schedule, costs, choice.halves_per_stage, message_us);
   const sched::PartitionEval uniform = sched::evaluate_partition(
       layout.schedule, costs, sched::uniform_partition(layers, layout.schedule.model_stages()), message_us);
 
@@ -278,7 +278,8 @@ Report config_report(const SchedOptions& o) {
   report.notes.push_back("partition: " + choice.reason);
   report.notes.push_back("layer costs per micro-batch, " + costs.source + ":");
   report.notes.push_back(unit_note("embedding", costs.units.front()));
-  report.notes.push_back(unit_note("block", costs.units[1]));
+  report.notes.push_back(unit_note("block attention half", costs.units[1]));
+  report.notes.push_back(unit_note("block mlp half", costs.units[2]));
   report.notes.push_back(unit_note("head", costs.units.back()));
   report.notes.push_back(comm_note(comm, o.message_bytes_opt->count() > 0));
   report.notes.push_back("placement:");
@@ -297,9 +298,9 @@ Report config_report(const SchedOptions& o) {
     stage_costs += (s ? ", " : "") + fmt_num(eval.stage_f_us[s] + eval.stage_i_us[s] + eval.stage_w_us[s]);
   }
   report.notes.push_back("F+I+W per model stage (us): " + stage_costs);
-  if (choice.blocks_per_stage != uniform.blocks_per_stage) {
+  if (choice.halves_per_stage != uniform.halves_per_stage) {
     report.after.push_back(fmt::format("uniform {} would take {} (bubble {:.2f}%)",
-                                       sched::format_blocks(uniform.blocks_per_stage), fmt_time(uniform.step_us()),
+                                       sched::format_partition(uniform.halves_per_stage), fmt_time(uniform.step_us()),
                                        100.0 * uniform.sim.bubble));
   }
   std::optional<sched::PartitionResult> suggestion;
@@ -307,7 +308,7 @@ Report config_report(const SchedOptions& o) {
     sched::PartitionRequest request{spec, costs, std::nullopt, message_us};
     suggestion = sched::auto_partition(request);
     report.after.push_back(fmt::format("pipeline.partition: auto would choose {} ({})",
-                                       sched::format_blocks(suggestion->blocks_per_stage),
+                                       sched::format_partition(suggestion->halves_per_stage),
                                        fmt_time(suggestion->chosen.step_us())));
   }
 
@@ -319,20 +320,21 @@ Report config_report(const SchedOptions& o) {
   job.partition_reason = choice.reason;
   nlohmann::json units = nlohmann::json::array();
   units.push_back(unit_json("embedding", costs.units.front()));
-  for (int b = 1; b <= costs.blocks(); ++b) units.push_back(unit_json("block " + std::to_string(b - 1), costs.units[b]));
+  for (int u = 1; u <= costs.halves(); ++u)
+    units.push_back(unit_json("block " + std::to_string((u - 1) / 2) + (u % 2 ? " attention" : " mlp"), costs.units[u]));
   units.push_back(unit_json("head", costs.units.back()));
   auto& x = report.extra;
   x["config"] = o.config;
   x["partition"] = choice.mode;
-  x["blocks_per_stage"] = choice.blocks_per_stage;
+  x["blocks_per_stage"] = partition_json(choice.halves_per_stage);
   x["partition_reason"] = choice.reason;
   x["costs"] = {{"source", costs.source}, {"units", units}};
   x["stage_costs"] = {{"f_us", eval.stage_f_us}, {"i_us", eval.stage_i_us}, {"w_us", eval.stage_w_us}};
   x["rank_memory_bytes"] = eval.rank_memory_bytes;
-  x["uniform"] = {{"blocks_per_stage", uniform.blocks_per_stage}, {"makespan", uniform.step_us()},
+  x["uniform"] = {{"blocks_per_stage", partition_json(uniform.halves_per_stage)}, {"makespan", uniform.step_us()},
                   {"bubble", uniform.sim.bubble}};
   if (suggestion) {
-    x["auto"] = {{"blocks_per_stage", suggestion->blocks_per_stage},
+    x["auto"] = {{"blocks_per_stage", partition_json(suggestion->halves_per_stage)},
                  {"makespan", suggestion->chosen.step_us()},
                  {"bubble", suggestion->chosen.sim.bubble}};
   }

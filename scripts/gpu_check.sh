@@ -12,7 +12,8 @@
 #      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
 #      attention: runtime.attention cudnn against kernels, per kernel and end to end;
 #      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU;
-#      targets: issue 8's ratio table on two GPUs, PyTorch in the same call);
+#      targets: issue 8's ratio table on two GPUs, PyTorch in the same call, with ZBV on
+#      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -251,15 +252,20 @@ if want multiproc; then
   grep -h -iE 'nccl|error|failed' "$OUT"/mp-two-*.log | head -5 >&2
 fi
 
-# 15. Issue 8's targets in one call (2 GPUs): conveyor ZBV twice around its one-GPU run and
-#     PyTorch's ZBV and 1F1B, all-bf16 (the reference's recipe; conveyor with bf16
+# 15. Issue 8's targets in one call (2 GPUs): conveyor ZBV twice around its one-GPU run, each
+#     time on whole blocks and on HALF_PARTITION (the head's model stage gives half a block
+#     to its neighbour: kernels/model/stage_slice.hpp), and PyTorch's ZBV and 1F1B, all-bf16
+#     (the reference's recipe; conveyor with bf16
 #     gradients too), then the ratio table: against PyTorch's best schedule of the same
 #     call, pipeline efficiency, MFU against the 790 TFLOP/s ceiling, first-stage memory
 if want targets; then
   e2e=(--set optim.master=bf16 --set optim.grad_dtype=bf16)
+  half=(--set pipeline.schedule=zbv --set "pipeline.partition=${HALF_PARTITION:-[6,6,6.5,5.5]}")
   big targets-zbv-a "${e2e[@]}" --set pipeline.schedule=zbv
+  big targets-zbvhalf-a "${e2e[@]}" "${half[@]}"
   big targets-one "${e2e[@]}" --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b
   big targets-zbv-b "${e2e[@]}" --set pipeline.schedule=zbv
+  big targets-zbvhalf-b "${e2e[@]}" "${half[@]}"
   for run in zbv:ScheduleZBVZeroBubble:2 1f1b:Schedule1F1B:1; do
     IFS=: read -r name schedule chunks <<< "$run"
     STEPS=6 WARM=3 MASTER=bf16 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
@@ -278,16 +284,17 @@ def torch(name):
             if line.startswith("{"): d.update(json.loads(line))
     except Exception: pass
     return d
-zbv = [d for d in (ours("zbv-a"), ours("zbv-b")) if d]
+zbv = [(n, d) for n, d in (("whole blocks", ours("zbv-a")), ("half blocks", ours("zbvhalf-a")),
+                           ("whole blocks", ours("zbv-b")), ("half blocks", ours("zbvhalf-b"))) if d]
 one = ours("one")
 tz, t1 = torch("zbv"), torch("1f1b")
 best = max([t.get("tokens_per_s", 0) for t in (tz, t1)] or [0])
 def line(label, value, target=""):
     print(f"{label:<48} {value:>10} {target:>8}")
 line("measure", "value", "target")
-for i, d in enumerate(zbv):
+for i, (cut, d) in enumerate(zbv):
     tps = d["tokens_per_s"]
-    line(f"conveyor ZBV run {i + 1}, tokens/s", f"{tps:.0f}")
+    line(f"conveyor ZBV run {i + 1} ({cut}), tokens/s", f"{tps:.0f}")
     if best: line(f"  / PyTorch's best of this call ({best:.0f})", f"{tps / best:.3f}", ">= 1.20")
     if one: line(f"  efficiency vs 2 x one GPU ({one['tokens_per_s']:.0f})", f"{tps / (2 * one['tokens_per_s']):.3f}", ">= 0.95")
     line("  MFU per GPU (of 790 TFLOP/s)", f"{d['tflops_per_gpu'] / 790:.3f}", ">= 0.70")

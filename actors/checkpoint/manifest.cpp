@@ -1,5 +1,6 @@
 #include "actors/checkpoint/manifest.hpp"
 
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -29,6 +30,14 @@ class FieldReader {
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max)
       bad(field, "must be an integer in [0, " + std::to_string(max) + "], got " + v.dump());
     return v.get<std::uint64_t>();
+  }
+
+  // A number of blocks that is a multiple of 0.5, as half blocks.
+  std::int64_t halves(const json& v, const std::string& field) const {
+    const double h = v.is_number() ? 2.0 * v.get<double>() : -1.0;
+    if (!(h >= 0.0 && h <= 1e15 && h == std::floor(h)))
+      bad(field, "must be a number of blocks >= 0, a multiple of 0.5, got " + v.dump());
+    return static_cast<std::int64_t>(h);
   }
 
   std::string string(const json& v, const std::string& field) const {
@@ -88,7 +97,13 @@ std::string encode_manifest(const Manifest& m) {
   j["seed"] = m.seed;
   j["schedule"] = m.schedule;
   j["stages"] = m.stages;
-  j["partition"] = m.partition;
+  j["partition"] = nlohmann::ordered_json::array();
+  for (std::int64_t h : m.partition_halves) {
+    if (h % 2 == 0)
+      j["partition"].push_back(h / 2);
+    else
+      j["partition"].push_back(static_cast<double>(h) / 2.0);
+  }
   j["config"] = m.config;
   j["rng"] = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m.rng) j["rng"][k] = v;
@@ -127,8 +142,7 @@ Manifest parse_manifest(std::string_view text, const std::string& path) {
   if (m.stages < 1) r.bad("stages", "must be at least 1, got 0");
   const json& partition = r.array(r.get(j, "partition", "partition"), "partition");
   for (std::size_t i = 0; i < partition.size(); ++i)
-    m.partition.push_back(static_cast<std::int64_t>(
-        r.unsigned_int(partition[i], "partition[" + std::to_string(i) + "]", kMaxI64)));
+    m.partition_halves.push_back(r.halves(partition[i], "partition[" + std::to_string(i) + "]"));
   m.config = r.string(r.get(j, "config", "config"), "config");
   if (auto it = j.find("rng"); it != j.end()) {
     if (!it->is_object()) r.bad("rng", "must be an object, got " + it->dump());

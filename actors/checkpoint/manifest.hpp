@@ -10,7 +10,8 @@
 //                     sequences a micro-batch gets is a pure function of (seed, step, mb)
 //   "schedule":       schedule name ("1f1b", ...)
 //   "stages":         number of pipeline stages that wrote the checkpoint (>= 1)
-//   "partition":      transformer blocks per stage (or per chunk, in chunk order)
+//   "partition":      transformer blocks per stage (or per chunk, in chunk order); 6.5 when
+//                     a stage holds one half of a block (kernels/model/stage_slice.hpp)
 //   "config":         the resolved config text (YAML or JSON) of the run that wrote it
 //   "rng":            (optional) {stream name: opaque state string}
 //   "shards":         [{"file": "stage-0.safetensors", "stage": 0, "bytes": N,
@@ -45,7 +46,7 @@ struct Manifest {
   std::uint64_t seed = 0;
   std::string schedule;
   int stages = 1;
-  std::vector<std::int64_t> partition;
+  std::vector<std::int64_t> partition_halves;  // "partition" in half blocks
   std::string config;
   std::map<std::string, std::string> rng;
   std::vector<ShardEntry> shards;

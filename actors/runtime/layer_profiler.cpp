@@ -85,13 +85,15 @@ sched::ModelCosts profile_layers(const GptConfig& config, const ProfileOptions& 
   try {
     StageSlice embedding;
     embedding.has_embedding = true;
-    StageSlice block;
-    block.num_blocks = 1;
     StageSlice head;
     head.has_head = true;
     costs.units.push_back(profile_slice(config, embedding, o));
-    const sched::UnitCost one_block = profile_slice(config, block, o);
-    costs.units.insert(costs.units.end(), static_cast<std::size_t>(config.layers), one_block);
+    const sched::UnitCost attention = profile_slice(config, StageSlice::of_halves(0, 1, false, false), o);
+    const sched::UnitCost mlp = profile_slice(config, StageSlice::of_halves(1, 1, false, false), o);
+    for (std::int64_t b = 0; b < config.layers; ++b) {
+      costs.units.push_back(attention);
+      costs.units.push_back(mlp);
+    }
     costs.units.push_back(profile_slice(config, head, o));
   } catch (const std::invalid_argument& e) {
     throw InputError(std::string("layer profiler: ") + e.what());

@@ -1,10 +1,11 @@
 #pragma once
 // Measured layer costs on this CPU, for the partitioner (actors/schedule/partitioner.hpp).
 //
-// Builds one GptStage per kind of unit (an embedding-only slice, a one-block slice, a
-// head-only slice), runs forward, backward_input and backward_weight on one micro-batch of
-// random tokens a few times, and keeps the median of each. Every block has the same shape,
-// so one block stands for all L of them. Memory is measured, not modelled: the activation
+// Builds one GptStage per kind of unit (an embedding-only slice, a block's attention half
+// and its MLP half as slices of their own, a head-only slice), runs forward,
+// backward_input and backward_weight on one micro-batch of random tokens a few times, and
+// keeps the median of each. Every block has the same shape, so one block's halves stand
+// for all L of them. Memory is measured, not modelled: the activation
 // bytes are the larger of StageStash::bytes() after forward and after backward_input, and
 // the parameter bytes count each parameter four times (value, gradient, AdamW m and v).
 //
@@ -24,7 +25,7 @@ struct ProfileOptions {
   std::uint64_t seed = 1;             // parameters and the random batch
 };
 
-/// Costs of every unit of `config` (embedding, config.layers blocks, head) for one
+/// Costs of every unit of `config` (embedding, both halves of config.layers blocks, head) for one
 /// micro-batch; source reads "measured on this CPU (median of 3 runs, micro-batch of 4 x 64
 /// tokens)". Throws InputError for a config GptStage rejects or options out of range.
 sched::ModelCosts profile_layers(const GptConfig& config, const ProfileOptions& options = {});

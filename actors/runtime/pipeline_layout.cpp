@@ -19,18 +19,18 @@ PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers)
         "use at least {} layers or fewer stages",
         layers, ranks * chunks, ranks, chunks, ranks * chunks));
   layout.placement =
-      make_placement(uniform_block_counts(layers, ranks * chunks), ranks, chunks,
+      make_placement(sched::halves_of_blocks(uniform_block_counts(layers, ranks * chunks)), ranks, chunks,
                      [&](int r, int c) { return schedule.model_stage(r, c); });
   return layout;
 }
 
 PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers,
-                                    const std::vector<int>& blocks_per_model_stage) {
+                                    const std::vector<int>& halves_per_model_stage) {
   PipelineLayout layout;
   layout.schedule = sched::make_schedule(spec);
   const auto& schedule = layout.schedule;
-  sched::check_partition(blocks_per_model_stage, layers, schedule.model_stages());
-  layout.placement = make_placement(blocks_per_model_stage, spec.stages, schedule.chunks_per_rank(),
+  sched::check_partition(halves_per_model_stage, layers, schedule.model_stages());
+  layout.placement = make_placement(halves_per_model_stage, spec.stages, schedule.chunks_per_rank(),
                                     [&](int r, int c) { return schedule.model_stage(r, c); });
   return layout;
 }

@@ -16,10 +16,10 @@ struct PipelineLayout {
 /// Throws InputError when the spec is invalid or `layers` cannot fill every model stage.
 PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers);
 
-/// The same with the blocks of each model stage given (pipeline.partition: an explicit list
-/// or what the partitioner chose). Throws InputError naming pipeline.partition unless there
-/// is one count per model stage, each >= 1, summing to `layers`.
+/// The same with the half blocks of each model stage given (pipeline.partition: an explicit
+/// list or what the partitioner chose). Throws InputError naming pipeline.partition unless
+/// there is one count per model stage, each >= 1, summing to 2 * `layers`.
 PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers,
-                                    const std::vector<int>& blocks_per_model_stage);
+                                    const std::vector<int>& halves_per_model_stage);
 
 }  // namespace conveyor

@@ -72,17 +72,29 @@ UnitCost unit_memory_embedding(const GptConfig& c, std::int64_t micro_batch_size
   return u;
 }
 
-UnitCost unit_memory_block(const GptConfig& c, std::int64_t micro_batch_size) {
+UnitCost unit_memory_attention_half(const GptConfig& c, std::int64_t micro_batch_size) {
   const Shape s = shape_of(c, micro_batch_size);
   UnitCost u;
-  // Floats per token held after forward (less what model.recompute drops: ln1, its two
-  // statistics, qkv, the probabilities and atty; then res2, ln2, its statistics, fc1 and
-  // GELU), and after backward_input (the same for every setting: recomputed by then).
-  double after_forward = 16.0 * s.C + s.NH * s.T + 4.0;
+  // Floats per token held after forward: x, ln1 and its two statistics, qkv, the
+  // probabilities, atty (less what model.recompute attention drops: all but x); after
+  // backward_input: x, ln1, its statistics, atty, d_res2, d_qkv, d_ln1.
+  double after_forward = 6.0 * s.C + s.NH * s.T + 2.0;
   if (recomputes_attention(c.recompute)) after_forward -= 5.0 * s.C + 2.0 + s.NH * s.T;
-  if (recomputes_mlp(c.recompute)) after_forward -= 10.0 * s.C + 2.0;
-  u.activation_bytes = s.N * std::max(after_forward, 20.0 * s.C + 4.0) * kFloat;
-  u.param_bytes = (12.0 * s.C * s.C + 13.0 * s.C) * kFloat * kStateCopies;
+  u.activation_bytes = s.N * std::max(after_forward, 8.0 * s.C + 2.0) * kFloat;
+  u.param_bytes = (4.0 * s.C * s.C + 6.0 * s.C) * kFloat * kStateCopies;  // ln1, qkv, proj
+  return u;
+}
+
+UnitCost unit_memory_mlp_half(const GptConfig& c, std::int64_t micro_batch_size) {
+  const Shape s = shape_of(c, micro_batch_size);
+  UnitCost u;
+  // After forward: res2, ln2 and its statistics, fc1, GELU (model.recompute full drops them
+  // all; a slice that starts at this half keeps res2, its input, which is not counted);
+  // after backward_input: res2, ln2, its statistics, GELU, d_out, d_fc1, d_ln2.
+  double after_forward = 10.0 * s.C + 2.0;
+  if (recomputes_mlp(c.recompute)) after_forward = 0.0;
+  u.activation_bytes = s.N * std::max(after_forward, 12.0 * s.C + 2.0) * kFloat;
+  u.param_bytes = (8.0 * s.C * s.C + 7.0 * s.C) * kFloat * kStateCopies;  // ln2, fc1, fc2
   return u;
 }
 
@@ -110,14 +122,21 @@ ModelCosts model_costs(const GptConfig& c, std::int64_t micro_batch_size, const 
   // embedding: F reads a wte and a wpe row and writes the sum; W scatter-adds into both.
   const UnitCost embedding = timed(unit_memory_embedding(c, micro_batch_size), {0.0, 3.0 * N * C, 1.0},
                                    {0.0, 0.0, 0.0}, {0.0, 5.0 * N * C, 1.0});
-  // block: element-wise per token: 2 LayerNorms (2C each), 2 residuals (3C each), GELU
-  // (2H), softmax over the scores (3·NH·T); the backward moves about twice that; W reads
-  // the gradients for the biases and the LayerNorm weights.
-  const double block_elementwise = N * (4.0 * C + 6.0 * C + 2.0 * H + 3.0 * NH * T);
-  const UnitCost block =
-      timed(unit_memory_block(c, micro_batch_size), {24.0 * N * C * C + 4.0 * N * T * C, block_elementwise, 12.0},
-            {24.0 * N * C * C + 8.0 * N * T * C, 2.0 * block_elementwise, 12.0},
-            {24.0 * N * C * C, N * (9.0 * C + 8.0 * C), 6.0});
+  // attention half: qkv (3C²) and proj (C²) weights and the attention; element-wise per
+  // token a LayerNorm (2C), a residual (3C) and the softmax over the scores (3·NH·T); the
+  // backward moves about twice that; W reads the gradients for the biases and ln1.
+  const double attention_elementwise = N * (2.0 * C + 3.0 * C + 3.0 * NH * T);
+  const UnitCost attention = timed(
+      unit_memory_attention_half(c, micro_batch_size),
+      {8.0 * N * C * C + 4.0 * N * T * C, attention_elementwise, 6.0},
+      {8.0 * N * C * C + 8.0 * N * T * C, 2.0 * attention_elementwise, 6.0},
+      {8.0 * N * C * C, N * (3.0 * C + 3.0 * C), 3.0});
+  // MLP half: fc1 and fc2 (4C² each); a LayerNorm, a residual and GELU (2H) per token.
+  const double mlp_elementwise = N * (2.0 * C + 3.0 * C + 2.0 * H);
+  const UnitCost mlp = timed(unit_memory_mlp_half(c, micro_batch_size),
+                             {16.0 * N * C * C, mlp_elementwise, 6.0},
+                             {16.0 * N * C * C, 2.0 * mlp_elementwise, 6.0},
+                             {16.0 * N * C * C, N * (6.0 * C + 5.0 * C), 3.0});
   // head: ln_f, the logits, softmax and cross-entropy over V per token.
   const UnitCost head = timed(unit_memory_head(c, micro_batch_size), {2.0 * N * C * V, N * (2.0 * C + 3.0 * V), 3.0},
                               {2.0 * N * C * V, N * (3.0 * C + 2.0 * V), 3.0},
@@ -125,7 +144,10 @@ ModelCosts model_costs(const GptConfig& c, std::int64_t micro_batch_size, const 
 
   ModelCosts costs;
   costs.units.push_back(embedding);
-  for (std::int64_t b = 0; b < c.layers; ++b) costs.units.push_back(block);
+  for (std::int64_t b = 0; b < c.layers; ++b) {
+    costs.units.push_back(attention);
+    costs.units.push_back(mlp);
+  }
   costs.units.push_back(head);
   costs.source = "from the cost model, estimated, not measured: FLOPs and bytes at an " + d.description;
   return costs;

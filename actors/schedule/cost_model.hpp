@@ -5,10 +5,11 @@
 //
 // Per micro-batch of N = B·T tokens, d_model C, vocab V, heads NH, hidden H = 4C, and a
 // multiply-add counted as 2 FLOPs:
-//   block  F: 24·N·C² (qkv, proj, fc1, fc2) + 4·N·T·C (q·kᵀ and att·v over the full context,
-//             the causal mask ignored as in gpt_forward_flops_per_token)
-//          I: 24·N·C² + 8·N·T·C (the attention backward has no weights: all of it is I)
-//          W: 24·N·C²
+//   attention half F: 8·N·C² (qkv, proj) + 4·N·T·C (q·kᵀ and att·v over the full context,
+//                     the causal mask ignored as in gpt_forward_flops_per_token)
+//                  I: 8·N·C² + 8·N·T·C (the attention backward has no weights: all of it is I)
+//                  W: 8·N·C²
+//   MLP half       F, I, W: 16·N·C² each (fc1, fc2)
 //   head   F: 2·N·C·V   I: 2·N·C·V   W: 2·N·C·V
 //   embedding: lookups and scatter-adds only (no matmul FLOPs).
 // Element-wise work (LayerNorm, GELU, softmax, residuals, cross-entropy, embedding lookups)
@@ -17,10 +18,11 @@
 // launches · launch_us.
 //
 // Memory follows the CPU GptStage (kernels/model/gpt_stage.cpp), f32 everywhere:
-//   activations per token: block max(16C + NH·T + 4, 20C + 4) floats (after F, after I);
+//   activations per token: attention half max(6C + NH·T + 2, 8C + 2) floats (after F, after
+//   I), MLP half max(10C + 2, 12C + 2) (a block 16C + NH·T + 4 after F, 20C + 4 after I);
 //   embedding 1 + C; head 3C + 3 + V (the tokens and targets are i32, 4 bytes too);
-//   parameters: embedding (V + T)·C, block 12C² + 13C, head V·C + 2C, each ×16 bytes
-//   (value, gradient, AdamW m and v in f32).
+//   parameters: embedding (V + T)·C, attention half 4C² + 6C, MLP half 8C² + 7C, head
+//   V·C + 2C, each ×16 bytes (value, gradient, AdamW m and v in f32).
 // The layer profiler (actors/runtime/layer_profiler.hpp) measures the same memory on the CPU
 // and its test checks that both agree.
 // Pure logic: no CAF, no clock.
@@ -46,7 +48,7 @@ struct DeviceThroughput {
 /// Throws InputError for another kind or threads < 1.
 DeviceThroughput assumed_throughput(const std::string& device_kind, int threads = 1);
 
-/// Costs of every unit (embedding, config.layers blocks, head) for one micro-batch of
+/// Costs of every unit (embedding, both halves of config.layers blocks, head) for one micro-batch of
 /// `micro_batch_size` sequences of config.seq_len tokens. source says "cost model …".
 ModelCosts model_costs(const GptConfig& config, std::int64_t micro_batch_size,
                        const DeviceThroughput& device);
@@ -54,7 +56,8 @@ ModelCosts model_costs(const GptConfig& config, std::int64_t micro_batch_size,
 /// Activation bytes one micro-batch holds in each unit, and parameter + optimizer bytes
 /// (see the top of this file).
 UnitCost unit_memory_embedding(const GptConfig& config, std::int64_t micro_batch_size);
-UnitCost unit_memory_block(const GptConfig& config, std::int64_t micro_batch_size);
+UnitCost unit_memory_attention_half(const GptConfig& config, std::int64_t micro_batch_size);
+UnitCost unit_memory_mlp_half(const GptConfig& config, std::int64_t micro_batch_size);
 UnitCost unit_memory_head(const GptConfig& config, std::int64_t micro_batch_size);
 
 }  // namespace conveyor::sched

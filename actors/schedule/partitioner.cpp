@@ -16,7 +16,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // A change shorter than this share of the step is noise, not an improvement.
 constexpr double kRelativeGain = 1e-9;
-// Local-search rounds; each tries every single-block move (2 per boundary).
+// Local-search rounds; each tries every single-half move (2 per boundary).
 constexpr int kMaxRounds = 64;
 
 std::string format_double(const char* f, double v) {
@@ -40,6 +40,12 @@ std::string format_bytes(double b) {
 
 std::string percent(double fraction) { return format_double("%.1f%%", 100.0 * fraction); }
 
+// A count of half blocks as blocks: 13 -> "6.5", -1 -> "-0.5".
+std::string blocks_text(long long halves) {
+  const long long magnitude = halves < 0 ? -halves : halves;
+  return (halves < 0 ? "-" : "") + std::to_string(magnitude / 2) + (magnitude % 2 ? ".5" : "");
+}
+
 // Per model stage: how many micro-batches its (rank, chunk) holds at most at once.
 std::vector<int> chunk_peaks(const Schedule& s) {
   const ActionKind release = splits_backward(s) ? ActionKind::W : ActionKind::B;
@@ -57,11 +63,11 @@ std::vector<int> chunk_peaks(const Schedule& s) {
   return peaks;
 }
 
-// Sums over the units of each model stage, from prefix sums over the blocks.
+// Sums over the units of each model stage, from prefix sums over the half blocks.
 class StageSums {
  public:
   StageSums(const ModelCosts& costs, int model_stages) : costs_(costs), stages_(model_stages) {
-    const int L = costs.blocks();
+    const int L = costs.halves();
     total_.assign(L + 1, 0.0);
     act_.assign(L + 1, 0.0);
     param_.assign(L + 1, 0.0);
@@ -73,7 +79,7 @@ class StageSums {
     }
   }
 
-  // Model stage `s` with blocks [a, b): its units' F + I + W.
+  // Model stage `s` with half blocks [a, b): its units' F + I + W.
   double total(int s, int a, int b) const {
     return total_[b] - total_[a] + ends(s, [](const UnitCost& u) { return u.total_us(); });
   }
@@ -97,11 +103,11 @@ class StageSums {
   std::vector<double> total_, act_, param_;
 };
 
-// The searches below cut L blocks into S stages of at least one block each; a cut is the
-// vector of stage sizes. `fits(s, a, b)` says whether stage s may hold blocks [a, b).
+// The searches below cut L half blocks into S stages of at least one each; a cut is the
+// vector of stage sizes. `fits(s, a, b)` says whether stage s may hold halves [a, b).
 template <class Fits>
 std::optional<double> min_bottleneck(int S, int L, const StageSums& sums, Fits fits) {
-  // best[k][j]: the smallest bottleneck of stages 0..k-1 holding blocks [0, j).
+  // best[k][j]: the smallest bottleneck of stages 0..k-1 holding halves [0, j).
   std::vector<std::vector<double>> best(S + 1, std::vector<double>(L + 1, kInf));
   best[0][0] = 0.0;
   for (int k = 1; k <= S; ++k) {
@@ -203,15 +209,16 @@ std::string explain(const PartitionRequest& req, const Schedule& schedule, const
   const int S = schedule.model_stages();
   std::vector<double> totals;
   for (int s = 0; s < S; ++s) totals.push_back(c.stage_f_us[s] + c.stage_i_us[s] + c.stage_w_us[s]);
-  const double block = units.size() > 2 ? units[1].total_us() : 0.0;
-  std::string text = "auto partition " + format_blocks(r.blocks_per_stage) + " blocks per model stage for " +
+  const double block = units.size() > 3 ? units[1].total_us() + units[2].total_us() : 0.0;
+  std::string text = "auto partition " + format_partition(r.halves_per_stage) + " blocks per model stage for " +
                      schedule.spec.name + " on " + std::to_string(schedule.spec.stages) + " ranks x " +
                      std::to_string(schedule.chunks_per_rank()) + " chunk" +
                      (schedule.chunks_per_rank() > 1 ? "s" : "") + " with " +
                      std::to_string(schedule.spec.micro_batches) + " micro-batches. Costs " + req.costs.source +
                      ".";
   if (block > 0) {
-    text += " A block costs " + format_us(block) + " (F+I+W per micro-batch); the head costs as much as " +
+    text += " A block costs " + format_us(block) + " (F+I+W per micro-batch; its attention half " +
+            percent(units[1].total_us() / block) + "); the head costs as much as " +
             format_double("%.2f", units.back().total_us() / block) + " blocks, the embedding " +
             format_double("%.2f", units.front().total_us() / block) + ".";
   }
@@ -222,18 +229,21 @@ std::string explain(const PartitionRequest& req, const Schedule& schedule, const
           format_us(c.step_us()) + " step).";
   if (r.uniform_fits) {
     const double gain = r.uniform.step_us() > 0 ? 1.0 - c.step_us() / r.uniform.step_us() : 0.0;
-    if (r.blocks_per_stage == r.uniform.blocks_per_stage) {
+    if (r.halves_per_stage == r.uniform.halves_per_stage) {
       text += " Uniform is already the best found: simulated step " + format_us(c.step_us()) + ", bubble " +
               percent(c.sim.bubble) + ".";
     } else {
       text += " Simulated step " + format_us(c.step_us()) + " vs " + format_us(r.uniform.step_us()) +
-              " for uniform " + format_blocks(r.uniform.blocks_per_stage) + " (" +
+              " for uniform " + format_partition(r.uniform.halves_per_stage) + " (" +
               format_double("%.1f", 100.0 * gain) + "% shorter); bubble " + percent(c.sim.bubble) +
               " vs " + percent(r.uniform.sim.bubble) + ".";
     }
+  } else if (r.uniform.halves_per_stage.empty()) {
+    text += " Simulated step " + format_us(c.step_us()) + "; no whole-block split exists (fewer "
+            "blocks than model stages).";
   } else {
     text += " Simulated step " + format_us(c.step_us()) + "; uniform " +
-            format_blocks(r.uniform.blocks_per_stage) + " would need " +
+            format_partition(r.uniform.halves_per_stage) + " would need " +
             format_bytes(*std::max_element(r.uniform.rank_memory_bytes.begin(),
                                            r.uniform.rank_memory_bytes.end())) +
             " on a rank, over the memory limit.";
@@ -253,50 +263,62 @@ std::vector<int> uniform_partition(int layers, int model_stages) {
   }
   std::vector<int> counts(model_stages, layers / model_stages);
   for (int s = 0; s < layers % model_stages; ++s) ++counts[s];
-  return counts;
+  return halves_of_blocks(counts);
 }
 
-void check_partition(const std::vector<int>& blocks, int layers, int model_stages, const std::string& key) {
-  if (blocks.size() != static_cast<std::size_t>(model_stages)) {
-    throw InputError(key + ": " + format_blocks(blocks) + " has " + std::to_string(blocks.size()) +
+std::vector<int> halves_of_blocks(const std::vector<int>& blocks) {
+  std::vector<int> halves;
+  for (int b : blocks) halves.push_back(2 * b);
+  return halves;
+}
+
+void check_partition(const std::vector<int>& halves, int layers, int model_stages, const std::string& key) {
+  const std::string list = format_partition(halves);
+  if (halves.size() != static_cast<std::size_t>(model_stages)) {
+    throw InputError(key + ": " + list + " has " + std::to_string(halves.size()) +
                      " entries, but the pipeline has " + std::to_string(model_stages) +
                      " model stages (stages x chunks per stage): give one block count per model stage");
   }
   long long sum = 0;
-  for (std::size_t s = 0; s < blocks.size(); ++s) {
-    if (blocks[s] < 1) {
-      throw InputError(key + ": entry " + std::to_string(s) + " of " + format_blocks(blocks) + " is " +
-                       std::to_string(blocks[s]) + "; every model stage needs at least 1 block");
+  for (std::size_t s = 0; s < halves.size(); ++s) {
+    if (halves[s] < 1) {
+      throw InputError(key + ": entry " + std::to_string(s) + " of " + list + " is " +
+                       blocks_text(halves[s]) + "; every model stage needs at least half a block (0.5)");
     }
-    sum += blocks[s];
+    sum += halves[s];
   }
-  if (sum != layers) {
-    throw InputError(key + ": " + format_blocks(blocks) + " sums to " + std::to_string(sum) +
-                     " blocks, but model.layers is " + std::to_string(layers) +
+  if (sum != 2LL * layers) {
+    throw InputError(key + ": " + list + " sums to " + blocks_text(sum) + " blocks, but model.layers is " + std::to_string(layers) +
                      " (the counts must add up to it)");
   }
 }
 
 namespace {
 
+// Units are the embedding, the halves of at least one block, and the head.
+void check_unit_count(const ModelCosts& costs) {
+  if (costs.units.size() < 4 || costs.units.size() % 2 != 0) {
+    throw InputError(
+        "partition: costs need the embedding, both halves of every block (at least one) and the "
+        "head, got " + std::to_string(costs.units.size()) + " units");
+  }
+}
+
 // evaluate_partition with the schedule's dependencies resolved once (`sim` is built from
 // the compute-only `schedule`).
 PartitionEval evaluate_with(const Schedule& schedule, const StageSimulator& sim, const ModelCosts& costs,
-                            const std::vector<int>& blocks, double message_us) {
+                            const std::vector<int>& halves, double message_us) {
   const int S = schedule.model_stages();
-  if (costs.units.size() < 3) {
-    throw InputError("partition: costs need the embedding, at least one block and the head, got " +
-                     std::to_string(costs.units.size()) + " units");
-  }
-  check_partition(blocks, costs.blocks(), S);
+  check_unit_count(costs);
+  check_partition(halves, costs.blocks(), S);
   const StageSums sums(costs, S);
   PartitionEval e;
-  e.blocks_per_stage = blocks;
+  e.halves_per_stage = halves;
   std::vector<double> act, params;
-  for (int s = 0, a = 0; s < S; a += blocks[s], ++s) {
-    const int b = a + blocks[s];
+  for (int s = 0, a = 0; s < S; a += halves[s], ++s) {
+    const int b = a + halves[s];
     double f = 0.0, i = 0.0, w = 0.0;
-    for (int u = a + 1; u <= b; ++u) {  // unit u is block u - 1
+    for (int u = a + 1; u <= b; ++u) {  // unit u is half block u - 1
       f += costs.units[u].f_us;
       i += costs.units[u].i_us;
       w += costs.units[u].w_us;
@@ -321,22 +343,19 @@ PartitionEval evaluate_with(const Schedule& schedule, const StageSimulator& sim,
 }  // namespace
 
 PartitionEval evaluate_partition(const Schedule& schedule, const ModelCosts& costs,
-                                 const std::vector<int>& blocks, double message_us) {
+                                 const std::vector<int>& halves, double message_us) {
   const Schedule compute = has_communication(schedule) ? strip_communication(schedule) : schedule;
-  return evaluate_with(compute, StageSimulator(compute), costs, blocks, message_us);
+  return evaluate_with(compute, StageSimulator(compute), costs, halves, message_us);
 }
 
 PartitionResult auto_partition(const PartitionRequest& req) {
   const Schedule schedule = make_schedule(req.spec);
   const int S = schedule.model_stages();
-  const int L = req.costs.blocks();
-  if (L < 1) {
-    throw InputError("partition: costs need the embedding, at least one block and the head, got " +
-                     std::to_string(req.costs.units.size()) + " units");
-  }
+  check_unit_count(req.costs);
+  const int L = req.costs.halves();
   if (L < S) {
-    throw InputError("partition: " + std::to_string(L) + " blocks cannot fill " + std::to_string(S) +
-                     " model stages (every model stage needs at least 1 block)");
+    throw InputError("partition: " + std::to_string(req.costs.blocks()) + " blocks cannot fill " +
+                     std::to_string(S) + " model stages (every model stage needs at least half a block)");
   }
   if (req.memory_limit_bytes && !(*req.memory_limit_bytes > 0)) {
     throw InputError("partition: the memory limit must be > 0 bytes");
@@ -344,13 +363,18 @@ PartitionResult auto_partition(const PartitionRequest& req) {
   const StageSums sums(req.costs, S);
   const std::vector<int> peaks = chunk_peaks(schedule);
   const StageSimulator sim(schedule);
-  const auto evaluate = [&](const std::vector<int>& blocks) {
-    return evaluate_with(schedule, sim, req.costs, blocks, req.message_us);
+  const auto evaluate = [&](const std::vector<int>& halves) {
+    return evaluate_with(schedule, sim, req.costs, halves, req.message_us);
   };
 
   PartitionResult result;
-  result.uniform = evaluate(uniform_partition(L, S));
-  result.uniform_fits = fits(result.uniform, req.memory_limit_bytes);
+  const int blocks = req.costs.blocks();
+  if (blocks >= S) {
+    result.uniform = evaluate(uniform_partition(blocks, S));
+    result.uniform_fits = fits(result.uniform, req.memory_limit_bytes);
+  } else {
+    result.uniform_fits = false;  // fewer blocks than stages: no whole-block split exists
+  }
 
   // 1. DP candidates. Each stage alone within the limit is necessary; with several chunks
   //    per rank a rank holds several stages, so also try the limit shared by the chunks
@@ -367,30 +391,30 @@ PartitionResult auto_partition(const PartitionRequest& req) {
     };
     const auto cap = min_bottleneck(S, L, sums, stage_fits);
     if (!cap) continue;
-    const auto blocks = most_even(S, L, sums, *cap * (1.0 + 1e-12), stage_fits);
-    if (!blocks) continue;
-    PartitionEval e = evaluate(*blocks);
+    const auto halves = most_even(S, L, sums, *cap * (1.0 + 1e-12), stage_fits);
+    if (!halves) continue;
+    PartitionEval e = evaluate(*halves);
     if (!fits(e, req.memory_limit_bytes)) continue;
     if (!best || shorter(e, *best)) best = std::move(e);
   }
   if (!best) {
     const double need = min_stage_memory(S, L, sums, peaks);
-    throw InputError("partition: no split of " + std::to_string(L) + " blocks over " + std::to_string(S) +
+    throw InputError("partition: no split of " + std::to_string(blocks) + " blocks over " + std::to_string(S) +
                      " model stages fits the memory limit of " + format_bytes(*req.memory_limit_bytes) +
                      " per rank; the smallest split needs at least " + format_bytes(need) +
                      " on one rank (raise the limit, add stages or use fewer micro-batches in flight)");
   }
 
-  // 2. Local search: one block across one boundary at a time, best move first.
+  // 2. Local search: one half block across one boundary at a time, best move first.
   for (int round = 0; round < kMaxRounds; ++round) {
     std::optional<PartitionEval> move;
     for (int s = 0; s + 1 < S; ++s) {
-      for (int dir : {-1, 1}) {  // -1: stage s gives a block to s + 1; +1: takes one
-        std::vector<int> blocks = best->blocks_per_stage;
-        blocks[s] += dir;
-        blocks[s + 1] -= dir;
-        if (blocks[s] < 1 || blocks[s + 1] < 1) continue;
-        PartitionEval e = evaluate(blocks);
+      for (int dir : {-1, 1}) {  // -1: stage s gives a half to s + 1; +1: takes one
+        std::vector<int> halves = best->halves_per_stage;
+        halves[s] += dir;
+        halves[s + 1] -= dir;
+        if (halves[s] < 1 || halves[s + 1] < 1) continue;
+        PartitionEval e = evaluate(halves);
         if (!fits(e, req.memory_limit_bytes)) continue;
         if (shorter(e, move ? *move : *best)) move = std::move(e);
       }
@@ -400,14 +424,15 @@ PartitionResult auto_partition(const PartitionRequest& req) {
   }
 
   result.chosen = std::move(*best);
-  result.blocks_per_stage = result.chosen.blocks_per_stage;
+  result.halves_per_stage = result.chosen.halves_per_stage;
   result.explanation = explain(req, schedule, result);
   return result;
 }
 
-std::string format_blocks(const std::vector<int>& blocks) {
+std::string format_partition(const std::vector<int>& halves) {
   std::string s = "[";
-  for (std::size_t k = 0; k < blocks.size(); ++k) s += (k ? ", " : "") + std::to_string(blocks[k]);
+  for (std::size_t k = 0; k < halves.size(); ++k)
+    s += (k ? ", " : "") + blocks_text(halves[k]);
   return s + "]";
 }
 

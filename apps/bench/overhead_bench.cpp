@@ -66,7 +66,7 @@ double record_ns_per_action(const std::filesystem::path& dir) {
   trace::TraceOptions t;
   t.dir = dir / "alone";
   trace::TraceSession session(t, 2);
-  const Placement placement = make_placement({1, 1}, 2, 1, [](int rank, int) { return rank; });
+  const Placement placement = make_placement({2, 2}, 2, 1, [](int rank, int) { return rank; });
   trace::StageProbe probe(1, 0, placement, &session.stage(1), nullptr);
   StepPlan plan{1, 0, Phase::train,
                 std::make_shared<const std::vector<sched::Action>>(

@@ -2,7 +2,8 @@
 // The key pipeline.partition, whose value is a name or a list:
 //   pipeline.partition: uniform        blocks split as evenly as possible (the default)
 //   pipeline.partition: auto           the partitioner's choice (shortest simulated step)
-//   pipeline.partition: [3, 3, 2, 0]   blocks per model stage (stages × chunks entries)
+//   pipeline.partition: [3, 3.5, 1.5]  blocks per model stage (stages × chunks entries; .5:
+//                                      a stage holds one half of a block)
 // A value of either type needs its own reader, so the key is built here and listed in
 // config_keys.cpp like any other. Its checks against other keys (the list's length and
 // sum) run with the other cross-key checks (config_validation.cpp).

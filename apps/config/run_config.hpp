@@ -16,9 +16,10 @@ struct PipelineSection {
   std::int64_t virtual_stages = 1;          // pipeline.virtual_stages: chunks per stage (interleaved-1f1b)
   std::int64_t micro_batches = 8;           // pipeline.micro_batches
   std::int64_t micro_batch_size = 4;        // pipeline.micro_batch_size
-  // pipeline.partition: uniform | auto | [n1, n2, ...] (blocks per model stage)
+  // pipeline.partition: uniform | auto | [n1, n2, ...] (blocks per model stage, 6.5 for six
+  // and a half)
   std::string partition_mode = "uniform";   // uniform | auto | explicit (a list was given)
-  std::vector<std::int64_t> partition_blocks;  // the list, when partition_mode is explicit
+  std::vector<std::int64_t> partition_halves;  // the list in half blocks, when explicit
 };
 
 struct ParallelSection {

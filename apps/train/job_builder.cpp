@@ -29,7 +29,7 @@ TrainingJob build_training_job(const RunConfig& config) {
 
   const PartitionChoice partition = choose_partition(config);
   auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),
-                                     partition.blocks_per_stage);
+                                     partition.halves_per_stage);
   job.partition = partition.mode;
   job.partition_reason = partition.reason;
   if (partition.mode == "auto") fmt::print(stderr, "conveyor train: {}\n", partition.reason);

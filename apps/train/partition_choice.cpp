@@ -22,21 +22,21 @@ PartitionChoice choose_partition(const RunConfig& config, const sched::ModelCost
   PartitionChoice choice;
   choice.mode = config.pipeline.partition_mode;
   if (choice.mode == "explicit") {
-    choice.blocks_per_stage.assign(config.pipeline.partition_blocks.begin(),
-                                   config.pipeline.partition_blocks.end());
-    choice.reason = "explicit: " + sched::format_blocks(choice.blocks_per_stage) +
+    choice.halves_per_stage.assign(config.pipeline.partition_halves.begin(),
+                                   config.pipeline.partition_halves.end());
+    choice.reason = "explicit: " + sched::format_partition(choice.halves_per_stage) +
                     " blocks per model stage, as pipeline.partition gives them";
   } else if (choice.mode == "auto") {
     sched::PartitionRequest request;
     request.spec = spec;
     request.costs = costs ? *costs : planning_costs(config);
     choice.search = sched::auto_partition(request);
-    choice.blocks_per_stage = choice.search->blocks_per_stage;
+    choice.halves_per_stage = choice.search->halves_per_stage;
     choice.reason = choice.search->explanation;
   } else {
     const int model_stages = sched::make_schedule(spec).model_stages();
-    choice.blocks_per_stage = sched::uniform_partition(layers, model_stages);
-    choice.reason = "uniform: " + sched::format_blocks(choice.blocks_per_stage) +
+    choice.halves_per_stage = sched::uniform_partition(layers, model_stages);
+    choice.reason = "uniform: " + sched::format_partition(choice.halves_per_stage) +
                     " blocks per model stage, as even as possible (pipeline.partition: uniform)";
   }
   return choice;

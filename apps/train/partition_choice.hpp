@@ -1,5 +1,6 @@
 #pragma once
-// How a run's blocks are split over its model stages (pipeline.partition), shared by
+// How a run's blocks are split over its model stages (pipeline.partition), in half blocks
+// (kernels/model/stage_slice.hpp), shared by
 // `conveyor train` (job_builder.cpp) and `conveyor sched CONFIG`:
 //   uniform   as even as possible, the earlier stages taking the remainder;
 //   explicit  the list the config gives;
@@ -20,7 +21,7 @@ namespace conveyor {
 
 struct PartitionChoice {
   std::string mode;                  // "uniform", "explicit" or "auto"
-  std::vector<int> blocks_per_stage; // per model stage
+  std::vector<int> halves_per_stage; // per model stage, in half blocks
   std::string reason;                // one line: what and why
   std::optional<sched::PartitionResult> search;  // auto only: the evaluations behind it
 };

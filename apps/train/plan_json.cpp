@@ -1,6 +1,15 @@
 #include "apps/train/plan_json.hpp"
 
 namespace conveyor {
+namespace {
+
+// A count of half blocks as blocks: an integer when whole (13 -> 6.5, 12 -> 6).
+nlohmann::json blocks_value(int halves) {
+  if (halves % 2 == 0) return halves / 2;
+  return halves / 2.0;
+}
+
+}  // namespace
 
 nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor) {
   using nlohmann::json;
@@ -13,7 +22,8 @@ nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of
       chunks.push_back({{"chunk", c.chunk},
                         {"model_stage", c.model_stage},
                         {"first_block", c.slice.first_block},
-                        {"blocks", c.slice.num_blocks},
+                        {"blocks", blocks_value(c.slice.num_halves())},
+                        {"halves", c.slice.num_halves()},
                         {"layers", names}});
       for (auto& n : names) layers.push_back(n);
     }
@@ -41,19 +51,25 @@ nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of
     }
     replicas.push_back({{"replica", r}, {"stages", actors}});
   }
-  json blocks_per_stage = json::array();
+  std::vector<int> halves_per_stage;
   for (int s = 0; s < job.placement.model_stages(); ++s)
-    blocks_per_stage.push_back(job.placement.chunk_of(s).slice.num_blocks);
+    halves_per_stage.push_back(job.placement.chunk_of(s).slice.num_halves());
   return {{"schedule", job.schedule.spec.name},
           {"stages", job.schedule.spec.stages},
           {"micro_batches", job.schedule.spec.micro_batches},
           {"virtual_stages", job.schedule.chunks_per_rank()},
           {"partition", job.partition},
-          {"blocks_per_stage", blocks_per_stage},
+          {"blocks_per_stage", partition_json(halves_per_stage)},
           {"partition_reason", job.partition_reason},
           {"placement", stages},
           {"data_parallel", job.replicas},
           {"replicas", replicas}};
+}
+
+nlohmann::json partition_json(const std::vector<int>& halves) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int h : halves) out.push_back(blocks_value(h));
+  return out;
 }
 
 }  // namespace conveyor

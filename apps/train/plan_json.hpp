@@ -10,7 +10,8 @@
 namespace conveyor {
 
 /// {"schedule", "stages", "micro_batches", "virtual_stages",
-///  "partition" (uniform | explicit | auto), "blocks_per_stage" (per model stage),
+///  "partition" (uniform | explicit | auto), "blocks_per_stage" (per model stage; 6.5 when
+///  a stage holds half of a block: kernels/model/stage_slice.hpp),
 ///  "partition_reason" (what was chosen and why),
 ///  "placement": [{"stage", "replica", "device", "layers", "chunks": [...]}] (replica 0),
 ///  "data_parallel" (parallel.data, R),
@@ -20,5 +21,8 @@ namespace conveyor {
 /// are the same on every replica. `node_of_actor` (a job over several processes: the node
 /// of every stage actor) adds each stage's "node"; empty: one process, no "node".
 nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor = {});
+
+/// Half blocks per model stage as JSON blocks, integers where whole: {12, 13} -> [6, 6.5].
+nlohmann::json partition_json(const std::vector<int>& halves);
 
 }  // namespace conveyor

@@ -64,8 +64,8 @@ StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const
         }
         return m;
       }
-    throw std::logic_error(fmt::format("--resume {}: no tensors for blocks [{}, {})", resume->path,
-                                       slice.first_block, slice.end_block()));
+    throw std::logic_error(fmt::format("--resume {}: no tensors for half blocks [{}, {})",
+                                       resume->path, slice.first_half(), slice.end_half()));
   };
 }
 

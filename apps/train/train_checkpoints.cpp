@@ -33,10 +33,10 @@ checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& sc
   m.seed = job.data.seed;
   m.schedule = schedule;
   m.stages = static_cast<int>(job.placement.ranks.size());
-  m.partition.assign(static_cast<std::size_t>(job.placement.model_stages()), 0);
+  m.partition_halves.assign(static_cast<std::size_t>(job.placement.model_stages()), 0);
   for (const auto& rank : job.placement.ranks)
     for (const auto& c : rank.chunks)
-      m.partition.at(static_cast<std::size_t>(c.model_stage)) = c.slice.num_blocks;
+      m.partition_halves.at(static_cast<std::size_t>(c.model_stage)) = c.slice.num_halves();
   m.config = config_text;
   return m;
 }

@@ -4,7 +4,9 @@
 // sits in a one-stage or a many-stage pipeline, every parameter gradient is accumulated by
 // its own kernel call (nothing reduces across blocks or stages), and parameters are
 // initialised from (seed, name). So losses and gradients are bitwise independent of the
-// split; tests/kernels/model/gpt_stage_test.cpp checks it.
+// split; tests/kernels/model/gpt_stage_test.cpp checks it. That holds for cuts between a
+// block's attention and MLP halves too (stage_slice.hpp): each half is the same kernel calls
+// either way, and the residual stream between them (res2) is a tensor of its own.
 //
 // Memory: the stash of a micro-batch holds, per block and token, 16C + heads*T + 4 floats
 // after forward; backward_input frees qkv, the attention probabilities and the pre-GELU
@@ -42,6 +44,8 @@ enum BlockParam : std::size_t {
   kParamsPerBlock
 };
 // clang-format on
+// The attention half's parameters are the first six (ln1, qkv, proj), the MLP half's the rest.
+constexpr std::size_t kParamsPerHalf = kParamsPerBlock / 2;
 
 // What one block keeps between forward, backward_input and backward_weight.
 // Shapes: x, ln1, atty, res2, ln2 and every d_* except d_qkv, d_fc1 are (B, T, C).
@@ -127,18 +131,22 @@ struct GptStage::Impl {
       normal("wpe.weight", {c.seq_len, C}, kInitStd, false);
     }
     for (int b = s.first_block; b < s.end_block(); ++b) {
-      constant(block_name(b, "ln1.weight"), {C}, 1.0f);
-      constant(block_name(b, "ln1.bias"), {C}, 0.0f);
-      normal(block_name(b, "attn.qkv.weight"), {3 * C, C}, kInitStd, true);
-      constant(block_name(b, "attn.qkv.bias"), {3 * C}, 0.0f);
-      normal(block_name(b, "attn.proj.weight"), {C, C}, resid_std, true);
-      constant(block_name(b, "attn.proj.bias"), {C}, 0.0f);
-      constant(block_name(b, "ln2.weight"), {C}, 1.0f);
-      constant(block_name(b, "ln2.bias"), {C}, 0.0f);
-      normal(block_name(b, "mlp.fc1.weight"), {H, C}, kInitStd, true);
-      constant(block_name(b, "mlp.fc1.bias"), {H}, 0.0f);
-      normal(block_name(b, "mlp.fc2.weight"), {C, H}, resid_std, true);
-      constant(block_name(b, "mlp.fc2.bias"), {C}, 0.0f);
+      if (s.holds_attention(b)) {
+        constant(block_name(b, "ln1.weight"), {C}, 1.0f);
+        constant(block_name(b, "ln1.bias"), {C}, 0.0f);
+        normal(block_name(b, "attn.qkv.weight"), {3 * C, C}, kInitStd, true);
+        constant(block_name(b, "attn.qkv.bias"), {3 * C}, 0.0f);
+        normal(block_name(b, "attn.proj.weight"), {C, C}, resid_std, true);
+        constant(block_name(b, "attn.proj.bias"), {C}, 0.0f);
+      }
+      if (s.holds_mlp(b)) {
+        constant(block_name(b, "ln2.weight"), {C}, 1.0f);
+        constant(block_name(b, "ln2.bias"), {C}, 0.0f);
+        normal(block_name(b, "mlp.fc1.weight"), {H, C}, kInitStd, true);
+        constant(block_name(b, "mlp.fc1.bias"), {H}, 0.0f);
+        normal(block_name(b, "mlp.fc2.weight"), {C, H}, resid_std, true);
+        constant(block_name(b, "mlp.fc2.bias"), {C}, 0.0f);
+      }
     }
     if (s.has_head) {
       constant("ln_f.weight", {C}, 1.0f);
@@ -181,17 +189,34 @@ struct GptStage::Impl {
     if (s.num_blocks == 0 && !s.has_embedding && !s.has_head)
       throw std::invalid_argument(
           "GptStage: a slice with no blocks must hold the embedding or the head");
+    if ((s.starts_at_mlp || s.ends_after_attention) && s.num_halves() < 1)
+      throw std::invalid_argument("GptStage: a slice that starts at a block's MLP half or ends "
+                                  "after its attention half must hold at least one half block "
+                                  "(blocks [" + std::to_string(s.first_block) + ", " +
+                                  std::to_string(s.end_block()) + "))");
+    if (s.has_embedding && s.starts_at_mlp)
+      throw std::invalid_argument("GptStage: the embedding's slice must start at block " +
+                                  std::to_string(s.first_block) + "'s attention half");
+    if (s.has_head && s.ends_after_attention)
+      throw std::invalid_argument("GptStage: the head's slice must end after block " +
+                                  std::to_string(s.end_block() - 1) + "'s MLP half");
   }
 
   // Parameter access by position in params(). Values are looked up on every call, so a
   // caller may replace a Param's tensors (e.g. when loading weights) between calls.
   std::size_t block_base() const { return slice.has_embedding ? 2 : 0; }
   std::size_t head_base() const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(slice.num_blocks);
+    return block_base() + kParamsPerHalf * static_cast<std::size_t>(slice.num_halves());
   }
+  // REQUIRES: the slice holds the half of local block j that parameter k belongs to.
   std::size_t at(int local_block, BlockParam k) const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k;
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k -
+           (slice.starts_at_mlp ? kParamsPerHalf : 0);
   }
+  bool has_attention(int local_block) const {
+    return slice.holds_attention(slice.first_block + local_block);
+  }
+  bool has_mlp(int local_block) const { return slice.holds_mlp(slice.first_block + local_block); }
   const float* w(std::size_t i) const { return params[i].value.f32(); }
   float* g(std::size_t i) { return params[i].grad.f32(); }
 
@@ -261,9 +286,17 @@ struct GptStage::Impl {
     return own_stash<GptStash>(stash, this, want, std::string("GptStage::") + who);
   }
 
+  // The halves of block j this slice holds, from the residual stream x; returns the residual
+  // stream after them (res2 when the MLP half is on the next slice).
   Tensor block_forward(int j, const Tensor& x, BlockActs& a, std::int64_t B, std::int64_t T) {
-    a.x = x;
-    attention_half(j, a, B, T);
+    if (has_attention(j)) {
+      a.x = x;
+      attention_half(j, a, B, T);
+      attention_residual(j, a, B, T);
+      if (!has_mlp(j)) return std::move(a.res2);  // the output; backward does not read it
+    } else {
+      a.res2 = x;  // the MLP half's input: kept by handle, never written
+    }
     mlp_half(j, a, B, T);
     const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
     Tensor out = Tensor::zeros({B, T, C});
@@ -288,13 +321,17 @@ struct GptStage::Impl {
     cpu::attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, C, NH);
   }
 
-  // attn.proj and the residual, ln2, fc1 and GELU of block j from a.x and a.atty: fills
-  // res2, ln2 (and its statistics), fc1 and gelu.
-  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
+  // attn.proj and the residual of block j from a.x and a.atty: fills res2.
+  void attention_residual(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, N = B * T;
     a.res2 = Tensor::zeros({B, T, C});
     cpu::linear_forward(a.res2.f32(), a.atty.f32(), w(at(j, proj_w)), w(at(j, proj_b)), N, C, C);
     cpu::residual_forward(a.res2.f32(), a.x.f32(), a.res2.f32(), N * C);
+  }
+
+  // ln2, fc1 and GELU of block j from a.res2: fills ln2 (and its statistics), fc1 and gelu.
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
     a.ln2 = Tensor::zeros({B, T, C});
     a.ln2_mean = Tensor::zeros({B, T});
     a.ln2_rstd = Tensor::zeros({B, T});
@@ -306,19 +343,25 @@ struct GptStage::Impl {
     cpu::gelu_forward(a.gelu.f32(), a.fc1.f32(), N * H);
   }
 
-  // model.recompute: after a block's forward, what backward will compute again.
-  void drop_recomputed(BlockActs& a) const {
+  // model.recompute: after a block's forward, what backward will compute again. A block
+  // without its attention half keeps res2: it is the block's input.
+  void drop_recomputed(int j, BlockActs& a) const {
     if (recomputes_attention(config.recompute))
       a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.att = a.atty = Tensor{};
-    if (recomputes_mlp(config.recompute))
-      a.res2 = a.ln2 = a.ln2_mean = a.ln2_rstd = a.fc1 = a.gelu = Tensor{};
+    if (recomputes_mlp(config.recompute)) {
+      if (has_attention(j)) a.res2 = Tensor{};
+      a.ln2 = a.ln2_mean = a.ln2_rstd = a.fc1 = a.gelu = Tensor{};
+    }
   }
 
   // model.recompute: before a block's backward, what forward dropped — the same kernels on
-  // the same a.x, so the same bits.
+  // the same a.x (or a.res2), so the same bits.
   void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    if (recomputes_attention(config.recompute)) attention_half(j, a, B, T);
-    if (recomputes_mlp(config.recompute)) mlp_half(j, a, B, T);
+    if (recomputes_attention(config.recompute) && has_attention(j)) attention_half(j, a, B, T);
+    if (recomputes_mlp(config.recompute) && has_mlp(j)) {
+      if (has_attention(j)) attention_residual(j, a, B, T);
+      mlp_half(j, a, B, T);
+    }
   }
 
   // Returns the gradient of the block input; keeps in `a` what block_backward_weight needs.
@@ -326,16 +369,21 @@ struct GptStage::Impl {
                               std::int64_t T) {
     recompute(j, a, B, T);
     const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
-    a.d_out = d_out;
-    a.d_fc1 = Tensor::zeros({B, T, H});
-    cpu::linear_backward_input(a.d_fc1.f32(), d_out.f32(), w(at(j, fc2_w)), N, H, C);
-    cpu::gelu_backward_input(a.d_fc1.f32(), a.d_fc1.f32(), a.fc1.f32(), N * H);
-    a.fc1 = {};
-    a.d_ln2 = Tensor::zeros({B, T, C});
-    cpu::linear_backward_input(a.d_ln2.f32(), a.d_fc1.f32(), w(at(j, fc1_w)), N, C, H);
-    a.d_res2 = d_out.clone();
-    cpu::layernorm_backward_input(a.d_res2.f32(), a.d_ln2.f32(), a.res2.f32(), w(at(j, ln2_w)),
-                                  a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+    if (has_mlp(j)) {
+      a.d_out = d_out;
+      a.d_fc1 = Tensor::zeros({B, T, H});
+      cpu::linear_backward_input(a.d_fc1.f32(), d_out.f32(), w(at(j, fc2_w)), N, H, C);
+      cpu::gelu_backward_input(a.d_fc1.f32(), a.d_fc1.f32(), a.fc1.f32(), N * H);
+      a.fc1 = {};
+      a.d_ln2 = Tensor::zeros({B, T, C});
+      cpu::linear_backward_input(a.d_ln2.f32(), a.d_fc1.f32(), w(at(j, fc1_w)), N, C, H);
+      a.d_res2 = d_out.clone();
+      cpu::layernorm_backward_input(a.d_res2.f32(), a.d_ln2.f32(), a.res2.f32(), w(at(j, ln2_w)),
+                                    a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+      if (!has_attention(j)) return std::move(a.d_res2);  // the gradient of the block input
+    } else {
+      a.d_res2 = d_out;  // the block's output is res2; read, never written
+    }
     Tensor d_atty = Tensor::zeros({B, T, C});
     cpu::linear_backward_input(d_atty.f32(), a.d_res2.f32(), w(at(j, proj_w)), N, C, C);
     a.d_qkv = Tensor::zeros({B, T, 3 * C});
@@ -353,12 +401,15 @@ struct GptStage::Impl {
 
   void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
     const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    cpu::linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), a.d_out.f32(), a.gelu.f32(), N, H,
-                                C);
-    cpu::linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), a.d_fc1.f32(), a.ln2.f32(), N, C,
-                                H);
-    cpu::layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), a.d_ln2.f32(), a.res2.f32(),
-                                   a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+    if (has_mlp(j)) {
+      cpu::linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), a.d_out.f32(), a.gelu.f32(), N,
+                                  H, C);
+      cpu::linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), a.d_fc1.f32(), a.ln2.f32(), N,
+                                  C, H);
+      cpu::layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), a.d_ln2.f32(),
+                                     a.res2.f32(), a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
+    }
+    if (!has_attention(j)) return;
     cpu::linear_backward_weight(g(at(j, proj_w)), g(at(j, proj_b)), a.d_res2.f32(), a.atty.f32(), N,
                                 C, C);
     cpu::linear_backward_weight(g(at(j, qkv_w)), g(at(j, qkv_b)), a.d_qkv.f32(), a.ln1.f32(), N, C,
@@ -441,7 +492,7 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
     BlockActs scratch;
     BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
     x = s.block_forward(j, x, a, B, T);
-    s.drop_recomputed(a);
+    s.drop_recomputed(j, a);
   }
   StageForward result;
   if (s.slice.has_head) {

@@ -2,23 +2,31 @@
 //
 // Block structure (pre-norm GPT-2), with the residual adds fused into the LayerNorm that
 // follows them (residual_layernorm_forward):
-//   x_j -> ln1 -> qkv -> attention -> proj -> [res2 = x_j + proj] ln2 -> fc1+GELU -> fc2
+//   attention half:  x_j -> ln1 -> qkv -> attention -> proj
+//   MLP half:        [res2 = x_j + proj] ln2 -> fc1+GELU -> fc2
 //   x_{j+1} = res2 + fc2 is formed by the next block's ln1 (or ln_f) in the same kernel;
 //   after the stage's last block (no head) a residual_forward materialises it.
-// The rounding is the same either way, so the losses and gradients do not depend on how
-// the model is split into slices (bitwise, on one GPU model and library version).
+// A slice may begin or end between a block's halves (stage_slice.hpp): a slice ending after
+// an attention half materialises res2 = x_j + proj as its output; the next one starts at
+// that block's ln2, a plain LayerNorm of its input. The rounding is the same either way, so
+// the losses and gradients do not depend on how the model is split into slices (bitwise,
+// on one GPU model and library version).
 //
 // Memory of one micro-batch's stash, per block and token: after forward x, ln1, atty,
 // res2, ln2 (5C bf16), qkv (3C), pre-GELU and GELU (8C), 4 floats of LayerNorm statistics
 // and NH floats of attention logsumexp. backward_input frees qkv, the logsumexp and the
 // pre-GELU activation and adds d_out, d_ln2, d_res2, d_ln1 (4C bf16), d_qkv (3C) and
-// d_fc1 (4C); backward_weight frees everything. On the embedding slice a full backward()
-// frees each block's activations (and the head's logits) as soon as that block's weight
-// gradients are queued, so those 4C extra per block are held for one block at a time. The head keeps its input and ln_f's output
-// (2C), the logits (V bf16, overwritten by their gradient) and d_lnf (C).
+// d_fc1 (4C); backward_weight frees everything. A lone attention half keeps x, ln1, atty,
+// qkv, its statistics and logsumexp (and adds d_res2, d_ln1, d_qkv); a lone MLP half keeps
+// res2, ln2, the MLP's 8C and its statistics (and adds d_out, d_ln2, d_fc1).
+// On the embedding slice a full backward() frees each block's activations (and the head's
+// logits) as soon as that block's weight gradients are queued, so those 4C extra per block
+// are held for one block at a time. The head keeps its input and ln_f's output (2C), the
+// logits (V bf16, overwritten by their gradient) and d_lnf (C).
 // model.recompute (kernels/model/recompute.hpp) drops parts of a block's forward
 // activations and computes them again at the start of its backward_input: `attention`
-// keeps x, res2, ln2 and the MLP's 8C; `full` keeps x alone (C per token and block).
+// keeps x, res2, ln2 and the MLP's 8C; `full` keeps x alone (C per token and block) — or,
+// for a lone MLP half, res2, its input.
 // StageStash::bytes() reports what is held.
 //
 // Host syncs: only the loss readback at the end of a head slice's forward.
@@ -58,6 +66,8 @@ enum BlockParam : std::size_t {
   kParamsPerBlock
 };
 // clang-format on
+// Each half's: the attention half's are ln1_w..proj_b, the MLP half's ln2_w..fc2_b.
+constexpr std::size_t kParamsPerHalf = kParamsPerBlock / 2;
 
 bf16* bf(Tensor& t) { return static_cast<bf16*>(t.raw()); }
 const bf16* bf(const Tensor& t) { return static_cast<const bf16*>(t.raw()); }
@@ -74,7 +84,7 @@ struct BlockActs {
   Tensor qkv;                      // (B, T, 3C) bf16; freed by backward_input
   Tensor lse;                      // (B, NH, T) f32 attention logsumexp; freed by backward_input
   Tensor atty;                     // (B, T, C) bf16 attention output, input of attn.proj
-  Tensor res2;                     // (B, T, C) bf16 x + attn.proj(atty)
+  Tensor res2;                     // (B, T, C) bf16 x + attn.proj(atty); a lone MLP half's input
   Tensor ln2, ln2_mean, ln2_rstd;  // (B, T, C) bf16, (B, T), (B, T)
   Tensor pre_gelu;                 // (B, T, 4C) bf16 fc1 output; freed by backward_input
   Tensor gelu;                     // (B, T, 4C) bf16 input of mlp.fc2
@@ -131,6 +141,15 @@ bool is_oom(const CudaError& e) {
 
 void validate(const GptConfig& c, const StageSlice& s, const CudaStageOptions& o) {
   const std::string who = "make_cuda_stage_model (" + describe_slice(s) + "): ";
+  // Before the device check, so that it is reported (and testable) without a GPU.
+  if ((s.starts_at_mlp || s.ends_after_attention) && s.num_halves() <= 0)
+    throw std::invalid_argument(
+        who + "blocks [" + std::to_string(s.first_block) + ", " + std::to_string(s.end_block()) +
+        ") with" + (s.starts_at_mlp ? " starts_at_mlp" : "") +
+        (s.starts_at_mlp && s.ends_after_attention ? " and" : "") +
+        (s.ends_after_attention ? " ends_after_attention" : "") + " hold " +
+        std::to_string(s.num_halves()) +
+        " block halves; a slice cut between a block's halves must hold at least one");
   if (!cuda_device_available(o.device))
     throw std::invalid_argument(who + "cuda:" + std::to_string(o.device) +
                                 " is not available (no GPU, no such device, or no driver)");
@@ -248,14 +267,17 @@ class CudaStageModel final : public StageModel {
     return params_->gradients();
   }
 
-  // Data-parallel buckets: the embedding, each block, the head (as present), in the order
-  // backward_weight adds to them; each one contiguous span of the flat gradient buffer.
-  // (block_bucket and head_bucket number them; the embedding's is 0.)
+  // Data-parallel buckets: the embedding, each block (the halves held), the head (as
+  // present), in the order backward_weight adds to them; each one contiguous span of the
+  // flat gradient buffer. (block_bucket and head_bucket number them; the embedding's is 0.)
   std::vector<GradientSpans> gradient_buckets() override {
     std::vector<GradientSpans> out;
     if (slice_.has_embedding) out.push_back({params_->grad_span(0, block_base())});
-    for (int j = 0; j < slice_.num_blocks; ++j)
-      out.push_back({params_->grad_span(at(j, ln1_w), at(j, ln1_w) + kParamsPerBlock)});
+    for (int j = 0; j < slice_.num_blocks; ++j) {
+      const std::size_t begin = at(j, has_attention(j) ? ln1_w : ln2_w);
+      const std::size_t end = at(j, has_mlp(j) ? fc2_b : proj_b) + 1;
+      out.push_back({params_->grad_span(begin, end)});
+    }
     if (slice_.has_head) out.push_back({params_->grad_span(head_base(), params_->size())});
     return out;
   }
@@ -354,12 +376,20 @@ class CudaStageModel final : public StageModel {
     return (slice_.has_embedding ? 1 : 0) + static_cast<std::size_t>(j);
   }
   std::size_t head_bucket() const { return block_bucket(slice_.num_blocks); }
+  // The slice holds each half's parameters (GptStage's order): none of a first block's
+  // attention half when it starts at the MLP, none of a last block's MLP half when it ends
+  // after the attention.
   std::size_t head_base() const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(slice_.num_blocks);
+    return block_base() + kParamsPerHalf * static_cast<std::size_t>(slice_.num_halves());
   }
+  // REQUIRES: the slice holds the half of local block `local_block` that k belongs to.
   std::size_t at(int local_block, BlockParam k) const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k;
+    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k -
+           (slice_.starts_at_mlp ? kParamsPerHalf : 0);
   }
+  // Whether the slice holds local block j's attention / MLP half.
+  bool has_attention(int j) const { return slice_.holds_attention(slice_.first_block + j); }
+  bool has_mlp(int j) const { return slice_.holds_mlp(slice_.first_block + j); }
   const bf16* w(std::size_t i) const { return params_->value(i); }
   // Parameter i's gradient as G (float or bf16: the store's gradient type).
   template <class G>
@@ -430,8 +460,8 @@ class CudaStageModel final : public StageModel {
     const std::int64_t C = config_.d_model;
 
     auto stash = keep_stash ? std::make_unique<CudaStash>(this, B, T, slice_.num_blocks) : nullptr;
-    // The residual stream is `x`, or res_a + res_b when res_a is defined (a block's output,
-    // formed by the kernel that reads it next).
+    // The residual stream is `x`, or res_a + res_b when res_a is defined (a block's or an
+    // attention half's output, formed by the kernel that reads it next).
     Tensor x, res_a, res_b;
     if (slice_.has_embedding) {
       Tensor tokens = staging_.upload(input, "token ids (B, T)");
@@ -448,11 +478,11 @@ class CudaStageModel final : public StageModel {
     for (int j = 0; j < slice_.num_blocks; ++j) {
       BlockActs scratch;
       BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
-      Tensor fc2 = block_forward(j, x, res_a, res_b, a, B, T);
+      auto [out_a, out_b] = block_forward(j, x, res_a, res_b, a, B, T);
       x = {};
-      res_a = a.res2;
-      res_b = std::move(fc2);
-      drop_recomputed(a);
+      res_a = std::move(out_a);
+      res_b = std::move(out_b);
+      drop_recomputed(j, a);
     }
 
     StageForward result;
@@ -476,19 +506,22 @@ class CudaStageModel final : public StageModel {
     return result;
   }
 
-  // Block j's forward; its input is `x`, or res_a + res_b when res_a is defined (fused into
-  // ln1). Fills `a` and returns fc2's output: the block's output is a.res2 + that.
-  Tensor block_forward(int j, const Tensor& x, const Tensor& res_a, const Tensor& res_b,
-                       BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
-    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
-    if (!res_a.defined()) a.x = x;
-    attention_half(j, a, res_a, res_b, B, T);
+  // Block j's forward (the halves the slice holds); its input is `x`, or res_a + res_b when
+  // res_a is defined (fused into ln1). Fills `a` and returns the block's output as a
+  // residual pair: (a.res2, fc2), or (a.x, proj) for a lone attention half (its res2).
+  std::pair<Tensor, Tensor> block_forward(int j, const Tensor& x, const Tensor& res_a,
+                                          const Tensor& res_b, BlockActs& a, std::int64_t B,
+                                          std::int64_t T) {
+    if (has_attention(j)) {
+      if (!res_a.defined()) a.x = x;
+      attention_half(j, a, res_a, res_b, B, T);
+      if (!has_mlp(j)) return {a.x, attention_proj(j, a, B, T)};
+    } else {
+      // A lone MLP half starts the slice: its input is the block's res2, a plain tensor.
+      a.res2 = x;
+    }
     mlp_half(j, a, B, T);
-    Tensor fc2 = alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
-    linear_forward(bf(fc2), nullptr, bf(a.gelu), w(at(j, fc2_w)), w(at(j, fc2_b)), n, h, c,
-                   stream());
-    return fc2;
+    return {a.res2, mlp_fc2(j, a, B, T)};
   }
 
   // ln1, qkv and attention of block j: fills ln1 (and its statistics), qkv, lse and atty.
@@ -517,40 +550,71 @@ class CudaStageModel final : public StageModel {
     attention_forward(bf(a.atty), f32(a.lse), bf(a.qkv), int(B), int(T), c, int(NH), stream());
   }
 
-  // attn.proj and the residual (fused into ln2), ln2, fc1 and GELU of block j from a.x and
-  // a.atty: fills res2, ln2 (and its statistics), pre_gelu and gelu.
-  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
-    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
+  // attn.proj of block j from a.atty: the attention half's output is a.x + that (res2).
+  // Not stashed: backward needs only its gradient, which is res2's.
+  Tensor attention_proj(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model;
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C);
     Tensor proj = alloc({B, T, C}, DType::bf16, "attention projection (B, T, C)");
     linear_forward(bf(proj), nullptr, bf(a.atty), w(at(j, proj_w)), w(at(j, proj_b)), n, c, c,
                    stream());
-    a.res2 = alloc({B, T, C}, DType::bf16, "attention residual (B, T, C)");
+    return proj;
+  }
+
+  // ln2, fc1 and GELU of block j: fills ln2 (and its statistics), pre_gelu and gelu. With
+  // the attention half, res2 = a.x + attn.proj(a.atty) is formed by ln2's kernel (and stored
+  // in a.res2); a lone MLP half normalises a.res2, its input, with the plain LayerNorm: the
+  // same bits as the fused kernel.
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
     a.ln2 = alloc({B, T, C}, DType::bf16, "ln2 output (B, T, C)");
     a.ln2_mean = alloc({B, T}, DType::f32, "ln2 mean (B, T)");
     a.ln2_rstd = alloc({B, T}, DType::f32, "ln2 rstd (B, T)");
-    residual_layernorm_forward(bf(a.res2), bf(a.ln2), f32(a.ln2_mean), f32(a.ln2_rstd), bf(a.x),
-                               bf(proj), w(at(j, ln2_w)), w(at(j, ln2_b)), n, c, stream());
+    if (has_attention(j)) {
+      const Tensor proj = attention_proj(j, a, B, T);
+      a.res2 = alloc({B, T, C}, DType::bf16, "attention residual (B, T, C)");
+      residual_layernorm_forward(bf(a.res2), bf(a.ln2), f32(a.ln2_mean), f32(a.ln2_rstd), bf(a.x),
+                                 bf(proj), w(at(j, ln2_w)), w(at(j, ln2_b)), n, c, stream());
+    } else {
+      layernorm_forward(bf(a.ln2), f32(a.ln2_mean), f32(a.ln2_rstd), bf(a.res2), w(at(j, ln2_w)),
+                        w(at(j, ln2_b)), n, c, stream());
+    }
     a.pre_gelu = alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
     a.gelu = alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
     linear_forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), w(at(j, fc1_w)), w(at(j, fc1_b)), n, c,
                    h, stream());
   }
 
-  // model.recompute: after a block's forward, what backward will compute again. Released
-  // in stream order (the allocator's rule), so after the launches that read them.
-  void drop_recomputed(BlockActs& a) const {
-    if (recomputes_attention(config_.recompute))
-      a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.lse = a.atty = Tensor{};
-    if (recomputes_mlp(config_.recompute))
-      a.res2 = a.ln2 = a.ln2_mean = a.ln2_rstd = a.pre_gelu = a.gelu = Tensor{};
+  // mlp.fc2 of block j from a.gelu: the block's output is a.res2 + that. Never recomputed
+  // (backward does not read it).
+  Tensor mlp_fc2(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
+    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
+    Tensor fc2 = alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
+    linear_forward(bf(fc2), nullptr, bf(a.gelu), w(at(j, fc2_w)), w(at(j, fc2_b)), n, h, c,
+                   stream());
+    return fc2;
   }
 
-  // model.recompute: before a block's backward, what forward dropped — the same kernels on
-  // the same a.x, so the same bits.
+  // model.recompute: after a block's forward, what backward will compute again. Released
+  // in stream order (the allocator's rule), so after the launches that read them. A lone
+  // MLP half keeps res2 under `full`: it is the block's input there, as x is elsewhere.
+  void drop_recomputed(int j, BlockActs& a) const {
+    if (recomputes_attention(config_.recompute))
+      a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.lse = a.atty = Tensor{};
+    if (recomputes_mlp(config_.recompute)) {
+      if (has_attention(j)) a.res2 = Tensor{};
+      a.ln2 = a.ln2_mean = a.ln2_rstd = a.pre_gelu = a.gelu = Tensor{};
+    }
+  }
+
+  // model.recompute: before a block's backward, what forward dropped of the halves held —
+  // the same kernels on the same a.x (or a lone MLP half's a.res2), so the same bits.
   void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    if (recomputes_attention(config_.recompute)) attention_half(j, a, {}, {}, B, T);
-    if (recomputes_mlp(config_.recompute)) mlp_half(j, a, B, T);
+    if (recomputes_attention(config_.recompute) && has_attention(j))
+      attention_half(j, a, {}, {}, B, T);
+    if (recomputes_mlp(config_.recompute) && has_mlp(j)) mlp_half(j, a, B, T);
   }
 
   // ln_f (fused with the last block's residual add when res_a is defined), the LM head and
@@ -647,12 +711,20 @@ class CudaStageModel final : public StageModel {
     return d;
   }
 
-  // Returns the gradient of the block input (fresh); keeps in `a` what
-  // block_backward_weight needs.
+  // Returns the gradient of the block input (fresh) from d_out, that of the block output
+  // (a lone attention half's output is res2); keeps in `a` what block_backward_weight needs.
   Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
                               std::int64_t T) {
     recompute(j, a, B, T);
-    const std::int64_t C = config_.d_model, NH = config_.heads, H = config_.mlp_hidden();
+    Tensor d_res2 = has_mlp(j) ? mlp_half_backward_input(j, a, d_out, B, T) : d_out;
+    // A lone MLP half's input is res2.
+    return has_attention(j) ? attention_half_backward_input(j, a, d_res2, B, T) : d_res2;
+  }
+
+  // The MLP half's input gradient: returns d_res2 (the residual's d_out plus ln2's).
+  Tensor mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
+                                 std::int64_t T) {
+    const std::int64_t C = config_.d_model, H = config_.mlp_hidden();
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), h = static_cast<int>(H);
     a.d_out = d_out;
     a.d_fc1 = alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
@@ -661,12 +733,22 @@ class CudaStageModel final : public StageModel {
     a.pre_gelu = {};
     a.d_ln2 = alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
     linear_backward_input(bf(a.d_ln2), bf(a.d_fc1), w(at(j, fc1_w)), nullptr, n, c, h, stream());
-    a.d_res2 = alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
-    layernorm_backward_input_residual(bf(a.d_res2), bf(d_out), bf(a.d_ln2), bf(a.res2),
+    Tensor d_res2 = alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
+    layernorm_backward_input_residual(bf(d_res2), bf(d_out), bf(a.d_ln2), bf(a.res2),
                                       w(at(j, ln2_w)), f32(a.ln2_mean), f32(a.ln2_rstd), n, c,
                                       stream());
+    return d_res2;
+  }
+
+  // The attention half's input gradient from d_res2, the gradient of its output: returns
+  // dx (the residual's d_res2 plus ln1's).
+  Tensor attention_half_backward_input(int j, BlockActs& a, const Tensor& d_res2, std::int64_t B,
+                                       std::int64_t T) {
+    const std::int64_t C = config_.d_model, NH = config_.heads;
+    const int n = static_cast<int>(B * T), c = static_cast<int>(C);
+    a.d_res2 = d_res2;
     Tensor d_atty = alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
-    linear_backward_input(bf(d_atty), bf(a.d_res2), w(at(j, proj_w)), nullptr, n, c, c, stream());
+    linear_backward_input(bf(d_atty), bf(d_res2), w(at(j, proj_w)), nullptr, n, c, c, stream());
     a.d_qkv = alloc({B, T, 3 * C}, DType::bf16, "d attention qkv (B, T, 3C)");
     attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse), int(B),
                              int(T), c, int(NH), stream());
@@ -676,7 +758,7 @@ class CudaStageModel final : public StageModel {
     linear_backward_input(bf(a.d_ln1), bf(a.d_qkv), w(at(j, qkv_w)), nullptr, n, c, 3 * c,
                           stream());
     Tensor dx = alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
-    layernorm_backward_input_residual(bf(dx), bf(a.d_res2), bf(a.d_ln1), bf(a.x), w(at(j, ln1_w)),
+    layernorm_backward_input_residual(bf(dx), bf(d_res2), bf(a.d_ln1), bf(a.x), w(at(j, ln1_w)),
                                       f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
     return dx;
   }
@@ -750,22 +832,27 @@ class CudaStageModel final : public StageModel {
                                         int(config_.vocab), stream());
   }
 
+  // The weight gradients of the halves of block j the slice holds.
   template <class G>
   void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
     const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
               h = static_cast<int>(config_.mlp_hidden());
-    linear_backward_weight(g<G>(at(j, fc2_w)), g<G>(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h,
-                           c, stream());
-    linear_backward_weight(g<G>(at(j, fc1_w)), g<G>(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c,
-                           h, stream());
-    layernorm_backward_weight(g<G>(at(j, ln2_w)), g<G>(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
-                              f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
-    linear_backward_weight(g<G>(at(j, proj_w)), g<G>(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n,
-                           c, c, stream());
-    linear_backward_weight(g<G>(at(j, qkv_w)), g<G>(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c,
-                           3 * c, stream());
-    layernorm_backward_weight(g<G>(at(j, ln1_w)), g<G>(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
-                              f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
+    if (has_mlp(j)) {
+      linear_backward_weight(g<G>(at(j, fc2_w)), g<G>(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h,
+                             c, stream());
+      linear_backward_weight(g<G>(at(j, fc1_w)), g<G>(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c,
+                             h, stream());
+      layernorm_backward_weight(g<G>(at(j, ln2_w)), g<G>(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
+                                f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
+    }
+    if (has_attention(j)) {
+      linear_backward_weight(g<G>(at(j, proj_w)), g<G>(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n,
+                             c, c, stream());
+      linear_backward_weight(g<G>(at(j, qkv_w)), g<G>(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c,
+                             3 * c, stream());
+      layernorm_backward_weight(g<G>(at(j, ln1_w)), g<G>(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
+                                f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
+    }
   }
 
   template <class G>
@@ -800,8 +887,15 @@ std::string describe_slice(const StageSlice& s) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : " + ") + part; };
   if (s.has_embedding) add("embedding");
-  if (s.num_blocks > 0)
-    add("blocks " + std::to_string(s.first_block) + ".." + std::to_string(s.end_block()));
+  // A lone half at either end is named on its own: "block 4.mlp + blocks 5..8".
+  const int whole_begin = s.first_block + (s.starts_at_mlp ? 1 : 0);
+  const int whole_end = s.end_block() - (s.ends_after_attention ? 1 : 0);
+  if (s.starts_at_mlp && s.holds_mlp(s.first_block))
+    add("block " + std::to_string(s.first_block) + ".mlp");
+  if (whole_end > whole_begin)
+    add("blocks " + std::to_string(whole_begin) + ".." + std::to_string(whole_end));
+  if (s.ends_after_attention && s.holds_attention(whole_end))
+    add("block " + std::to_string(whole_end) + ".attention");
   if (s.has_head) add("head");
   return out.empty() ? "empty slice" : out;
 }

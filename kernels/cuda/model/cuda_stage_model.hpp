@@ -83,7 +83,9 @@ std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model);
 /// True when the CUDA runtime works and `device` exists; never throws.
 bool cuda_device_available(int device);
 
-/// "embedding + blocks 0..4", "blocks 4..8 + head" (blocks [first, end)): for messages.
+/// "embedding + blocks 0..4", "blocks 4..8 + head" (blocks [first, end)), with a lone half
+/// at either end named on its own: "block 3.mlp + blocks 4..6 + block 6.attention". For
+/// messages.
 std::string describe_slice(const StageSlice& slice);
 
 }  // namespace conveyor

@@ -58,7 +58,7 @@ inline checkpoint::Snapshot small_snapshot(std::int64_t step, int stages = 2, st
   s.manifest.seed = 1234;
   s.manifest.schedule = "1f1b";
   s.manifest.stages = stages;
-  s.manifest.partition.assign(static_cast<std::size_t>(stages), 1);
+  s.manifest.partition_halves.assign(static_cast<std::size_t>(stages), 2);
   s.manifest.config = "model:\n  layers: " + std::to_string(stages) + "\n";
   for (int k = 0; k < stages; ++k) {
     checkpoint::StageShard shard;

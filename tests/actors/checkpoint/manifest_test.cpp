@@ -20,7 +20,7 @@ Manifest sample() {
   m.seed = 0xFFFFFFFFFFFFFFFFull;  // the full u64 range must survive JSON
   m.schedule = "zb-h1";
   m.stages = 2;
-  m.partition = {3, 1};
+  m.partition_halves = {6, 3};
   m.config = "model:\n  layers: 4\n";
   m.rng = {{"dropout", "42:17"}};
   m.shards = {{"stage-0.safetensors", 0, 1000, std::string(64, 'a'), {"wte.weight", "opt.m.wte.weight"}},

@@ -63,7 +63,7 @@ checkpoint::Snapshot snapshot_of(const Pipeline& p, std::int64_t step) {
   s.manifest.optimizer_steps = p.optim.front().t;
   s.manifest.stages = static_cast<int>(p.stages.size());
   for (std::size_t k = 0; k < p.stages.size(); ++k) {
-    s.manifest.partition.push_back(p.stages[k].slice().num_blocks);
+    s.manifest.partition_halves.push_back(p.stages[k].slice().num_halves());
     s.shards.push_back({static_cast<int>(k), checkpoint::capture_stage_tensors(p.stages[k].params(), p.optim[k])});
   }
   return s;

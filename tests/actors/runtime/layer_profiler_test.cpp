@@ -15,23 +15,26 @@ using conveyor::ProfileOptions;
 using conveyor::profile_layers;
 using namespace conveyor::sched;
 
-TEST_CASE("The profile has one unit per layer, positive times and the one-block timing for every block") {
+TEST_CASE("The profile has one unit per half block, positive times and one block's halves for every block") {
   const GptConfig config{5, 32, 4, 16, 300};
   ProfileOptions options;
   options.micro_batch_size = 2;
   const ModelCosts costs = profile_layers(config, options);
-  REQUIRE(costs.units.size() == 7);
+  REQUIRE(costs.units.size() == 12);
   CHECK(costs.blocks() == 5);
+  CHECK(costs.halves() == 10);
   for (std::size_t u = 0; u < costs.units.size(); ++u) {
     CAPTURE(u);
     CHECK(costs.units[u].f_us > 0);
     CHECK(costs.units[u].w_us > 0);
     if (u > 0) CHECK(costs.units[u].i_us > 0);  // the embedding has no input gradient to compute
   }
-  for (int b = 2; b <= 5; ++b) {
-    CHECK(costs.units[b].f_us == costs.units[1].f_us);
-    CHECK(costs.units[b].activation_bytes == costs.units[1].activation_bytes);
+  for (int u = 3; u <= 10; ++u) {  // attention halves are odd units, MLP halves even
+    const UnitCost& first = costs.units[u % 2 ? 1 : 2];
+    CHECK(costs.units[u].f_us == first.f_us);
+    CHECK(costs.units[u].activation_bytes == first.activation_bytes);
   }
+  CHECK(costs.units[1].param_bytes < costs.units[2].param_bytes);  // 4C² + 6C against 8C² + 7C
   CHECK(costs.source.find("measured on this CPU") == 0);
   CHECK(costs.source.find("2 x 16 tokens") != std::string::npos);
 }
@@ -52,10 +55,12 @@ TEST_CASE("Measured stash and parameter bytes are what the cost model predicts, 
     options.micro_batch_size = 3;
     options.repetitions = 1;
     const ModelCosts measured = profile_layers(config, options);
-    const UnitCost want[] = {unit_memory_embedding(config, 3), unit_memory_block(config, 3),
-                             unit_memory_head(config, 3)};
-    const UnitCost got[] = {measured.units.front(), measured.units[1], measured.units.back()};
-    for (int k = 0; k < 3; ++k) {
+    REQUIRE(measured.units.size() == 2 * static_cast<std::size_t>(config.layers) + 2);
+    const UnitCost want[] = {unit_memory_embedding(config, 3), unit_memory_attention_half(config, 3),
+                             unit_memory_mlp_half(config, 3), unit_memory_head(config, 3)};
+    const UnitCost got[] = {measured.units.front(), measured.units[1], measured.units[2],
+                            measured.units.back()};
+    for (int k = 0; k < 4; ++k) {
       CAPTURE(k);
       CHECK(got[k].activation_bytes == want[k].activation_bytes);
       CHECK(got[k].param_bytes == want[k].param_bytes);
@@ -69,9 +74,9 @@ TEST_CASE("auto on measured costs moves blocks off the last stage of a large-voc
   ProfileOptions options;
   options.micro_batch_size = 2;
   const ModelCosts costs = profile_layers(config, options);
-  REQUIRE(costs.units.back().total_us() > 4 * costs.units[1].total_us());
+  REQUIRE(costs.units.back().total_us() > 4 * (costs.units[1].total_us() + costs.units[2].total_us()));
   const PartitionResult r = auto_partition({{"1f1b", 4, 8, 1}, costs, std::nullopt, 0.0});
-  CHECK(r.blocks_per_stage.back() < r.uniform.blocks_per_stage.back());
+  CHECK(r.halves_per_stage.back() < r.uniform.halves_per_stage.back());
   CHECK(r.chosen.step_us() < r.uniform.step_us());
   CHECK(r.explanation.find("measured on this CPU") != std::string::npos);
 }

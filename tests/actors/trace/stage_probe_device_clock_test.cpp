@@ -56,7 +56,7 @@ TEST_CASE("a traced GPU stage's actions take the device's start and end, resolve
   const auto dir = std::filesystem::temp_directory_path() /
                    ("conveyor_probe_clock_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  const Placement placement = make_placement({1}, 1, 1, [](int, int) { return 0; });
+  const Placement placement = make_placement({2}, 1, 1, [](int, int) { return 0; });
   ScriptedClock clock;
   std::filesystem::path file;
   {
@@ -100,7 +100,7 @@ TEST_CASE("a traced GPU stage's actions take the device's start and end, resolve
 }
 
 TEST_CASE("an untraced step begins no device timing") {
-  const Placement placement = make_placement({1}, 1, 1, [](int, int) { return 0; });
+  const Placement placement = make_placement({2}, 1, 1, [](int, int) { return 0; });
   ScriptedClock clock;
   trace::StageProbe probe(0, 0, placement, nullptr, nullptr);
   probe.use_device_clocks({&clock});

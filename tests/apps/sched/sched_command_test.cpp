@@ -165,14 +165,14 @@ TEST_CASE("sched CONFIG plans a GPU config on a machine without one, and auto be
   SchedTempDir dir;
   const auto j = sched_json({dir.file("gpu.yaml", kLargeVocabCuda)});
   CHECK(j.at("partition") == "auto");
-  const auto blocks = j.at("blocks_per_stage").get<std::vector<int>>();
-  const auto uniform = j.at("uniform").at("blocks_per_stage").get<std::vector<int>>();
-  CHECK(uniform == std::vector<int>{2, 2, 2, 2});
+  const auto blocks = j.at("blocks_per_stage").get<std::vector<double>>();
+  const auto uniform = j.at("uniform").at("blocks_per_stage").get<std::vector<double>>();
+  CHECK(uniform == std::vector<double>{2, 2, 2, 2});
   CHECK(blocks.back() < uniform.back());
   CHECK(j.at("makespan").get<double>() < j.at("uniform").at("makespan").get<double>());
   CHECK(j.at("costs").at("source").get<std::string>().find("cost model") != std::string::npos);
   CHECK(j.at("partition_reason").get<std::string>().find("cost model") != std::string::npos);
-  CHECK(j.at("plan").at("blocks_per_stage").get<std::vector<int>>() == blocks);
+  CHECK(j.at("plan").at("blocks_per_stage").get<std::vector<double>>() == blocks);
   CHECK(j.at("plan").at("placement")[3].at("layers").back() == "head");
 }
 
@@ -186,7 +186,8 @@ TEST_CASE("sched CONFIG honours an explicit partition and rejects a bad one nami
   CHECK(j.contains("auto"));  // what auto would choose, for comparison
 
   for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
-           {"[2,2]", "has 2 entries"}, {"[2,2,2,2]", "sums to 8"}, {"[1,0,2,1]", "at least 1 block"},
+           {"[2,2]", "has 2 entries"}, {"[2,2,2,2]", "sums to 8"}, {"[1,0,2,1]", "at least half a block"},
+           {"[1,1.25,1,1]", "not a whole number of half blocks"}, {"[1,x,1,1]", "element 1"},
            {"best", "expected uniform, auto or a list"}}) {
     const CommandResult r = sched({"configs/tiny.yaml", "--set", "pipeline.partition=" + value});
     CAPTURE(value);
@@ -203,10 +204,16 @@ TEST_CASE("pipeline.partition reads a name or a list and writes it back") {
   CHECK(load_run_config("", {"pipeline.partition=auto"}).pipeline.partition_mode == "auto");
   const auto c = load_run_config("", {"pipeline.partition=[2,1,1,1]", "model.layers=5"});
   CHECK(c.pipeline.partition_mode == "explicit");
-  CHECK(c.pipeline.partition_blocks == std::vector<std::int64_t>{2, 1, 1, 1});
+  CHECK(c.pipeline.partition_halves == std::vector<std::int64_t>{4, 2, 2, 2});
   const std::string yaml = conveyor::to_yaml(c);
   CHECK(yaml.find("partition: [2, 1, 1, 1]") != std::string::npos);
   CHECK(conveyor::to_yaml(conveyor::parse_run_config(conveyor::resolved_yaml(c))) == yaml);
+  // Half blocks: a stage may end after a block's attention half.
+  const auto half = load_run_config("", {"pipeline.partition=[1.5,1.5,1,1]", "model.layers=5"});
+  CHECK(half.pipeline.partition_halves == std::vector<std::int64_t>{3, 3, 2, 2});
+  const std::string half_yaml = conveyor::to_yaml(half);
+  CHECK(half_yaml.find("partition: [1.5, 1.5, 1, 1]") != std::string::npos);
+  CHECK(conveyor::to_yaml(conveyor::parse_run_config(conveyor::resolved_yaml(half))) == half_yaml);
   // zbv has 2 chunks per stage: 8 model stages on 4 stages.
   const std::string msg = input_error([] {
     load_run_config("", {"pipeline.schedule=zbv", "model.layers=8", "pipeline.partition=[2,2,2,2]"});
@@ -223,8 +230,8 @@ TEST_CASE("The job builder records the partition in plan.json") {
   const auto plan = conveyor::plan_json(job);
   CHECK(plan.at("partition") == "auto");
   CHECK(plan.at("partition_reason").get<std::string>().find("auto partition") == 0);
-  int sum = 0;
-  for (const auto& b : plan.at("blocks_per_stage")) sum += b.get<int>();
+  double sum = 0;  // 1.5 where a stage holds half a block
+  for (const auto& b : plan.at("blocks_per_stage")) sum += b.get<double>();
   CHECK(sum == 6);
 
   config = conveyor::load_run_config("", {"data.path=" + corpus});

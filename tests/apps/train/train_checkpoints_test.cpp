@@ -35,7 +35,7 @@ TEST_CASE("the manifest of a run names its seed, schedule, stages, blocks per st
   CHECK(m.seed == job.data.seed);
   CHECK(m.schedule == "1f1b");
   CHECK(m.stages == 2);
-  CHECK(m.partition == std::vector<std::int64_t>{3, 2});
+  CHECK(m.partition_halves == std::vector<std::int64_t>{6, 4});
   CHECK(m.config == "model:\n  layers: 5\n");
 }
 

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -84,6 +85,14 @@ TEST_CASE("cuda stage model names its slice and refuses a missing device (no GPU
   CHECK(describe_slice({4, 4, false, true}) == "blocks 4..8 + head");
   CHECK(describe_slice({0, 4, true, false}) == "embedding + blocks 0..4");
   CHECK(describe_slice({0, 0, true, true}) == "embedding + head");
+  CHECK(describe_slice(StageSlice::of_halves(3, 6, false, true)) ==
+        "block 1.mlp + blocks 2..4 + block 4.attention + head");
+  CHECK(describe_slice(StageSlice::of_halves(0, 1, true, false)) ==
+        "embedding + block 0.attention");
+  // A slice cut between halves that holds none: from block 1's MLP half to its attention's end.
+  const StageSlice none{1, 1, false, false, /*starts_at_mlp=*/true, /*ends_after_attention=*/true};
+  CHECK_THROWS_WITH_AS(make_cuda_stage_model(kConfig, none, kSeed, on_device(0)),
+                       doctest::Contains("0 block halves"), std::invalid_argument);
   CHECK_FALSE(cuda_device_available(-1));
   CHECK_FALSE(cuda_device_available(1 << 20));
   CHECK_THROWS_AS(make_cuda_stage_model(kConfig, kFull, kSeed, on_device(1 << 20)),
@@ -188,6 +197,85 @@ TEST_CASE("cuda stage model split into two slices on one GPU changes no bit") {
     INFO("parameter " << g.name);
     REQUIRE(chained.count(g.name) == 1);
     CHECK(testing::bitwise_equal(g.tensor, chained[g.name]));
+  }
+}
+
+struct ChainRun {
+  double loss = 0;
+  std::map<std::string, Tensor> grads;  // every weight gradient of the chain, by name
+};
+
+// The chain of models holding block halves [cuts[i], cuts[i + 1]) of `config` (the first
+// with the embedding, the last with the head), one micro-batch through it. Each model's
+// gradient buckets tile its gradients.
+ChainRun train_halves(const GptConfig& config, const std::vector<int>& cuts,
+                      const testing::Batch& batch, bool split) {
+  std::vector<std::unique_ptr<StageModel>> models;
+  std::vector<StageModel*> chain;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const StageSlice slice =
+        StageSlice::of_halves(cuts[i], cuts[i + 1] - cuts[i], i == 0, i + 2 == cuts.size());
+    models.push_back(make_cuda_stage_model(config, slice, kSeed, on_device(0)));
+    chain.push_back(models.back().get());
+  }
+  ChainRun run;
+  run.loss = train_micro_batch(chain, batch, split, 0.5f);
+  for (const auto& m : models) {
+    const std::vector<NamedTensor> own = cuda_stage_gradients(*m);
+    std::size_t elements = 0;
+    for (const NamedTensor& g : own) {
+      elements += static_cast<std::size_t>(g.tensor.numel());
+      CHECK(run.grads.count(g.name) == 0);
+      run.grads[g.name] = g.tensor;
+    }
+    // One contiguous run of f32 gradients (grads_bf16 off), bucket after bucket.
+    std::size_t covered = 0;
+    const char* next = nullptr;
+    for (const GradientSpans& bucket : m->gradient_buckets())
+      for (const GradientSpan& span : bucket) {
+        if (next) CHECK(static_cast<const char*>(span.data) == next);
+        next = static_cast<const char*>(span.data) + span.count * dtype_size(span.dtype);
+        covered += span.count;
+      }
+    CHECK(covered == elements);
+  }
+  return run;
+}
+
+// Cuts between a block's attention and MLP halves (stage_slice.hpp): a slice ending after
+// an attention half hands on res2, the next starts at ln2. With the plain and the fused
+// backward of the embedding slice, and with model.recompute, against one slice.
+TEST_CASE("cuda stage model split between a block's attention and MLP halves changes no bit") {
+  CONVEYOR_REQUIRE_CUDA_DEVICE(0);
+  GptConfig config = kConfig;
+  config.layers = 3;  // halves 0..6
+  const testing::Batch batch = testing::random_batch(kB, kT, config.vocab, 11);
+  const ChainRun whole = train_halves(config, {0, 6}, batch, /*split=*/false);
+
+  auto check_same = [&](const GptConfig& c, const std::vector<int>& cuts) {
+    std::string where = "cuts";
+    for (int cut : cuts) where += " " + std::to_string(cut);
+    INFO(where << ", model.recompute " << recompute_name(c.recompute));
+    for (bool split : {false, true}) {
+      CAPTURE(split);
+      const ChainRun chain = train_halves(c, cuts, batch, split);
+      CHECK(chain.loss == whole.loss);
+      CHECK(chain.grads.size() == whole.grads.size());
+      for (const auto& [name, g] : whole.grads) {
+        INFO("parameter " << name);
+        REQUIRE(chain.grads.count(name) == 1);
+        CHECK(testing::bitwise_equal(g, chain.grads.at(name)));
+      }
+    }
+  };
+  // Block 1 cut after its attention half; then blocks 0 and 2 so cut, the middle slice
+  // holding a lone half at both ends (and the embedding slice a lone attention half).
+  check_same(config, {0, 3, 6});
+  check_same(config, {0, 1, 5, 6});
+  for (const Recompute r : {Recompute::attention, Recompute::full}) {
+    GptConfig recomputing = config;
+    recomputing.recompute = r;
+    check_same(recomputing, {0, 1, 5, 6});
   }
 }
 

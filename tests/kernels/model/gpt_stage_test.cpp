@@ -80,6 +80,52 @@ TEST_CASE("a model split into slices gives bitwise the same losses and gradients
   }
 }
 
+TEST_CASE("a model cut between a block's attention and MLP halves gives the same bits") {
+  set_cpu_kernel_threads(1);
+  const Run whole = run_split({{0, 4, true, true}}, false, false);
+  using S = StageSlice;
+  const std::vector<std::vector<StageSlice>> splits{
+      // block 1's attention half on the first slice, its MLP half on the second
+      {S::of_halves(0, 3, true, false), S::of_halves(3, 5, false, true)},
+      // single halves as slices of their own, and an embedding slice ending mid-block
+      {S::of_halves(0, 1, true, false), S::of_halves(1, 1, false, false),
+       S::of_halves(2, 5, false, false), S::of_halves(7, 1, false, true)},
+      // one slice starts at an MLP half and ends after an attention half
+      {S::of_halves(0, 1, true, false), S::of_halves(1, 6, false, false),
+       S::of_halves(7, 1, false, true)},
+  };
+  for (std::size_t s = 0; s < splits.size(); ++s) {
+    for (bool split_backward : {false, true}) {
+      CAPTURE(s);
+      CAPTURE(split_backward);
+      const Run part = run_split(splits[s], split_backward, /*interleave=*/true);
+      CHECK(part.losses == whole.losses);
+      REQUIRE(part.grads.size() == whole.grads.size());
+      for (const auto& [name, grad] : whole.grads) {
+        CAPTURE(name);
+        CHECK(bitwise_equal(part.grads.at(name), grad));
+      }
+    }
+  }
+}
+
+TEST_CASE("a half-block slice holds its halves' parameters and refuses to hold none") {
+  const GptStage mlp_first(kConfig, StageSlice::of_halves(3, 2, false, false), 1);
+  std::vector<std::string> names;
+  for (const Param& p : mlp_first.params()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{
+                     "blocks.1.ln2.weight", "blocks.1.ln2.bias", "blocks.1.mlp.fc1.weight",
+                     "blocks.1.mlp.fc1.bias", "blocks.1.mlp.fc2.weight", "blocks.1.mlp.fc2.bias",
+                     "blocks.2.ln1.weight", "blocks.2.ln1.bias", "blocks.2.attn.qkv.weight",
+                     "blocks.2.attn.qkv.bias", "blocks.2.attn.proj.weight",
+                     "blocks.2.attn.proj.bias"});
+  StageSlice none{1, 1, false, false};
+  none.starts_at_mlp = none.ends_after_attention = true;
+  CHECK_THROWS_WITH_AS(GptStage(kConfig, none, 1),
+                       doctest::Contains("must hold at least one half block"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("backward equals backward_input then backward_weight bit for bit") {
   const std::vector<StageSlice> slices{
       {0, 1, true, false}, {1, 2, false, false}, {3, 1, false, true}};

@@ -48,7 +48,11 @@ Run train(Recompute recompute, const std::vector<StageSlice>& slices, bool split
 TEST_CASE("model.recompute attention and full give the losses and gradients of none, bit for bit") {
   set_cpu_kernel_threads(1);
   const std::vector<std::vector<StageSlice>> splits{
-      {{0, 3, true, true}}, {{0, 1, true, false}, {1, 1, false, false}, {2, 1, false, true}}};
+      {{0, 3, true, true}},
+      {{0, 1, true, false}, {1, 1, false, false}, {2, 1, false, true}},
+      // cut inside block 1, and a slice of block 2's attention half alone
+      {StageSlice::of_halves(0, 3, true, false), StageSlice::of_halves(3, 2, false, false),
+       StageSlice::of_halves(5, 1, false, true)}};
   for (const auto& slices : splits) {
     for (bool split_backward : {false, true}) {
       CAPTURE(slices.size());

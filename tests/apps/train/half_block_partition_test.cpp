@@ -10,30 +10,16 @@
 using namespace conveyor;
 using namespace conveyor::testing;
 
-namespace {
-
-fs::path train_tiny(const TempDir& dir, const std::string& name, std::vector<std::string> sets) {
-  const fs::path out = dir / name;
-  std::vector<std::string> args = {"configs/tiny.yaml", "--out",          out.string(),
-                                   "--set",             "train.steps=4", "--set",
-                                   "train.eval_every=0", "--set",        "pipeline.stages=2"};
-  for (auto& s : sets) args.insert(args.end(), {"--set", s});
-  train_ok(args, 300);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("stages cut between a block's halves train to the weights of whole blocks, bit for bit") {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> runs{
       {"1f1b", "[1.5, 2.5]"}, {"zbv", "[1, 0.5, 1.5, 1]"}};
   for (const auto& [schedule, partition] : runs) {
     CAPTURE(schedule);
-    const auto whole = train_tiny(dir, schedule + "-whole", {"pipeline.schedule=" + schedule});
+    const auto whole = train_tiny_two_stages(dir, schedule + "-whole", {"pipeline.schedule=" + schedule});
     const std::string want = read_text(whole / "weights.safetensors");
     REQUIRE(!want.empty());
-    const auto half = train_tiny(dir, schedule + "-half",
+    const auto half = train_tiny_two_stages(dir, schedule + "-half",
                                  {"pipeline.schedule=" + schedule, "pipeline.partition=" + partition});
     CHECK(read_text(half / "weights.safetensors") == want);
     const auto plan = nlohmann::json::parse(read_text(half / "plan.json"));
@@ -51,7 +37,7 @@ TEST_CASE("stages cut between a block's halves train to the weights of whole blo
 
 TEST_CASE("a checkpoint of a half-block partition names it and resumes into whole blocks") {
   TempDir dir;
-  const auto half = train_tiny(dir, "half", {"pipeline.partition=[2.5, 1.5]", "checkpoint.every=2"});
+  const auto half = train_tiny_two_stages(dir, "half", {"pipeline.partition=[2.5, 1.5]", "checkpoint.every=2"});
   const fs::path checkpoint = half / "checkpoints" / "step-000004";
   const auto manifest = nlohmann::json::parse(read_text(checkpoint / "manifest.json"));
   CHECK(manifest.at("partition") == nlohmann::json({2.5, 1.5}));

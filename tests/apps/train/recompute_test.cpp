@@ -8,30 +8,16 @@
 using namespace conveyor;
 using namespace conveyor::testing;
 
-namespace {
-
-fs::path train_tiny(const TempDir& dir, const std::string& name, std::vector<std::string> sets) {
-  const fs::path out = dir / name;
-  std::vector<std::string> args = {"configs/tiny.yaml", "--out",      out.string(),
-                                   "--set",             "train.steps=4", "--set",
-                                   "train.eval_every=0", "--set",    "pipeline.stages=2"};
-  for (auto& s : sets) args.insert(args.end(), {"--set", s});
-  train_ok(args, 300);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("model.recompute attention and full train to the weights of none, bit for bit (1F1B and ZBV)") {
   TempDir dir;
   for (const std::string schedule : {"1f1b", "zbv"}) {
     CAPTURE(schedule);
-    const auto kept = train_tiny(dir, schedule + "-none", {"pipeline.schedule=" + schedule});
+    const auto kept = train_tiny_two_stages(dir, schedule + "-none", {"pipeline.schedule=" + schedule});
     const std::string want = read_text(kept / "weights.safetensors");
     REQUIRE(!want.empty());
     for (const std::string r : {"attention", "full"}) {
       CAPTURE(r);
-      const auto run = train_tiny(dir, schedule + "-" + r,
+      const auto run = train_tiny_two_stages(dir, schedule + "-" + r,
                                   {"pipeline.schedule=" + schedule, "model.recompute=" + r});
       CHECK(read_text(run / "weights.safetensors") == want);
       CHECK(read_text(run / "config.yaml").find("recompute: " + r) != std::string::npos);

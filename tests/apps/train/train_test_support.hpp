@@ -88,6 +88,19 @@ inline CommandResult train_ok(const std::vector<std::string>& args, int timeout_
   return r;
 }
 
+/// tiny.yaml for 4 steps on 2 stages without evaluation, with `sets` (KEY=VALUE) on top,
+/// into dir / name; returns that run folder.
+inline fs::path train_tiny_two_stages(const TempDir& dir, const std::string& name,
+                                      const std::vector<std::string>& sets) {
+  const fs::path out = dir / name;
+  std::vector<std::string> args = {"configs/tiny.yaml", "--out",          out.string(),
+                                   "--set",             "train.steps=4", "--set",
+                                   "train.eval_every=0", "--set",        "pipeline.stages=2"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  train_ok(args, 300);
+  return out;
+}
+
 /// A small English text (the README, copied so that every run of a test reads the same
 /// bytes even if the file is edited meanwhile) with enough tokens for both splits.
 inline std::string copy_english_text(const TempDir& dir) {

@@ -52,6 +52,16 @@ Run run_split(const std::vector<StageSlice>& slices, bool split_backward, bool i
   return run;
 }
 
+// Every loss and gradient of `part` is bitwise that of `whole`.
+void check_same_bits(const Run& part, const Run& whole) {
+  CHECK(part.losses == whole.losses);
+  REQUIRE(part.grads.size() == whole.grads.size());
+  for (const auto& [name, grad] : whole.grads) {
+    CAPTURE(name);
+    CHECK(bitwise_equal(part.grads.at(name), grad));
+  }
+}
+
 TEST_CASE("a model split into slices gives bitwise the same losses and gradients as one stage") {
   set_cpu_kernel_threads(1);
   const Run whole = run_split({{0, 4, true, true}}, false, false);
@@ -68,13 +78,7 @@ TEST_CASE("a model split into slices gives bitwise the same losses and gradients
         CAPTURE(s);
         CAPTURE(split_backward);
         CAPTURE(interleave);
-        const Run part = run_split(splits[s], split_backward, interleave);
-        CHECK(part.losses == whole.losses);
-        REQUIRE(part.grads.size() == whole.grads.size());
-        for (const auto& [name, grad] : whole.grads) {
-          CAPTURE(name);
-          CHECK(bitwise_equal(part.grads.at(name), grad));
-        }
+        check_same_bits(run_split(splits[s], split_backward, interleave), whole);
       }
     }
   }
@@ -98,13 +102,7 @@ TEST_CASE("a model cut between a block's attention and MLP halves gives the same
     for (bool split_backward : {false, true}) {
       CAPTURE(s);
       CAPTURE(split_backward);
-      const Run part = run_split(splits[s], split_backward, /*interleave=*/true);
-      CHECK(part.losses == whole.losses);
-      REQUIRE(part.grads.size() == whole.grads.size());
-      for (const auto& [name, grad] : whole.grads) {
-        CAPTURE(name);
-        CHECK(bitwise_equal(part.grads.at(name), grad));
-      }
+      check_same_bits(run_split(splits[s], split_backward, /*interleave=*/true), whole);
     }
   }
 }

@@ -40,11 +40,6 @@ std::string format_bytes(double b) {
 
 std::string percent(double fraction) { return format_double("%.1f%%", 100.0 * fraction); }
 
-// A count of half blocks as blocks: 13 -> "6.5", -1 -> "-0.5".
-std::string blocks_text(long long halves) {
-  const long long magnitude = halves < 0 ? -halves : halves;
-  return (halves < 0 ? "-" : "") + std::to_string(magnitude / 2) + (magnitude % 2 ? ".5" : "");
-}
 
 // Per model stage: how many micro-batches its (rank, chunk) holds at most at once.
 std::vector<int> chunk_peaks(const Schedule& s) {
@@ -273,22 +268,23 @@ std::vector<int> halves_of_blocks(const std::vector<int>& blocks) {
 }
 
 void check_partition(const std::vector<int>& halves, int layers, int model_stages, const std::string& key) {
-  const std::string list = format_partition(halves);
+  // Formatted on the error paths only: the partitioner checks every candidate it evaluates.
+  const auto list = [&] { return format_partition(halves); };
   if (halves.size() != static_cast<std::size_t>(model_stages)) {
-    throw InputError(key + ": " + list + " has " + std::to_string(halves.size()) +
+    throw InputError(key + ": " + list() + " has " + std::to_string(halves.size()) +
                      " entries, but the pipeline has " + std::to_string(model_stages) +
                      " model stages (stages x chunks per stage): give one block count per model stage");
   }
   long long sum = 0;
   for (std::size_t s = 0; s < halves.size(); ++s) {
     if (halves[s] < 1) {
-      throw InputError(key + ": entry " + std::to_string(s) + " of " + list + " is " +
-                       blocks_text(halves[s]) + "; every model stage needs at least half a block (0.5)");
+      throw InputError(key + ": entry " + std::to_string(s) + " of " + list() + " is " +
+                       format_half_blocks(halves[s]) + "; every model stage needs at least half a block (0.5)");
     }
     sum += halves[s];
   }
   if (sum != 2LL * layers) {
-    throw InputError(key + ": " + list + " sums to " + blocks_text(sum) + " blocks, but model.layers is " + std::to_string(layers) +
+    throw InputError(key + ": " + list() + " sums to " + format_half_blocks(sum) + " blocks, but model.layers is " + std::to_string(layers) +
                      " (the counts must add up to it)");
   }
 }
@@ -429,10 +425,15 @@ PartitionResult auto_partition(const PartitionRequest& req) {
   return result;
 }
 
+std::string format_half_blocks(long long halves) {
+  const long long magnitude = halves < 0 ? -halves : halves;
+  return (halves < 0 ? "-" : "") + std::to_string(magnitude / 2) + (magnitude % 2 ? ".5" : "");
+}
+
 std::string format_partition(const std::vector<int>& halves) {
   std::string s = "[";
   for (std::size_t k = 0; k < halves.size(); ++k)
-    s += (k ? ", " : "") + blocks_text(halves[k]);
+    s += (k ? ", " : "") + format_half_blocks(halves[k]);
   return s + "]";
 }
 

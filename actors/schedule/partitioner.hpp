@@ -102,6 +102,9 @@ PartitionEval evaluate_partition(const Schedule& schedule, const ModelCosts& cos
 /// peak memory any partition needs).
 PartitionResult auto_partition(const PartitionRequest& request);
 
+/// A count of half blocks as blocks: 13 -> "6.5", -1 -> "-0.5".
+std::string format_half_blocks(long long halves);
+
 /// Half blocks per model stage as blocks: {6, 7, 5} -> "[3, 3.5, 2.5]".
 std::string format_partition(const std::vector<int>& halves);
 

@@ -4,21 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "actors/schedule/partitioner.hpp"
 #include "apps/config/config_value.hpp"
 
 namespace conveyor {
 namespace {
 
-// A count of half blocks as blocks: 13 -> "6.5".
-std::string blocks_text(std::int64_t halves) {
-  const std::int64_t magnitude = halves < 0 ? -halves : halves;
-  return (halves < 0 ? "-" : "") + std::to_string(magnitude / 2) + (magnitude % 2 ? ".5" : "");
-}
-
 std::string show_list(const std::vector<std::int64_t>& halves) {
-  std::string s = "[";
-  for (std::size_t k = 0; k < halves.size(); ++k) s += (k ? ", " : "") + blocks_text(halves[k]);
-  return s + "]";
+  return sched::format_partition(std::vector<int>(halves.begin(), halves.end()));
 }
 
 [[noreturn]] void expected_partition(const YAML::Node& node) {
@@ -107,7 +100,7 @@ std::optional<ConfigProblem> check_partition_key(const RunConfig& c) {
   for (auto h : pl.partition_halves) sum += h;
   if (sum != 2 * c.model.layers)
     return ConfigProblem{"pipeline.partition",
-                         list + " sums to " + blocks_text(sum) + " blocks, but model.layers is " +
+                         list + " sums to " + sched::format_half_blocks(sum) + " blocks, but model.layers is " +
                              std::to_string(c.model.layers) + " (the counts must add up to it)",
                          "model.layers"};
   return std::nullopt;

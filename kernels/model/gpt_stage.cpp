@@ -29,6 +29,7 @@
 #include "kernels/cpu/layernorm.hpp"
 #include "kernels/cpu/linear.hpp"
 #include "kernels/cpu/residual.hpp"
+#include "kernels/model/block_params.hpp"
 #include "kernels/model/param_init.hpp"
 #include "kernels/model/stash_phase.hpp"
 
@@ -36,16 +37,6 @@ namespace conveyor {
 namespace {
 
 constexpr double kInitStd = 0.02;
-
-// The parameters of one block, in params() order.
-// clang-format off
-enum BlockParam : std::size_t {
-  ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b,
-  kParamsPerBlock
-};
-// clang-format on
-// The attention half's parameters are the first six (ln1, qkv, proj), the MLP half's the rest.
-constexpr std::size_t kParamsPerHalf = kParamsPerBlock / 2;
 
 // What one block keeps between forward, backward_input and backward_weight.
 // Shapes: x, ln1, atty, res2, ln2 and every d_* except d_qkv, d_fc1 are (B, T, C).
@@ -189,29 +180,15 @@ struct GptStage::Impl {
     if (s.num_blocks == 0 && !s.has_embedding && !s.has_head)
       throw std::invalid_argument(
           "GptStage: a slice with no blocks must hold the embedding or the head");
-    if ((s.starts_at_mlp || s.ends_after_attention) && s.num_halves() < 1)
-      throw std::invalid_argument("GptStage: a slice that starts at a block's MLP half or ends "
-                                  "after its attention half must hold at least one half block "
-                                  "(blocks [" + std::to_string(s.first_block) + ", " +
-                                  std::to_string(s.end_block()) + "))");
-    if (s.has_embedding && s.starts_at_mlp)
-      throw std::invalid_argument("GptStage: the embedding's slice must start at block " +
-                                  std::to_string(s.first_block) + "'s attention half");
-    if (s.has_head && s.ends_after_attention)
-      throw std::invalid_argument("GptStage: the head's slice must end after block " +
-                                  std::to_string(s.end_block() - 1) + "'s MLP half");
+    if (const auto problem = half_cut_problem(s))
+      throw std::invalid_argument("GptStage: " + *problem);
   }
 
   // Parameter access by position in params(). Values are looked up on every call, so a
   // caller may replace a Param's tensors (e.g. when loading weights) between calls.
-  std::size_t block_base() const { return slice.has_embedding ? 2 : 0; }
-  std::size_t head_base() const {
-    return block_base() + kParamsPerHalf * static_cast<std::size_t>(slice.num_halves());
-  }
-  // REQUIRES: the slice holds the half of local block j that parameter k belongs to.
+  std::size_t head_base() const { return conveyor::head_base(slice); }
   std::size_t at(int local_block, BlockParam k) const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k -
-           (slice.starts_at_mlp ? kParamsPerHalf : 0);
+    return block_param(slice, local_block, k);
   }
   bool has_attention(int local_block) const {
     return slice.holds_attention(slice.first_block + local_block);

@@ -50,6 +50,7 @@
 #include "kernels/cuda/layernorm.hpp"
 #include "kernels/cuda/model/cuda_action_clock.hpp"
 #include "kernels/cuda/model/deferred_release.hpp"
+#include "kernels/model/block_params.hpp"
 #include "kernels/model/stash_phase.hpp"
 #include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/param_store.hpp"
@@ -59,15 +60,6 @@
 namespace conveyor {
 namespace {
 
-// The parameters of one block, in params() order (as GptStage).
-// clang-format off
-enum BlockParam : std::size_t {
-  ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b,
-  kParamsPerBlock
-};
-// clang-format on
-// Each half's: the attention half's are ln1_w..proj_b, the MLP half's ln2_w..fc2_b.
-constexpr std::size_t kParamsPerHalf = kParamsPerBlock / 2;
 
 bf16* bf(Tensor& t) { return static_cast<bf16*>(t.raw()); }
 const bf16* bf(const Tensor& t) { return static_cast<const bf16*>(t.raw()); }
@@ -142,14 +134,7 @@ bool is_oom(const CudaError& e) {
 void validate(const GptConfig& c, const StageSlice& s, const CudaStageOptions& o) {
   const std::string who = "make_cuda_stage_model (" + describe_slice(s) + "): ";
   // Before the device check, so that it is reported (and testable) without a GPU.
-  if ((s.starts_at_mlp || s.ends_after_attention) && s.num_halves() <= 0)
-    throw std::invalid_argument(
-        who + "blocks [" + std::to_string(s.first_block) + ", " + std::to_string(s.end_block()) +
-        ") with" + (s.starts_at_mlp ? " starts_at_mlp" : "") +
-        (s.starts_at_mlp && s.ends_after_attention ? " and" : "") +
-        (s.ends_after_attention ? " ends_after_attention" : "") + " hold " +
-        std::to_string(s.num_halves()) +
-        " block halves; a slice cut between a block's halves must hold at least one");
+  if (const auto problem = half_cut_problem(s)) throw std::invalid_argument(who + *problem);
   if (!cuda_device_available(o.device))
     throw std::invalid_argument(who + "cuda:" + std::to_string(o.device) +
                                 " is not available (no GPU, no such device, or no driver)");
@@ -370,22 +355,16 @@ class CudaStageModel final : public StageModel {
     return dst;
   }
 
-  std::size_t block_base() const { return slice_.has_embedding ? 2 : 0; }
+  std::size_t block_base() const { return conveyor::block_base(slice_); }
   // Indices of gradient_buckets(): the embedding's is 0 when the slice has it.
   std::size_t block_bucket(int j) const {
     return (slice_.has_embedding ? 1 : 0) + static_cast<std::size_t>(j);
   }
   std::size_t head_bucket() const { return block_bucket(slice_.num_blocks); }
-  // The slice holds each half's parameters (GptStage's order): none of a first block's
-  // attention half when it starts at the MLP, none of a last block's MLP half when it ends
-  // after the attention.
-  std::size_t head_base() const {
-    return block_base() + kParamsPerHalf * static_cast<std::size_t>(slice_.num_halves());
-  }
-  // REQUIRES: the slice holds the half of local block `local_block` that k belongs to.
+  // Parameter positions as GptStage's (block_params.hpp): only the halves held.
+  std::size_t head_base() const { return conveyor::head_base(slice_); }
   std::size_t at(int local_block, BlockParam k) const {
-    return block_base() + kParamsPerBlock * static_cast<std::size_t>(local_block) + k -
-           (slice_.starts_at_mlp ? kParamsPerHalf : 0);
+    return block_param(slice_, local_block, k);
   }
   // Whether the slice holds local block j's attention / MLP half.
   bool has_attention(int j) const { return slice_.holds_attention(slice_.first_block + j); }

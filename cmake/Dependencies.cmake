@@ -9,6 +9,7 @@ find_package(OpenBLAS REQUIRED)
 find_package(ucx REQUIRED)
 find_package(Boost 1.74 REQUIRED)   # header-only: Asio
 find_package(doctest REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)  # GCC's libgomp: parallel loops whose results depend on the index only
 
 # Debian's yaml-cpp 0.7 config exports the plain target name.
 if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)

@@ -12,6 +12,7 @@
 #      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
 #      attention: runtime.attention cudnn against kernels, per kernel and end to end;
 #      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU;
+#      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
 #      targets: issue 8's ratio table on two GPUs, PyTorch in the same call, with ZBV on
 #      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
@@ -30,7 +31,7 @@ SECTIONS=${SECTIONS:-tests determinism kernels model pipeline schedules trace to
 declare -a rows
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
-row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); echo "== $1: $2" >&2; }
+row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); echo "== [${SECONDS}s] $1: $2" >&2; }
 json_field() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d.get('$1'))"; }
 
 nvidia-smi -L > "$OUT/gpus.txt" 2>&1; cat "$OUT/gpus.txt" >&2
@@ -250,6 +251,51 @@ if want multiproc; then
   row "2 processes x 1 GPU (nccl) vs 1 x 2 GPUs" "$(cmp -s "$OUT/mp-one/weights.safetensors" "$OUT/mp-two/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "2 processes: final val_loss" "$(tail -1 "$OUT/mp-two/metrics.jsonl" 2>/dev/null | json_field final_val_loss)"
   grep -h -iE 'nccl|error|failed' "$OUT"/mp-two-*.log | head -5 >&2
+fi
+
+# 16. One GPU only (when that is all that is lent): the one-GPU figure that issue 8's
+#     efficiency divides by, and ZBV's two model stages on that GPU cut on whole blocks and
+#     between a block's halves ([12.5, 11.5]) end to end; a small deterministic run whose
+#     weights must not depend on that cut; PyTorch's one-GPU figure comes from section torch
+if want onegpu; then
+  e2e=(--set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.stages=1 --set devices.ids=[0])
+  big onegpu-1f1b-a "${e2e[@]}" --set pipeline.schedule=1f1b
+  big onegpu-zbv-whole "${e2e[@]}" --set pipeline.schedule=zbv
+  big onegpu-zbv-half "${e2e[@]}" --set pipeline.schedule=zbv --set "pipeline.partition=[12.5,11.5]"
+  big onegpu-zbh1 "${e2e[@]}" --set pipeline.schedule=zb-h1
+  big onegpu-1f1b-b "${e2e[@]}" --set pipeline.schedule=1f1b
+  # Where one GPU's step goes, per schedule: device time of each action kind per step (F,
+  # B fused, I input and W weight gradients) and the GPU's idle share, from a traced run
+  for sched in 1f1b zbv; do
+    timeout 200 $BIN train configs/gpt-1b-2gpu.yaml "${e2e[@]}" --set train.steps=4 --set train.eval_every=0 \
+      --set pipeline.schedule=$sched --set trace.enabled=true --out "$OUT/onegpu-traced-$sched" > /dev/null 2> "$OUT/onegpu-traced-$sched.log"
+    timeout 60 $BIN trace export "$OUT/onegpu-traced-$sched" --chrome "$OUT/onegpu-traced-$sched.json" 2>> "$OUT/onegpu-traced-$sched.log"
+    row "one GPU $sched traced: ms per step by kind" "$(python3 - "$OUT/onegpu-traced-$sched.json" <<'PY' 2>&1
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+ev = [e for e in (d["traceEvents"] if isinstance(d, dict) else d) if e.get("cat") == "action"]
+steps = sorted({e["args"]["step"] for e in ev})[1:]  # the first step warms up
+by = collections.defaultdict(float)
+span = {}
+for e in ev:
+    s = e["args"]["step"]
+    if s not in steps: continue
+    by[e["name"][0]] += e["dur"] / 1e3 / len(steps)
+    lo, hi = span.get(s, (e["ts"], e["ts"] + e["dur"]))
+    span[s] = (min(lo, e["ts"]), max(hi, e["ts"] + e["dur"]))
+wall = sum(h - l for l, h in span.values()) / 1e3 / len(steps)
+print({k: round(v, 1) for k, v in sorted(by.items())}, "actions", round(sum(by.values()), 1), "of", round(wall, 1), "ms per step (first to last action)")
+PY
+)"
+    rm -rf "$OUT/onegpu-traced-$sched/trace" "$OUT/onegpu-traced-$sched/weights.safetensors" "$OUT/onegpu-traced-$sched.json"
+  done
+  row "one GPU 1f1b MFU (of 790 TFLOP/s), a and b" "$(python3 -c "import json; print(*[round(json.load(open('$OUT/onegpu-1f1b-' + r + '.json'))['tflops_per_gpu'] / 790, 3) for r in 'ab'])" 2>/dev/null || echo failed)"
+  cut=(--set devices.kind=cuda --set model.d_model=128 --set model.heads=2 --set model.vocab=512
+       --set model.layers=4 --set train.steps=12 --set train.eval_every=0 --set pipeline.micro_batches=4
+       --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=zbv --set runtime.deterministic=true)
+  timeout 120 $BIN train "${cut[@]}" --set "pipeline.partition=[2,2]" --out "$OUT/cut-whole" > /dev/null 2> "$OUT/cut-whole.log"
+  timeout 120 $BIN train "${cut[@]}" --set "pipeline.partition=[2.5,1.5]" --out "$OUT/cut-half" > /dev/null 2> "$OUT/cut-half.log"
+  row "small GPU ZBV [2,2] vs [2.5,1.5] weights" "$(cmp -s "$OUT/cut-whole/weights.safetensors" "$OUT/cut-half/weights.safetensors" && echo identical || echo DIFFERENT)"
 fi
 
 # 15. Issue 8's targets in one call (2 GPUs): conveyor ZBV twice around its one-GPU run, each

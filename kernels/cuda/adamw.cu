@@ -1,8 +1,9 @@
 // AdamW, eight (or four) elements per thread with vector loads (grid-stride; one per thread
-// for unaligned buffers). The operation order follows
-// kernels/optim/adamw.cpp so that fp32 results agree with the CPU to rounding
-// (nvcc may contract a * b + c into an FMA: not bitwise equal to the CPU, but always the
-// same on the GPU).
+// for unaligned buffers). Every operation is an explicitly rounded intrinsic in the order of
+// kernels/optim/adamw.cpp: nvcc may not contract a * b + c into an FMA (which it did in
+// some kernels and not others once inlined: the 8-wide and scalar kernels differed in the
+// last bit), so each kernel gives the same bits, and the fp32 update is bit for bit the
+// CPU reference's.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,14 +44,19 @@ __device__ __forceinline__ float decay_of(std::int64_t i, const DecayRuns& runs,
   return runs.decay[run_of(i, runs)] ? wd : 0.0f;
 }
 
-// One element's update, in the CPU reference's operation order.
-__device__ __forceinline__ void adamw_element(float g, float& m, float& v, float& w, float decay,
-                                              const AdamWHyper& hp) {
-  m = hp.beta1 * m + (1.0f - hp.beta1) * g;
-  v = hp.beta2 * v + (1.0f - hp.beta2) * g * g;
-  const float mhat = m / hp.bias_correction1;
-  const float vhat = v / hp.bias_correction2;
-  w -= hp.lr * (mhat / (sqrtf(vhat) + hp.eps) + decay * w);
+// One element's update from its raw gradient, in the CPU reference's operation order
+// (adamw_step: gk = g * scale; m = b1 m + (1 - b1) gk; v = b2 v + ((1 - b2) gk) gk;
+// w -= lr (m / bc1 / (sqrt(v / bc2) + eps) + decay w)), each step rounded on its own.
+__device__ __forceinline__ void adamw_element(float g_raw, float scale, float& m, float& v,
+                                              float& w, float decay, const AdamWHyper& hp) {
+  const float g = __fmul_rn(g_raw, scale);
+  m = __fadd_rn(__fmul_rn(hp.beta1, m), __fmul_rn(1.0f - hp.beta1, g));
+  v = __fadd_rn(__fmul_rn(hp.beta2, v), __fmul_rn(__fmul_rn(1.0f - hp.beta2, g), g));
+  const float mhat = __fdiv_rn(m, hp.bias_correction1);
+  const float vhat = __fdiv_rn(v, hp.bias_correction2);
+  const float step = __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), hp.eps)),
+                               __fmul_rn(decay, w));
+  w = __fsub_rn(w, __fmul_rn(hp.lr, step));
 }
 
 // kPer consecutive elements (4 or 8) in one or two 16-byte accesses, or one 8-byte access
@@ -100,7 +106,7 @@ __device__ __forceinline__ void adamw_at(std::int64_t i, W* params, bf16* comput
                                          const G* grads, W* m, W* v, float scale,
                                          const AdamWHyper& hp, const DecayRuns& runs) {
   float mi = widen(m[i]), vi = widen(v[i]), w = widen(params[i]);
-  adamw_element(widen(grads[i]) * scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
+  adamw_element(widen(grads[i]), scale, mi, vi, w, decay_of(i, runs, hp.weight_decay), hp);
   store_narrowed(m + i, mi);
   store_narrowed(v + i, vi);
   store_narrowed(params + i, w);
@@ -142,7 +148,7 @@ __global__ void adamw_kernel(W* params, bf16* compute, const G* grads, W* m, W* 
     load_n(vv, v + i);
     load_n(w, params + i);
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) adamw_element(g[k] * scale, mm[k], vv[k], w[k], decay[k], hp);
+    for (int k = 0; k < kPer; ++k) adamw_element(g[k], scale, mm[k], vv[k], w[k], decay[k], hp);
     store_n(m + i, mm);
     store_n(v + i, vv);
     store_n(params + i, w);

@@ -1,5 +1,8 @@
 #include "kernels/tensor/storage.hpp"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,16 +10,34 @@
 namespace conveyor {
 namespace {
 
+// Blocks from this size on come straight from the kernel as fresh anonymous pages: they
+// read as zero without a memset, and a page costs memory only once written (a
+// parameter's gradient the GPU path never touches on the host costs none), and whichever
+// thread writes it first pays its page fault (param_init.cpp's threads, in parallel).
+constexpr std::size_t kMappedFrom = std::size_t{1} << 20;
+
 class HostStorage final : public Storage {
  public:
   explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
     constexpr std::size_t kAlign = 64;
-    std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-    data_ = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
-    if (!data_) throw std::bad_alloc();
-    std::memset(data_, 0, rounded == 0 ? kAlign : rounded);
+    const std::size_t rounded = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (rounded >= kMappedFrom) {
+      void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      data_ = p;
+      mapped_ = rounded;
+    } else {
+      data_ = std::aligned_alloc(kAlign, rounded);
+      if (!data_) throw std::bad_alloc();
+      std::memset(data_, 0, rounded);
+    }
   }
-  ~HostStorage() override { std::free(data_); }
+  ~HostStorage() override {
+    if (mapped_)
+      munmap(data_, mapped_);
+    else
+      std::free(data_);
+  }
   HostStorage(const HostStorage&) = delete;
   HostStorage& operator=(const HostStorage&) = delete;
 
@@ -26,6 +47,7 @@ class HostStorage final : public Storage {
 
  private:
   void* data_ = nullptr;
+  std::size_t mapped_ = 0;  // the mapping's length, or 0 for aligned_alloc
   std::size_t bytes_;
 };
 

@@ -18,7 +18,8 @@ class Storage {
   virtual Device device() const = 0;
 };
 
-/// Host memory, 64-byte aligned, zero-filled.
+/// Host memory, 64-byte aligned, zero-filled (from 1 MiB on: fresh pages, mapped on first
+/// write). Throws std::bad_alloc when there is none.
 std::shared_ptr<Storage> allocate_host(std::size_t bytes);
 
 }  // namespace conveyor

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
 #include <cmath>
 
 #include "kernels/model/gpt_stage.hpp"
@@ -79,6 +81,26 @@ TEST_CASE("fill_normal draws standard normal values that depend on key and index
   for (std::int64_t i = 0; i < 7; ++i) CHECK(small.f32()[i] == big.f32()[i]);
   CHECK(param_stream_key(5, "x") != param_stream_key(6, "x"));
   CHECK(param_stream_key(5, "x") != param_stream_key(5, "y"));
+}
+
+// Large tensors are filled by all cores (param_init.cpp): the bits may not depend on how
+// many, and a small tensor (one thread) is still a prefix of a large one.
+TEST_CASE("fill_normal gives the same bits on one thread and on several") {
+  const std::int64_t n = 300001;  // above the parallel threshold, odd: a lone last element
+  const int threads_before = omp_get_max_threads();
+  std::vector<Tensor> fills;
+  for (int threads : {1, 3, 8}) {
+    omp_set_num_threads(threads);
+    fills.push_back(Tensor::zeros({n}));
+    fill_normal(fills.back(), param_stream_key(11, "w"), 0.02);
+  }
+  omp_set_num_threads(threads_before);
+  CHECK(bitwise_equal(fills[0], fills[1]));
+  CHECK(bitwise_equal(fills[0], fills[2]));
+  Tensor prefix = Tensor::zeros({1001});
+  fill_normal(prefix, param_stream_key(11, "w"), 0.02);
+  for (std::int64_t i = 0; i < prefix.numel(); ++i) CHECK(prefix.f32()[i] == fills[0].f32()[i]);
+  CHECK(fills[0].f32()[n - 1] != 0.0f);
 }
 
 }  // namespace

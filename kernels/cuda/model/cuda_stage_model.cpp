@@ -20,8 +20,9 @@
 // qkv, its statistics and logsumexp (and adds d_res2, d_ln1, d_qkv); a lone MLP half keeps
 // res2, ln2, the MLP's 8C and its statistics (and adds d_out, d_ln2, d_fc1).
 // On the embedding slice a full backward() frees each block's activations (and the head's
-// logits) as soon as that block's weight gradients are queued, so those 4C extra per block
-// are held for one block at a time. The head keeps its input and ln_f's output (2C), the
+// logits) as soon as that block's weight gradients have read them — queued on a stream of
+// their own (weight_grad_stream.hpp), so the compute stream frees a half once it has joined
+// it: those 4C extra per block are held for about one block at a time. The head keeps its input and ln_f's output (2C), the
 // logits (V bf16, overwritten by their gradient) and d_lnf (C).
 // model.recompute (kernels/model/recompute.hpp) drops parts of a block's forward
 // activations and computes them again at the start of its backward_input: `attention`
@@ -29,10 +30,12 @@
 // for a lone MLP half, res2, its input.
 // StageStash::bytes() reports what is held.
 //
-// Host syncs: only the loss readback at the end of a head slice's forward.
+// Host syncs: only the loss readback at the end of a head slice's forward (the weight-gradient
+// stream is joined on the device).
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -55,6 +58,7 @@
 #include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/param_store.hpp"
 #include "kernels/cuda/model/residual.hpp"
+#include "kernels/cuda/model/weight_grad_stream.hpp"
 #include "kernels/cuda/owned_stream.hpp"
 
 namespace conveyor {
@@ -87,6 +91,11 @@ struct BlockActs {
   Tensor d_res2;  // (B, T, C)
   Tensor d_qkv;   // (B, T, 3C)
   Tensor d_ln1;   // (B, T, C)
+
+  // What only the MLP half's weight gradients read, once its input gradient is done.
+  void release_mlp_half() {
+    for (Tensor* t : {&d_out, &gelu, &d_fc1, &ln2, &ln2_mean, &ln2_rstd, &d_ln2, &res2}) *t = {};
+  }
 
   std::array<const Tensor*, 19> all() const {
     return {&x,    &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &lse,   &atty,
@@ -160,6 +169,7 @@ class CudaStageModel final : public StageModel {
         options_(options),
         device_(options.device),
         stream_(options.device),
+        wgrad_(options.device),
         release_(stream_.get(), options.device),
         staging_(stream_.get(), options.device) {
     DeviceGuard guard(device_);
@@ -649,6 +659,14 @@ class CudaStageModel final : public StageModel {
   }
 
   // REQUIRES: the embedding slice (it hands out no input gradient: returns nothing).
+  // Without data-parallel buckets to name, each half's weight gradients go to their own
+  // stream (weight_grad_stream.hpp) as soon as its input gradient is queued: a block's MLP
+  // half's beside its attention half's input gradient, the attention half's (and the
+  // head's) beside the next block's MLP half. The compute stream joins a half before it
+  // frees what that half read, so beyond the one-stream order the stage holds only the
+  // attention half's 8C per token of the block behind (and, with the head, its logits)
+  // during one MLP half. With buckets, everything stays on the compute stream, where the
+  // all-reduce's events expect each bucket's last +=.
   template <class G>
   void backward_fused(CudaStash& st, const Tensor& grad_output, float loss_scale,
                       const BucketFinal& on_final) {
@@ -656,21 +674,63 @@ class CudaStageModel final : public StageModel {
     auto final = [&](std::size_t bucket) {
       if (on_final) on_final(bucket);
     };
+    const bool side = !on_final;
+    const cudaStream_t ws = side ? wgrad_.get() : stream();
+    // Queues `launch` on ws after what the compute stream has written; returns its mark.
+    auto queue_weight_grads = [&](auto&& launch) {
+      if (side) wgrad_.fork(stream());
+      launch();
+      return side ? wgrad_.mark() : 0;
+    };
+    auto join = [&](int mark) {
+      if (side) wgrad_.join(stream(), mark);
+    };
+    // The last half whose weight gradients may still be reading its activations.
+    struct Behind {
+      int mark = 0;
+      BlockActs block;
+      HeadActs head;
+    };
+    std::optional<Behind> behind;
+    auto release_behind = [&] {
+      if (!behind) return;
+      join(behind->mark);
+      behind.reset();  // freed in compute-stream order, after the join
+    };
     Tensor d = output_gradient(st, grad_output, loss_scale);  // (B, T, C)
     if (slice_.has_head) {
-      head_backward_weight<G>(st.head, B, T);
-      st.head = {};
+      const int m = queue_weight_grads([&] { head_backward_weight<G>(st.head, B, T, ws); });
       final(head_bucket());
+      behind.emplace(Behind{m, {}, std::exchange(st.head, {})});
+      if (!side) behind.reset();
     }
     for (int j = slice_.num_blocks - 1; j >= 0; --j) {
-      auto& a = st.blocks[static_cast<std::size_t>(j)];
-      d = block_backward_input(j, a, d, B, T);
-      block_backward_weight<G>(j, a, B, T);
-      a = BlockActs{};  // freed in stream order (the allocator's rule)
+      BlockActs& a = st.blocks[static_cast<std::size_t>(j)];
+      recompute(j, a, B, T);
+      int last = 0;
+      Tensor d_res2 = d;  // a lone attention half's output is res2
+      if (has_mlp(j)) {
+        d_res2 = mlp_half_backward_input(j, a, d, B, T);
+        last = queue_weight_grads([&] { mlp_half_backward_weight<G>(j, a, B, T, ws); });
+      }
+      release_behind();
+      if (has_attention(j)) {
+        d = attention_half_backward_input(j, a, d_res2, B, T);
+        if (has_mlp(j)) {
+          join(last);
+          a.release_mlp_half();
+        }
+        last = queue_weight_grads([&] { attention_half_backward_weight<G>(j, a, B, T, ws); });
+      } else {
+        d = d_res2;
+      }
       final(block_bucket(j));
+      behind.emplace(Behind{last, std::exchange(a, {}), {}});
+      if (!side) behind.reset();  // one stream: nothing to wait for
     }
-    embedding_backward_weight<G>(st, d);
+    join(queue_weight_grads([&] { embedding_backward_weight<G>(st, d, ws); }));
     final(0);
+    behind.reset();  // the join above follows every queued weight gradient
     st.release();
     st.phase = StashPhase::weight_done;
   }
@@ -790,58 +850,69 @@ class CudaStageModel final : public StageModel {
       if (on_final) on_final(bucket);
     };
     if (slice_.has_embedding) {
-      embedding_backward_weight<G>(st, st.d_embed);
+      embedding_backward_weight<G>(st, st.d_embed, stream());
       final(0);
     }
     for (int j = 0; j < slice_.num_blocks; ++j) {
-      block_backward_weight<G>(j, st.blocks[static_cast<std::size_t>(j)], B, T);
+      block_backward_weight<G>(j, st.blocks[static_cast<std::size_t>(j)], B, T, stream());
       final(block_bucket(j));
     }
     if (slice_.has_head) {
-      head_backward_weight<G>(st.head, B, T);
+      head_backward_weight<G>(st.head, B, T, stream());
       final(head_bucket());
     }
   }
 
   // The embedding's weight gradients (wte, wpe) from d_embed, the gradient of its output.
   template <class G>
-  void embedding_backward_weight(const CudaStash& st, const Tensor& d_embed) {
+  void embedding_backward_weight(const CudaStash& st, const Tensor& d_embed, cudaStream_t s) {
     conveyor::embedding_backward_weight(g<G>(0), g<G>(1), bf(d_embed), i32(st.tokens),
                                         int(st.B), int(st.T), int(config_.d_model),
-                                        int(config_.vocab), stream());
+                                        int(config_.vocab), s);
   }
 
   // The weight gradients of the halves of block j the slice holds.
   template <class G>
-  void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
+  void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T,
+                             cudaStream_t s) {
+    if (has_mlp(j)) mlp_half_backward_weight<G>(j, a, B, T, s);
+    if (has_attention(j)) attention_half_backward_weight<G>(j, a, B, T, s);
+  }
+
+  // Reads d_out, gelu, d_fc1, ln2 (+ statistics), d_ln2 and res2: BlockActs::release_mlp_half.
+  template <class G>
+  void mlp_half_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T,
+                                cudaStream_t s) {
     const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
               h = static_cast<int>(config_.mlp_hidden());
-    if (has_mlp(j)) {
-      linear_backward_weight(g<G>(at(j, fc2_w)), g<G>(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h,
-                             c, stream());
-      linear_backward_weight(g<G>(at(j, fc1_w)), g<G>(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c,
-                             h, stream());
-      layernorm_backward_weight(g<G>(at(j, ln2_w)), g<G>(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
-                                f32(a.ln2_mean), f32(a.ln2_rstd), n, c, stream());
-    }
-    if (has_attention(j)) {
-      linear_backward_weight(g<G>(at(j, proj_w)), g<G>(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n,
-                             c, c, stream());
-      linear_backward_weight(g<G>(at(j, qkv_w)), g<G>(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c,
-                             3 * c, stream());
-      layernorm_backward_weight(g<G>(at(j, ln1_w)), g<G>(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
-                                f32(a.ln1_mean), f32(a.ln1_rstd), n, c, stream());
-    }
+    linear_backward_weight(g<G>(at(j, fc2_w)), g<G>(at(j, fc2_b)), bf(a.d_out), bf(a.gelu), n, h,
+                           c, s);
+    linear_backward_weight(g<G>(at(j, fc1_w)), g<G>(at(j, fc1_b)), bf(a.d_fc1), bf(a.ln2), n, c,
+                           h, s);
+    layernorm_backward_weight(g<G>(at(j, ln2_w)), g<G>(at(j, ln2_b)), bf(a.d_ln2), bf(a.res2),
+                              f32(a.ln2_mean), f32(a.ln2_rstd), n, c, s);
   }
 
   template <class G>
-  void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T) {
+  void attention_half_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T,
+                                      cudaStream_t s) {
+    const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model);
+    linear_backward_weight(g<G>(at(j, proj_w)), g<G>(at(j, proj_b)), bf(a.d_res2), bf(a.atty), n,
+                           c, c, s);
+    linear_backward_weight(g<G>(at(j, qkv_w)), g<G>(at(j, qkv_b)), bf(a.d_qkv), bf(a.ln1), n, c,
+                           3 * c, s);
+    layernorm_backward_weight(g<G>(at(j, ln1_w)), g<G>(at(j, ln1_b)), bf(a.d_ln1), bf(a.x),
+                              f32(a.ln1_mean), f32(a.ln1_rstd), n, c, s);
+  }
+
+  template <class G>
+  void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T, cudaStream_t s) {
     const int n = static_cast<int>(B * T), c = static_cast<int>(config_.d_model),
               v = static_cast<int>(config_.vocab);
     const std::size_t base = head_base();
-    linear_backward_weight(g<G>(base + 2), nullptr, bf(h.logits), bf(h.lnf), n, c, v, stream());
+    linear_backward_weight(g<G>(base + 2), nullptr, bf(h.logits), bf(h.lnf), n, c, v, s);
     layernorm_backward_weight(g<G>(base), g<G>(base + 1), bf(h.d_lnf), bf(h.x), f32(h.lnf_mean),
-                              f32(h.lnf_rstd), n, c, stream());
+                              f32(h.lnf_rstd), n, c, s);
   }
 
   // ---- state (declaration order is destruction order reversed: the stream goes last)
@@ -851,6 +922,7 @@ class CudaStageModel final : public StageModel {
   CudaStageOptions options_;
   int device_;
   OwnedStream stream_;              // the compute stream
+  WeightGradStream wgrad_;          // the fused backward's weight gradients
   DeferredRelease release_;         // handed-in tensors still read by the stream
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;

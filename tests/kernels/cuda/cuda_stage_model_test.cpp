@@ -310,10 +310,12 @@ TEST_CASE("cuda stage model's head forms dlogits in forward given the loss scale
                        doctest::Contains("head_loss_scale 0.25"), std::logic_error);
 }
 
-// 1F1B's full backward on the embedding slice computes each block's weight gradients right
-// after its input gradient and releases the block then; backward_input + backward_weight (zero-bubble
-// schedules) keep every block's input-gradient intermediates until W. Same bits, smaller
-// peak: measured as the allocator's peak in use above what was in use before the call.
+// 1F1B's full backward on the embedding slice queues each half's weight gradients (on their
+// own stream) right after its input gradient and releases the block once they have read it;
+// backward_input + backward_weight (zero-bubble schedules) keep every block's
+// input-gradient intermediates until W. Same bits (two streams, one order of += per
+// parameter), smaller peak: measured as the allocator's peak in use above what was in use
+// before the call.
 TEST_CASE("cuda stage model's full backward releases blocks as it goes: same bits, lower peak") {
   CONVEYOR_REQUIRE_CUDA_DEVICE(0);
   const testing::Batch batch = testing::random_batch(kB, kT, kConfig.vocab, 9);

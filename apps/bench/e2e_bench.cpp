@@ -18,10 +18,15 @@
 namespace conveyor {
 namespace {
 
+// Collects every step's metrics and shows each on stderr as it ends (stdout holds the JSON).
 struct Collect final : TrainingObserver {
+  int total = 0, warmup = 0;
   std::vector<StepMetrics> steps;
   void on_step(const StepMetrics& m, const std::vector<StageReport>&) override {
     steps.push_back(m);
+    fmt::print(stderr, "bench e2e: step {}/{}: {:.1f} ms, {:.0f} tokens/s, loss {:.4f}{}\n",
+               m.step + 1, total, m.step_ms, m.tokens_per_s, m.loss,
+               m.step < warmup ? " (warm-up, not counted)" : "");
   }
   void on_eval(const EvalMetrics&) override {}
 };
@@ -57,6 +62,10 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   }
 #endif
   Collect collect;
+  collect.total = o.steps;
+  collect.warmup = o.warmup;
+  fmt::print(stderr, "bench e2e: {}: building {} stage actor(s), then {} steps ({} warm-up)\n",
+             o.config, job.stage_actors(), o.steps, o.warmup);
   run_training(job, collect);
 
   std::vector<double> tps, ms, bubble, allreduce, exposed;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/schedule/action.hpp"
+#include "actors/trace/interval_union.hpp"
 
 namespace conveyor::trace {
 namespace {
@@ -57,11 +58,14 @@ CriticalPath critical_path(const TraceSet& set, const Round& round) {
     const bool producer_in_round = producer >= 0 && position.count(static_cast<std::size_t>(producer));
     if (producer_in_round && (!has_prev || arrival >= prev_end)) {
       step.via_message = true;
-      step.wait_ns = a.start_ns - set.records[static_cast<std::size_t>(producer)].end_ns;
+      // < 0 on a GPU: device times, and the consumer was queued (behind an event) before
+      // the producer's kernels ended.
+      step.wait_ns = std::max<std::int64_t>(
+          0, a.start_ns - set.records[static_cast<std::size_t>(producer)].end_ns);
       reversed.push_back(step);
       at = static_cast<std::size_t>(producer);
     } else if (has_prev) {
-      step.wait_ns = a.start_ns - prev_end;
+      step.wait_ns = std::max<std::int64_t>(0, a.start_ns - prev_end);  // < 0: they overlapped
       reversed.push_back(step);
       at = mine[k - 1];
     } else {
@@ -73,8 +77,12 @@ CriticalPath critical_path(const TraceSet& set, const Round& round) {
   const Record& first = set.records[path.steps.front().record];
   const Record& end = set.records[path.steps.back().record];
   path.span_ns = end.end_ns - first.start_ns;
+  // Compute is the time the path's actions cover: on a GPU consecutive actions of a stage
+  // may overlap (streams of their own), and summed durations would exceed the span.
+  std::vector<Span> spans;
   for (const auto& s : path.steps)
-    path.compute_ns += set.records[s.record].end_ns - set.records[s.record].start_ns;
+    spans.emplace_back(set.records[s.record].start_ns, set.records[s.record].end_ns);
+  path.compute_ns = covered_ns(std::move(spans));
   path.wait_ns = path.span_ns - path.compute_ns;
   return path;
 }

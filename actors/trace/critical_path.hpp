@@ -15,13 +15,13 @@ namespace conveyor::trace {
 struct PathStep {
   std::size_t record = 0;      // an action, index into TraceSet::records
   bool via_message = false;    // gated by its input message (else by its stage's previous action)
-  std::int64_t wait_ns = 0;    // from the gating event's end to this action's start
+  std::int64_t wait_ns = 0;    // from the gating event's end to this action's start (>= 0)
 };
 
 struct CriticalPath {
   std::vector<PathStep> steps;  // in time order
   std::int64_t span_ns = 0;     // first step's start to last step's end
-  std::int64_t compute_ns = 0;  // sum of the steps' durations
+  std::int64_t compute_ns = 0;  // time the steps' actions cover (overlaps counted once)
   std::int64_t wait_ns = 0;     // span − compute: messages in flight and runtime overhead
 
   /// "0F0 → 1F0 → 2F0 → … → 0B7" with ranks as prefixes.

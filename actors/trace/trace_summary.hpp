@@ -23,6 +23,9 @@ struct StageSummary {
   int stage = 0;
   double busy_ms = 0, idle_ms = 0, bubble_ms = 0;
   double busy_fraction = 0, idle_fraction = 0, bubble_fraction = 0;
+  // Action time that ran beside another action of the stage (a GPU's streams): the sum
+  // of action durations is busy_ms + overlap_ms.
+  double overlap_ms = 0;
   double comm_ms = 0;          // summed send → receive time of incoming messages
   std::uint64_t messages = 0;  // incoming PipeMessages
   std::uint64_t bytes = 0;

@@ -5,6 +5,7 @@
 
 #include "actors/schedule/schedule.hpp"
 #include "actors/trace/chrome_export.hpp"
+#include "actors/trace/interval_union.hpp"
 #include "actors/trace/timeline_svg.hpp"
 #include "actors/trace/trace_summary.hpp"
 #include "tests/actors/trace/trace_builder.hpp"
@@ -46,6 +47,41 @@ TEST_CASE("the critical path of a 1F1B step runs down the forwards and back up t
   CHECK(s.path.span_ns == static_cast<std::int64_t>(s.step_ms * 1e6));
   CHECK(s.path.compute_ns + s.path.wait_ns == s.path.span_ns);
   CHECK(s.path.wait_ns > 0);  // messages take 0.1 ms each
+}
+
+TEST_CASE("covered_ns counts overlapping spans once") {
+  using trace::covered_ns;
+  CHECK(covered_ns({}) == 0);
+  CHECK(covered_ns({{0, 10}, {20, 25}}) == 15);
+  CHECK(covered_ns({{20, 25}, {0, 10}, {5, 12}}) == 17);  // unsorted, overlapping
+  CHECK(covered_ns({{0, 100}, {10, 20}, {30, 40}}) == 100);  // nested
+  CHECK(covered_ns({{5, 5}, {9, 3}}) == 0);                 // empty and reversed
+}
+
+// A GPU stage's actions may overlap on the device (each chunk, or its weight gradients, on
+// a stream of its own): busy time is what they cover, never more than the step, and the
+// critical path's compute and waiting still add up to its span.
+TEST_CASE("trace summary counts a stage's overlapping actions once and reports the overlap") {
+  const auto schedule = sched::make_schedule({"1f1b", 2, 4, 1});
+  auto synthetic = simulated_trace(schedule);
+  std::int64_t stretched = 0;
+  for (auto& r : synthetic.records)
+    if (r.kind == trace::RecordKind::action && r.stage == 0) {
+      r.end_ns += 1'500'000;  // 1.5 ms past its end: into the stage's next action
+      stretched += 1'500'000;
+    }
+  const auto s = trace::summarize(synthetic.set());
+  const auto& st0 = s.per_stage[0];
+  CHECK(st0.busy_fraction <= 1.0 + 1e-9);
+  CHECK(st0.bubble_fraction >= -1e-9);
+  CHECK(st0.overlap_ms > 0);
+  CHECK(st0.busy_ms + st0.overlap_ms == doctest::Approx(4 * 3.0 + stretched / 1e6));
+  CHECK(s.per_stage[1].overlap_ms == 0);
+  CHECK(s.path.compute_ns + s.path.wait_ns == s.path.span_ns);
+  CHECK(s.path.compute_ns <= s.path.span_ns);
+  for (const auto& step : s.path.steps) CHECK(step.wait_ns >= 0);
+  CHECK(trace::summary_text(s).find("stage 0: actions overlapped") != std::string::npos);
+  CHECK(trace::summary_json(s)["per_stage"][0]["overlap_ms"].get<double>() == doctest::Approx(st0.overlap_ms));
 }
 
 TEST_CASE("chrome export is trace-event JSON whose every flow has both ends") {

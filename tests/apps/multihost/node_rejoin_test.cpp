@@ -215,7 +215,13 @@ TEST_CASE("a node lost and a stage of another node crashing in the same step mak
   CHECK(rows[0]["fault"] == "node");
   auto respawned = rows[0]["respawned"].get<std::vector<int>>();
   std::ranges::sort(respawned);
-  CHECK(respawned == std::vector<int>{1, 2});
+  // Both failed ranks come back in that one recovery. Stage 0 may come back too (3 runs of 8
+  // here): when node 1 dies while stage 0 still has a transfer in flight with it, that
+  // transfer fails and stage 0 with it, and the recovery under way replaces it as well
+  // (on_stage_down, coordinator_actor.cpp).
+  MESSAGE("respawned: " << rows[0]["respawned"].dump());
+  CHECK(std::ranges::includes(respawned, std::vector<int>{1, 2}));
+  CHECK(std::ranges::includes(std::vector<int>{0, 1, 2}, respawned));
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
         read_text(dir.path() / "one" / "weights.safetensors"));
 }

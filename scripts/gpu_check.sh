@@ -14,7 +14,8 @@
 #      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU;
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
 #      targets: issue 8's ratio table on two GPUs, PyTorch in the same call, with ZBV on
-#      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves);
+#      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves, and
+#      a traced ZBV run on that cut unless TARGETS_TRACE=0);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
@@ -320,6 +321,16 @@ if want targets; then
     STEPS=6 WARM=3 MASTER=bf16 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
       .gpu/torch_pp_bench.py "$schedule:$chunks" > "$OUT/targets-torch-$name.json" 2> "$OUT/targets-torch-$name.log"
   done
+  # Where the two-GPU step goes: a traced ZBV run on the half-block cut, each GPU's busy
+  # share (device time its actions cover), the overlap of its two chunks' streams, the
+  # bubble beside the simulator's (TARGETS_TRACE=0 skips it)
+  if [ "${TARGETS_TRACE:-1}" != 0 ]; then
+    timeout 200 $BIN train configs/gpt-1b-2gpu.yaml "${e2e[@]}" "${half[@]}" --set train.steps=4 \
+      --set train.eval_every=0 --set trace.enabled=true --out "$OUT/targets-traced" > /dev/null 2> "$OUT/targets-traced.log"
+    timeout 60 $BIN trace summary "$OUT/targets-traced" --format json > "$OUT/targets-trace.json" 2>> "$OUT/targets-traced.log"
+    row "traced ZBV half: busy, overlap ms per GPU, bubble" "$(python3 -c "import json; d=json.load(open('$OUT/targets-trace.json')); print([round(s['busy_fraction'], 3) for s in d['per_stage']], [round(s['overlap_ms'] / d['steps'], 1) for s in d['per_stage']], round(d['bubble'], 3))" 2>/dev/null || echo failed)"
+    rm -rf "$OUT/targets-traced/trace" "$OUT/targets-traced/weights.safetensors"
+  fi
   python3 - "$OUT" > "$OUT/targets.txt" 2>&1 <<'PY'
 import json, sys
 out = sys.argv[1]

@@ -156,8 +156,10 @@ struct GptStage::Impl {
   Param& add(std::string name, Shape shape, bool decay) {
     Param p;
     p.name = std::move(name);
-    p.value = Tensor::zeros(shape);
-    p.grad = Tensor::zeros(shape);
+    // Made once and large: fresh pages (filled by fill_normal's threads; a gradient the GPU
+    // path never writes on the host costs nothing).
+    p.value = Tensor::zeros(shape, DType::f32, HostZeros::fresh_pages);
+    p.grad = Tensor::zeros(shape, DType::f32, HostZeros::fresh_pages);
     p.decay = decay;
     shapes.push_back(std::move(shape));
     params.push_back(std::move(p));

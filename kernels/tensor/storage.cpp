@@ -10,18 +10,15 @@
 namespace conveyor {
 namespace {
 
-// Blocks from this size on come straight from the kernel as fresh anonymous pages: they
-// read as zero without a memset, and a page costs memory only once written (a
-// parameter's gradient the GPU path never touches on the host costs none), and whichever
-// thread writes it first pays its page fault (param_init.cpp's threads, in parallel).
+// HostZeros::fresh_pages blocks from this size on are anonymous mappings (storage.hpp).
 constexpr std::size_t kMappedFrom = std::size_t{1} << 20;
 
 class HostStorage final : public Storage {
  public:
-  explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
+  HostStorage(std::size_t bytes, HostZeros zeros) : bytes_(bytes) {
     constexpr std::size_t kAlign = 64;
     const std::size_t rounded = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-    if (rounded >= kMappedFrom) {
+    if (zeros == HostZeros::fresh_pages && rounded >= kMappedFrom) {
       void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       data_ = p;
@@ -53,8 +50,8 @@ class HostStorage final : public Storage {
 
 }  // namespace
 
-std::shared_ptr<Storage> allocate_host(std::size_t bytes) {
-  return std::make_shared<HostStorage>(bytes);
+std::shared_ptr<Storage> allocate_host(std::size_t bytes, HostZeros zeros) {
+  return std::make_shared<HostStorage>(bytes, zeros);
 }
 
 }  // namespace conveyor

@@ -4,11 +4,11 @@
 
 namespace conveyor {
 
-Tensor Tensor::zeros(Shape shape, DType dtype) {
+Tensor Tensor::zeros(Shape shape, DType dtype, HostZeros zeros) {
   for (auto d : shape.dims())
     if (d < 0) throw std::logic_error("tensor: negative dimension in " + shape.str());
   auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  return wrap(allocate_host(bytes), std::move(shape), dtype);
+  return wrap(allocate_host(bytes, zeros), std::move(shape), dtype);
 }
 
 Tensor Tensor::wrap(std::shared_ptr<Storage> storage, Shape shape, DType dtype,

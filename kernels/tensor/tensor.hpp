@@ -20,8 +20,9 @@ class Tensor {
  public:
   Tensor() = default;  // an empty handle: defined() is false
 
-  /// Zero-filled host tensor.
-  static Tensor zeros(Shape shape, DType dtype = DType::f32);
+  /// Zero-filled host tensor (HostZeros::fresh_pages for large ones made once: storage.hpp).
+  static Tensor zeros(Shape shape, DType dtype = DType::f32,
+                      HostZeros zeros = HostZeros::memset);
   /// A tensor over existing storage, starting `offset_bytes` into it.
   static Tensor wrap(std::shared_ptr<Storage> storage, Shape shape, DType dtype,
                      std::size_t offset_bytes = 0);

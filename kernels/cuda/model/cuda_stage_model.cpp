@@ -22,8 +22,9 @@
 // On the embedding slice a full backward() frees each block's activations (and the head's
 // logits) as soon as that block's weight gradients have read them — queued on a stream of
 // their own (weight_grad_stream.hpp), so the compute stream frees a half once it has joined
-// it: those 4C extra per block are held for about one block at a time. The head keeps its input and ln_f's output (2C), the
-// logits (V bf16, overwritten by their gradient) and d_lnf (C).
+// it: those 4C extra per block are held for about one block at a time. The head keeps its
+// input and ln_f's output (2C), the logits (V bf16, overwritten by their gradient) and
+// d_lnf (C).
 // model.recompute (kernels/model/recompute.hpp) drops parts of a block's forward
 // activations and computes them again at the start of its backward_input: `attention`
 // keeps x, res2, ln2 and the MLP's 8C; `full` keeps x alone (C per token and block) — or,
@@ -692,6 +693,11 @@ class CudaStageModel final : public StageModel {
       HeadActs head;
     };
     std::optional<Behind> behind;
+    // Keeps what a half's weight gradients read until its mark is joined; with one stream,
+    // drops it at once (the temporaries here): nothing to wait for.
+    auto hold = [&](int mark, BlockActs block, HeadActs head) {
+      if (side) behind.emplace(Behind{mark, std::move(block), std::move(head)});
+    };
     auto release_behind = [&] {
       if (!behind) return;
       join(behind->mark);
@@ -701,8 +707,7 @@ class CudaStageModel final : public StageModel {
     if (slice_.has_head) {
       const int m = queue_weight_grads([&] { head_backward_weight<G>(st.head, B, T, ws); });
       final(head_bucket());
-      behind.emplace(Behind{m, {}, std::exchange(st.head, {})});
-      if (!side) behind.reset();
+      hold(m, {}, std::exchange(st.head, {}));
     }
     for (int j = slice_.num_blocks - 1; j >= 0; --j) {
       BlockActs& a = st.blocks[static_cast<std::size_t>(j)];
@@ -725,8 +730,7 @@ class CudaStageModel final : public StageModel {
         d = d_res2;
       }
       final(block_bucket(j));
-      behind.emplace(Behind{last, std::exchange(a, {}), {}});
-      if (!side) behind.reset();  // one stream: nothing to wait for
+      hold(last, std::exchange(a, {}), {});
     }
     join(queue_weight_grads([&] { embedding_backward_weight<G>(st, d, ws); }));
     final(0);

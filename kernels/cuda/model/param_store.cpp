@@ -53,8 +53,8 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   // Host images of the flat buffers, padding zero: fresh pages (allocate_host), written by
   // all cores (each element from its own source element alone) — a serial copy and
   // rounding of the 1B model's 1.3G values cost seconds of every start.
-  const auto image_f32 = allocate_host(master_fp32_ ? n * sizeof(float) : 0);
-  const auto image_bf16 = allocate_host(n * sizeof(std::uint16_t));
+  const auto image_f32 = allocate_host(master_fp32_ ? n * sizeof(float) : 0, HostZeros::fresh_pages);
+  const auto image_bf16 = allocate_host(n * sizeof(std::uint16_t), HostZeros::fresh_pages);
   float* host_f32 = static_cast<float*>(image_f32->data());
   auto* host_bf16 = static_cast<std::uint16_t*>(image_bf16->data());
   for (std::size_t i = 0; i < meta.size(); ++i) {

@@ -11,9 +11,10 @@ WeightGradStream::WeightGradStream(int device) : device_(device), stream_(device
   for (auto& e : marks_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
+// Events still pending are released once they complete (cudaEventDestroy's contract); the
+// stream's own destructor then waits for its work.
 WeightGradStream::~WeightGradStream() {
   DeviceGuard guard(device_);
-  (void)cudaStreamSynchronize(stream_.get());
   (void)cudaEventDestroy(fork_);
   for (auto e : marks_) (void)cudaEventDestroy(e);
 }

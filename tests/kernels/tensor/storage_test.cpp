@@ -1,5 +1,5 @@
-// Host storage: zero-filled and 64-byte aligned at every size, below and above the size
-// from which blocks are fresh pages mapped on first write (storage.cpp).
+// Host storage: zero-filled and 64-byte aligned at every size, memset or fresh pages, below
+// and above the size from which fresh-page blocks are mappings (storage.cpp).
 #include "kernels/tensor/storage.hpp"
 
 #include <doctest/doctest.h>
@@ -11,10 +11,12 @@ namespace conveyor {
 namespace {
 
 TEST_CASE("host storage is zero, aligned and writable below and above the mapped size") {
+  for (HostZeros zeros : {HostZeros::memset, HostZeros::fresh_pages})
   for (std::size_t bytes : {std::size_t{1}, std::size_t{4096}, (std::size_t{1} << 20) - 1,
                             std::size_t{1} << 20, (std::size_t{3} << 20) + 5}) {
     CAPTURE(bytes);
-    auto s = allocate_host(bytes);
+    CAPTURE(zeros == HostZeros::fresh_pages);
+    auto s = allocate_host(bytes, zeros);
     REQUIRE(s->bytes() == bytes);
     auto* p = static_cast<unsigned char*>(s->data());
     CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
@@ -25,9 +27,11 @@ TEST_CASE("host storage is zero, aligned and writable below and above the mapped
     CHECK(p[bytes - 1] == 0xA5);
   }
   // A freed block's bytes do not reach the next allocation of that size.
-  { std::memset(allocate_host(std::size_t{2} << 20)->data(), 0x5A, std::size_t{2} << 20); }
-  auto again = allocate_host(std::size_t{2} << 20);
-  CHECK(static_cast<unsigned char*>(again->data())[12345] == 0);
+  for (HostZeros zeros : {HostZeros::memset, HostZeros::fresh_pages}) {
+    { std::memset(allocate_host(std::size_t{2} << 20, zeros)->data(), 0x5A, std::size_t{2} << 20); }
+    auto again = allocate_host(std::size_t{2} << 20, zeros);
+    CHECK(static_cast<unsigned char*>(again->data())[12345] == 0);
+  }
 }
 
 }  // namespace

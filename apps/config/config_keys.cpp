@@ -89,7 +89,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(train.beta1, "AdamW beta1", closed_open_interval(0, 1)),
       KEY(train.beta2, "AdamW beta2", closed_open_interval(0, 1)),
       KEY(train.grad_clip, "global gradient-norm clip (0 disables)", at_least(0.0)),
-      KEY(train.eval_every, "steps between evaluations (0 disables)", at_least(0)),
+      KEY(train.eval_every,
+          "steps between evaluations (0: one evaluation only, after the last step)", at_least(0)),
       KEY(train.eval_batches, "micro-batches per evaluation", at_least(1)),
 
       KEY(data.path, "corpus file, relative to the working directory", non_empty()),

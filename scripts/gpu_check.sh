@@ -11,7 +11,9 @@
 #      gradbf16: 1F1B and ZBV with bf16 gradients; recompute: model.recompute's memory
 #      and time on one GPU; replicarestart: GPU replica crash recovery, bitwise and timed;
 #      attention: runtime.attention cudnn against kernels, per kernel and end to end;
-#      ab: BEFORE=<an earlier build's conveyor> against this one, kernels and one GPU;
+#      ab: BEFORE=<an earlier build's conveyor> against this one, kernels (AB_KERNELS=0
+#      skips them) and one GPU, AB_ROUNDS alternated rounds of each of AB_SCHEDULES
+#      (default 1f1b);
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
 #      targets: issue 8's ratio table on two GPUs, PyTorch in the same call, with ZBV on
 #      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves, and
@@ -215,6 +217,7 @@ fi
 if want ab; then
   [ -x "${BEFORE:-}" ] || { echo "gpu_check: section ab needs BEFORE=<conveyor of the earlier build>" >&2; exit 2; }
   for who in before after; do
+    [ "${AB_KERNELS:-1}" = 0 ] && break
     bin=$BIN; [ $who = before ] && bin=$BEFORE
     timeout 240 $bin bench kernels configs/gpt-1b-2gpu.yaml --format json > "$OUT/kernels-$who.json" 2> "$OUT/kernels-$who.log"
     row "kernel ms per step, $who" "$(python3 -c "import json; print(round(json.load(open('$OUT/kernels-$who.json'))['kernel_ms_per_step_one_gpu'], 1))" 2>/dev/null || echo failed)"
@@ -229,10 +232,12 @@ for name, a in after.items():
 PY
   cat "$OUT/kernels-ab.txt" >&2
   for round in $(seq ${AB_ROUNDS:-2}); do
-    for who in before after; do
-      bin=$BIN; [ $who = before ] && bin=$BEFORE
-      BIN=$bin big onegpu-$who-$round --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b \
-        --set optim.master=bf16 --set optim.grad_dtype=bf16
+    for sched in ${AB_SCHEDULES:-1f1b}; do
+      for who in before after; do
+        bin=$BIN; [ $who = before ] && bin=$BEFORE
+        BIN=$bin big onegpu-$sched-$who-$round --set pipeline.stages=1 --set devices.ids=[0] \
+          --set pipeline.schedule=$sched --set optim.master=bf16 --set optim.grad_dtype=bf16
+      done
     done
   done
 fi

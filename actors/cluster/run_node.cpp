@@ -251,7 +251,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   // Every actor handle lives below this line: the system's destructor waits for every
   // actor, and a handle that outlived it would keep one alive forever.
   EndActors end;
-  NodeStages mine{setup.node, local_ranks, {}};
+  NodeStages mine{setup.node, local_ranks, {}, {}, {}};
   // A process that dies is seen through its silence at the store, whatever state its
   // connections are left in. Declared after the system: the relay holds an actor handle.
   LossRelay relay;

@@ -268,6 +268,8 @@ void StageWorker::forward(const sched::Action& a, Chunk& c, const Outbox& outbox
     // Keyed by the step's global micro-batch: the coordinator averages every replica's.
     report_.losses.emplace_back(train ? data_.first_micro_batch + a.micro_batch : a.micro_batch,
                                 out.loss);
+    if (out.pending_loss)
+      pending_losses_.emplace_back(report_.losses.size() - 1, std::move(out.pending_loss));
   } else {
     outbox(PipeMessage{PipeKind::activation, plan_->round, plan_->step, plan_->phase,
                        a.micro_batch, ms, ms + 1, std::move(out.activation)});
@@ -324,6 +326,9 @@ StageReport StageWorker::take_report() {
       for (const auto& [chunk, param] : tied_->head_square_params())
         report_.grad_squares.at(chunk).squares.at(param) = 0.0;
   }
+  // After the norms, which waited for the device: reading the losses waits for nothing.
+  for (auto& [index, loss] : pending_losses_) report_.losses[index].second = loss();
+  pending_losses_.clear();
   last_round_ = plan_->round;
   plan_.reset();
   return std::move(report_);
@@ -393,6 +398,7 @@ void StageWorker::abort(std::int64_t round_fence) {
   gradients_.clear();
   stash_.clear();
   report_ = StageReport{};
+  pending_losses_.clear();
   last_round_ = std::max(last_round_, round_fence);
   round_fence_ = std::max(round_fence_, round_fence);
   for (auto& c : chunks_) c.model->discard_gradients();

@@ -203,6 +203,9 @@ class StageWorker {
   std::map<Key, PipeMessage> gradients_;
   std::map<Key, std::unique_ptr<StageStash>> stash_;
   StageReport report_;
+  // Losses a model reads back later (StageForward::pending_loss), by their index in
+  // report_.losses: resolved by take_report, dropped by abort.
+  std::vector<std::pair<std::size_t, std::function<double()>>> pending_losses_;
   ActionListener* listener_ = nullptr;
   std::shared_ptr<MessageFault> fault_;
   std::unique_ptr<ReplicaGradients> replicas_;

@@ -59,6 +59,7 @@ CudaStageOptions cuda_stage_options(const RunConfig& config) {
   const auto share = micro_batch_share(static_cast<int>(config.pipeline.micro_batches),
                                        static_cast<int>(config.parallel.data), 0);
   options.head_loss_scale = 1.0f / static_cast<float>(share.count);
+  options.defer_loss_readback = true;  // StageWorker resolves the losses in take_report
   return options;
 }
 #endif

@@ -10,6 +10,7 @@
 // - backward() == backward_input() then backward_weight(), bit for bit.
 // - Kernels run single-threaded in the calling thread (the stage owns one core).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct StageForward {
   Tensor activation;                   // (B, T, C) f32; empty on the last stage
   double loss = 0.0;                   // mean cross-entropy over B*T tokens; last stage only
   std::unique_ptr<StageStash> stash;   // null when forward ran with keep_stash = false
+  /// Set by a model that reads its loss back later (CudaStageOptions::defer_loss_readback):
+  /// then `loss` is NaN and this returns it, waiting for the device if it must. Empty
+  /// otherwise.
+  std::function<double()> pending_loss;
 };
 
 class GptStage {

@@ -36,6 +36,7 @@
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 
 #include <array>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,7 @@
 #include "kernels/model/block_params.hpp"
 #include "kernels/model/stash_phase.hpp"
 #include "kernels/cuda/model/host_staging.hpp"
+#include "kernels/cuda/model/loss_readback.hpp"
 #include "kernels/cuda/model/param_store.hpp"
 #include "kernels/cuda/model/residual.hpp"
 #include "kernels/cuda/model/weight_grad_stream.hpp"
@@ -136,6 +138,9 @@ struct CudaStash final : StageStash {
   HeadActs head;
 };
 
+// Deferred loss readbacks a head slice holds at a time (loss_readback.hpp).
+constexpr int kLossSlots = 256;
+
 bool is_oom(const CudaError& e) {
   return dynamic_cast<const CudaOutOfMemory*>(&e) != nullptr ||
          e.error().find("cudaErrorMemoryAllocation") != std::string::npos;
@@ -185,6 +190,10 @@ class CudaStageModel final : public StageModel {
       void* alias = nullptr;
       CUDA_CHECK(cudaHostGetDevicePointer(&alias, loss_host_.raw(), 0));
       loss_device_alias_ = static_cast<float*>(alias);
+      // Enough for a step's micro-batches on the head and an evaluation's (the worker
+      // resolves them at its report); past that a forward reads its loss at once.
+      if (options.defer_loss_readback && slice.has_head)
+        losses_ = LossReadback::create(device_, kLossSlots);
     } catch (const CudaError& e) {
       rethrow_with_context(e, "construction");
     }
@@ -478,8 +487,8 @@ class CudaStageModel final : public StageModel {
     StageForward result;
     if (slice_.has_head) {
       HeadActs scratch;
-      result.loss = head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch,
-                                 stash != nullptr, B, T);
+      head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch, stash != nullptr, B,
+                   T, result);
     } else if (res_a.defined()) {
       Tensor out = alloc({B, T, C}, DType::bf16, "stage output activation (B, T, C)");
       residual_forward(bf(out), bf(res_a), bf(res_b), B * T * C, stream());
@@ -608,11 +617,12 @@ class CudaStageModel final : public StageModel {
   }
 
   // ln_f (fused with the last block's residual add when res_a is defined), the LM head and
-  // the mean cross-entropy, read back to the host. Training with a known head loss scale:
-  // dlogits in place over the logits in the same launch.
-  double head_forward(const Tensor& x, const Tensor& res_a, const Tensor& res_b,
-                      const Tensor& targets, HeadActs& h, bool training, std::int64_t B,
-                      std::int64_t T) {
+  // the mean cross-entropy, into out.loss (read back now) or out.pending_loss (deferred,
+  // loss_readback.hpp). Training with a known head loss scale: dlogits in place over the
+  // logits in the same launch.
+  void head_forward(const Tensor& x, const Tensor& res_a, const Tensor& res_b,
+                    const Tensor& targets, HeadActs& h, bool training, std::int64_t B,
+                    std::int64_t T, StageForward& out) {
     const std::int64_t C = config_.d_model, V = config_.vocab;
     const int n = static_cast<int>(B * T), c = static_cast<int>(C), v = static_cast<int>(V);
     const std::size_t base = head_base();
@@ -639,11 +649,19 @@ class CudaStageModel final : public StageModel {
                                    stream());
     // The kernel writes the mean straight into pinned host memory: no copy-engine
     // transfer, so this readback never queues behind a snapshot's device-to-host copies
-    // (ParamStore::snapshot), which would stall the stage's thread and its GPU. The one
-    // host sync of a micro-batch (see the header).
+    // (ParamStore::snapshot), which would stall the stage's thread and its GPU.
+    if (losses_) {
+      if (const auto slot = losses_->acquire()) {
+        mean_loss(losses_->device_slot(*slot), f32(losses), n, stream());
+        out.loss = std::numeric_limits<double>::quiet_NaN();
+        out.pending_loss = losses_->pending(*slot, stream());
+        return;
+      }
+    }
+    // Without deferral, or every slot pending: the one host sync of a micro-batch.
     mean_loss(loss_device_alias_, f32(losses), n, stream());
     CUDA_CHECK(cudaStreamSynchronize(stream()));
-    return static_cast<double>(*static_cast<const float*>(loss_host_.raw()));
+    out.loss = static_cast<double>(*static_cast<const float*>(loss_host_.raw()));
   }
 
   // ---- backward
@@ -930,6 +948,7 @@ class CudaStageModel final : public StageModel {
   DeferredRelease release_;         // handed-in tensors still read by the stream
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
+  std::shared_ptr<LossReadback> losses_;  // deferred readbacks (head slice, when asked)
   Tensor loss_host_;                // pinned f32 (1) for the loss readback
   float* loss_device_alias_ = nullptr;  // loss_host_ as the device addresses it
   std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced

@@ -66,6 +66,10 @@ struct CudaStageOptions {
   /// instead of two launches; the bits of the backward's own pass). A backward with
   /// another loss_scale then throws std::logic_error. Unset: the backward forms it.
   std::optional<float> head_loss_scale;
+  /// A head slice's forward returns its loss as StageForward::pending_loss (read once the
+  /// caller asks, loss_readback.hpp) instead of waiting for the device: the stage's thread
+  /// goes on queuing work. The runtime sets it; false (the default) returns `loss` itself.
+  bool defer_loss_readback = false;
 };
 
 /// REQUIRES (std::invalid_argument otherwise): a valid config and slice (as GptStage),

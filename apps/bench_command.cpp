@@ -40,8 +40,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--stages", overhead->stages, "Pipeline stages")->capture_default_str();
   cmd->add_option("--schedule", overhead->schedule, "Schedule")->capture_default_str();
   cmd->add_option("--micro-batches", overhead->micro_batches, "Micro-batches per step")
+      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  cmd->add_option("--steps", overhead->steps, "Steps")->capture_default_str();
+  cmd->add_option("--steps", overhead->steps, "Steps")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_flag_callback(
       "--scheduled", [overhead] { overhead->detached = false; },
       "Stage actors on the work-stealing scheduler (default: a detached thread each)");
@@ -58,8 +61,11 @@ void add_bench_command(CLI::App& app) {
     auto* sub = bench->add_subcommand(name, help);
     sub->add_option("config", e2e->config, "YAML config file")->capture_default_str();
     sub->add_option("--set", e2e->overrides, "Override a config key (repeatable)");
-    sub->add_option("--steps", e2e->steps, "Steps to run")->capture_default_str();
+    sub->add_option("--steps", e2e->steps, "Steps to run")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
     sub->add_option("--warmup", e2e->warmup, "Steps left out of the figures")
+        ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
     sub->add_option("--format", *format, "text or json")
         ->check(CLI::IsMember({"text", "json"}))

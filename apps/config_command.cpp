@@ -24,8 +24,11 @@ void add_config_command(CLI::App& app) {
       "config", "Print the resolved config (validated), or every key with --keys");
   cmd->add_option("config", opt->config, "YAML config file (default: the built-in defaults)");
   cmd->add_option("--set", opt->overrides, "Override a key with a YAML value (repeatable)");
-  cmd->add_flag("--keys", opt->keys, "List every config key with its default and meaning");
-  cmd->add_flag("--markdown", opt->markdown, "With --keys: a Markdown table");
+  auto* keys = cmd->add_flag("--keys", opt->keys,
+                             "List every config key with its default and meaning");
+  // --keys describes the keys, not a config: a file or --set beside it would be ignored.
+  keys->excludes(cmd->get_option("config"))->excludes(cmd->get_option("--set"));
+  cmd->add_flag("--markdown", opt->markdown, "With --keys: a Markdown table")->needs(keys);
   cmd->callback([opt] {
     if (opt->keys) {
       fmt::print("{}", config_reference(opt->markdown));

@@ -9,6 +9,7 @@
 // the placement, simulated with layer costs from a short CPU profile (devices.kind: cpu) or
 // the cost model (any other device; no GPU is needed or touched).
 // --format json prints only the JSON document on stdout, numbers unrounded.
+#include <cmath>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -148,8 +149,8 @@ std::optional<Comm> parse_comm(const SchedOptions& o) {
   if (!o.comm_opt->count()) return std::nullopt;
   const auto v = parse_numbers("--comm", o.comm, {"LATENCY_US", "GBPS"}, "5,25");
   if (!(v[1] > 0)) throw InputError("--comm '" + o.comm + "': GBPS must be > 0");
-  if (!(o.message_bytes >= 0)) {
-    throw InputError("--message-bytes " + fmt_num(o.message_bytes) + ": must be >= 0");
+  if (!(o.message_bytes >= 0) || !std::isfinite(o.message_bytes)) {
+    throw InputError("--message-bytes " + fmt_num(o.message_bytes) + ": must be a finite number >= 0");
   }
   return Comm{v[0], v[1], o.message_bytes};
 }
@@ -197,7 +198,11 @@ Report flag_report(const SchedOptions& o) {
   if (!o.stages_opt->count()) throw InputError("--stages P is required with --schedule");
   if (!o.micro_batches_opt->count()) throw InputError("--micro-batches M is required with --schedule");
   if (o.stages < 1) throw InputError("--stages " + std::to_string(o.stages) + ": must be >= 1");
-  if (o.micro_batches < 1) throw InputError("--micro-batches " + std::to_string(o.micro_batches) + ": must be >= 1");
+  if (o.micro_batches < 1 || o.micro_batches > 65536)
+    throw InputError("--micro-batches " + std::to_string(o.micro_batches) +
+                     ": must be in 1..65536 (as pipeline.micro_batches)");
+  if (o.stages > 65536)
+    throw InputError("--stages " + std::to_string(o.stages) + ": must be <= 65536");
   if (o.virtual_stages < 1) {
     throw InputError("--virtual-stages " + std::to_string(o.virtual_stages) + ": must be >= 1");
   }

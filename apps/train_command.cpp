@@ -261,10 +261,13 @@ void run_train(const TrainOptions& opt) {
 
   if (checkpoints && checkpoints->stopped_at()) {
     const auto written = checkpoints->last_written();
-    log.event({{"event", "stopped"},
-               {"reason", "SIGTERM"},
-               {"after_step", *checkpoints->stopped_at()},
-               {"checkpoint", written ? written->path : ""}});
+    const nlohmann::json stopped = {{"event", "stopped"},
+                                    {"reason", "SIGTERM"},
+                                    {"after_step", *checkpoints->stopped_at()},
+                                    {"checkpoint", written ? written->path : ""}};
+    log.event(stopped);
+    // A JSON consumer learns the run ended early, and where to resume from.
+    if (opt.format == "json") fmt::print("{}\n", stopped.dump());
     std::vector<std::string> extra;
     if (opt.format != "text") extra = {"--format", opt.format};
     fmt::print(stderr,
@@ -285,22 +288,31 @@ void run_train(const TrainOptions& opt) {
                "snapshot; the disk writes ran in the background)\n",
                checkpoints->taken(), checkpoints->step_loop_ms() / checkpoints->taken());
   const double simulated = log.replayed_bubble(), simulated_means = log.simulated_bubble();
+  // Null (and "n/a") when every step was a warm-up step: no figure rather than a zero.
+  const auto tokens_per_s = log.mean_tokens_per_s();
+  const auto bubble = log.mean_bubble();
+  const auto or_null = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
   const nlohmann::json summary = {{"event", "summary"},
                                   {"steps", job.steps},
                                   {"final_loss", result.final_loss},
                                   {"final_val_loss", result.final_val_loss},
                                   {"unigram_entropy", entropy},
-                                  {"tokens_per_s", log.mean_tokens_per_s()},
-                                  {"bubble", log.mean_bubble()},
+                                  {"tokens_per_s", or_null(tokens_per_s)},
+                                  {"bubble", or_null(bubble)},
                                   {"simulated_bubble", simulated},
                                   {"simulated_bubble_mean_durations", simulated_means},
                                   {"run_dir", dir.string()}};
   log.event(summary);
+  const std::string speed =
+      tokens_per_s ? fmt::format("{:.0f} tokens/s, bubble {:.1f}% measured", *tokens_per_s, 100 * *bubble)
+                   : std::string("tokens/s and bubble n/a (the first 2 steps are warm-up, not counted)");
   fmt::print(stderr,
-             "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {:.0f} tokens/s, "
-             "bubble {:.1f}% measured, {:.1f}% simulated with the measured durations ({:.1f}% with their means); weights in {}\n",
-             result.final_loss, result.final_val_loss, entropy, log.mean_tokens_per_s(),
-             100 * log.mean_bubble(), 100 * simulated, 100 * simulated_means, (dir / "weights.safetensors").string());
+             "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {}, {:.1f}% simulated "
+             "with the measured durations ({:.1f}% with their means); weights in {}\n",
+             result.final_loss, result.final_val_loss, entropy, speed, 100 * simulated,
+             100 * simulated_means, (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
 }
 

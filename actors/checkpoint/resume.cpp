@@ -59,8 +59,8 @@ ResumePoint resolve_resume(Filesystem& fs, const std::string& arg, const std::st
   std::string path = arg;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (!fs.is_dir(path))
-    throw InputError("--resume " + arg + ": no such folder (expected 'latest', a checkpoint folder, or a run "
-                     "folder holding checkpoints/)");
+    throw InputError("--resume " + arg + ": " + (fs.exists(path) ? "not a folder" : "no such folder") +
+                     " (expected 'latest', a checkpoint folder, or a run folder holding checkpoints/)");
 
   const std::filesystem::path p(path);
   const auto step = parse_step_dir_name(p.filename().string());

@@ -43,7 +43,9 @@ TraceSet merge_trace_files(std::vector<TraceFile> files, std::optional<TracePlan
 
 TraceSet load_trace_dir(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: no such folder", dir.string()));
+  if (!fs::is_directory(dir))
+    throw InputError(fmt::format("{}: {} (expected a run folder or its trace/ folder)", dir.string(),
+                                 fs::exists(dir) ? "not a folder" : "no such folder"));
   fs::path tdir = dir;
   if (!fs::is_regular_file(dir / "schedule.json") && fs::is_directory(dir / "trace")) tdir = dir / "trace";
   std::vector<TraceFile> files;

@@ -68,7 +68,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(pipeline.virtual_stages,
           "model chunks per stage for interleaved-1f1b (>= 2 there; zbv always uses 2)",
           at_least(1)),
-      KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1)),
+      KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1),
+          at_most(65536, "a plan holds actions for every micro-batch")),
       KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
       partition_config_key(),  // pipeline.partition: a name or a list
 
@@ -91,7 +92,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(train.grad_clip, "global gradient-norm clip (0 disables)", at_least(0.0)),
       KEY(train.eval_every,
           "steps between evaluations (0: one evaluation only, after the last step)", at_least(0)),
-      KEY(train.eval_batches, "micro-batches per evaluation", at_least(1)),
+      KEY(train.eval_batches, "micro-batches per evaluation", at_least(1),
+          at_most(65536, "a plan holds actions for every micro-batch")),
 
       KEY(data.path, "corpus file, relative to the working directory", non_empty()),
       KEY(data.format, "text: each byte a token; tokens: uint16 ids or llm.c .bin"),
@@ -123,7 +125,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(rendezvous.timeout_s,
           "seconds a multi-process job waits at the rendezvous for every node (join, keys, "
           "barriers) before failing with the missing ranks",
-          greater_than(0)),
+          greater_than(0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
       KEY(transport.kind,
           "channel for tensors between stages: auto (hand-off inside a process, UCX between "
           "processes) or ucx (UCX on every edge, even inside one process)",
@@ -131,7 +133,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(transport.timeout_s,
           "seconds a tensor send or receive between processes may take before the run fails "
           "naming the edge, step and micro-batch",
-          greater_than(0)),
+          greater_than(0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
 
       KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
           one_of(&known_master_dtypes)),
@@ -150,7 +152,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(watchdog.timeout_s,
           "deadline in seconds of every action and message wait; past it the run prints the "
           "wait-for graph and stops (0 disables)",
-          at_least(0.0)),
+          at_least(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
       KEY(fault.inject,
           "faults injected on purpose, for tests of the watchdog and the failure policy: "
           "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
@@ -190,13 +192,13 @@ std::vector<ConfigKey> build_keys() {
           "checkpoint of the newest snapshot",
           at_least(0)),
       KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
-          greater_than(0.0)),
+          greater_than(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
       KEY(fault.rejoin_timeout_s,
           "how long the other processes of a multi-process run (CPU stages) wait for a lost "
           "process (node rank > 0) to be started again with the same node rank; it then "
           "rejoins, its stages restore node 0's copies of their snapshots and the steps since "
           "are replayed (0: a lost process ends the run)",
-          at_least(0.0)),
+          at_least(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "
           "many times what it was in the first 3 steps is slow; slow for "

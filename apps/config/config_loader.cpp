@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -65,6 +66,12 @@ class ConfigBuilder {
       return;
     }
     if (is_config_section(name)) {
+      if (src.is_file && v.IsMap()) {
+        // A section given twice in one file would merge silently, its keys' duplicates
+        // aside: refused like a key given twice.
+        auto [it, fresh] = seen_in_file_.emplace(name + ":", where);
+        if (!fresh) fail(where, name + ": section given twice (first at " + it->second + ")");
+      }
       if (v.IsMap()) return apply_mapping(v, name, src);
       if (v.IsNull()) return;  // `model:` with nothing under it
       fail(where, name + ": expected a mapping of " + name + ".* keys, got " + describe_yaml(v));
@@ -99,17 +106,29 @@ void apply_root(ConfigBuilder& b, const YAML::Node& root, const std::string& sou
 }
 
 YAML::Node load_file(const std::string& path) {
+  // A directory would read as empty (all defaults) and a device or pipe may never end.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::is_directory(status))
+    throw InputError(path + ": is a directory, not a config file");
+  if (!ec && !std::filesystem::is_regular_file(status))
+    throw InputError(path + ": is not a regular file (a config is a YAML file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot read config file: " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path + ": cannot read config file: " + std::strerror(errno));
+  std::vector<YAML::Node> documents;
   try {
-    return YAML::Load(text.str());
+    documents = YAML::LoadAll(text.str());
   } catch (const YAML::ParserException& e) {
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                      std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
   }
+  if (documents.size() > 1)
+    throw InputError(path + ":" + std::to_string(documents[1].Mark().line + 1) +
+                     ": a second YAML document (after '---'): a config is one document");
+  return documents.empty() ? YAML::Node() : documents.front();
 }
 
 // Emits the keys under `prefix` as nested block mappings, each leaf with its help comment.

@@ -4,6 +4,7 @@
 #include "apps/config/config_value.hpp"
 #include "apps/config/partition_key.hpp"
 #include "apps/config/schedule_spec.hpp"
+#include "apps/config/target_checks.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -102,6 +103,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                              format_number(c.train.lr) +
                                              " (the decay ends at lr_min: keep it <= lr)",
                          "train.lr"};
+  if (auto p = check_targets(c)) return p;
   return std::nullopt;
 }
 

@@ -8,11 +8,13 @@
 #include "actors/runtime/pipeline_layout.hpp"
 #include "actors/trace/fault_spec.hpp"
 #include "apps/train/device_models.hpp"
+#include "apps/train/memory_preflight.hpp"
 #include "apps/train/partition_choice.hpp"
 
 namespace conveyor {
 
 TrainingJob build_training_job(const RunConfig& config) {
+  check_host_memory(config);  // before anything large is built
   TrainingJob job;
   job.model = config.model;
 

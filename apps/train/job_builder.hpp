@@ -7,7 +7,8 @@
 namespace conveyor {
 
 /// Throws InputError for problems the config validation cannot see alone (a data file
-/// that is missing, empty or holds tokens outside the vocabulary; a corpus too short).
+/// that is missing, empty or holds tokens outside the vocabulary; a corpus too short; a
+/// stage that cannot fit in this machine's memory, memory_preflight.hpp).
 TrainingJob build_training_job(const RunConfig& config);
 
 }  // namespace conveyor

@@ -127,10 +127,14 @@ void MetricsLog::on_node_lost(int node, const std::string& why, double wait_s) {
 
 void MetricsLog::event(const nlohmann::json& row) { append(row); }
 
-double MetricsLog::mean_tokens_per_s() const {
-  return counted_ ? tokens_per_s_sum_ / counted_ : 0.0;
+std::optional<double> MetricsLog::mean_tokens_per_s() const {
+  if (counted_ == 0) return std::nullopt;
+  return tokens_per_s_sum_ / static_cast<double>(counted_);
 }
-double MetricsLog::mean_bubble() const { return counted_ ? bubble_sum_ / counted_ : 0.0; }
+std::optional<double> MetricsLog::mean_bubble() const {
+  if (counted_ == 0) return std::nullopt;
+  return bubble_sum_ / static_cast<double>(counted_);
+}
 
 }  // namespace conveyor
 

@@ -2,6 +2,7 @@
 // metrics.jsonl: one JSON object per line, appended and flushed after every step so a
 // crash loses nothing already reported. Step rows carry `step`; other rows (evaluations,
 // the summary, events added later) carry `event` instead.
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -33,9 +34,10 @@ class MetricsLog final : public TrainingObserver {
   /// Any other row; REQUIRES: row has an "event" key.
   void event(const nlohmann::json& row);
 
-  /// Mean of the per-step figures over the run, skipping the first (warm-up) steps.
-  double mean_tokens_per_s() const;
-  double mean_bubble() const;
+  /// Means over the steps after the first two (allocation and page faults); nullopt when
+  /// the run took no such step.
+  std::optional<double> mean_tokens_per_s() const;
+  std::optional<double> mean_bubble() const;
   /// The simulator's bubble for this schedule fed the mean measured action durations.
   double simulated_bubble() const;
   /// The simulator's bubble replaying each step with its actions' measured durations.

@@ -14,6 +14,10 @@ namespace conveyor {
 InputFile::InputFile(std::string path, const std::string& kind, const std::string& hint)
     : path_(std::move(path)) {
   const std::string suffix = hint.empty() ? "" : " (" + hint + ")";
+  // Before open: opening a FIFO blocks until a writer comes, and a device has no size.
+  struct stat before {};
+  if (::stat(path_.c_str(), &before) == 0 && !S_ISREG(before.st_mode) && !S_ISDIR(before.st_mode))
+    throw InputError(path_ + ": is not a regular file, so not a " + kind + suffix);
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw InputError(path_ + ": cannot open " + kind + ": " + std::strerror(errno) + suffix);
   struct stat st {};

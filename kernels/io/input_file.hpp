@@ -11,7 +11,7 @@ class InputFile {
  public:
   /// Opens `path`; `kind` names what it should be ("data file"), `hint` (optional) says
   /// how to fix a wrong path ("check data.path"). Throws InputError when it is missing,
-  /// unreadable or a directory.
+  /// unreadable, a directory or not a regular file (a device, a FIFO).
   InputFile(std::string path, const std::string& kind, const std::string& hint = "");
   ~InputFile();
   InputFile(const InputFile&) = delete;

@@ -254,8 +254,9 @@ TEST_CASE("SIGTERM mid-run writes a checkpoint, prints the resume command and ex
 
   std::vector<std::string> args{"train"};
   for (const auto& a : job_args(data, run.string(), sets)) args.push_back(a);
-  const std::string log = dir / "stderr.txt";
-  const pid_t pid = start_conveyor(args, log);
+  args.insert(args.end(), {"--format", "json"});
+  const std::string log = dir / "stderr.txt", out = dir / "stdout.txt";
+  const pid_t pid = start_conveyor(args, log, out);
   const int status = terminate_after_steps(pid, run / "metrics.jsonl", 3);
   const std::string err = read_text(log);
   INFO("stderr: " << err);
@@ -271,6 +272,10 @@ TEST_CASE("SIGTERM mid-run writes a checkpoint, prints the resume command and ex
   CHECK(stopped < 40);
   CHECK(fs::exists(run / "checkpoints" / ("step-" + std::string(6 - std::to_string(stopped).size(), '0') +
                                           std::to_string(stopped)) / "manifest.json"));
+  // --format json: stdout is that one row alone, so a script sees the early end.
+  const std::string json = read_text(out);
+  CHECK(std::count(json.begin(), json.end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(json) == rows.back());
 
   // What the message says to run, in the same folder.
   train_ok(plus(job_args(data, run.string(), sets), {"--resume", "latest"}), 120);

@@ -128,7 +128,8 @@ inline std::size_t step_rows(const fs::path& metrics) {
 
 /// Starts `conveyor args...` without waiting, stdout to /dev/null and stderr to `log`;
 /// returns its pid.
-inline pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log) {
+inline pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log,
+                            const std::string& out = "/dev/null") {
   std::vector<std::string> argv{CONVEYOR_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
@@ -136,7 +137,7 @@ inline pid_t start_conveyor(const std::vector<std::string>& args, const std::str
   cargs.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargs.data(), environ);

@@ -1,0 +1,35 @@
+// The host-memory preflight refuses only what cannot fit, naming the keys to change.
+#include <doctest/doctest.h>
+
+#include "apps/config/config_loader.hpp"
+#include "apps/train/memory_preflight.hpp"
+
+using namespace conveyor;
+
+TEST_CASE("memory preflight: a stage too large for the machine is refused naming its keys") {
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  const RunConfig tiny = load_run_config("configs/tiny.yaml", {});
+  CHECK_FALSE(host_memory_problem(tiny, 1.0 * GiB));
+  // 1M layers of d_model 64: 12·64²·1M parameters, 16 bytes each on the CPU, over 4 stages.
+  const RunConfig deep = load_run_config("configs/tiny.yaml", {"model.layers=1000000", "pipeline.stages=4"});
+  const auto e = largest_stage_memory(deep);
+  CHECK(e.state_bytes >= 12.0 * 64 * 64 * 1e6 * 16 / 4);
+  const auto why = host_memory_problem(deep, 24.0 * GiB);
+  REQUIRE(why);
+  for (const char* part : {"model.layers 1000000", "pipeline.stages 4", "this machine has 24.0 GiB"})
+    CHECK_MESSAGE(why->find(part) != std::string::npos, *why);
+  // A mistyped d_model must not overflow into something that fits.
+  const RunConfig wide = load_run_config("", {"model.d_model=1000000000", "model.heads=1"});
+  CHECK(host_memory_problem(wide, 1e15));
+  // Micro-batches: the activations one micro-batch leaves.
+  const RunConfig big_batch = load_run_config("configs/tiny.yaml", {"pipeline.micro_batch_size=1000000000"});
+  const auto act = host_memory_problem(big_batch, 24.0 * GiB);
+  REQUIRE(act);
+  CHECK(act->find("pipeline.micro_batch_size 1000000000") != std::string::npos);
+  // GPU stages build their parameters on the host: 4 bytes each, no activations.
+  const RunConfig gpu = load_run_config("configs/gpt-1b-2gpu.yaml", {});
+  const auto g = largest_stage_memory(gpu);
+  CHECK(g.activation_bytes == 0);
+  CHECK(g.state_bytes < 4.0 * GiB);
+  CHECK(host_memory_bytes().value_or(1) > 0);
+}

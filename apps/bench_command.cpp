@@ -15,6 +15,7 @@
 #include "apps/bench/overhead_bench.hpp"
 #include "apps/bench/p2p_bench.hpp"
 #include "apps/commands.hpp"
+#include "apps/config/config_limits.hpp"
 
 namespace conveyor {
 namespace {
@@ -40,7 +41,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--stages", overhead->stages, "Pipeline stages")->capture_default_str();
   cmd->add_option("--schedule", overhead->schedule, "Schedule")->capture_default_str();
   cmd->add_option("--micro-batches", overhead->micro_batches, "Micro-batches per step")
-      ->check(CLI::Range(1, 65536))
+      ->check(CLI::Range(std::int64_t{1}, kMaxMicroBatches))
       ->capture_default_str();
   cmd->add_option("--steps", overhead->steps, "Steps")
       ->check(CLI::Range(1, 1 << 20))

@@ -31,6 +31,7 @@
 #include "actors/schedule/partitioner.hpp"
 #include "actors/schedule/simulator.hpp"
 #include "apps/commands.hpp"
+#include "apps/config/config_limits.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/train/partition_choice.hpp"
 #include "apps/train/plan_json.hpp"
@@ -198,9 +199,9 @@ Report flag_report(const SchedOptions& o) {
   if (!o.stages_opt->count()) throw InputError("--stages P is required with --schedule");
   if (!o.micro_batches_opt->count()) throw InputError("--micro-batches M is required with --schedule");
   if (o.stages < 1) throw InputError("--stages " + std::to_string(o.stages) + ": must be >= 1");
-  if (o.micro_batches < 1 || o.micro_batches > 65536)
-    throw InputError("--micro-batches " + std::to_string(o.micro_batches) +
-                     ": must be in 1..65536 (as pipeline.micro_batches)");
+  if (o.micro_batches < 1 || o.micro_batches > kMaxMicroBatches)
+    throw InputError("--micro-batches " + std::to_string(o.micro_batches) + ": must be in 1.." +
+                     std::to_string(kMaxMicroBatches) + " (as pipeline.micro_batches)");
   if (o.stages > 65536)
     throw InputError("--stages " + std::to_string(o.stages) + ": must be <= 65536");
   if (o.virtual_stages < 1) {

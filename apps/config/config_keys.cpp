@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "apps/config/config_limits.hpp"
 #include "apps/config/config_rules.hpp"
 #include "apps/config/known_names.hpp"
 #include "apps/config/partition_key.hpp"
@@ -42,6 +43,12 @@ struct FaultSpecsRule {
 
 // KEY(model.layers, ...) names the key and the RunConfig field with one token, so the two
 // cannot drift apart. A key stored elsewhere is written with make_key directly.
+// The shared bounds (config_limits.hpp), with why.
+auto at_most_a_week() { return at_most(kMaxDeadlineS, "a week: longer deadlines overflow the clock"); }
+auto at_most_micro_batches() {
+  return at_most(kMaxMicroBatches, "a plan holds actions for every micro-batch");
+}
+
 #define KEY(field, ...) \
   make_key(#field, [](auto& c) -> auto& { return c.field; }, __VA_ARGS__)
 
@@ -69,7 +76,7 @@ std::vector<ConfigKey> build_keys() {
           "model chunks per stage for interleaved-1f1b (>= 2 there; zbv always uses 2)",
           at_least(1)),
       KEY(pipeline.micro_batches, "micro-batches per training step", at_least(1),
-          at_most(65536, "a plan holds actions for every micro-batch")),
+          at_most_micro_batches()),
       KEY(pipeline.micro_batch_size, "sequences per micro-batch", at_least(1)),
       partition_config_key(),  // pipeline.partition: a name or a list
 
@@ -93,7 +100,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(train.eval_every,
           "steps between evaluations (0: one evaluation only, after the last step)", at_least(0)),
       KEY(train.eval_batches, "micro-batches per evaluation", at_least(1),
-          at_most(65536, "a plan holds actions for every micro-batch")),
+          at_most_micro_batches()),
 
       KEY(data.path, "corpus file, relative to the working directory", non_empty()),
       KEY(data.format, "text: each byte a token; tokens: uint16 ids or llm.c .bin"),
@@ -125,7 +132,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(rendezvous.timeout_s,
           "seconds a multi-process job waits at the rendezvous for every node (join, keys, "
           "barriers) before failing with the missing ranks",
-          greater_than(0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
+          greater_than(0), at_most_a_week()),
       KEY(transport.kind,
           "channel for tensors between stages: auto (hand-off inside a process, UCX between "
           "processes) or ucx (UCX on every edge, even inside one process)",
@@ -133,7 +140,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(transport.timeout_s,
           "seconds a tensor send or receive between processes may take before the run fails "
           "naming the edge, step and micro-batch",
-          greater_than(0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
+          greater_than(0), at_most_a_week()),
 
       KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
           one_of(&known_master_dtypes)),
@@ -152,7 +159,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(watchdog.timeout_s,
           "deadline in seconds of every action and message wait; past it the run prints the "
           "wait-for graph and stops (0 disables)",
-          at_least(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
+          at_least(0.0), at_most_a_week()),
       KEY(fault.inject,
           "faults injected on purpose, for tests of the watchdog and the failure policy: "
           "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
@@ -192,13 +199,13 @@ std::vector<ConfigKey> build_keys() {
           "checkpoint of the newest snapshot",
           at_least(0)),
       KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
-          greater_than(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
+          greater_than(0.0), at_most_a_week()),
       KEY(fault.rejoin_timeout_s,
           "how long the other processes of a multi-process run (CPU stages) wait for a lost "
           "process (node rank > 0) to be started again with the same node rank; it then "
           "rejoins, its stages restore node 0's copies of their snapshots and the steps since "
           "are replayed (0: a lost process ends the run)",
-          at_least(0.0), at_most(604800.0, "a week: longer deadlines overflow the clock")),
+          at_least(0.0), at_most_a_week()),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "
           "many times what it was in the first 3 steps is slow; slow for "

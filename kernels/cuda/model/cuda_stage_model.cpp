@@ -31,8 +31,9 @@
 // for a lone MLP half, res2, its input.
 // StageStash::bytes() reports what is held.
 //
-// Host syncs: only the loss readback at the end of a head slice's forward (the weight-gradient
-// stream is joined on the device).
+// Host syncs: only the loss readback at the end of a head slice's forward, unless the caller
+// defers it (CudaStageOptions::defer_loss_readback; the weight-gradient stream is joined on
+// the device).
 #include "kernels/cuda/model/cuda_stage_model.hpp"
 
 #include <array>
@@ -185,15 +186,10 @@ class CudaStageModel final : public StageModel {
       GptStage host(config, slice, seed);
       params_ = std::make_unique<ParamStore>(host.params(), options.master_fp32, device_,
                                              stream_.get(), options.grads_bf16);
-      loss_host_ = zeros_pinned({1});
-      // Pinned memory is mapped into the device's address space (unified addressing).
-      void* alias = nullptr;
-      CUDA_CHECK(cudaHostGetDevicePointer(&alias, loss_host_.raw(), 0));
-      loss_device_alias_ = static_cast<float*>(alias);
-      // Enough for a step's micro-batches on the head and an evaluation's (the worker
-      // resolves them at its report); past that a forward reads its loss at once.
-      if (options.defer_loss_readback && slice.has_head)
-        losses_ = LossReadback::create(device_, kLossSlots);
+      // Deferred: enough for a step's micro-batches on the head and an evaluation's (the
+      // worker resolves them at its report); past that a forward reads its loss at once.
+      if (slice.has_head)
+        losses_ = LossReadback::create(device_, options.defer_loss_readback ? kLossSlots : 0);
     } catch (const CudaError& e) {
       rethrow_with_context(e, "construction");
     }
@@ -650,18 +646,15 @@ class CudaStageModel final : public StageModel {
     // The kernel writes the mean straight into pinned host memory: no copy-engine
     // transfer, so this readback never queues behind a snapshot's device-to-host copies
     // (ParamStore::snapshot), which would stall the stage's thread and its GPU.
-    if (losses_) {
-      if (const auto slot = losses_->acquire()) {
-        mean_loss(losses_->device_slot(*slot), f32(losses), n, stream());
-        out.loss = std::numeric_limits<double>::quiet_NaN();
-        out.pending_loss = losses_->pending(*slot, stream());
-        return;
-      }
+    if (const auto slot = losses_->acquire()) {
+      mean_loss(losses_->device_slot(*slot), f32(losses), n, stream());
+      out.loss = std::numeric_limits<double>::quiet_NaN();
+      out.pending_loss = losses_->pending(*slot, stream());
+      return;
     }
     // Without deferral, or every slot pending: the one host sync of a micro-batch.
-    mean_loss(loss_device_alias_, f32(losses), n, stream());
-    CUDA_CHECK(cudaStreamSynchronize(stream()));
-    out.loss = static_cast<double>(*static_cast<const float*>(loss_host_.raw()));
+    mean_loss(losses_->immediate_slot(), f32(losses), n, stream());
+    out.loss = losses_->read_now(stream());
   }
 
   // ---- backward
@@ -948,9 +941,7 @@ class CudaStageModel final : public StageModel {
   DeferredRelease release_;         // handed-in tensors still read by the stream
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
-  std::shared_ptr<LossReadback> losses_;  // deferred readbacks (head slice, when asked)
-  Tensor loss_host_;                // pinned f32 (1) for the loss readback
-  float* loss_device_alias_ = nullptr;  // loss_host_ as the device addresses it
+  std::shared_ptr<LossReadback> losses_;  // the head slice's loss readbacks
   std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced
   BucketFinal on_final_;  // armed for the next backward_weight (data parallelism)
 };

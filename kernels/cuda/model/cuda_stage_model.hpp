@@ -9,7 +9,8 @@
 //   forward targets   i32 (B, T) on the host (head slice only)
 //   activation out    bf16 (B, T, C) on this device, fresh (empty on the head slice)
 //   loss              mean cross-entropy, read back to the host (one float per micro-batch:
-//                     the only host sync in forward/backward)
+//                     the only host sync in forward/backward), or handed out as
+//                     StageForward::pending_loss when defer_loss_readback is set
 //   grad_output in    bf16 (B, T, C) on this device (ignored on the head slice, where
 //                     d(loss)/d(logit) is scaled by loss_scale / (B * T) as on the CPU)
 //   input grad out    bf16 (B, T, C) on this device, fresh (empty on the embedding slice)

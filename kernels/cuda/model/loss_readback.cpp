@@ -17,10 +17,10 @@ std::shared_ptr<LossReadback> LossReadback::create(int device, int slots) {
 LossReadback::LossReadback(int device, int slots)
     : device_(device), written_(static_cast<std::size_t>(std::max(slots, 0)), nullptr),
       in_use_(written_.size(), false) {
-  if (slots < 1)
-    throw std::invalid_argument("LossReadback: " + std::to_string(slots) + " slots (need >= 1)");
+  if (slots < 0)
+    throw std::invalid_argument("LossReadback: " + std::to_string(slots) + " slots (need >= 0)");
   DeviceGuard guard(device_);
-  host_ = zeros_pinned({slots});
+  host_ = zeros_pinned({slots + 1});
   void* alias = nullptr;
   CUDA_CHECK(cudaHostGetDevicePointer(&alias, host_.raw(), 0));
   device_base_ = static_cast<float*>(alias);
@@ -43,10 +43,9 @@ std::optional<int> LossReadback::acquire() {
   return std::nullopt;
 }
 
-int LossReadback::free_slots() const {
-  int n = 0;
-  for (bool used : in_use_) n += used ? 0 : 1;
-  return n;
+double LossReadback::read_now(cudaStream_t stream) const {
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return static_cast<double>(static_cast<const float*>(host_.raw())[in_use_.size()]);
 }
 
 std::function<double()> LossReadback::pending(int slot, cudaStream_t stream) {

@@ -14,7 +14,9 @@
 // hands out a free slot; pending() records the slot's event after the loss kernel and
 // returns the function that waits for that event (a host sync on this one kernel) and
 // reads the value. The slot is free again once that function and its copies are gone,
-// called or not. Every pending function holds the pool: it may outlive the model.
+// called or not. Every pending function holds the pool: it may outlive the model. One more
+// slot serves the reads made at once (no deferral asked, or every slot pending):
+// read_now() waits for the stream.
 //
 // Thread-safety: none; one thread (the stage actor's) acquires and resolves.
 #include <cuda_runtime_api.h>
@@ -30,7 +32,7 @@ namespace conveyor {
 
 class LossReadback : public std::enable_shared_from_this<LossReadback> {
  public:
-  /// `slots` >= 1 losses pending at a time on `device`.
+  /// `slots` >= 0 losses pending at a time on `device` (0: every read is immediate).
   static std::shared_ptr<LossReadback> create(int device, int slots);
   ~LossReadback();
   LossReadback(const LossReadback&) = delete;
@@ -44,14 +46,17 @@ class LossReadback : public std::enable_shared_from_this<LossReadback> {
   /// for it and returns the value (throws CudaError if the wait fails).
   std::function<double()> pending(int slot, cudaStream_t stream);
 
-  int free_slots() const;
+  /// Where the loss kernel writes a loss read at once.
+  float* immediate_slot() const { return device_base_ + in_use_.size(); }
+  /// After that kernel is queued on `stream`: waits for the stream and returns the value.
+  double read_now(cudaStream_t stream) const;
 
  private:
   LossReadback(int device, int slots);
   void release(int slot) { in_use_[static_cast<std::size_t>(slot)] = false; }
 
   int device_;
-  Tensor host_;                    // pinned f32 (slots)
+  Tensor host_;                    // pinned f32 (slots + 1: the immediate slot last)
   float* device_base_ = nullptr;   // host_ as the device addresses it
   std::vector<cudaEvent_t> written_;
   std::vector<bool> in_use_;

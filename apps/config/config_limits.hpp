@@ -1,0 +1,13 @@
+#pragma once
+// Upper bounds shared by the config keys and the command-line flags that mean the same.
+#include <cstdint>
+
+namespace conveyor {
+
+/// Micro-batches of a step or an evaluation: a plan holds actions for every one of them.
+inline constexpr std::int64_t kMaxMicroBatches = 65536;
+
+/// Seconds of any deadline (a week): longer ones overflow the steady clock's arithmetic.
+inline constexpr double kMaxDeadlineS = 604800.0;
+
+}  // namespace conveyor

@@ -280,6 +280,10 @@ void run_train(const TrainOptions& opt) {
 
   write_safetensors((dir / "weights.safetensors").string(), result.weights,
                     {{"format", "pt"}, {"producer", "conveyor"}});
+  if (result.final_eval_dropped)
+    fmt::print(stderr, "conveyor train: SIGTERM during the evaluation after the last step: "
+                       "it was dropped (final_val_loss is the one before it); the weights are "
+                       "written\n");
   // The weights are safe first; then a background write that failed fails the run (exit 1).
   if (checkpoints) checkpoints->flush();
   if (checkpoints && checkpoints->taken() > 0)

@@ -26,9 +26,16 @@ class CheckpointHook {
   virtual std::int64_t first_step() const = 0;
   /// After the optimizer step that completes `steps_done` steps, before any evaluation.
   virtual BoundaryDecision at_boundary(std::int64_t steps_done) = 0;
+  /// Polled while the evaluation after the boundary of `steps_done` steps runs: true when
+  /// the run must stop (a preemption notice that came after at_boundary). The coordinator
+  /// then drops the evaluation and stops at that boundary: take() with `stop` follows,
+  /// unless `steps_done` is the last step (the run then writes its weights instead).
+  virtual bool stop_during_eval(std::int64_t steps_done) = 0;
   /// Every stage's state after `steps_done` steps, one shard per rank in rank order, and
   /// AdamW's step count then (fewer than steps_done after skipped steps). With `stop` it
-  /// must not return before the checkpoint is durable. Throwing fails the run.
+  /// must not return before the checkpoint is durable; it may follow a take() of the same
+  /// `steps_done` without `stop` (a stop during the evaluation after a checkpointed
+  /// boundary), which it must then make durable. Throwing fails the run.
   virtual void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
                     std::int64_t optimizer_steps, bool stop) = 0;
 };

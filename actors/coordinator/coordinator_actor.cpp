@@ -10,6 +10,7 @@
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/coordinator/step_accounting.hpp"
+#include "actors/eval_plan.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"
@@ -19,6 +20,27 @@
 namespace conveyor {
 namespace coordinator_flow {
 
+namespace {
+
+// The plans of the evaluation's wave that starts at micro-batch `first`: replica 0 alone
+// evaluates (the others get an empty list), so the val loss is the one of a run without
+// replicas.
+std::vector<std::shared_ptr<const std::vector<sched::Action>>> eval_wave_plans(
+    const TrainingJob& job, int first) {
+  const int count = std::min(job.eval_wave(), job.eval_batches - first);
+  const auto layout = job.replica_layout();
+  std::vector<std::shared_ptr<const std::vector<sched::Action>>> plans;
+  for (int a = 0; a < layout.actors(); ++a)
+    plans.push_back(std::make_shared<const std::vector<sched::Action>>(
+        layout.replica_of(a) == 0
+            ? eval_actions(job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a))),
+                           first, count)
+            : std::vector<sched::Action>{}));
+  return plans;
+}
+
+}  // namespace
+
 void start_round(Self* self, Phase phase) {
   auto& st = self->state;
   st.phase = phase;
@@ -26,7 +48,7 @@ void start_round(Self* self, Phase phase) {
   st.reports.clear();
   st.step_start = std::chrono::steady_clock::now();
   st.boundary = phase == Phase::train ? st.step : st.step + 1;
-  const auto& plans = phase == Phase::train ? st.train_plans : st.eval_plans;
+  const auto plans = phase == Phase::train ? st.train_plans : eval_wave_plans(*st.job, st.eval_first);
   st.probe.round_started(st.round, st.step, phase);
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     StepPlan plan{st.round, st.step, phase, plans[r]};
@@ -81,6 +103,7 @@ void gather_weights(Self* self) {
               result.weights = std::move(models.front());
               result.final_loss = st.last_step.loss;
               result.final_val_loss = st.last_eval.val_loss;
+              result.final_eval_dropped = st.final_eval_dropped;
               st.done.deliver(std::move(result));
               for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
               self->quit();
@@ -96,7 +119,7 @@ bool eval_due(const TrainingJob& job, std::int64_t step) {
 void next_after_step(Self* self) {
   auto& st = self->state;
   if (eval_due(*st.job, st.step)) {
-    start_round(self, Phase::eval);
+    start_eval(self);
     return;
   }
   ++st.step;
@@ -205,7 +228,8 @@ void after_step(Self* self) {
 
 void finish_eval(Self* self) {
   auto& st = self->state;
-  st.last_eval = EvalMetrics{st.step, mean_loss(st.reports, st.job->eval_batches)};
+  st.last_eval = EvalMetrics{st.step, mean_loss(st.eval_reports, st.job->eval_batches)};
+  st.eval_reports.clear();
   st.evaluated_through = st.step;
   st.observer->on_eval(st.last_eval);
   if (st.step + 1 == st.job->steps) {
@@ -214,6 +238,36 @@ void finish_eval(Self* self) {
   }
   ++st.step;
   start_round(self, Phase::train);
+}
+
+// A wave of the evaluation after step st.step has reported: the next wave, unless the
+// hook asks the run to stop (a preemption notice that came after at_boundary). Then the
+// evaluation is dropped and the run stops at the boundary before it, as at_boundary's stop
+// would have; after the last step, it writes its weights without that evaluation.
+void finish_eval_wave(Self* self) {
+  auto& st = self->state;
+  for (auto& r : st.reports) st.eval_reports.push_back(std::move(r));
+  st.eval_first += st.job->eval_wave();
+  if (st.eval_first >= st.job->eval_batches) {
+    finish_eval(self);
+    return;
+  }
+  const std::int64_t steps_done = st.step + 1;
+  bool stop = false;
+  try {
+    stop = st.checkpoints && st.checkpoints->stop_during_eval(steps_done);
+  } catch (const std::exception& e) {
+    fail(self, fmt::format("checkpoint after step {}: {}", steps_done, e.what()));
+    return;
+  }
+  if (!stop) {
+    start_round(self, Phase::eval);
+  } else if (steps_done == st.job->steps) {
+    st.final_eval_dropped = true;
+    gather_weights(self);
+  } else {
+    capture_state(self, steps_done, /*stop=*/true);
+  }
 }
 
 void finish_train_compute(Self* self) {
@@ -296,12 +350,19 @@ void finish_train_compute(Self* self) {
 
 namespace coordinator_flow {
 
+void start_eval(Self* self) {
+  auto& st = self->state;
+  st.eval_first = 0;
+  st.eval_reports.clear();
+  start_round(self, Phase::eval);
+}
+
 void resume_at_boundary(Self* self, std::int64_t steps_done) {
   auto& st = self->state;
   st.reports.clear();
   if (steps_done > 0 && eval_due(*st.job, steps_done - 1) && st.evaluated_through < steps_done - 1) {
     st.step = steps_done - 1;
-    start_round(self, Phase::eval);
+    start_eval(self);
     return;
   }
   st.step = steps_done;
@@ -378,7 +439,7 @@ void on_report(Self* self, StageReport& report) {
     if (st.phase == Phase::train)
       finish_train_compute(self);
     else
-      finish_eval(self);
+      finish_eval_wave(self);
   } catch (const std::exception& e) {
     fail(self, e.what());
   }
@@ -399,17 +460,12 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
   if (job->recovers_in_place())
     st.budget.emplace(job->recovery.max_restarts, job->recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
-  // Every replica runs its stage's train actions; replica 0 alone evaluates (the others
-  // get an empty list), so the val loss is the one of a run without replicas.
+  // Every replica runs its stage's train actions (the eval plans: eval_wave_plans).
   const auto layout = job->replica_layout();
   for (std::size_t r = 0; r < stages.size(); ++r) {
     const auto s = static_cast<std::size_t>(layout.stage_of(static_cast<int>(r)));
     st.train_plans.push_back(
         std::make_shared<const std::vector<sched::Action>>(job->schedule.ranks.at(s)));
-    st.eval_plans.push_back(std::make_shared<const std::vector<sched::Action>>(
-        layout.replica_of(static_cast<int>(r)) == 0
-            ? eval_actions(job->placement.ranks.at(s), job->eval_batches)
-            : std::vector<sched::Action>{}));
   }
   for (auto& s : stages) {
     self->monitor(s);
@@ -422,7 +478,9 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
         st.done = self->make_response_promise();
         take_first_snapshot(self, [=] {
           self->state.started = true;
-          start_round(self, Phase::train);
+          // A resumed run first runs the evaluation due after its checkpoint's step: a
+          // stop there skipped or dropped it.
+          resume_at_boundary(self, self->state.step);
         });
         return st.done;
       },

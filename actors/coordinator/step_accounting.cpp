@@ -85,24 +85,6 @@ MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks
   return m;
 }
 
-std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_batches) {
-  std::vector<const ChunkPlacement*> chunks;
-  for (const auto& c : rank.chunks) chunks.push_back(&c);
-  std::sort(chunks.begin(), chunks.end(),
-            [](auto* a, auto* b) { return a->model_stage < b->model_stage; });
-  std::vector<sched::Action> actions;
-  for (const auto* c : chunks)
-    for (int mb = 0; mb < micro_batches; ++mb) {
-      sched::Action a;
-      a.stage = rank.rank;
-      a.kind = sched::ActionKind::F;
-      a.micro_batch = mb;
-      a.chunk = c->chunk;
-      actions.push_back(a);
-    }
-  return actions;
-}
-
 ReductionCost reduction_cost(const std::vector<StageReport>& reports) {
   ReductionCost cost;
   if (reports.empty()) return cost;

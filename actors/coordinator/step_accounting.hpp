@@ -43,8 +43,4 @@ struct ReductionCost {
 };
 ReductionCost reduction_cost(const std::vector<StageReport>& reports);
 
-/// A forward-only plan for evaluation: on each rank, its chunks in model-stage order,
-/// micro-batches ascending. Deadlock-free: every dependency points to a lower model stage.
-std::vector<sched::Action> eval_actions(const RankPlacement& rank, int micro_batches);
-
 }  // namespace conveyor

@@ -31,9 +31,10 @@ trace::WaitForContext wait_for_context(const TrainingJob& job) {
   for (int a = 0; a < layout.actors(); ++a) {
     const auto& rank = job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
     c.train_plans.push_back(job.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
-    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, job.eval_batches)
+    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.eval_batches)
                                                      : std::vector<sched::Action>{});
   }
+  c.eval_wave = job.eval_wave();
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include "actors/coordinator/checkpoint_hook.hpp"
 #include "actors/fault/snapshot_store.hpp"
+#include "actors/eval_plan.hpp"
 #include "actors/placement.hpp"
 #include "actors/replica_placement.hpp"
 #include "actors/schedule/schedule.hpp"
@@ -92,6 +93,10 @@ struct TrainingJob {
   }
   /// Stage actors of the run: every replica's pipeline ranks.
   int stage_actors() const { return replica_layout().actors(); }
+  /// Micro-batches per wave of an evaluation (actors/eval_plan.hpp).
+  int eval_wave() const {
+    return eval_wave_size(data.micro_batches / replicas, placement.model_stages(), eval_batches);
+  }
   /// Whether the replicas split the AdamW state (shard_optimizer_state with R > 1).
   bool shards_optimizer_state() const { return shard_optimizer_state && replicas > 1; }
   /// What actor `actor` computes with: its rank placement and its replica's share of data.
@@ -192,6 +197,9 @@ struct TrainResult {
   std::vector<std::vector<NamedTensor>> replica_weights;
   double final_loss = 0.0;
   double final_val_loss = 0.0;
+  // A stop (CheckpointHook::stop_during_eval) dropped the evaluation after the last step:
+  // final_val_loss is the one before it.
+  bool final_eval_dropped = false;
 };
 
 }  // namespace conveyor

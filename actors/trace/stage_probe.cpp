@@ -40,9 +40,14 @@ void StageProbe::plan_received(const StepPlan& plan) {
   round_ = plan.round;
   step_ = plan.step;
   phase_ = plan.phase;
+  first_mb_ = 0;
+  if (plan.actions && !plan.actions->empty()) {
+    first_mb_ = plan.actions->front().micro_batch;
+    for (const auto& a : *plan.actions) first_mb_ = std::min<std::int64_t>(first_mb_, a.micro_batch);
+  }
   const std::int64_t t = now_ns();
   if (progress_)
-    progress_->publish(StageState::waiting, round_, step_, phase_ == Phase::eval, 0, t);
+    progress_->publish(StageState::waiting, round_, step_, phase_ == Phase::eval, 0, t, first_mb_);
   plan_record_ = 0;
   if (!tracing()) return;
   Record r = base(RecordKind::plan_receive, t);
@@ -93,7 +98,7 @@ void StageProbe::use_device_clocks(std::vector<DeviceActionClock*> by_chunk) {
 void StageProbe::action_started(const StepPlan& plan, std::size_t slot) {
   if (progress_)
     progress_->publish(StageState::running, round_, step_, phase_ == Phase::eval,
-                       static_cast<std::int64_t>(slot), now_ns());
+                       static_cast<std::int64_t>(slot), now_ns(), first_mb_);
   current_action_ = tracing() ? buffer_->next_id() : 0;
   action_clock_ = nullptr;
   if (!current_action_ || clocks_.empty()) return;
@@ -127,7 +132,7 @@ void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const A
   const std::int64_t end = epoch_ns_ + t.end_ns;
   if (progress_)
     progress_->publish(StageState::waiting, round_, step_, phase_ == Phase::eval,
-                       static_cast<std::int64_t>(slot) + 1, end);
+                       static_cast<std::int64_t>(slot) + 1, end, first_mb_);
   if (!current_action_) return;
   const sched::Action& a = (*plan.actions)[slot];
   Record r = base(RecordKind::action, epoch_ns_ + t.start_ns);
@@ -162,7 +167,7 @@ void StageProbe::action_finished(const StepPlan& plan, std::size_t slot, const A
 
 void StageProbe::report_sending(StageReport& report) {
   const std::int64_t t = now_ns();
-  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t);
+  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t, first_mb_);
   if (!awaiting_.empty()) resolve_device_times(true);
   if (!tracing()) return;
   Record r = base(RecordKind::report_send, t);
@@ -176,7 +181,7 @@ void StageProbe::plan_aborted() {
   const std::int64_t t = now_ns();
   if (!awaiting_.empty()) resolve_device_times(true);
   current_action_ = 0;
-  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t);
+  if (progress_) progress_->publish(StageState::idle, round_, step_, phase_ == Phase::eval, 0, t, first_mb_);
 }
 
 void StageProbe::optimizer_received(const OptimizerStep& step) {

@@ -64,6 +64,7 @@ class StageProbe final : public ActionListener {
   TraceBuffer* buffer_;
   StageProgress* progress_;
   std::int64_t round_ = 0, step_ = 0;
+  std::int64_t first_mb_ = 0;  // the plan's lowest micro-batch (StageSnapshot)
   Phase phase_ = Phase::train;
   std::uint64_t plan_record_ = 0;     // this plan's receive
   std::uint64_t current_action_ = 0;  // the running action's id (cause of its sends)

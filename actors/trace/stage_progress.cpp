@@ -3,7 +3,8 @@
 namespace conveyor::trace {
 
 void StageProgress::publish(StageState state, std::int64_t round, std::int64_t step, bool eval,
-                            std::int64_t slot, std::int64_t since_ns) {
+                            std::int64_t slot, std::int64_t since_ns,
+                            std::int64_t first_micro_batch) {
   const auto v = version_.load(std::memory_order_relaxed);
   version_.store(v + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -13,6 +14,7 @@ void StageProgress::publish(StageState state, std::int64_t round, std::int64_t s
   eval_.store(eval, std::memory_order_relaxed);
   slot_.store(slot, std::memory_order_relaxed);
   since_ns_.store(since_ns, std::memory_order_relaxed);
+  first_micro_batch_.store(first_micro_batch, std::memory_order_relaxed);
   version_.store(v + 2, std::memory_order_release);
 }
 
@@ -27,6 +29,7 @@ StageSnapshot StageProgress::read(int rank) const {
     s.eval = eval_.load(std::memory_order_relaxed);
     s.slot = slot_.load(std::memory_order_relaxed);
     s.since_ns = since_ns_.load(std::memory_order_relaxed);
+    s.first_micro_batch = first_micro_batch_.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (v1 % 2 == 0 && v1 == version_.load(std::memory_order_relaxed)) return s;
   }

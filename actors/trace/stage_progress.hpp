@@ -24,13 +24,15 @@ struct StageSnapshot {
   bool eval = false;
   std::int64_t slot = 0;      // next action (waiting) or current one (running)
   std::int64_t since_ns = 0;  // steady clock ns when it entered this state
+  // The lowest micro-batch of the plan: an evaluation's wave (actors/eval_plan.hpp).
+  std::int64_t first_micro_batch = 0;
 };
 
 class StageProgress {
  public:
   /// The stage's own thread only.
   void publish(StageState state, std::int64_t round, std::int64_t step, bool eval,
-               std::int64_t slot, std::int64_t since_ns);
+               std::int64_t slot, std::int64_t since_ns, std::int64_t first_micro_batch = 0);
   /// Any thread.
   StageSnapshot read(int rank) const;
 
@@ -38,7 +40,7 @@ class StageProgress {
   std::atomic<std::uint64_t> version_{0};
   std::atomic<std::uint8_t> state_{0};
   std::atomic<bool> eval_{false};
-  std::atomic<std::int64_t> round_{0}, step_{0}, slot_{0}, since_ns_{0};
+  std::atomic<std::int64_t> round_{0}, step_{0}, slot_{0}, since_ns_{0}, first_micro_batch_{0};
 };
 
 /// One StageProgress per rank.

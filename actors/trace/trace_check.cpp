@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -31,8 +32,12 @@ void check_order(const TraceSet& set, CheckResult& out) {
   const int stages = stage_count(set);
   for (const auto& [number, round] : split_rounds(set, stages)) {
     ++out.rounds_checked;
+    // An eval round ran one wave: the one that holds its lowest micro-batch.
+    int lowest = std::numeric_limits<int>::max();
+    for (const auto& ran : round.actions)
+      for (const auto i : ran) lowest = std::min(lowest, set.records[i].micro_batch);
     for (int st = 0; st < stages; ++st) {
-      const auto& plan = set.plans->plan(st, round.eval);
+      const auto plan = set.plans->plan(st, round.eval, lowest);
       const auto& ran = round.actions[static_cast<std::size_t>(st)];
       const bool chunks = set.plans->train.chunks_per_rank() > 1;
       for (std::size_t k = 0; k < std::max(plan.size(), ran.size()); ++k) {

@@ -2,24 +2,26 @@
 
 #include <fmt/format.h>
 
+#include "actors/eval_plan.hpp"
 #include "actors/schedule/json.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor::trace {
 
-const std::vector<sched::Action>& TracePlans::plan(int actor, bool eval) const {
-  static const std::vector<sched::Action> none;
+std::vector<sched::Action> TracePlans::plan(int actor, bool eval, int micro_batch) const {
   const auto& plans = eval ? this->eval : train.ranks;
   const ReplicaLayout l = layout();
-  if (actor < 0 || actor >= l.actors()) return none;
-  if (eval && l.replica_of(actor) > 0) return none;  // replica 0 alone evaluates
+  if (actor < 0 || actor >= l.actors()) return {};
+  if (eval && l.replica_of(actor) > 0) return {};  // replica 0 alone evaluates
   const auto rank = static_cast<std::size_t>(l.stage_of(actor));
-  return rank < plans.size() ? plans[rank] : none;
+  if (rank >= plans.size()) return {};
+  if (!eval || eval_wave <= 0) return plans[rank];
+  return eval_wave_of(plans[rank], eval_wave, micro_batch);
 }
 
 nlohmann::json trace_plans_json(const sched::Schedule& train,
                                 const std::vector<std::vector<sched::Action>>& eval,
-                                int replicas) {
+                                int eval_wave, int replicas) {
   nlohmann::json ev = nlohmann::json::array();
   const bool show_chunk = train.chunks_per_rank() > 1;
   for (const auto& rank : eval) {
@@ -31,6 +33,7 @@ nlohmann::json trace_plans_json(const sched::Schedule& train,
   j["version"] = 1;
   j["train"] = train;
   j["eval"] = std::move(ev);
+  j["eval_wave"] = eval_wave;
   if (replicas > 1) j["replicas"] = replicas;
   return j;
 }
@@ -50,6 +53,11 @@ TracePlans parse_trace_plans(const std::string& text, const std::string& name) {
     }
     if (p.train.ranks.size() != static_cast<std::size_t>(p.train.spec.stages))
       throw InputError("the train schedule does not list every rank");
+    if (j.contains("eval_wave")) {
+      if (!j["eval_wave"].is_number_integer() || j["eval_wave"].get<int>() < 1)
+        throw InputError("\"eval_wave\" must be an integer >= 1");
+      p.eval_wave = j["eval_wave"].get<int>();
+    }
     if (j.contains("replicas")) {
       if (!j["replicas"].is_number_integer() || j["replicas"].get<int>() < 1)
         throw InputError("\"replicas\" must be an integer >= 1");

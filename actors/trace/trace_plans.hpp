@@ -3,7 +3,9 @@
 // the analysis needs nothing else:
 //   {"version": 1,
 //    "train": <schedule JSON, actors/schedule/json.hpp>,
-//    "eval": [["0F0", "0F1", …], …],   // per rank, the forward-only evaluation plan
+//    "eval": [["0F0", "0F1", …], …],   // per rank, the whole forward-only evaluation
+//    "eval_wave": W,                    // it ran in waves of W micro-batches, a round
+//                                       // each (actors/eval_plan.hpp); absent: one round
 //    "replicas": R}                     // parallel.data; absent: 1
 // Model stages follow the train schedule's (rank, chunk) mapping. With R replicas the
 // trace's stage actors are replica-major (actor = replica * P + rank, as the run places
@@ -22,12 +24,13 @@ namespace conveyor::trace {
 
 struct TracePlans {
   sched::Schedule train;
-  std::vector<std::vector<sched::Action>> eval;  // per rank
+  std::vector<std::vector<sched::Action>> eval;  // per rank, the whole evaluation
+  int eval_wave = 0;                             // micro-batches per eval round; 0: all
   int replicas = 1;                              // parallel.data
 
-  /// The plan stage actor `actor` ran in a train (eval = false) or eval round; empty if
-  /// none (an actor outside the R·P of the run).
-  const std::vector<sched::Action>& plan(int actor, bool eval) const;
+  /// The plan stage actor `actor` ran in a train round, or in the eval round whose wave
+  /// holds `micro_batch`; empty if none (an actor outside the R·P of the run).
+  std::vector<sched::Action> plan(int actor, bool eval, int micro_batch = 0) const;
   /// The run's stage actors: R replicas of the schedule's P ranks, replica-major.
   ReplicaLayout layout() const {
     return ReplicaLayout{replicas, static_cast<int>(train.ranks.size())};
@@ -36,7 +39,7 @@ struct TracePlans {
 
 nlohmann::json trace_plans_json(const sched::Schedule& train,
                                 const std::vector<std::vector<sched::Action>>& eval,
-                                int replicas = 1);
+                                int eval_wave, int replicas = 1);
 /// Throws InputError naming `name` when the text is not a plans document.
 TracePlans parse_trace_plans(const std::string& text, const std::string& name);
 

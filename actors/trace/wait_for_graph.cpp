@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "actors/eval_plan.hpp"
+
 namespace conveyor::trace {
 namespace {
 
@@ -14,10 +18,13 @@ struct Need {
   bool sent = false;
 };
 
-const std::vector<sched::Action>* plan_of(const WaitForContext& c, const StageSnapshot& s) {
+// The plan `s` runs: its train plan, or its part of the evaluation's wave.
+std::optional<std::vector<sched::Action>> plan_of(const WaitForContext& c, const StageSnapshot& s) {
   const auto& plans = s.eval ? c.eval_plans : c.train_plans;
-  if (s.rank < 0 || s.rank >= static_cast<int>(plans.size())) return nullptr;
-  return &plans[static_cast<std::size_t>(s.rank)];
+  if (s.rank < 0 || s.rank >= static_cast<int>(plans.size())) return std::nullopt;
+  const auto& plan = plans[static_cast<std::size_t>(s.rank)];
+  if (!s.eval) return plan;
+  return eval_wave_of(plan, c.eval_wave, static_cast<int>(s.first_micro_batch));
 }
 
 // Has `sender` produced the output of (kind, chunk, micro-batch) of `round`?
@@ -26,7 +33,7 @@ bool produced(const WaitForContext& c, const StageSnapshot& sender, std::int64_t
   if (sender.round > round) return true;
   if (sender.round < round) return false;
   if (sender.state == StageState::idle) return true;  // finished this round's list
-  const auto* plan = plan_of(c, sender);
+  const auto plan = plan_of(c, sender);
   if (!plan) return false;
   for (std::size_t k = 0; k < plan->size(); ++k) {
     const auto& a = (*plan)[k];
@@ -65,7 +72,7 @@ WaitForGraph build_wait_for_graph(const std::vector<StageSnapshot>& stages,
       if (idle_rank < 0) idle_rank = s.rank, idle = g.lines.back();
       continue;
     }
-    const auto* plan = plan_of(c, s);
+    const auto plan = plan_of(c, s);
     if (!plan || s.slot < 0 || s.slot >= static_cast<std::int64_t>(plan->size())) {
       g.lines.push_back(fmt::format("stage {} is at action {} of a plan it does not have", s.rank, s.slot));
       continue;

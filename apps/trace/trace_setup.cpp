@@ -1,6 +1,6 @@
 #include "apps/trace/trace_setup.hpp"
 
-#include "actors/coordinator/step_accounting.hpp"
+#include "actors/eval_plan.hpp"
 #include "actors/trace/trace_plans.hpp"
 #include "apps/train/run_dir.hpp"
 
@@ -19,9 +19,10 @@ std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path&
   auto session = std::make_shared<trace::TraceSession>(options, job.stage_actors());
   if (process.node != 0) return session;  // node 0 writes the job's plans
   std::vector<std::vector<sched::Action>> eval;
-  for (const auto& rank : job.placement.ranks) eval.push_back(eval_actions(rank, job.eval_batches));
+  for (const auto& rank : job.placement.ranks) eval.push_back(eval_actions(rank, 0, job.eval_batches));
   write_file_atomically(options.dir / "schedule.json",
-                        trace::trace_plans_json(job.schedule, eval, job.replicas).dump(1) + "\n");
+                        trace::trace_plans_json(job.schedule, eval, job.eval_wave(), job.replicas)
+                                .dump(1) + "\n");
   return session;
 }
 

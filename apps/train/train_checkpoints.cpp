@@ -64,8 +64,21 @@ BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
   return d;
 }
 
+bool TrainCheckpoints::stop_during_eval(std::int64_t steps_done) {
+  if (!stop_requested_ || !stop_requested_()) return false;
+  // After the last step the run ends by writing its weights: no checkpoint follows.
+  if (steps_done < settings_.total_steps) decided_ = std::chrono::steady_clock::now();
+  return true;
+}
+
 void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
                             std::int64_t optimizer_steps, bool stop) {
+  if (stop && last_taken_ == steps_done) {  // this boundary's checkpoint, already queued
+    writer_.flush();
+    stopped_at_ = steps_done;
+    return;
+  }
+  last_taken_ = steps_done;
   checkpoint::Snapshot snapshot;
   snapshot.manifest = settings_.base;
   snapshot.manifest.step = steps_done;

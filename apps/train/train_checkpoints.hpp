@@ -5,7 +5,8 @@
 // - every `checkpoint.every` steps the coordinator hands over host copies of every stage's
 //   state and training goes on while a BackgroundWriter writes them;
 // - after SIGTERM (preemption.hpp) the next boundary takes one, writes it synchronously,
-//   and the run stops there (stopped_at()).
+//   and the run stops there (stopped_at()); during an evaluation, the boundary before it
+//   (the evaluation is dropped; a resumed run runs it first).
 // Thread-safety: the hook calls come from the coordinator's thread; the rest from the
 // thread that built it, after the run returned.
 #include <chrono>
@@ -65,6 +66,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
 
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;
+  bool stop_during_eval(std::int64_t steps_done) override;
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
 
@@ -85,6 +87,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::unique_ptr<checkpoint::CorruptingFilesystem> corrupting_;  // when faults are injected
   checkpoint::BackgroundWriter writer_;
   std::optional<std::int64_t> stopped_at_;
+  std::optional<std::int64_t> last_taken_;  // steps_done of the newest take()
   std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;

@@ -3,6 +3,7 @@
 // ends the run there; a run started from a captured state continues exactly.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -25,20 +26,33 @@ struct Taken {
   std::vector<checkpoint::StageShard> shards;
 };
 
-// Snapshots every `every` steps, stops after `stop_after` steps (0: never), starts at
-// `first`.
+// Snapshots every `every` steps, stops after `stop_after` steps (0: never) or, with
+// `stop_in_eval`, at the first wave boundary of the evaluation after that many steps;
+// starts at `first`. Records what happened in `events`, in order.
 struct HookObserver final : TrainingObserver, CheckpointHook {
-  std::int64_t every = 0, stop_after = 0, first = 0;
+  std::int64_t every = 0, stop_after = 0, first = 0, stop_in_eval = 0;
   std::vector<StepMetrics> steps;
+  std::vector<EvalMetrics> evals;
+  std::vector<std::string> events;
   std::vector<Taken> taken;
-  void on_step(const StepMetrics& m, const std::vector<StageReport>&) override { steps.push_back(m); }
-  void on_eval(const EvalMetrics&) override {}
+  void on_step(const StepMetrics& m, const std::vector<StageReport>&) override {
+    steps.push_back(m);
+    events.push_back("step " + std::to_string(m.step));
+  }
+  void on_eval(const EvalMetrics& m) override {
+    evals.push_back(m);
+    events.push_back("eval " + std::to_string(m.step));
+  }
   std::int64_t first_step() const override { return first; }
   BoundaryDecision at_boundary(std::int64_t done) override {
     BoundaryDecision d;
     d.stop = stop_after > 0 && done == stop_after;
     d.snapshot = d.stop || (every > 0 && done % every == 0);
     return d;
+  }
+  bool stop_during_eval(std::int64_t done) override {
+    events.push_back("asked " + std::to_string(done));
+    return stop_in_eval > 0 && done == stop_in_eval;
   }
   void take(std::int64_t done, std::vector<checkpoint::StageShard> shards, std::int64_t /*optimizer_steps*/,
             bool stop) override {
@@ -154,4 +168,66 @@ TEST_CASE("a stage whose model cannot be captured fails the run naming the stage
   job.make_model = empty_stage_model_factory(job.data.micro_batch_size);
   CHECK_THROWS_WITH_AS(run_with_hook(job, hook), doctest::Contains("cannot be captured"),
                        std::runtime_error);
+}
+
+TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop between waves drops it and stops at the boundary before it") {
+  // 40 eval micro-batches: waves of 8 on one stage (8 per model stage), of 32 on four.
+  auto job_with_eval = [](int stages) {
+    TrainingJob job = stateful_job(4, stages);
+    job.eval_every = 2;
+    job.eval_batches = 40;
+    return job;
+  };
+  HookObserver one, four;
+  const TrainResult a = run_with_hook(job_with_eval(1), one);
+  const TrainResult b = run_with_hook(job_with_eval(4), four);
+  REQUIRE(one.evals.size() == 2);
+  REQUIRE(four.evals.size() == 2);
+  for (std::size_t e = 0; e < 2; ++e) CHECK(one.evals[e].val_loss == four.evals[e].val_loss);
+  CHECK(same_bits(a.weights, b.weights));
+  // The hook was asked between waves only: 4 times per evaluation on one stage (5 waves),
+  // once on four (2 waves); never after the last wave.
+  CHECK(std::count(one.events.begin(), one.events.end(), "asked 2") == 4);
+  CHECK(std::count(four.events.begin(), four.events.end(), "asked 2") == 1);
+
+  HookObserver stopped;
+  stopped.stop_in_eval = 2;
+  const TrainResult s = run_with_hook(job_with_eval(4), stopped);
+  CHECK(stopped.events == std::vector<std::string>{"step 0", "step 1", "asked 2"});
+  REQUIRE(stopped.taken.size() == 1);
+  CHECK(stopped.taken[0].steps_done == 2);
+  CHECK(stopped.taken[0].stop);
+  CHECK(s.weights.empty());
+  CHECK_FALSE(s.final_eval_dropped);
+}
+
+TEST_CASE("a stop during the evaluation after the last step drops it and still gathers the weights") {
+  TrainingJob job = stateful_job(2);
+  job.eval_batches = 40;  // two waves of 32 on two stages
+  HookObserver hook;
+  hook.stop_in_eval = 2;
+  const TrainResult r = run_with_hook(job, hook);
+  CHECK(hook.events == std::vector<std::string>{"step 0", "step 1", "asked 2"});
+  CHECK(hook.taken.empty());  // the weights stand for the checkpoint
+  CHECK(r.final_eval_dropped);
+  CHECK_FALSE(r.weights.empty());
+}
+
+TEST_CASE("a resumed run first runs the evaluation due after its checkpoint's step") {
+  HookObserver full;
+  full.every = 2;
+  TrainingJob job = stateful_job(4);
+  job.eval_every = 2;
+  const TrainResult uninterrupted = run_with_hook(job, full);
+  REQUIRE(full.evals.size() == 2);
+  auto state = std::make_shared<const std::map<std::string, Tensor>>(by_name(full.taken[0].shards));
+  job.make_model = restoring(state, 2);
+  HookObserver resumed;
+  resumed.first = 2;
+  const TrainResult got = run_with_hook(job, resumed);
+  CHECK(resumed.events == std::vector<std::string>{"eval 1", "step 2", "step 3", "eval 3"});
+  REQUIRE(resumed.evals.size() == 2);
+  CHECK(resumed.evals[0].val_loss == full.evals[0].val_loss);
+  CHECK(resumed.evals[1].val_loss == full.evals[1].val_loss);
+  CHECK(same_bits(got.weights, uninterrupted.weights));
 }

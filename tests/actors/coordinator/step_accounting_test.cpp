@@ -49,14 +49,3 @@ TEST_CASE("the reduction cost of a step is the mean over its stage actors' repor
   CHECK(cost.exposed_ms == 1.0);
   CHECK(reduction_cost({}).busy_ms == 0.0);
 }
-
-TEST_CASE("an eval plan runs each chunk's forwards in model-stage order") {
-  RankPlacement rank;
-  rank.rank = 1;
-  rank.chunks = {ChunkPlacement{5, 1, 0, {}}, ChunkPlacement{1, 1, 1, {}}};
-  const auto actions = eval_actions(rank, 2);
-  REQUIRE(actions.size() == 4);
-  CHECK(actions[0].chunk == 1);  // model stage 1 first
-  CHECK(actions[2].chunk == 0);
-  CHECK(actions[1].micro_batch == 1);
-}

@@ -20,7 +20,7 @@ std::vector<std::vector<sched::Action>> eval_plans() {
 TEST_CASE("trace plans map each stage actor of 2 replicas to its pipeline rank's plan") {
   const auto schedule = two_stage_1f1b();
   const TracePlans plans =
-      parse_trace_plans(trace_plans_json(schedule, eval_plans(), 2).dump(), "schedule.json");
+      parse_trace_plans(trace_plans_json(schedule, eval_plans(), 1, 2).dump(), "schedule.json");
   REQUIRE(plans.replicas == 2);
   REQUIRE(plans.layout().stages == 2);
   for (int actor = 0; actor < 4; ++actor) {
@@ -37,7 +37,7 @@ TEST_CASE("trace plans map each stage actor of 2 replicas to its pipeline rank's
 
 TEST_CASE("trace plans without replicas read as one replica, and a bad count is refused") {
   const auto schedule = two_stage_1f1b();
-  auto j = trace_plans_json(schedule, eval_plans());
+  auto j = trace_plans_json(schedule, eval_plans(), 1);
   CHECK_FALSE(j.contains("replicas"));
   CHECK(parse_trace_plans(j.dump(), "schedule.json").replicas == 1);
   for (const auto* bad : {"0", "-1", "\"two\"", "1.5"}) {
@@ -45,6 +45,36 @@ TEST_CASE("trace plans without replicas read as one replica, and a bad count is 
     j["replicas"] = nlohmann::json::parse(bad);
     CHECK_THROWS_WITH_AS(parse_trace_plans(j.dump(), "s.json"),
                          doctest::Contains("s.json: \"replicas\" must be an integer >= 1"),
+                         InputError);
+  }
+}
+
+TEST_CASE("an eval round's plan is the part of the whole evaluation its wave ran") {
+  // Two chunks on each rank: the whole evaluation of 5 micro-batches runs chunk by chunk.
+  std::vector<std::vector<sched::Action>> whole(2);
+  for (int r = 0; r < 2; ++r)
+    for (int chunk : {0, 1})
+      for (int mb = 0; mb < 5; ++mb) whole[r].push_back(sched::Action{r, sched::ActionKind::F, mb, chunk});
+  const auto schedule = sched::make_schedule({"zbv", 2, 4, 2});
+  auto j = trace_plans_json(schedule, whole, 2);
+  CHECK(j.at("eval_wave") == 2);
+  const TracePlans plans = parse_trace_plans(j.dump(), "schedule.json");
+  REQUIRE(plans.eval_wave == 2);
+  const auto wave = plans.plan(1, /*eval=*/true, /*micro_batch=*/3);  // micro-batches 2, 3
+  REQUIRE(wave.size() == 4);
+  CHECK(wave[0] == (sched::Action{1, sched::ActionKind::F, 2, 0}));
+  CHECK(wave[1] == (sched::Action{1, sched::ActionKind::F, 3, 0}));
+  CHECK(wave[2] == (sched::Action{1, sched::ActionKind::F, 2, 1}));
+  CHECK(wave[3] == (sched::Action{1, sched::ActionKind::F, 3, 1}));
+  CHECK(plans.plan(0, true, 4).size() == 2);  // the last wave holds micro-batch 4 alone
+  // A trace written before waves: one eval round held the whole evaluation.
+  j.erase("eval_wave");
+  CHECK(parse_trace_plans(j.dump(), "s.json").plan(1, true, 3) == whole[1]);
+  for (const auto* bad : {"0", "\"two\""}) {
+    CAPTURE(bad);
+    j["eval_wave"] = nlohmann::json::parse(bad);
+    CHECK_THROWS_WITH_AS(parse_trace_plans(j.dump(), "s.json"),
+                         doctest::Contains("s.json: \"eval_wave\" must be an integer >= 1"),
                          InputError);
   }
 }

@@ -33,8 +33,9 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 void write_plans(const TrainingJob& job, const std::filesystem::path& dir) {
   std::vector<std::vector<sched::Action>> eval;
-  for (const auto& r : job.placement.ranks) eval.push_back(eval_actions(r, job.eval_batches));
-  std::ofstream(dir / "schedule.json") << trace::trace_plans_json(job.schedule, eval).dump();
+  for (const auto& r : job.placement.ranks) eval.push_back(eval_actions(r, 0, job.eval_batches));
+  std::ofstream(dir / "schedule.json")
+      << trace::trace_plans_json(job.schedule, eval, job.eval_wave()).dump();
 }
 
 }  // namespace

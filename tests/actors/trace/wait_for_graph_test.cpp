@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "actors/eval_plan.hpp"
 #include "actors/runtime/pipeline_layout.hpp"
 #include "actors/trace/wait_for_graph.hpp"
 
@@ -32,6 +33,25 @@ StageSnapshot at(int rank, StageState state, std::int64_t slot, std::int64_t ste
 }
 
 }  // namespace
+
+TEST_CASE("the wait-for graph reads an eval stage's slot in its wave's plan") {
+  auto c = context();
+  for (const auto& rank : c.placement.ranks) c.eval_plans.push_back(eval_actions(rank, 0, 40));
+  c.eval_wave = 16;
+  // The third wave (micro-batches 32 … 39): stage 1 waits at its slot 2 (1F34) for stage 0,
+  // which is past 0F34 (slot 3 of its wave: running 0F35): sent, never arrived.
+  auto eval_at = [](int rank, StageState state, std::int64_t slot) {
+    return StageSnapshot{rank, state, 9, 2, true, slot, 0, 32};
+  };
+  std::vector<StageSnapshot> s{eval_at(0, StageState::running, 3),
+                               eval_at(1, StageState::waiting, 2),
+                               eval_at(2, StageState::waiting, 2)};
+  const auto g = trace::build_wait_for_graph(s, c, 5 * kSecond);
+  CHECK(g.lines[0].find("stage 0 runs 0F35 of eval step 2") == 0);
+  CHECK(g.lines[1].find("stage 1 waits for F eval step 2 micro-batch 34 from stage 0 (sent, never arrived)") == 0);
+  CHECK(g.lines[2].find("stage 2 waits for F eval step 2 micro-batch 34 from stage 1 (not sent)") == 0);
+  CHECK(g.culprit == 0);
+}
 
 TEST_CASE("the wait-for graph names the message a stage waits for and that it was never sent") {
   const auto c = context();

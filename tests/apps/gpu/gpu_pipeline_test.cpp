@@ -35,11 +35,12 @@ struct LossLog final : TrainingObserver {
   std::vector<double> losses;
   std::vector<StepMetrics> steps;
   std::vector<RecoveryEvent> recoveries;
+  std::vector<double> val_losses;
   void on_step(const StepMetrics& m, const std::vector<StageReport>&) override {
     losses.push_back(m.loss);
     steps.push_back(m);
   }
-  void on_eval(const EvalMetrics&) override {}
+  void on_eval(const EvalMetrics& m) override { val_losses.push_back(m.val_loss); }
   void on_recovery(const RecoveryEvent& e) override { recoveries.push_back(e); }
 };
 
@@ -47,6 +48,7 @@ struct Run {
   std::vector<double> losses;
   std::vector<StepMetrics> steps;
   std::vector<RecoveryEvent> recoveries;
+  std::vector<double> val_losses;
   TrainResult result;
 };
 
@@ -63,6 +65,7 @@ Run train(std::vector<std::string> overrides) {
   run.losses = log.losses;
   run.steps = log.steps;
   run.recoveries = log.recoveries;
+  run.val_losses = log.val_losses;
   return run;
 }
 
@@ -74,6 +77,30 @@ std::vector<std::uint8_t> host_bytes(const Tensor& t) {
 
 const std::vector<std::string> kGpu = {"devices.kind=cuda", "devices.ids=[0,1]", "model.dtype=bf16",
                                        "runtime.deterministic=true"};
+
+TEST_CASE("gpu: an evaluation in waves on one GPU (two chunks) gives the CPU's val loss within bf16 rounding, the same bits twice") {
+  if (gpu_count() < 1) {
+    MESSAGE("skipped: no GPU");
+    return;
+  }
+  // Two model stages: waves of 16 micro-batches (actors/eval_plan.hpp), so 40 run as 16,
+  // 16 and 8, the head's losses read back at each wave's report.
+  const std::vector<std::string> eval{"pipeline.stages=1", "pipeline.schedule=zbv", "train.steps=4",
+                                      "train.eval_every=2", "train.eval_batches=40"};
+  auto gpu_sets = kGpu;
+  gpu_sets.push_back("devices.ids=[0]");
+  gpu_sets.insert(gpu_sets.end(), eval.begin(), eval.end());
+  const Run cpu = train(eval);
+  const Run gpu = train(gpu_sets);
+  const Run again = train(gpu_sets);
+  REQUIRE(cpu.val_losses.size() == 2);
+  REQUIRE(gpu.val_losses.size() == 2);
+  for (std::size_t e = 0; e < 2; ++e) {
+    CAPTURE(e);
+    CHECK(std::abs(gpu.val_losses[e] - cpu.val_losses[e]) / cpu.val_losses[e] < 2e-2);
+  }
+  CHECK(gpu.val_losses == again.val_losses);
+}
 
 TEST_CASE("gpu pipeline on 2 GPUs follows the CPU pipeline's loss curve within bf16 rounding") {
   REQUIRE_TWO_GPUS();

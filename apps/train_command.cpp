@@ -6,7 +6,8 @@
 // coordinator and writes the run folder; other nodes write no files (their log is stderr)
 // and print nothing on stdout.
 // Checkpoints (docs/CHECKPOINTS.md): every checkpoint.every steps in the background, and
-// on SIGTERM before a clean exit 0; --resume PATH|latest continues a run exactly.
+// on SIGTERM or a first Ctrl-C before a clean exit 0; --resume PATH|latest continues a run
+// exactly.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -251,8 +252,9 @@ void run_train(const TrainOptions& opt) {
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
   // every node's state from its snapshot store (check_checkpoints_across_processes).
   if (!cluster || config.checkpoint.every > 0 || resume) {
-    catch_sigterm();
-    checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()), sigterm_received);
+    catch_stop_signals();
+    checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()),
+                        [] { return stop_signal() != 0; });
   }
   TrainingObserver& observer = checkpoints ? static_cast<TrainingObserver&>(*checkpoints) : log;
   if (checkpoints) job.checkpoints = &*checkpoints;
@@ -261,8 +263,9 @@ void run_train(const TrainOptions& opt) {
 
   if (checkpoints && checkpoints->stopped_at()) {
     const auto written = checkpoints->last_written();
+    const char* signal = stop_signal_name(stop_signal());
     const nlohmann::json stopped = {{"event", "stopped"},
-                                    {"reason", "SIGTERM"},
+                                    {"reason", signal},
                                     {"after_step", *checkpoints->stopped_at()},
                                     {"checkpoint", written ? written->path : ""}};
     log.event(stopped);
@@ -271,9 +274,9 @@ void run_train(const TrainOptions& opt) {
     std::vector<std::string> extra;
     if (opt.format != "text") extra = {"--format", opt.format};
     fmt::print(stderr,
-               "conveyor train: SIGTERM: stopped after step {} of {}; checkpoint written to {}\n"
+               "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
                "to resume, run:\n  {}\n",
-               *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
+               signal, *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
                resume_command(opt.config, opt.overrides, dir.string(), extra));
     return;
   }
@@ -281,9 +284,10 @@ void run_train(const TrainOptions& opt) {
   write_safetensors((dir / "weights.safetensors").string(), result.weights,
                     {{"format", "pt"}, {"producer", "conveyor"}});
   if (result.final_eval_dropped)
-    fmt::print(stderr, "conveyor train: SIGTERM during the evaluation after the last step: "
+    fmt::print(stderr, "conveyor train: {} during the evaluation after the last step: "
                        "it was dropped (final_val_loss is the one before it); the weights are "
-                       "written\n");
+                       "written\n",
+               stop_signal_name(stop_signal()));
   // The weights are safe first; then a background write that failed fails the run (exit 1).
   if (checkpoints) checkpoints->flush();
   if (checkpoints && checkpoints->taken() > 0)

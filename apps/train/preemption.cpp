@@ -1,6 +1,7 @@
 #include "apps/train/preemption.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -8,25 +9,49 @@
 namespace conveyor {
 namespace {
 
-std::atomic<bool> g_sigterm{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set from a signal handler");
 
-void on_sigterm(int) { g_sigterm.store(true, std::memory_order_relaxed); }
+void on_stop_signal(int signal) {
+  int none = 0;
+  if (g_signal.compare_exchange_strong(none, signal, std::memory_order_relaxed)) {
+    if (signal == SIGINT) {
+      // write(2) alone: async-signal-safe.
+      static const char note[] =
+          "\nconveyor: Ctrl-C: stopping at the next step boundary with a checkpoint; "
+          "Ctrl-C again exits at once\n";
+      [[maybe_unused]] const auto n = ::write(STDERR_FILENO, note, sizeof note - 1);
+    }
+    return;
+  }
+  if (signal != SIGINT) return;
+  // A second Ctrl-C: die of SIGINT, as without the handler.
+  ::signal(SIGINT, SIG_DFL);
+  ::raise(SIGINT);
+}
+
+bool install(int signal) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  if (signal == SIGINT) {  // left ignored where the process started with it ignored
+    struct sigaction was;
+    if (::sigaction(SIGINT, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) return true;
+  }
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  return ::sigaction(signal, &action, nullptr) == 0;
+}
 
 }  // namespace
 
-void catch_sigterm() {
-  static const bool installed = [] {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof action);
-    action.sa_handler = on_sigterm;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    return ::sigaction(SIGTERM, &action, nullptr) == 0;
-  }();
+void catch_stop_signals() {
+  static const bool installed = install(SIGTERM) && install(SIGINT);
   (void)installed;
 }
 
-bool sigterm_received() { return g_sigterm.load(std::memory_order_relaxed); }
+int stop_signal() { return g_signal.load(std::memory_order_relaxed); }
+
+const char* stop_signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 }  // namespace conveyor

@@ -23,9 +23,11 @@ std::atomic<pid_t> g_child{0};
 std::atomic<bool> g_stopping{false};
 
 // SIGTERM (and SIGINT) are for the child: it checkpoints and ends; no restart follows.
-void forward_signal(int signal) {
+// Forwarded as SIGTERM: a terminal's Ctrl-C reaches the child already (one process
+// group), and a second SIGINT from here would be its "Ctrl-C again: exit at once".
+void forward_signal(int) {
   g_stopping = true;
-  if (const pid_t child = g_child.load(); child > 0) ::kill(child, signal);
+  if (const pid_t child = g_child.load(); child > 0) ::kill(child, SIGTERM);
 }
 
 void install_forwarding() {

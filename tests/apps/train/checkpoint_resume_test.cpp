@@ -324,3 +324,49 @@ TEST_CASE("SIGTERM during a long evaluation stops within a wave at the boundary 
   CHECK(evals(run) == evals(full));  // the dropped evaluation ran first on resume
   CHECK(losses(run) == losses(full));
 }
+
+TEST_CASE("Ctrl-C stops like SIGTERM with a checkpoint (reason SIGINT); a second Ctrl-C exits at once") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  {
+    const fs::path run = dir.path() / "once";
+    std::vector<std::string> args{"train"};
+    for (const auto& a : job_args(data, run.string(), {"train.steps=40"})) args.push_back(a);
+    const std::string log = dir / "once.txt";
+    const int status = terminate_after_steps(start_conveyor(args, log), run / "metrics.jsonl", 3, SIGINT);
+    const std::string err = read_text(log);
+    INFO("stderr: " << err);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(contains(err, "Ctrl-C again exits at once"));
+    CHECK(contains(err, "SIGINT: stopped after step"));
+    const auto rows = read_jsonl(run / "metrics.jsonl");
+    REQUIRE_FALSE(rows.empty());
+    CHECK(rows.back().at("event") == "stopped");
+    CHECK(rows.back().at("reason") == "SIGINT");
+    CHECK(fs::exists(rows.back().at("checkpoint").get<std::string>()));
+  }
+  {
+    // Step 3 takes seconds (stage 0 sleeps in each action): both Ctrl-Cs land inside it.
+    const fs::path run = dir.path() / "twice";
+    std::vector<std::string> args{"train"};
+    for (const auto& a : job_args(data, run.string(), {"train.steps=40", "fault.inject=[slow:stage=0:ms=500:step=3]"}))
+      args.push_back(a);
+    const std::string log = dir / "twice.txt";
+    const pid_t pid = start_conveyor(args, log);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (step_rows(run / "metrics.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!contains(read_text(log), "Ctrl-C again") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("stderr: " << read_text(log));
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGINT);
+    CHECK_FALSE(fs::exists(run / "checkpoints"));  // it did not wait for the boundary
+  }
+}

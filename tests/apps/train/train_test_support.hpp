@@ -139,20 +139,30 @@ inline pid_t start_conveyor(const std::vector<std::string>& args, const std::str
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // SIGINT as a terminal's Ctrl-C sends it, even where the test runner ignores it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargs.data(), environ);
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, &attr, cargs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   REQUIRE(rc == 0);
   return pid;
 }
 
 /// Waits (up to a minute) until the run started as `pid` logged `steps` step rows in
-/// `metrics`, sends it SIGTERM and returns its wait status once it ended.
-inline int terminate_after_steps(pid_t pid, const fs::path& metrics, std::size_t steps) {
+/// `metrics`, sends it `signal` and returns its wait status once it ended.
+inline int terminate_after_steps(pid_t pid, const fs::path& metrics, std::size_t steps,
+                                 int signal = SIGTERM) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (step_rows(metrics) < steps && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  REQUIRE(::kill(pid, SIGTERM) == 0);
+  REQUIRE(::kill(pid, signal) == 0);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   return status;

@@ -9,12 +9,18 @@
 #include "apps/commands.hpp"
 #include "actors/trace/hang_error.hpp"
 #include "apps/exit_code.hpp"
+#include "apps/version_text.hpp"
 #include "kernels/common/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
   app.allow_extras(false);
+  app.set_version_flag("--version", [] {
+    auto text = conveyor::version_text();
+    text.pop_back();  // CLI11 ends the line
+    return text;
+  }, "Print the version and what this binary was built with, and exit");
   conveyor::add_train_command(app);
   conveyor::add_bench_command(app);
   conveyor::add_config_command(app);
@@ -38,6 +44,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s (see --help)\n", e.what());

@@ -1,4 +1,4 @@
-// `conveyor --help` and `conveyor train --help` print their usage on stdout and succeed;
+// `conveyor --help`, `--version` and `conveyor train --help` print on stdout and succeed;
 // `conveyor` alone is a usage error with a message, not a silent success.
 #include <doctest/doctest.h>
 
@@ -20,6 +20,16 @@ TEST_CASE("conveyor --help lists the subcommands on stdout and exits 0") {
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, "Usage"));
   CHECK(contains(r.out, "train"));
+}
+
+TEST_CASE("conveyor --version prints the version and the build's backends on stdout and exits 0") {
+  const CommandResult r = run_conveyor({"--version"}, 30);
+  INFO("stdout: " << r.out << "stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind(std::string("conveyor ") + CONVEYOR_VERSION + "\n", 0) == 0);
+  CHECK(contains(r.out, "CUDA backend: "));
+  CHECK(contains(r.out, "CAF 0.17."));
+  CHECK(r.err.empty());
 }
 
 TEST_CASE("conveyor train --help lists its options on stdout and exits 0") {

@@ -1,0 +1,11 @@
+#pragma once
+// What `conveyor --version` prints: the version, and what this binary was built with,
+// which is what a bug report needs first (a CPU-only build runs no GPU config).
+#include <string>
+
+namespace conveyor {
+
+/// One line per item, the first "conveyor X.Y.Z".
+std::string version_text();
+
+}  // namespace conveyor

@@ -5,7 +5,7 @@
 namespace conveyor {
 
 int eval_wave_size(int train_micro_batches, int model_stages, int eval_batches) {
-  return std::max(1, std::min(std::max(train_micro_batches, 8 * model_stages), eval_batches));
+  return std::max(1, std::min(std::max(train_micro_batches, 16 * model_stages), eval_batches));
 }
 
 std::vector<sched::Action> eval_actions(const RankPlacement& rank, int first, int count) {

@@ -14,11 +14,11 @@
 
 namespace conveyor {
 
-/// Micro-batches per wave: the train step's count, or eight per model stage when that is
-/// more (the pipeline's fill and drain then idle a stage at most (S − 1) / (9S − 1) of
-/// the wave, as a train step's bubble), at most eval_batches. A wave holds only stage
-/// inputs in flight (one tensor of micro-batch × seq × d_model each), never the
-/// activations a train step keeps for its backward.
+/// Micro-batches per wave: the train step's count, or 16 per model stage when that is
+/// more (the pipeline's fill and drain then idle a stage at most (S − 1) / (17S − 1) of
+/// the wave), at most eval_batches. A wave holds only stage inputs in flight (one tensor
+/// of micro-batch × seq × d_model each: 16 per model stage is far below the activations a
+/// train step keeps for its backward, ~30 such tensors per block and micro-batch).
 int eval_wave_size(int train_micro_batches, int model_stages, int eval_batches);
 
 /// A forward-only plan for micro-batches [first, first + count): on each rank, its chunks

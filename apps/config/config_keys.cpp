@@ -100,7 +100,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(train.eval_every,
           "steps between evaluations (0: one evaluation only, after the last step)", at_least(0)),
       KEY(train.eval_batches,
-          "micro-batches per evaluation (run in waves of pipeline.micro_batches or 8 per "
+          "micro-batches per evaluation (run in waves of pipeline.micro_batches or 16 per "
           "model stage, whichever is more: memory stays a wave's)",
           at_least(1),
           at_most_micro_batches()),

@@ -18,9 +18,9 @@ RankPlacement two_chunk_rank() {
 
 }  // namespace
 
-TEST_CASE("an eval wave holds a train step's micro-batches or eight per model stage, never more than the evaluation") {
+TEST_CASE("an eval wave holds a train step's micro-batches or 16 per model stage, never more than the evaluation") {
   CHECK(eval_wave_size(64, 2, 65536) == 64);
-  CHECK(eval_wave_size(8, 4, 65536) == 32);
+  CHECK(eval_wave_size(8, 4, 65536) == 64);
   CHECK(eval_wave_size(8, 4, 3) == 3);
   CHECK(eval_wave_size(0, 1, 1) == 1);
 }

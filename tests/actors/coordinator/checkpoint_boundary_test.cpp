@@ -171,11 +171,11 @@ TEST_CASE("a stage whose model cannot be captured fails the run naming the stage
 }
 
 TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop between waves drops it and stops at the boundary before it") {
-  // 40 eval micro-batches: waves of 8 on one stage (8 per model stage), of 32 on four.
+  // 100 eval micro-batches: waves of 16 on one stage (16 per model stage), of 64 on four.
   auto job_with_eval = [](int stages) {
     TrainingJob job = stateful_job(4, stages);
     job.eval_every = 2;
-    job.eval_batches = 40;
+    job.eval_batches = 100;
     return job;
   };
   HookObserver one, four;
@@ -185,9 +185,9 @@ TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop
   REQUIRE(four.evals.size() == 2);
   for (std::size_t e = 0; e < 2; ++e) CHECK(one.evals[e].val_loss == four.evals[e].val_loss);
   CHECK(same_bits(a.weights, b.weights));
-  // The hook was asked between waves only: 4 times per evaluation on one stage (5 waves),
+  // The hook was asked between waves only: 6 times per evaluation on one stage (7 waves),
   // once on four (2 waves); never after the last wave.
-  CHECK(std::count(one.events.begin(), one.events.end(), "asked 2") == 4);
+  CHECK(std::count(one.events.begin(), one.events.end(), "asked 2") == 6);
   CHECK(std::count(four.events.begin(), four.events.end(), "asked 2") == 1);
 
   HookObserver stopped;
@@ -203,7 +203,7 @@ TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop
 
 TEST_CASE("a stop during the evaluation after the last step drops it and still gathers the weights") {
   TrainingJob job = stateful_job(2);
-  job.eval_batches = 40;  // two waves of 32 on two stages
+  job.eval_batches = 40;  // two waves (32, 8) on two stages
   HookObserver hook;
   hook.stop_in_eval = 2;
   const TrainResult r = run_with_hook(job, hook);

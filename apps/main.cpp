@@ -16,11 +16,8 @@ int main(int argc, char** argv) {
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
   app.allow_extras(false);
-  app.set_version_flag("--version", [] {
-    auto text = conveyor::version_text();
-    text.pop_back();  // CLI11 ends the line
-    return text;
-  }, "Print the version and what this binary was built with, and exit");
+  app.set_version_flag("--version", conveyor::version_text,
+                       "Print the version and what this binary was built with, and exit");
   conveyor::add_train_command(app);
   conveyor::add_bench_command(app);
   conveyor::add_config_command(app);

@@ -15,7 +15,7 @@ std::string version_text() {
 #else
   const char* cuda = "not built (no nvcc at configure time): CPU stages only";
 #endif
-  return fmt::format("conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}\n", CONVEYOR_VERSION, cuda,
+  return fmt::format("conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}", CONVEYOR_VERSION, cuda,
                      CAF_VERSION / 10000, CAF_VERSION / 100 % 100, CAF_VERSION % 100);
 }
 

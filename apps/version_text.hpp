@@ -5,7 +5,7 @@
 
 namespace conveyor {
 
-/// One line per item, the first "conveyor X.Y.Z".
+/// One line per item, the first "conveyor X.Y.Z"; no newline after the last (CLI11 ends it).
 std::string version_text();
 
 }  // namespace conveyor

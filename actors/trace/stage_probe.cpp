@@ -40,8 +40,9 @@ void StageProbe::plan_received(const StepPlan& plan) {
   round_ = plan.round;
   step_ = plan.step;
   phase_ = plan.phase;
+  // Only an evaluation's wave needs it (a train plan always starts at micro-batch 0).
   first_mb_ = 0;
-  if (plan.actions && !plan.actions->empty()) {
+  if (plan.phase == Phase::eval && plan.actions && !plan.actions->empty()) {
     first_mb_ = plan.actions->front().micro_batch;
     for (const auto& a : *plan.actions) first_mb_ = std::min<std::int64_t>(first_mb_, a.micro_batch);
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "actors/cluster/channel_setup.hpp"
 #include "actors/cluster/loss_relay.hpp"
@@ -21,6 +22,7 @@
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/error_text.hpp"
 #include "actors/runtime/replica_groups.hpp"
+#include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "kernels/cpu/threads.hpp"
 #include "transport/rendezvous/liveness_watch.hpp"
@@ -245,8 +247,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   // stage, plus the coordinator's and the caller's; the middleman has a thread of its own.
   const auto local = local_ranks.size();
   cfg.set("scheduler.max-threads", local + 2);
-  cfg.set("work-stealing.aggressive-poll-attempts", 10000);
-  cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{microseconds(2)});
+  ProcessThreads threads;
+  threads.scheduler = static_cast<int>(local + 2);
+  threads.scheduled_stages = true;
+  threads.kernel_threads = job->threads_per_stage;
+  for (int r : local_ranks)
+    if (job->actor_placement(r).device.is_cpu()) ++threads.cpu_stages;
+  apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
   caf::actor_system system{cfg};
   // Every actor handle lives below this line: the system's destructor waits for every
   // actor, and a handle that outlived it would keep one alive forever.

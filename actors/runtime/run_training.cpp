@@ -8,12 +8,14 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/runtime/replica_groups.hpp"
+#include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "actors/trace/hang_error.hpp"
 #include "actors/trace/watchdog.hpp"
@@ -88,11 +90,16 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   // Stage actors are detached (a thread each); the scheduler runs only the coordinator
   // and the blocking caller, so two threads suffice.
   const auto ranks = static_cast<std::size_t>(job->stage_actors());
-  cfg.set("scheduler.max-threads", job->detached_stages ? 2 : ranks + 2);
-  if (!job->detached_stages) {  // stay awake longer between messages
-    cfg.set("work-stealing.aggressive-poll-attempts", 10000);
-    cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(2)});
-  }
+  const std::size_t workers = job->detached_stages ? 2 : ranks + 2;
+  cfg.set("scheduler.max-threads", workers);
+  ProcessThreads threads;
+  threads.scheduler = static_cast<int>(workers);
+  threads.detached = job->detached_stages ? job->stage_actors() : 0;
+  threads.scheduled_stages = !job->detached_stages;
+  threads.kernel_threads = job->threads_per_stage;
+  for (int a = 0; a < job->stage_actors(); ++a)
+    if (job->actor_placement(a).device.is_cpu()) ++threads.cpu_stages;
+  apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
   caf::actor_system system{cfg};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;

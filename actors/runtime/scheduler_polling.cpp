@@ -1,0 +1,32 @@
+#include "actors/runtime/scheduler_polling.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/timespan.hpp>
+
+namespace conveyor {
+
+IdlePolling idle_polling(const ProcessThreads& threads, unsigned cores) {
+  const long busy = static_cast<long>(threads.scheduler) + threads.detached +
+                    static_cast<long>(threads.cpu_stages) * std::max(0, threads.kernel_threads - 1);
+  if (busy > static_cast<long>(std::max(1u, cores))) return IdlePolling::sleep;
+  return threads.scheduled_stages ? IdlePolling::eager : IdlePolling::caf_default;
+}
+
+void apply_idle_polling(caf::actor_system_config& cfg, IdlePolling polling) {
+  switch (polling) {
+    case IdlePolling::caf_default:
+      return;
+    case IdlePolling::eager:
+      cfg.set("work-stealing.aggressive-poll-attempts", 10000);
+      cfg.set("work-stealing.moderate-sleep-duration",
+              caf::timespan{std::chrono::microseconds(2)});
+      return;
+    case IdlePolling::sleep:
+      cfg.set("work-stealing.moderate-poll-attempts", 0);
+      return;
+  }
+}
+
+}  // namespace conveyor

@@ -11,8 +11,10 @@
 #include "apps/exit_code.hpp"
 #include "apps/version_text.hpp"
 #include "kernels/common/error.hpp"
+#include "kernels/cpu/blas_core.hpp"
 
 int main(int argc, char** argv) {
+  conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
   app.allow_extras(false);

@@ -3,6 +3,8 @@
 #include <caf/config.hpp>
 #include <fmt/format.h>
 
+#include "kernels/cpu/blas_core.hpp"
+
 namespace conveyor {
 
 std::string version_text() {
@@ -15,8 +17,9 @@ std::string version_text() {
 #else
   const char* cuda = "not built (no nvcc at configure time): CPU stages only";
 #endif
-  return fmt::format("conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}", CONVEYOR_VERSION, cuda,
-                     CAF_VERSION / 10000, CAF_VERSION / 100 % 100, CAF_VERSION % 100);
+  return fmt::format("conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}\nCPU GEMMs: {}", CONVEYOR_VERSION,
+                     cuda, CAF_VERSION / 10000, CAF_VERSION / 100 % 100, CAF_VERSION % 100,
+                     blas_description());
 }
 
 }  // namespace conveyor

@@ -1,5 +1,7 @@
 #include "kernels/cpu/gemm.hpp"
 
+#include "kernels/cpu/blas_core.hpp"
+
 #include <cblas.h>
 
 #include <limits>
@@ -23,6 +25,7 @@ CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
+  ensure_blas_core();
   cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), narrow(m, "m"), narrow(n, "n"),
               narrow(k, "k"), alpha, a, narrow(lda, "lda"), b, narrow(ldb, "ldb"), beta, c,
               narrow(ldc, "ldc"));
@@ -31,6 +34,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
           double* c, std::int64_t ldc) {
+  ensure_blas_core();
   cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), narrow(m, "m"), narrow(n, "n"),
               narrow(k, "k"), alpha, a, narrow(lda, "lda"), b, narrow(ldb, "ldb"), beta, c,
               narrow(ldc, "ldc"));

@@ -29,6 +29,7 @@ TEST_CASE("conveyor --version prints the version and the build's backends on std
   CHECK(r.out.rfind(std::string("conveyor ") + CONVEYOR_VERSION + "\n", 0) == 0);
   CHECK(contains(r.out, "CUDA backend: "));
   CHECK(contains(r.out, "CAF 0.17."));
+  CHECK(contains(r.out, "CPU GEMMs: OpenBLAS "));
   CHECK(r.err.empty());
 }
 

@@ -1,9 +1,9 @@
 // Finite-difference check of a whole GptStage (embedding + 2 blocks + head) in float.
 // Parameters are moved off their initial values (+ Normal(0, 0.3)) so that attention is far
 // from uniform and every gradient is well above float noise. Two checks per parameter:
-// - the directional derivative along a random Normal direction, eps = 1e-3;
+// - the directional derivative along a random Normal direction, eps = 3e-3;
 // - the three coordinates with the largest gradient, eps = 1e-3;
-// both within 1e-2 relative (|fd - an| / max(|an|, 1e-4)). Observed worst: about 3e-3.
+// both within 1e-2 relative (|fd - an| / max(|an|, 1e-4)). Observed worst: about 4.5e-3.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +19,10 @@ using testing::random_batch;
 using testing::random_f32;
 
 constexpr double kEps = 1e-3;
+// Along a direction the float loss moves little for the small bias gradients: at 1e-3 its
+// rounding alone gave 0.6–1.1% error (by OpenBLAS's Haswell, Prescott and SkylakeX kernels),
+// at 1e-2 the truncation 4.7%; 3e-3 balances them (worst 0.45% with each).
+constexpr double kDirectionEps = 3e-3;
 constexpr double kTol = 1e-2;
 
 double rel_error(double fd, double an) { return std::abs(fd - an) / std::max(std::abs(an), 1e-4); }
@@ -49,12 +53,13 @@ TEST_CASE("the whole stage's gradients match finite differences (float, rel tol 
     const Tensor d = random_f32(p.value.shape(), seed++);
     double an = 0;
     for (std::int64_t i = 0; i < d.numel(); ++i) an += double(g[i]) * d.f32()[i];
-    for (std::int64_t i = 0; i < d.numel(); ++i) w[i] = saved.f32()[i] + float(kEps) * d.f32()[i];
+    for (std::int64_t i = 0; i < d.numel(); ++i) w[i] = saved.f32()[i] + float(kDirectionEps) * d.f32()[i];
     const double up = loss();
-    for (std::int64_t i = 0; i < d.numel(); ++i) w[i] = saved.f32()[i] - float(kEps) * d.f32()[i];
+    for (std::int64_t i = 0; i < d.numel(); ++i) w[i] = saved.f32()[i] - float(kDirectionEps) * d.f32()[i];
     const double down = loss();
     std::memcpy(p.value.raw(), saved.raw(), saved.bytes());
-    CHECK(rel_error((up - down) / (2 * kEps), an) < kTol);
+    CAPTURE(an);
+    CHECK(rel_error((up - down) / (2 * kDirectionEps), an) < kTol);
 
     std::vector<std::int64_t> order(static_cast<std::size_t>(p.grad.numel()));
     std::iota(order.begin(), order.end(), 0);

@@ -6,6 +6,7 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(OpenBLAS REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)  # header-only: SIMD element-wise kernels (GELU)
 find_package(ucx REQUIRED)
 find_package(Boost 1.74 REQUIRED)   # header-only: Asio
 find_package(doctest REQUIRED)

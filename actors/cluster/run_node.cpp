@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
 #include "actors/cluster/channel_setup.hpp"
 #include "actors/cluster/loss_relay.hpp"
@@ -247,13 +246,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   // stage, plus the coordinator's and the caller's; the middleman has a thread of its own.
   const auto local = local_ranks.size();
   cfg.set("scheduler.max-threads", local + 2);
-  ProcessThreads threads;
-  threads.scheduler = static_cast<int>(local + 2);
-  threads.scheduled_stages = true;
-  threads.kernel_threads = job->threads_per_stage;
-  for (int r : local_ranks)
-    if (job->actor_placement(r).device.is_cpu()) ++threads.cpu_stages;
-  apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
+  configure_idle_polling(cfg, *job, local_ranks, static_cast<int>(local + 2), /*detached=*/false);
   caf::actor_system system{cfg};
   // Every actor handle lives below this line: the system's destructor waits for every
   // actor, and a handle that outlived it would keep one alive forever.

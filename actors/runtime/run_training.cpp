@@ -8,7 +8,8 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <thread>
+#include <numeric>
+#include <vector>
 
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/step_accounting.hpp"
@@ -92,14 +93,9 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   const auto ranks = static_cast<std::size_t>(job->stage_actors());
   const std::size_t workers = job->detached_stages ? 2 : ranks + 2;
   cfg.set("scheduler.max-threads", workers);
-  ProcessThreads threads;
-  threads.scheduler = static_cast<int>(workers);
-  threads.detached = job->detached_stages ? job->stage_actors() : 0;
-  threads.scheduled_stages = !job->detached_stages;
-  threads.kernel_threads = job->threads_per_stage;
-  for (int a = 0; a < job->stage_actors(); ++a)
-    if (job->actor_placement(a).device.is_cpu()) ++threads.cpu_stages;
-  apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
+  std::vector<int> actors(static_cast<std::size_t>(job->stage_actors()));
+  std::iota(actors.begin(), actors.end(), 0);
+  configure_idle_polling(cfg, *job, actors, static_cast<int>(workers), job->detached_stages);
   caf::actor_system system{cfg};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;

@@ -4,6 +4,9 @@
 #include <chrono>
 
 #include <caf/timespan.hpp>
+#include <thread>
+
+#include "actors/runtime/training_job.hpp"
 
 namespace conveyor {
 
@@ -27,6 +30,18 @@ void apply_idle_polling(caf::actor_system_config& cfg, IdlePolling polling) {
       cfg.set("work-stealing.moderate-poll-attempts", 0);
       return;
   }
+}
+
+void configure_idle_polling(caf::actor_system_config& cfg, const TrainingJob& job,
+                            const std::vector<int>& actors, int scheduler, bool detached) {
+  ProcessThreads threads;
+  threads.scheduler = scheduler;
+  threads.detached = detached ? static_cast<int>(actors.size()) : 0;
+  threads.scheduled_stages = !detached;
+  threads.kernel_threads = job.threads_per_stage;
+  for (int a : actors)
+    if (job.actor_placement(a).device.is_cpu()) ++threads.cpu_stages;
+  apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
 }
 
 }  // namespace conveyor

@@ -5,9 +5,13 @@
 // next message, and cost nothing while every thread that computes has a core of its own;
 // on a machine with fewer cores they preempt the compute threads thousands of times a
 // second (on 2 cores: 15% of tiny.yaml's wall time, docs/PERFORMANCE.md).
+#include <vector>
+
 #include <caf/actor_system_config.hpp>
 
 namespace conveyor {
+
+struct TrainingJob;
 
 enum class IdlePolling {
   caf_default,  // CAF's spin, then naps: the coordinator alone on the scheduler
@@ -31,5 +35,10 @@ IdlePolling idle_polling(const ProcessThreads& threads, unsigned cores);
 
 /// Sets CAF's work-stealing keys for `polling` (caf_default sets none).
 void apply_idle_polling(caf::actor_system_config& cfg, IdlePolling polling);
+
+/// Both for a process that runs `job`'s stage actors `actors` with `scheduler` workers, on
+/// threads of their own when `detached`, else on the workers.
+void configure_idle_polling(caf::actor_system_config& cfg, const TrainingJob& job,
+                            const std::vector<int>& actors, int scheduler, bool detached);
 
 }  // namespace conveyor

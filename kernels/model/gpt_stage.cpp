@@ -278,7 +278,7 @@ struct GptStage::Impl {
     }
     mlp_half(j, a, B, T);
     const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    Tensor out = Tensor::zeros({B, T, C});
+    Tensor out = Tensor::uninitialized({B, T, C});
     cpu::linear_forward(out.f32(), a.gelu.f32(), w(at(j, fc2_w)), w(at(j, fc2_b)), N, H, C);
     cpu::residual_forward(out.f32(), a.res2.f32(), out.f32(), N * C);
     return out;
@@ -288,22 +288,22 @@ struct GptStage::Impl {
   // and atty.
   void attention_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
     const std::int64_t C = config.d_model, NH = config.heads, N = B * T;
-    a.ln1 = Tensor::zeros({B, T, C});
-    a.ln1_mean = Tensor::zeros({B, T});
-    a.ln1_rstd = Tensor::zeros({B, T});
+    a.ln1 = Tensor::uninitialized({B, T, C});
+    a.ln1_mean = Tensor::uninitialized({B, T});
+    a.ln1_rstd = Tensor::uninitialized({B, T});
     cpu::layernorm_forward(a.ln1.f32(), a.ln1_mean.f32(), a.ln1_rstd.f32(), a.x.f32(),
                            w(at(j, ln1_w)), w(at(j, ln1_b)), N, C);
-    a.qkv = Tensor::zeros({B, T, 3 * C});
+    a.qkv = Tensor::uninitialized({B, T, 3 * C});
     cpu::linear_forward(a.qkv.f32(), a.ln1.f32(), w(at(j, qkv_w)), w(at(j, qkv_b)), N, C, 3 * C);
-    a.att = Tensor::zeros({B, NH, T, T});
-    a.atty = Tensor::zeros({B, T, C});
+    a.att = Tensor::uninitialized({B, NH, T, T});
+    a.atty = Tensor::uninitialized({B, T, C});
     cpu::attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, C, NH);
   }
 
   // attn.proj and the residual of block j from a.x and a.atty: fills res2.
   void attention_residual(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
     const std::int64_t C = config.d_model, N = B * T;
-    a.res2 = Tensor::zeros({B, T, C});
+    a.res2 = Tensor::uninitialized({B, T, C});
     cpu::linear_forward(a.res2.f32(), a.atty.f32(), w(at(j, proj_w)), w(at(j, proj_b)), N, C, C);
     cpu::residual_forward(a.res2.f32(), a.x.f32(), a.res2.f32(), N * C);
   }
@@ -311,14 +311,14 @@ struct GptStage::Impl {
   // ln2, fc1 and GELU of block j from a.res2: fills ln2 (and its statistics), fc1 and gelu.
   void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
     const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    a.ln2 = Tensor::zeros({B, T, C});
-    a.ln2_mean = Tensor::zeros({B, T});
-    a.ln2_rstd = Tensor::zeros({B, T});
+    a.ln2 = Tensor::uninitialized({B, T, C});
+    a.ln2_mean = Tensor::uninitialized({B, T});
+    a.ln2_rstd = Tensor::uninitialized({B, T});
     cpu::layernorm_forward(a.ln2.f32(), a.ln2_mean.f32(), a.ln2_rstd.f32(), a.res2.f32(),
                            w(at(j, ln2_w)), w(at(j, ln2_b)), N, C);
-    a.fc1 = Tensor::zeros({B, T, H});
+    a.fc1 = Tensor::uninitialized({B, T, H});
     cpu::linear_forward(a.fc1.f32(), a.ln2.f32(), w(at(j, fc1_w)), w(at(j, fc1_b)), N, C, H);
-    a.gelu = Tensor::zeros({B, T, H});
+    a.gelu = Tensor::uninitialized({B, T, H});
     cpu::gelu_forward(a.gelu.f32(), a.fc1.f32(), N * H);
   }
 
@@ -350,11 +350,11 @@ struct GptStage::Impl {
     const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
     if (has_mlp(j)) {
       a.d_out = d_out;
-      a.d_fc1 = Tensor::zeros({B, T, H});
+      a.d_fc1 = Tensor::uninitialized({B, T, H});
       cpu::linear_backward_input(a.d_fc1.f32(), d_out.f32(), w(at(j, fc2_w)), N, H, C);
       cpu::gelu_backward_input(a.d_fc1.f32(), a.d_fc1.f32(), a.fc1.f32(), N * H);
       a.fc1 = {};
-      a.d_ln2 = Tensor::zeros({B, T, C});
+      a.d_ln2 = Tensor::uninitialized({B, T, C});
       cpu::linear_backward_input(a.d_ln2.f32(), a.d_fc1.f32(), w(at(j, fc1_w)), N, C, H);
       a.d_res2 = d_out.clone();
       cpu::layernorm_backward_input(a.d_res2.f32(), a.d_ln2.f32(), a.res2.f32(), w(at(j, ln2_w)),
@@ -363,14 +363,14 @@ struct GptStage::Impl {
     } else {
       a.d_res2 = d_out;  // the block's output is res2; read, never written
     }
-    Tensor d_atty = Tensor::zeros({B, T, C});
+    Tensor d_atty = Tensor::uninitialized({B, T, C});
     cpu::linear_backward_input(d_atty.f32(), a.d_res2.f32(), w(at(j, proj_w)), N, C, C);
-    a.d_qkv = Tensor::zeros({B, T, 3 * C});
+    a.d_qkv = Tensor::uninitialized({B, T, 3 * C});
     cpu::attention_backward_input(a.d_qkv.f32(), d_atty.f32(), a.qkv.f32(), a.att.f32(), B, T, C,
                                   NH);
     a.qkv = {};
     a.att = {};
-    a.d_ln1 = Tensor::zeros({B, T, C});
+    a.d_ln1 = Tensor::uninitialized({B, T, C});
     cpu::linear_backward_input(a.d_ln1.f32(), a.d_qkv.f32(), w(at(j, qkv_w)), N, C, 3 * C);
     Tensor dx = a.d_res2.clone();
     cpu::layernorm_backward_input(dx.f32(), a.d_ln1.f32(), a.x.f32(), w(at(j, ln1_w)),
@@ -403,12 +403,12 @@ struct GptStage::Impl {
     const std::size_t base = head_base();
     h.targets = targets;
     h.x = x;
-    h.lnf = Tensor::zeros({B, T, C});
-    h.lnf_mean = Tensor::zeros({B, T});
-    h.lnf_rstd = Tensor::zeros({B, T});
+    h.lnf = Tensor::uninitialized({B, T, C});
+    h.lnf_mean = Tensor::uninitialized({B, T});
+    h.lnf_rstd = Tensor::uninitialized({B, T});
     cpu::layernorm_forward(h.lnf.f32(), h.lnf_mean.f32(), h.lnf_rstd.f32(), x.f32(), w(base),
                            w(base + 1), N, C);
-    h.logits = Tensor::zeros({B, T, V});
+    h.logits = Tensor::uninitialized({B, T, V});
     cpu::linear_forward<float>(h.logits.f32(), h.lnf.f32(), w(base + 2), nullptr, N, C, V);
     return cpu::cross_entropy_forward(h.logits.f32(), h.logits.f32(), h.targets.i32(), N, V);
   }
@@ -419,9 +419,9 @@ struct GptStage::Impl {
     float* dlogits = h.logits.f32();  // (B, T, V), over the probabilities
     cpu::cross_entropy_backward_input(dlogits, dlogits, h.targets.i32(),
                                       loss_scale / static_cast<float>(N), N, V);
-    h.d_lnf = Tensor::zeros({B, T, C});
+    h.d_lnf = Tensor::uninitialized({B, T, C});
     cpu::linear_backward_input(h.d_lnf.f32(), dlogits, w(base + 2), N, C, V);
-    Tensor dx = Tensor::zeros({B, T, C});
+    Tensor dx = Tensor::zeros({B, T, C});  // zeros: layernorm_backward_input adds into it
     cpu::layernorm_backward_input(dx.f32(), h.d_lnf.f32(), h.x.f32(), w(base), h.lnf_mean.f32(),
                                   h.lnf_rstd.f32(), N, C);
     return dx;
@@ -461,7 +461,7 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
   auto stash = keep_stash ? std::make_unique<GptStash>(&s, B, T, s.slice.num_blocks) : nullptr;
   Tensor x;  // (B, T, C) the residual stream
   if (s.slice.has_embedding) {
-    x = Tensor::zeros({B, T, C});
+    x = Tensor::uninitialized({B, T, C});
     cpu::embedding_forward(x.f32(), input.i32(), s.w(0), s.w(1), B, T, C);
     if (stash) stash->tokens = input;
   } else {

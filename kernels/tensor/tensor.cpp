@@ -4,11 +4,22 @@
 
 namespace conveyor {
 
-Tensor Tensor::zeros(Shape shape, DType dtype, HostZeros zeros) {
+namespace {
+std::size_t host_bytes(const Shape& shape, DType dtype) {
   for (auto d : shape.dims())
     if (d < 0) throw std::logic_error("tensor: negative dimension in " + shape.str());
-  auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  return static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+}
+}  // namespace
+
+Tensor Tensor::zeros(Shape shape, DType dtype, HostZeros zeros) {
+  const auto bytes = host_bytes(shape, dtype);
   return wrap(allocate_host(bytes, zeros), std::move(shape), dtype);
+}
+
+Tensor Tensor::uninitialized(Shape shape, DType dtype) {
+  const auto bytes = host_bytes(shape, dtype);
+  return wrap(allocate_host_uninitialized(bytes), std::move(shape), dtype);
 }
 
 Tensor Tensor::wrap(std::shared_ptr<Storage> storage, Shape shape, DType dtype,
@@ -25,7 +36,7 @@ Tensor Tensor::wrap(std::shared_ptr<Storage> storage, Shape shape, DType dtype,
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
-  Tensor t = zeros(shape_, dtype_);
+  Tensor t = uninitialized(shape_, dtype_);  // every byte is copied below
   std::memcpy(t.raw(), raw(), bytes());
   return t;
 }

@@ -23,6 +23,9 @@ class Tensor {
   /// Zero-filled host tensor (HostZeros::fresh_pages for large ones made once: storage.hpp).
   static Tensor zeros(Shape shape, DType dtype = DType::f32,
                       HostZeros zeros = HostZeros::memset);
+  /// Host tensor whose elements are unspecified until written: for an output that a kernel
+  /// writes whole with = (storage.hpp: allocate_host_uninitialized).
+  static Tensor uninitialized(Shape shape, DType dtype = DType::f32);
   /// A tensor over existing storage, starting `offset_bytes` into it.
   static Tensor wrap(std::shared_ptr<Storage> storage, Shape shape, DType dtype,
                      std::size_t offset_bytes = 0);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/blas_core.hpp"
+#include "kernels/cpu/vector_math.hpp"
 
 namespace conveyor {
 
@@ -17,9 +18,10 @@ std::string version_text() {
 #else
   const char* cuda = "not built (no nvcc at configure time): CPU stages only";
 #endif
-  return fmt::format("conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}\nCPU GEMMs: {}", CONVEYOR_VERSION,
-                     cuda, CAF_VERSION / 10000, CAF_VERSION / 100 % 100, CAF_VERSION % 100,
-                     blas_description());
+  return fmt::format(
+      "conveyor {}\nCUDA backend: {}\nCAF {}.{}.{}\nCPU GEMMs: {}\nCPU tanh and exp: glibc libmvec, {}",
+      CONVEYOR_VERSION, cuda, CAF_VERSION / 10000, CAF_VERSION / 100 % 100, CAF_VERSION % 100,
+      blas_description(), cpu::name(cpu::vector_math()));
 }
 
 }  // namespace conveyor

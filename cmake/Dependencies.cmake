@@ -6,7 +6,6 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(OpenBLAS REQUIRED)
-find_package(Eigen3 3.4 REQUIRED NO_MODULE)  # header-only: SIMD element-wise kernels (GELU)
 find_package(ucx REQUIRED)
 find_package(Boost 1.74 REQUIRED)   # header-only: Asio
 find_package(doctest REQUIRED)
@@ -16,6 +15,11 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)  # GCC's libgomp: parallel loops wh
 if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)
   add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
 endif()
+
+# glibc's vector math library (libc6-dev): tanh and exp in SIMD for the CPU kernels.
+find_library(MVEC_LIBRARY mvec REQUIRED)
+add_library(glibc::mvec UNKNOWN IMPORTED)
+set_target_properties(glibc::mvec PROPERTIES IMPORTED_LOCATION ${MVEC_LIBRARY})
 
 # OpenBLAS' config file sets variables only.
 add_library(OpenBLAS::OpenBLAS INTERFACE IMPORTED)

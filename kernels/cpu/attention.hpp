@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/vector_math.hpp"
 
 namespace conveyor::cpu {
 
@@ -34,11 +35,10 @@ void attention_forward(Real* out,        // (B, T, C)
         Real* row = a + i * T;  // (T)
         Real mx = row[0];
         for (std::int64_t j = 1; j <= i; ++j) mx = std::max(mx, row[j]);
+        for (std::int64_t j = 0; j <= i; ++j) row[j] -= mx;
+        exp_in_place(row, i + 1);
         Real sum = 0;
-        for (std::int64_t j = 0; j <= i; ++j) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        }
+        for (std::int64_t j = 0; j <= i; ++j) sum += row[j];
         const Real inv = Real(1) / sum;
         for (std::int64_t j = 0; j <= i; ++j) row[j] *= inv;
         for (std::int64_t j = i + 1; j < T; ++j) row[j] = 0;

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/vector_math.hpp"
+
 namespace conveyor::cpu {
 
 /// Returns the mean loss over the N rows.
@@ -24,11 +26,10 @@ double cross_entropy_forward(Real* probs,                  // (N, V)
     Real mx = l[0];
     for (std::int64_t i = 1; i < V; ++i) mx = std::max(mx, l[i]);
     const double target_shifted = static_cast<double>(l[targets[n]] - mx);
+    for (std::int64_t i = 0; i < V; ++i) p[i] = l[i] - mx;
+    exp_in_place(p, V);
     double sum = 0;
-    for (std::int64_t i = 0; i < V; ++i) {
-      p[i] = std::exp(l[i] - mx);
-      sum += static_cast<double>(p[i]);
-    }
+    for (std::int64_t i = 0; i < V; ++i) sum += static_cast<double>(p[i]);
     const Real inv = static_cast<Real>(1.0 / sum);
     for (std::int64_t i = 0; i < V; ++i) p[i] *= inv;
     total += std::log(sum) - target_shifted;

@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 

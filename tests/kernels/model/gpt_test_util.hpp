@@ -44,9 +44,10 @@ inline std::vector<GptStage> make_stages(const GptConfig& config,
 }
 
 /// Forward of one micro-batch through every stage in order; returns the loss and the
-/// stashes (one per stage).
+/// stashes (one per stage). `outputs`, when given, gets a copy of each stage's activation.
 inline double chain_forward(std::vector<GptStage>& stages, const Batch& batch,
-                            std::vector<std::unique_ptr<StageStash>>& stashes) {
+                            std::vector<std::unique_ptr<StageStash>>& stashes,
+                            std::vector<Tensor>* outputs = nullptr) {
   stashes.clear();
   Tensor x = batch.tokens;
   double loss = 0;
@@ -54,16 +55,18 @@ inline double chain_forward(std::vector<GptStage>& stages, const Batch& batch,
     StageForward f = stage.forward(x, batch.targets, /*keep_stash=*/true);
     stashes.push_back(std::move(f.stash));
     x = f.activation;
+    if (outputs && x.defined()) outputs->push_back(x.clone());
     loss = f.loss;
   }
   return loss;
 }
 
 /// Backward of one micro-batch through every stage in reverse; `split` uses
-/// backward_input then backward_weight instead of backward().
+/// backward_input then backward_weight instead of backward(). `outputs`, when given, gets a
+/// copy of each stage's input gradient.
 inline void chain_backward(std::vector<GptStage>& stages,
                            std::vector<std::unique_ptr<StageStash>>& stashes, float loss_scale,
-                           bool split) {
+                           bool split, std::vector<Tensor>* outputs = nullptr) {
   Tensor grad;
   for (std::size_t i = stages.size(); i-- > 0;) {
     if (split) {
@@ -72,6 +75,7 @@ inline void chain_backward(std::vector<GptStage>& stages,
     } else {
       grad = stages[i].backward(*stashes[i], grad, loss_scale);
     }
+    if (outputs && grad.defined()) outputs->push_back(grad.clone());
   }
 }
 

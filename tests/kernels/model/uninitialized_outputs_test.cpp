@@ -20,7 +20,7 @@ using testing::random_batch;
 constexpr std::int64_t kB = 2, kT = 16;
 
 struct Run {
-  std::vector<double> losses;
+  std::vector<double> losses;   // each micro-batch's
   std::vector<Tensor> outputs;  // each stage's activation, then each stage's input gradient
   std::map<std::string, Tensor> grads;
 };
@@ -33,29 +33,11 @@ Run train(Recompute recompute, const std::vector<StageSlice>& slices, bool split
   auto stages = testing::make_stages(config, slices, /*seed=*/11);
   Run run;
   std::vector<std::vector<std::unique_ptr<StageStash>>> stashes(2);
-  for (std::size_t m = 0; m < stashes.size(); ++m) {
-    const auto batch = random_batch(kB, kT, config.vocab, 300 + m);
-    Tensor x = batch.tokens;
-    for (auto& stage : stages) {
-      StageForward f = stage.forward(x, batch.targets, /*keep_stash=*/true);
-      stashes[m].push_back(std::move(f.stash));
-      x = f.activation;
-      if (x.defined()) run.outputs.push_back(x.clone());
-      run.losses.push_back(f.loss);
-    }
-  }
-  for (auto& stash : stashes) {
-    Tensor grad;
-    for (std::size_t i = stages.size(); i-- > 0;) {
-      if (split) {
-        grad = stages[i].backward_input(*stash[i], grad, 0.5f);
-        stages[i].backward_weight(*stash[i]);
-      } else {
-        grad = stages[i].backward(*stash[i], grad, 0.5f);
-      }
-      if (grad.defined()) run.outputs.push_back(grad.clone());
-    }
-  }
+  for (std::size_t m = 0; m < stashes.size(); ++m)
+    run.losses.push_back(testing::chain_forward(
+        stages, random_batch(kB, kT, config.vocab, 300 + m), stashes[m], &run.outputs));
+  for (auto& stash : stashes)
+    testing::chain_backward(stages, stash, 0.5f, split, &run.outputs);
   poison_uninitialized_host(false);
   run.grads = testing::by_name(stages, /*grads=*/true);
   return run;

@@ -15,6 +15,7 @@
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
+#include "actors/runtime/detached_threads.hpp"
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
@@ -96,21 +97,26 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   std::vector<int> actors(static_cast<std::size_t>(job->stage_actors()));
   std::iota(actors.begin(), actors.end(), 0);
   configure_idle_polling(cfg, *job, actors, static_cast<int>(workers), job->detached_stages);
+  const auto detached = DetachedThreads::install(cfg);
   caf::actor_system system{cfg};
+  // Every actor handle lives below this line, so the stage threads end (each once its actor
+  // is gone) before the system's destructor stops CAF's clock (detached_threads.hpp).
+  AwaitDetachedThreads await_stage_threads{detached};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;
-  for (int r = 0; r < job->stage_actors(); ++r)
-    stages.push_back(job->detached_stages
-                         ? system.spawn<caf::detached>(stage_actor, job, r, epoch)
-                         : system.spawn(stage_actor, job, r, epoch));
+  auto spawn_stage = [&system, job, detached](auto&& fun, auto&&... args) {
+    if (!job->detached_stages) return system.spawn(fun, args...);
+    caf::actor a = system.spawn<caf::detached>(fun, args...);
+    detached->spawned();
+    return a;
+  };
+  for (int r = 0; r < job->stage_actors(); ++r) stages.push_back(spawn_stage(stage_actor, job, r, epoch));
   // Replacements are spawned like the originals; the watchdog is rearmed after a recovery.
   // It is created after the coordinator, so the coordinator reaches it through `armed`.
   auto armed = std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
   StageRestarts restarts;
-  restarts.respawn = [&system, job, epoch](int rank, std::int64_t fence) {
-    return job->detached_stages
-               ? system.spawn<caf::detached>(restarted_stage_actor, job, rank, epoch, fence)
-               : system.spawn(restarted_stage_actor, job, rank, epoch, fence);
+  restarts.respawn = [spawn_stage, job, epoch](int rank, std::int64_t fence) {
+    return spawn_stage(restarted_stage_actor, job, rank, epoch, fence);
   };
   restarts.recovered = [armed] {
     if (auto* w = armed->load()) w->rearm();

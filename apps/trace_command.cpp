@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 #include <string>
@@ -34,6 +35,18 @@ struct TraceOptions {
   bool eval = false;
 };
 
+// The trace's own files are never an output: writing one would destroy what was analysed.
+void refuse_inputs(const std::string& path, const trace::TraceSet& set) {
+  std::error_code ec;
+  for (const auto& input : set.inputs)
+    if (std::filesystem::equivalent(path, input, ec))
+      throw InputError(fmt::format("{}: is one of the trace's own files ({}): choose another output",
+                                   path, input.filename().string()));
+  if (std::filesystem::path(path).extension() == trace::kTraceExtension)
+    throw InputError(fmt::format("{}: a {} name would be read as a trace file: choose another name", path,
+                                 trace::kTraceExtension));
+}
+
 void write_output(const std::string& path, const std::string& text) {
   try {
     write_file_atomically(path, text);
@@ -44,6 +57,7 @@ void write_output(const std::string& path, const std::string& text) {
 
 void run_export(const TraceOptions& o) {
   const auto set = trace::load_trace_dir(o.dir);
+  refuse_inputs(o.chrome, set);
   write_output(o.chrome, trace::chrome_trace(set).dump() + "\n");
   fmt::print(stderr, "conveyor trace: {} records from {} process(es) → {}\n", set.records.size(),
              set.hosts.size(), o.chrome);
@@ -91,7 +105,9 @@ void run_draw(const TraceOptions& o) {
     t.steps_given = true;
   }
   t.include_eval = o.eval;
-  const auto layout = trace::layout_timeline(trace::load_trace_dir(o.dir), t);
+  const auto set = trace::load_trace_dir(o.dir);
+  refuse_inputs(o.out, set);
+  const auto layout = trace::layout_timeline(set, t);
   write_output(o.out, trace::render_svg(layout));
   fmt::print(stderr, "conveyor trace: {} ({} actions) → {}\n", layout.title, layout.boxes.size(), o.out);
 }

@@ -54,16 +54,16 @@ nlohmann::json chrome_trace(const TraceSet& set) {
                       {"args", {{"name", fmt::format("host {} (process {})", set.hosts[h].host,
                                                      set.hosts[h].process_index)}}}});
   }
-  static const char* kStreams[] = {"compute", "send", "receive"};
+  static const char* kStreams[] = {"compute", "send", "receive"};  // by Stream
   std::set<std::pair<std::uint32_t, int>> named;
   for (std::size_t i = 0; i < set.records.size(); ++i) {
     const Record& r = set.records[i];
     const std::uint32_t pid = set.host_of[i];
     const int tid = tid_of(r);
     if (named.emplace(pid, tid).second) {
-      std::string name = r.stage == kCoordinator
-                             ? fmt::format("coordinator {}", kStreams[tid % 4])
-                             : fmt::format("stage {} {}", r.stage, kStreams[tid % 4]);
+      const char* stream = kStreams[static_cast<int>(stream_of(r.kind))];
+      std::string name = r.stage == kCoordinator ? fmt::format("coordinator {}", stream)
+                                                 : fmt::format("stage {} {}", r.stage, stream);
       // With replicas, stage actors are replica-major: say which pipeline each one is in.
       if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1)
         name += fmt::format(" (replica {}, rank {})", set.plans->layout().replica_of(r.stage),

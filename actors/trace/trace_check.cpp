@@ -9,6 +9,7 @@
 
 #include "actors/schedule/action.hpp"
 #include "actors/trace/trace_rounds.hpp"
+#include "kernels/common/error.hpp"
 
 namespace conveyor::trace {
 namespace {
@@ -123,6 +124,8 @@ void check_messages(const TraceSet& set, CheckResult& out) {
 }  // namespace
 
 CheckResult check_trace(const TraceSet& set) {
+  // A run that traced anything wrote records: "0 findings" of nothing would read as a pass.
+  if (set.records.empty()) throw InputError("trace: the trace files hold no records (nothing to check)");
   CheckResult out;
   if (set.plans) {
     out.order_checked = true;

@@ -80,6 +80,9 @@ TraceFile decode_trace_file(const std::string& bytes, const std::string& name) {
     if (static_cast<int>(r.kind) >= kRecordKinds || r.end_ns < r.start_ns || r.id == 0)
       throw bad(fmt::format("record {} is corrupt (kind {}, id {}, start {} end {})", i,
                             static_cast<int>(r.kind), r.id, r.start_ns, r.end_ns));
+    // -1 is the coordinator (and "no peer"); anything lower was never written by a run.
+    if (r.stage < kCoordinator || r.peer < kCoordinator)
+      throw bad(fmt::format("record {} is corrupt (stage {}, peer {})", i, r.stage, r.peer));
   }
   return f;
 }

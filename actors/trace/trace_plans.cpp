@@ -1,9 +1,12 @@
 #include "actors/trace/trace_plans.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "actors/eval_plan.hpp"
 #include "actors/schedule/json.hpp"
+#include "actors/schedule/validator.hpp"
+#include "actors/trace/trace_record.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor::trace {
@@ -53,14 +56,20 @@ TracePlans parse_trace_plans(const std::string& text, const std::string& name) {
     }
     if (p.train.ranks.size() != static_cast<std::size_t>(p.train.spec.stages))
       throw InputError("the train schedule does not list every rank");
+    sched::validate(p.train);  // what the run validated before it ran
     if (j.contains("eval_wave")) {
       if (!j["eval_wave"].is_number_integer() || j["eval_wave"].get<int>() < 1)
         throw InputError("\"eval_wave\" must be an integer >= 1");
       p.eval_wave = j["eval_wave"].get<int>();
     }
     if (j.contains("replicas")) {
-      if (!j["replicas"].is_number_integer() || j["replicas"].get<int>() < 1)
-        throw InputError("\"replicas\" must be an integer >= 1");
+      // Records name their stage actor in 16 bits: no run has more actors than that.
+      const std::int64_t most = kMaxTracedActors / std::max(1, p.train.spec.stages);
+      if (!j["replicas"].is_number_integer() || j["replicas"].get<std::int64_t>() < 1 ||
+          j["replicas"].get<std::int64_t>() > most)
+        throw InputError(fmt::format(
+            "\"replicas\" must be an integer in [1, {}] ({} stage actors at most, {} per replica)",
+            most, kMaxTracedActors, p.train.spec.stages));
       p.replicas = j["replicas"].get<int>();
     }
     return p;

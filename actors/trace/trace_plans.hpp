@@ -32,7 +32,7 @@ struct TracePlans {
   /// holds `micro_batch`; empty if none (an actor outside the R·P of the run).
   std::vector<sched::Action> plan(int actor, bool eval, int micro_batch = 0) const;
   /// The run's stage actors: R replicas of the schedule's P ranks, replica-major.
-  ReplicaLayout layout() const {
+  ReplicaLayout layout() const {  // P ranks: parse_trace_plans checks R x P <= kMaxTracedActors
     return ReplicaLayout{replicas, static_cast<int>(train.ranks.size())};
   }
 };

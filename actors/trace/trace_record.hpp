@@ -41,6 +41,8 @@ bool is_receive(RecordKind k);
 Stream stream_of(RecordKind k);
 
 inline constexpr std::int16_t kCoordinator = -1;  // `stage` of the coordinator's records
+/// Stage actors a trace can name: `stage` and `peer` are 16-bit (0 .. 32767).
+inline constexpr int kMaxTracedActors = 32768;
 inline constexpr std::uint8_t kNoAction = 0xFF;
 
 struct Record {

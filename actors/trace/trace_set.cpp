@@ -32,9 +32,14 @@ TraceSet merge_trace_files(std::vector<TraceFile> files, std::optional<TracePlan
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& a, const auto& b) { return a.first.start_ns < b.first.start_ns; });
+  const int actors = set.plans ? set.plans->layout().actors() : kMaxTracedActors;
   for (auto& [r, h] : all) {
     if (!set.by_id.emplace(r.id, set.records.size()).second)
       throw InputError(fmt::format("trace: record id {:#x} appears twice", r.id));
+    if (r.stage >= actors || r.peer >= actors)
+      throw InputError(fmt::format("trace: record id {:#x} names stage {} and peer {}, but "
+                                   "schedule.json has {} stage actors",
+                                   r.id, r.stage, r.peer, actors));
     set.records.push_back(r);
     set.host_of.push_back(h);
   }
@@ -57,6 +62,7 @@ TraceSet load_trace_dir(const std::filesystem::path& dir) {
     throw InputError(fmt::format("{}: no trace files (*{}); was the run traced (trace.enabled: true)?",
                                  tdir.string(), kTraceExtension));
   for (const auto& p : paths) files.push_back(read_trace_file(p));
+  std::vector<fs::path> inputs = paths;
   std::optional<TracePlans> plans;
   const fs::path sched = tdir / "schedule.json";
   if (fs::is_regular_file(sched)) {
@@ -64,8 +70,11 @@ TraceSet load_trace_dir(const std::filesystem::path& dir) {
     std::ostringstream text;
     text << in.rdbuf();
     plans = parse_trace_plans(text.str(), sched.string());
+    inputs.push_back(sched);
   }
-  return merge_trace_files(std::move(files), std::move(plans));
+  TraceSet set = merge_trace_files(std::move(files), std::move(plans));
+  set.inputs = std::move(inputs);
+  return set;
 }
 
 }  // namespace conveyor::trace

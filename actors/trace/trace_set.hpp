@@ -18,6 +18,7 @@ struct TraceSet {
   std::vector<Record> records;       // all files, times on the reference clock, by start
   std::vector<std::uint32_t> host_of;  // per record: index into hosts
   std::optional<TracePlans> plans;   // from schedule.json, if the folder has it
+  std::vector<std::filesystem::path> inputs;  // the files read (load_trace_dir)
 
   /// Index of the record with `id`, or -1.
   std::int64_t find(std::uint64_t id) const;

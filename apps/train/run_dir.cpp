@@ -56,6 +56,12 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
 }
 
 void write_file_atomically(const fs::path& path, const std::string& text) {
+  // The rename below would put a regular file in place of a device or a pipe (or /dev/full
+  // would be replaced, as root): only regular files, links to them, or new names are written.
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!ec && fs::exists(status) && !fs::is_regular_file(status))
+    throw std::runtime_error(fmt::format("{}: exists and is not a regular file", path.string()));
   const fs::path tmp = path.string() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   auto fail = [&](const char* what) {

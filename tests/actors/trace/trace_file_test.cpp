@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "actors/trace/step_range.hpp"
+#include "actors/schedule/schedule.hpp"
 #include "actors/trace/trace_file.hpp"
+#include "actors/trace/trace_set.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor::testing {
@@ -69,6 +71,36 @@ TEST_CASE("a trace file with a wrong magic, version, truncated tail or corrupt r
   auto corrupt = good;
   corrupt[corrupt.size() - 4] = static_cast<char>(200);  // the last record's kind
   CHECK(error_of(corrupt).find("record 1 is corrupt") != std::string::npos);
+
+  // Below -1 (the coordinator, or no peer) no run writes a stage: readers index by it.
+  for (const bool peer : {false, true}) {
+    CAPTURE(peer);
+    auto bad = action(2);
+    (peer ? bad.peer : bad.stage) = -2;
+    CHECK(error_of(file_with({action(1), bad})).find("record 1 is corrupt (stage") != std::string::npos);
+  }
+}
+
+TEST_CASE("merged trace files must name stage actors the schedule has") {
+  auto file = [](trace::Record r) {
+    trace::TraceFile f;
+    f.records = {r};
+    return f;
+  };
+  auto far = action(1);
+  far.stage = 7;
+  // Without schedule.json any 16-bit stage is taken; with it, only its R x P actors.
+  CHECK(trace::merge_trace_files({file(far)}, std::nullopt).records.size() == 1);
+  trace::TracePlans plans;
+  plans.train = sched::make_schedule({"1f1b", 2, 2, 1});
+  CHECK_THROWS_WITH_AS(trace::merge_trace_files({file(far)}, plans),
+                       doctest::Contains("names stage 7 and peer -1, but schedule.json has 2 stage actors"),
+                       InputError);
+  far.stage = 1;
+  far.peer = 2;
+  CHECK_THROWS_WITH_AS(trace::merge_trace_files({file(far)}, plans), doctest::Contains("peer 2"), InputError);
+  far.peer = 0;
+  CHECK(trace::merge_trace_files({file(far)}, plans).records.size() == 1);
 }
 
 TEST_CASE("trace.steps reads all, one step or an inclusive range, and nothing else") {

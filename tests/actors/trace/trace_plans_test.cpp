@@ -40,13 +40,16 @@ TEST_CASE("trace plans without replicas read as one replica, and a bad count is 
   auto j = trace_plans_json(schedule, eval_plans(), 1);
   CHECK_FALSE(j.contains("replicas"));
   CHECK(parse_trace_plans(j.dump(), "schedule.json").replicas == 1);
-  for (const auto* bad : {"0", "-1", "\"two\"", "1.5"}) {
+  // Records name stage actors in 16 bits: 2 stages a replica leave room for 16384 replicas.
+  for (const auto* bad : {"0", "-1", "\"two\"", "1.5", "16385", "1000000000"}) {
     CAPTURE(bad);
     j["replicas"] = nlohmann::json::parse(bad);
     CHECK_THROWS_WITH_AS(parse_trace_plans(j.dump(), "s.json"),
-                         doctest::Contains("s.json: \"replicas\" must be an integer >= 1"),
+                         doctest::Contains("s.json: \"replicas\" must be an integer in [1, 16384]"),
                          InputError);
   }
+  j["replicas"] = 16384;
+  CHECK(parse_trace_plans(j.dump(), "s.json").replicas == 16384);
 }
 
 TEST_CASE("an eval round's plan is the part of the whole evaluation its wave ran") {

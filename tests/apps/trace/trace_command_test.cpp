@@ -69,6 +69,35 @@ TEST_CASE("conveyor trace refuses corrupt, truncated and wrong-version trace fil
   require_one_error_line(run_conveyor({"trace", "draw", dir.path().string(), "--out", dir / "t.svg"}),
                          "version 2 is not supported");
   CHECK_FALSE(fs::exists(dir / "t.svg"));
+  // A header alone: no records, nothing to check (not "ok: 0 findings").
+  dir.write("trace/process-0.ctrace", good.substr(0, 40));
+  require_one_error_line(run_conveyor({"trace", "check", dir.path().string()}), "hold no records");
+}
+
+TEST_CASE("conveyor trace writes no output over the trace's own files or over a device") {
+  TempDir dir;
+  fs::copy(traced_run() / "trace", dir / "trace", fs::copy_options::recursive);
+  const std::string trace_file = dir / "trace/process-0.ctrace";
+  const std::string before = read_text(trace_file);
+  require_one_error_line(run_conveyor({"trace", "export", dir.path().string(), "--chrome", trace_file}),
+                         "is one of the trace's own files");
+  require_one_error_line(
+      run_conveyor({"trace", "draw", dir.path().string(), "--out", dir / "trace/schedule.json"}),
+      "is one of the trace's own files (schedule.json)");
+  require_one_error_line(run_conveyor({"trace", "export", dir.path().string(), "--chrome", dir / "new.ctrace"}),
+                         "would be read as a trace file");
+  CHECK(read_text(trace_file) == before);
+  CHECK_FALSE(fs::exists(dir / "new.ctrace"));
+  // The atomic write renames over its target: a device must not become a regular file.
+  require_one_error_line(run_conveyor({"trace", "export", dir.path().string(), "--chrome", "/dev/null"}),
+                         "/dev/null: exists and is not a regular file");
+  CHECK(fs::is_character_file("/dev/null"));
+  // schedule.json naming more replicas than 16-bit stage ids can hold.
+  auto plans = nlohmann::json::parse(read_text(dir / "trace/schedule.json"));
+  plans["replicas"] = 1000000000;
+  dir.write("trace/schedule.json", plans.dump());
+  require_one_error_line(run_conveyor({"trace", "summary", dir.path().string()}),
+                         "\"replicas\" must be an integer in [1, 8192]");
 }
 
 TEST_CASE("train refuses bad trace and watchdog settings, naming key and value") {

@@ -199,6 +199,7 @@ void run_train(const TrainOptions& opt) {
   std::shared_ptr<const ResumeSource> resume;
   if (opt.resume) {
     resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job);
+    if (opt.out) check_resume_continues(*opt.out, resume->path);
     fmt::print(stderr, "conveyor train: {}\n", resume->description);
     job.make_model = restoring_models(job.make_model, resume);
   }
@@ -224,8 +225,11 @@ void run_train(const TrainOptions& opt) {
     return;
   }
 
-  if (config.checkpoint.every > 0 && !config.checkpoint.dir.empty())
-    prepare_checkpoint_dir(config.checkpoint.dir);
+  // Checkpoints are written when they are due and, in one process, on SIGTERM even with
+  // checkpoint.every 0: a folder that cannot exist must fail now, not when the work would
+  // be saved.
+  const bool takes_checkpoints = !cluster || config.checkpoint.every > 0 || resume;
+  if (takes_checkpoints && !config.checkpoint.dir.empty()) prepare_checkpoint_dir(config.checkpoint.dir);
   const auto dir = create_run_dir(opt.out, resume != nullptr);
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
@@ -251,7 +255,7 @@ void run_train(const TrainOptions& opt) {
   std::optional<TrainCheckpoints> checkpoints;
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
   // every node's state from its snapshot store (check_checkpoints_across_processes).
-  if (!cluster || config.checkpoint.every > 0 || resume) {
+  if (takes_checkpoints) {
     catch_stop_signals();
     checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()),
                         [] { return stop_signal() != 0; });

@@ -136,13 +136,23 @@ Manifest parse_manifest(std::string_view text, const std::string& path) {
   m.step = static_cast<std::int64_t>(r.unsigned_int(r.get(j, "step", "step"), "step", kMaxI64));
   m.optimizer_steps = static_cast<std::int64_t>(
       r.unsigned_int(r.get(j, "optimizer_steps", "optimizer_steps"), "optimizer_steps", kMaxI64));
+  if (m.optimizer_steps > m.step)  // AdamW steps at most once per train step (fewer if skipped)
+    r.bad("optimizer_steps", "is " + std::to_string(m.optimizer_steps) + ", more than \"step\" (" +
+                                 std::to_string(m.step) + ")");
   m.seed = r.unsigned_int(r.get(j, "seed", "seed"), "seed", std::numeric_limits<std::uint64_t>::max());
   m.schedule = r.string(r.get(j, "schedule", "schedule"), "schedule");
   m.stages = static_cast<int>(r.unsigned_int(r.get(j, "stages", "stages"), "stages", kMaxInt));
   if (m.stages < 1) r.bad("stages", "must be at least 1, got 0");
   const json& partition = r.array(r.get(j, "partition", "partition"), "partition");
-  for (std::size_t i = 0; i < partition.size(); ++i)
-    m.partition_halves.push_back(r.halves(partition[i], "partition[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < partition.size(); ++i) {
+    const std::string field = "partition[" + std::to_string(i) + "]";
+    m.partition_halves.push_back(r.halves(partition[i], field));
+    if (m.partition_halves.back() == 0) r.bad(field, "is 0: every model stage holds at least half a block");
+  }
+  // One entry per stage, or per chunk with several chunks per stage (chunk order).
+  if (partition.empty() || partition.size() % static_cast<std::size_t>(m.stages) != 0)
+    r.bad("partition", "has " + std::to_string(partition.size()) + " entries, not a multiple of \"stages\" (" +
+                           std::to_string(m.stages) + ")");
   m.config = r.string(r.get(j, "config", "config"), "config");
   if (auto it = j.find("rng"); it != j.end()) {
     if (!it->is_object()) r.bad("rng", "must be an object, got " + it->dump());

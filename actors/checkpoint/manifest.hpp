@@ -17,7 +17,9 @@
 //   "shards":         [{"file": "stage-0.safetensors", "stage": 0, "bytes": N,
 //                       "sha256": "<64 lowercase hex>", "tensors": ["wte.weight", ...]}]
 // Parsing rejects unknown versions, missing or mistyped fields, shard file names that are
-// not plain names in the checkpoint folder, duplicate files or tensors.
+// not plain names in the checkpoint folder, duplicate files or tensors, and fields that
+// contradict each other (optimizer_steps > step; a partition that is not one entry of at
+// least half a block per stage or per chunk).
 #include <cstdint>
 #include <map>
 #include <string>

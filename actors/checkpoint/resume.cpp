@@ -33,6 +33,11 @@ ResumePoint newest_valid(Filesystem& fs, const std::string& dir, std::optional<s
       out.skipped.push_back(e.what());
       continue;
     }
+    if (out.manifest.step != it->step) {  // a folder renamed or a manifest copied by hand
+      out.skipped.push_back(it->path + ": its manifest.json says step " + std::to_string(out.manifest.step) +
+                            ", the folder's name step " + std::to_string(it->step));
+      continue;
+    }
     out.path = it->path;
     out.description = "resuming from " + out.path + " (step " + std::to_string(out.manifest.step) + ", " + what + ")";
     for (const auto& s : out.skipped)

@@ -1,17 +1,53 @@
 #include "apps/train/resume_job.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/reader.hpp"
 #include "actors/checkpoint/reshard.hpp"
 #include "actors/checkpoint/resume.hpp"
+#include "actors/schedule/schedule.hpp"
+#include "apps/config/config_loader.hpp"
 #include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/gpt_stage.hpp"
 
 namespace conveyor {
+namespace {
+
+// The checkpoint's model against this run's: every key that changes what the weights mean
+// (tie_embeddings and heads change no tensor's shape, so the shards alone would not show
+// them). model.recompute changes no bit and may differ.
+void check_same_model(const checkpoint::Manifest& m, const GptConfig& now, const std::string& path) {
+  if (m.config.empty()) return;  // a checkpoint written without its config: shapes decide
+  RunConfig written;
+  try {
+    written = parse_run_config(YAML::Load(m.config), path + "/manifest.json \"config\"");
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("--resume {}: the manifest's config is not a conveyor config: {}",
+                                 path, e.what()));
+  }
+  const GptConfig& then = written.model;
+  std::vector<std::string> diff;
+  auto same = [&](const char* key, auto a, auto b) {
+    if (a != b) diff.push_back(fmt::format("{} {} (checkpoint) vs {} (this run)", key, a, b));
+  };
+  same("model.layers", then.layers, now.layers);
+  same("model.d_model", then.d_model, now.d_model);
+  same("model.heads", then.heads, now.heads);
+  same("model.seq_len", then.seq_len, now.seq_len);
+  same("model.vocab", then.vocab, now.vocab);
+  same("model.tie_embeddings", then.tie_embeddings, now.tie_embeddings);
+  if (!diff.empty())
+    throw InputError(fmt::format("--resume {}: the checkpoint holds another model: {}", path,
+                                 fmt::join(diff, ", ")));
+}
+
+}  // namespace
 
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
@@ -28,6 +64,11 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
         "--resume {}: train.seed is {}, the checkpoint was written with {} (the data order "
         "and initialisation follow the seed: set --set train.seed={})",
         point.path, config.train.seed, m.seed, m.seed));
+  const auto& names = sched::schedule_names();
+  if (std::find(names.begin(), names.end(), m.schedule) == names.end())
+    throw InputError(fmt::format("--resume {}: the manifest's schedule \"{}\" is not one of {}",
+                                 point.path, m.schedule, fmt::join(names, ", ")));
+  check_same_model(m, config.model, point.path);
   if (m.step >= config.train.steps)
     throw InputError(fmt::format(
         "--resume {}: train.steps is {}, the checkpoint already has {} steps (nothing left "
@@ -48,6 +89,28 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
     throw InputError(fmt::format("--resume {}: {}", arg, e.what()));
   }
   return out;
+}
+
+void check_resume_continues(const std::filesystem::path& out, const std::string& step_folder) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(out / "metrics.jsonl")) return;  // a new folder, or one without a run
+  std::error_code ec;
+  const fs::path from = fs::weakly_canonical(fs::path(step_folder).parent_path(), ec);
+  std::vector<fs::path> own{fs::weakly_canonical(out / "checkpoints", ec)};
+  std::string recorded;
+  try {
+    recorded = load_run_config((out / "config.yaml").string()).checkpoint.dir;
+  } catch (const std::exception&) {
+    // No readable config.yaml: the run's own checkpoints/ is all that can be its.
+  }
+  if (!recorded.empty()) own.push_back(fs::weakly_canonical(recorded, ec));
+  if (std::find(own.begin(), own.end(), from) != own.end()) return;
+  throw InputError(fmt::format(
+      "--out {}: already holds another run (metrics.jsonl), and --resume {} is not one of its "
+      "checkpoints (those are in {}{}): give --out the run the checkpoint came from, or a new "
+      "folder",
+      out.string(), step_folder, (out / "checkpoints").string(),
+      recorded.empty() ? "" : " or " + recorded));
 }
 
 StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const ResumeSource> resume) {

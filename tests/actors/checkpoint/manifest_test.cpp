@@ -92,5 +92,20 @@ TEST_CASE("a malformed checkpoint manifest is rejected naming the file and the f
         std::string::npos);
 }
 
+TEST_CASE("a checkpoint manifest whose fields contradict each other is rejected naming them") {
+  CHECK(error_of(with([](auto& j) { j["optimizer_steps"] = 124; }))
+            .find("field \"optimizer_steps\" is 124, more than \"step\" (123)") != std::string::npos);
+  CHECK(error_of(with([](auto& j) { j["optimizer_steps"] = 1e18; })).find("\"optimizer_steps\"") != std::string::npos);
+  CHECK(error_of(with([](auto& j) { j["partition"] = {3}; }))
+            .find("field \"partition\" has 1 entries, not a multiple of \"stages\" (2)") != std::string::npos);
+  CHECK(error_of(with([](auto& j) { j["stages"] = 1000000000; })).find("not a multiple of \"stages\" (1000000000)") !=
+        std::string::npos);
+  CHECK(error_of(with([](auto& j) { j["partition"] = {3, 0}; }))
+            .find("field \"partition[1]\" is 0: every model stage holds at least half a block") != std::string::npos);
+  // Two chunks per stage (interleaved, zbv): one entry per chunk, four for two stages.
+  CHECK(error_of(with([](auto& j) { j["partition"] = {1, 1.5, 2, 0.5}; })).empty());
+  CHECK(error_of(with([](auto& j) { j["optimizer_steps"] = 123; })).empty());  // no skipped step
+}
+
 }  // namespace
 }  // namespace conveyor::testing

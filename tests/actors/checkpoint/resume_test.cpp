@@ -94,6 +94,16 @@ TEST_CASE("a corrupt checkpoint manifest is a failed verification, not a crash")
   CHECK(checkpoint::resolve_resume(posix_filesystem(), "latest", dir.path()).manifest.step == 10);
 }
 
+TEST_CASE("a checkpoint whose manifest names another step than its folder is skipped, naming both") {
+  ScratchDir dir("renamed_step");
+  write_steps(dir.path(), {10, 20});
+  fs::rename(dir / "step-000020", dir / "step-000030");  // step 20's files, in step 30's place
+  const auto r = checkpoint::resolve_resume(posix_filesystem(), "latest", dir.path());
+  CHECK(r.manifest.step == 10);
+  CHECK(r.description.find(dir / "step-000030" + ": its manifest.json says step 20, the folder's name step 30") !=
+        std::string::npos);
+}
+
 TEST_CASE("--resume accepts a checkpoint folder, a run folder, a checkpoint.dir and latest") {
   ScratchDir run("resume_forms");
   const std::string ckpt = run / "checkpoints";

@@ -209,7 +209,11 @@ TEST_CASE("a resume that does not fit the run is refused naming the key") {
   };
   refused({"train.seed=99"}, "train.seed is 99, the checkpoint was written with 1234");
   refused({"train.steps=4"}, "train.steps is 4, the checkpoint already has 4 steps");
-  refused({"model.d_model=64"}, "shape");
+  // The manifest's config names the model: keys that change no tensor's shape count too.
+  refused({"model.d_model=64"}, "the checkpoint holds another model: model.d_model");
+  refused({"model.heads=4"}, "the checkpoint holds another model: model.heads 2 (checkpoint) vs 4 (this run)");
+  refused({"model.tie_embeddings=true"},
+          "the checkpoint holds another model: model.tie_embeddings false (checkpoint) vs true (this run)");
 }
 
 TEST_CASE("a checkpoint.dir that cannot be created exits 2 naming the key, before the run folder exists") {
@@ -217,14 +221,46 @@ TEST_CASE("a checkpoint.dir that cannot be created exits 2 naming the key, befor
   const std::string data = copy_english_text(dir);
   const std::string file = dir.write("a-file", "x");
   const fs::path out = dir.path() / "run";
+  // checkpoint.every 0 too: SIGTERM still writes a checkpoint there, so it must exist.
+  for (const char* every : {"checkpoint.every=2", "checkpoint.every=0"}) {
+    CAPTURE(every);
+    std::vector<std::string> args{"train"};
+    for (const auto& a : job_args(data, out.string(), {every, "checkpoint.dir=" + file + "/ck"})) args.push_back(a);
+    const auto r = run_conveyor(args);
+    CHECK(r.exit_code == 2);
+    CHECK(split_lines(r.err).size() == 1);
+    CHECK(contains(r.err, "checkpoint.dir: cannot create " + file + "/ck"));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("--resume into a folder holding another run is refused; into the checkpoint's own run it continues") {
+  Reference ref;
+  const std::string step4 = (ref.run / "checkpoints/step-000004").string();
+  // Another run's folder: its metrics and weights must stay as they are.
+  TempDir other_dir;
+  const fs::path other = other_dir.path() / "other";
+  train_ok(job_args(ref.data, other.string(), {"train.steps=2"}));
+  const std::string metrics_before = read_text(other / "metrics.jsonl");
   std::vector<std::string> args{"train"};
-  for (const auto& a : job_args(data, out.string(), {"checkpoint.every=2", "checkpoint.dir=" + file + "/ck"}))
-    args.push_back(a);
+  for (const auto& a : plus(job_args(ref.data, other.string(), {}), {"--resume", step4})) args.push_back(a);
   const auto r = run_conveyor(args);
   CHECK(r.exit_code == 2);
-  CHECK(split_lines(r.err).size() == 1);
-  CHECK(contains(r.err, "checkpoint.dir: cannot create " + file + "/ck"));
-  CHECK_FALSE(fs::exists(out));
+  CHECK(contains(r.err, "--out " + other.string() + ": already holds another run (metrics.jsonl), and --resume " +
+                            step4 + " is not one of its checkpoints"));
+  CHECK(read_text(other / "metrics.jsonl") == metrics_before);
+  // A checkpoint.dir outside the run is its own when the run's config.yaml names it.
+  TempDir own_dir;
+  const fs::path own = own_dir.path() / "own";
+  const std::string ckdir = (own_dir.path() / "ck").string();
+  train_ok(job_args(ref.data, own.string(), {"checkpoint.every=2", "train.steps=4", "checkpoint.dir=" + ckdir}));
+  std::vector<std::string> cont{"train"};
+  for (const auto& a : plus(job_args(ref.data, own.string(), {"train.steps=6", "checkpoint.dir=" + ckdir}),
+                            {"--resume", ckdir + "/step-000004"}))
+    cont.push_back(a);
+  const auto ok = run_conveyor(cont);
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
 }
 
 TEST_CASE("checkpoint.every with --nnodes 2 but no snapshot at its steps is refused naming the keys, before any rendezvous") {

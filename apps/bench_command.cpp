@@ -43,8 +43,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--micro-batches", overhead->micro_batches, "Micro-batches per step")
       ->check(CLI::Range(std::int64_t{1}, kMaxMicroBatches))
       ->capture_default_str();
-  cmd->add_option("--steps", overhead->steps, "Steps")
-      ->check(CLI::Range(1, 1 << 20))
+  cmd->add_option("--steps", overhead->steps, "Steps (the first is left out as warm-up)")
+      ->check(CLI::Range(2, 1 << 20))
       ->capture_default_str();
   cmd->add_flag_callback(
       "--scheduled", [overhead] { overhead->detached = false; },

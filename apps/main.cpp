@@ -13,6 +13,34 @@
 #include "kernels/common/error.hpp"
 #include "kernels/cpu/blas_core.hpp"
 
+namespace {
+
+// CLI11 answers a mistyped command with "A subcommand is required" (and `bench foo --help`
+// with bench's help): name the word and the commands of its level instead. Descends while
+// the words are commands; stops at the first option or at a command without subcommands.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* level = &app;
+  std::string path = "conveyor";
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const auto subs = level->get_subcommands({});
+    if (subs.empty()) break;
+    CLI::App* next = nullptr;
+    std::string known;
+    for (auto* sub : subs) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == argv[i]) next = sub;
+    }
+    if (!next)
+      return "unknown command '" + std::string(argv[i]) + "' (" + path + " commands: " + known + "; see " + path +
+             " --help)";
+    level = next;
+    path += " " + next->get_name();
+  }
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
@@ -25,18 +53,9 @@ int main(int argc, char** argv) {
   conveyor::add_config_command(app);
   conveyor::add_sched_command(app);
   conveyor::add_trace_command(app);
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (const auto* sub : app.get_subcommands({})) {
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-      found = found || sub->get_name() == argv[1];
-    }
-    if (!found) {
-      std::fprintf(stderr, "error: unknown command '%s' (commands: %s; see --help)\n", argv[1],
-                   known.c_str());
-      return conveyor::kExitBadInput;
-    }
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "error: %s\n", unknown.c_str());
+    return conveyor::kExitBadInput;
   }
   try {
     app.parse(argc, argv);

@@ -253,12 +253,16 @@ std::string unit_note(const std::string& name, const sched::UnitCost& u) {
 }
 
 Report config_report(const SchedOptions& o) {
-  for (const CLI::Option* flag : {o.schedule_opt, o.stages_opt, o.micro_batches_opt, o.virtual_stages_opt,
-                                  o.durations_opt}) {
-    if (flag->count()) {
-      throw InputError(flag->get_name() + ": not used with a CONFIG; change the config with --set (e.g. --set "
-                       "pipeline.schedule=zb-h1) or drop CONFIG");
-    }
+  // Each flag's config key, for the hint (--durations has none: the config's costs serve).
+  const std::pair<const CLI::Option*, const char*> flags[] = {
+      {o.schedule_opt, "pipeline.schedule=zb-h1"},       {o.stages_opt, "pipeline.stages=2"},
+      {o.micro_batches_opt, "pipeline.micro_batches=8"}, {o.virtual_stages_opt, "pipeline.virtual_stages=2"},
+      {o.durations_opt, nullptr}};
+  for (const auto& [flag, key] : flags) {
+    if (!flag->count()) continue;
+    if (!key) throw InputError(flag->get_name() + ": not used with a CONFIG (its costs come from the config's model)");
+    throw InputError(flag->get_name() + ": not used with a CONFIG; change the config with --set (e.g. --set " + key +
+                     ") or drop CONFIG");
   }
   const auto comm = parse_comm(o);
   const RunConfig config = load_run_config(o.config, o.overrides);

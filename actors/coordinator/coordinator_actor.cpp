@@ -286,8 +286,10 @@ void finish_train_compute(Self* self) {
   if (!std::isfinite(st.last_step.loss) || !std::isfinite(norm)) {
     st.last_step.nonfinite_ranks = nonfinite_ranks(st.reports);
     const auto where = fmt::format(
-        "step {}: the loss ({}) or the gradient norm ({}) is not finite; non-finite on stage(s) {}",
-        st.step, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "));
+        // Steps count from 0 as in metrics.jsonl and fault.inject; progress lines from 1.
+        "step {} (counted from 0; the progress line's step {}): the loss ({}) or the gradient "
+        "norm ({}) is not finite; non-finite on stage(s) {}",
+        st.step, st.step + 1, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "));
     if (job.on_nan == NanPolicy::abort) {
       fail(self, where + " (fault.on_nan: abort; skip drops such a step's update instead)");
       return;

@@ -100,6 +100,9 @@ class StageSums {
 
 // The searches below cut L half blocks into S stages of at least one each; a cut is the
 // vector of stage sizes. `fits(s, a, b)` says whether stage s may hold halves [a, b).
+// Costs and bytes are sums of non-negative units, so a stage [i, j) only grows as i falls:
+// each search walks i down from j - 1 and stops where no smaller i can do better (a stage
+// over the cap, or one that no longer fits), which keeps the searches near S x L x L / S.
 template <class Fits>
 std::optional<double> min_bottleneck(int S, int L, const StageSums& sums, Fits fits) {
   // best[k][j]: the smallest bottleneck of stages 0..k-1 holding halves [0, j).
@@ -107,9 +110,11 @@ std::optional<double> min_bottleneck(int S, int L, const StageSums& sums, Fits f
   best[0][0] = 0.0;
   for (int k = 1; k <= S; ++k) {
     for (int j = k; j <= L - (S - k); ++j) {
-      for (int i = k - 1; i < j; ++i) {
-        if (best[k - 1][i] == kInf || !fits(k - 1, i, j)) continue;
-        best[k][j] = std::min(best[k][j], std::max(best[k - 1][i], sums.total(k - 1, i, j)));
+      for (int i = j - 1; i >= k - 1; --i) {
+        const double t = sums.total(k - 1, i, j);
+        if (t >= best[k][j] || !fits(k - 1, i, j)) break;  // smaller i: larger t, still not fitting
+        if (best[k - 1][i] == kInf) continue;
+        best[k][j] = std::min(best[k][j], std::max(best[k - 1][i], t));
       }
     }
   }
@@ -126,12 +131,13 @@ std::optional<std::vector<int>> most_even(int S, int L, const StageSums& sums, d
   best[0][0] = 0.0;
   for (int k = 1; k <= S; ++k) {
     for (int j = k; j <= L - (S - k); ++j) {
-      for (int i = k - 1; i < j; ++i) {
-        if (best[k - 1][i] == kInf || !fits(k - 1, i, j)) continue;
+      for (int i = j - 1; i >= k - 1; --i) {
         const double t = sums.total(k - 1, i, j);
-        if (t > cap) continue;
+        if (t > cap || !fits(k - 1, i, j)) break;
+        if (best[k - 1][i] == kInf) continue;
         const double v = best[k - 1][i] + t * t;
-        if (v < best[k][j]) best[k][j] = v, from[k][j] = i;
+        // <= walking down: among equal sums the smallest i wins, as an upward walk's < chose.
+        if (v <= best[k][j]) best[k][j] = v, from[k][j] = i;
       }
     }
   }

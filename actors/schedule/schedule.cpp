@@ -76,6 +76,12 @@ void validate_spec(const ScheduleSpec& spec) {
   } else if (spec.virtual_stages != 1) {
     bad_spec(spec, v + " must be 1 (only interleaved-1f1b and zbv run several chunks per rank)");
   }
+  const std::int64_t chunks = spec.name == "zbv" ? 2 : spec.virtual_stages;
+  const std::int64_t cells = std::int64_t{spec.stages} * spec.micro_batches * chunks;
+  if (cells > kMaxScheduleCells)
+    bad_spec(spec, "pipeline.stages x pipeline.micro_batches x chunks per rank = " + std::to_string(cells) +
+                       " is more than " + std::to_string(kMaxScheduleCells) +
+                       " (the schedule, its checks and its simulation hold every action)");
 }
 
 Schedule make_schedule(const ScheduleSpec& spec) {

@@ -9,12 +9,17 @@
 // - the cross-rank data dependencies can be met (a dry run does not deadlock).
 // Generators return compute-only schedules; add_communication() (comm_pass.hpp) adds the
 // SEND/RECV actions. Pure logic: no CAF, CUDA or network.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "actors/schedule/action.hpp"
 
 namespace conveyor::sched {
+
+/// The most (rank, chunk, micro-batch) cells a schedule may have (validate_spec): each
+/// holds up to three actions, which the validator and the simulator walk.
+inline constexpr std::int64_t kMaxScheduleCells = std::int64_t{1} << 22;
 
 struct ScheduleSpec {
   std::string name;        // one of schedule_names(), or "custom" for a loaded schedule

@@ -54,7 +54,8 @@ auto at_most_micro_batches() {
 
 std::vector<ConfigKey> build_keys() {
   return {
-      KEY(model.layers, "transformer blocks in the model", at_least(1)),
+      KEY(model.layers, "transformer blocks in the model", at_least(1),
+          at_most(kMaxLayers, "the partition search grows with the square of the blocks")),
       KEY(model.d_model, "width of the residual stream", at_least(1)),
       KEY(model.heads, "attention heads per block (must divide model.d_model)", at_least(1)),
       KEY(model.seq_len, "tokens per training sequence (context length)", at_least(1)),
@@ -118,7 +119,8 @@ std::vector<ConfigKey> build_keys() {
           "the last node takes the rest)",
           at_least(0)),
 
-      KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1)),
+      KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1),
+          at_most(kMaxThreadsPerStage, "threads of one stage's kernels")),
       KEY(runtime.stage_threads,
           "detached: a thread per stage actor; scheduled: CAF's work-stealing workers, which "
           "poll for messages (lower latency, spends idle CPU); runs over several processes always "

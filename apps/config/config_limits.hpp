@@ -7,6 +7,13 @@ namespace conveyor {
 /// Micro-batches of a step or an evaluation: a plan holds actions for every one of them.
 inline constexpr std::int64_t kMaxMicroBatches = 65536;
 
+/// Transformer blocks of a model (model.layers): `sched` and the partitioner search cuts
+/// in time that grows with their square (5000 blocks take a second).
+inline constexpr std::int64_t kMaxLayers = 8192;
+
+/// CPU kernel threads of one stage (runtime.threads_per_stage).
+inline constexpr std::int64_t kMaxThreadsPerStage = 1024;
+
 /// Seconds of any deadline (a week): longer ones overflow the steady clock's arithmetic.
 inline constexpr double kMaxDeadlineS = 604800.0;
 

@@ -137,6 +137,9 @@ inline Distinct distinct() { return {}; }
 /// A ConfigKey whose value lives at `access(config)` (a lambda returning a reference to
 /// the field, for const and non-const configs alike), read with ConfigCodec<field type>
 /// and checked by `rules` in order.
+/// The largest value any integer key takes (INT32_MAX).
+inline constexpr std::int64_t kMaxConfigInteger = 2147483647;
+
 template <class Access, class... Rules>
 ConfigKey make_key(std::string name, Access access, std::string help, Rules... rules) {
   using T = std::remove_cvref_t<decltype(access(std::declval<RunConfig&>()))>;
@@ -150,6 +153,10 @@ ConfigKey make_key(std::string name, Access access, std::string help, Rules... r
     T value = ConfigCodec<T>::read(node);
     std::optional<std::string> err;
     ((err = err ? err : rules.check(value)), ...);
+    // Integer keys are stored in 64 bits but counted in 32 by the runtime (threads, steps,
+    // ranks): a larger value would wrap, so every integer key stops at INT32_MAX.
+    if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::vector<std::int64_t>>)
+      if (!err) err = at_most(kMaxConfigInteger, "the runtime counts in 32 bits").check(value);
     if (err) throw ConfigValueError(*err);
     access(c) = std::move(value);
   };

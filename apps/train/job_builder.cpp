@@ -10,6 +10,7 @@
 #include "apps/train/device_models.hpp"
 #include "apps/train/memory_preflight.hpp"
 #include "apps/train/partition_choice.hpp"
+#include "kernels/common/error.hpp"
 
 namespace conveyor {
 
@@ -20,7 +21,11 @@ TrainingJob build_training_job(const RunConfig& config) {
 
   auto corpus = std::make_shared<TokenCorpus>(
       TokenCorpus::load(config.data.path, config.data.format, config.model.vocab));
-  job.data.splits = split_corpus(*corpus, config.data.val_fraction, config.model.seq_len);
+  try {
+    job.data.splits = split_corpus(*corpus, config.data.val_fraction, config.model.seq_len);
+  } catch (const InputError& e) {
+    throw InputError(config.data.path + ": " + e.what() + " (check data.path)");
+  }
   job.data.corpus = std::move(corpus);
   job.data.seed = config.train.seed;
   job.data.micro_batch_size = config.pipeline.micro_batch_size;

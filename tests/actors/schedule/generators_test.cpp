@@ -130,6 +130,13 @@ TEST_CASE("make_schedule rejects a bad spec with an InputError naming the field"
   CHECK_THROWS_WITH_AS(make_schedule({"zbv", 2, 4, 3}), doctest::Contains("virtual_stages = 3"),
                        InputError);
   CHECK_NOTHROW(make_schedule({"zbv", 2, 4, 2}));
+  // Every (rank, chunk, micro-batch) cell is held, checked and simulated: 2^22 at most.
+  CHECK_THROWS_WITH_AS(make_schedule({"1f1b", 65536, 65536, 1}),
+                       doctest::Contains("= 4294967296 is more than 4194304"), InputError);
+  CHECK_THROWS_WITH_AS(make_schedule({"zbv", 64, 32769, 1}), doctest::Contains("= 4194432 is more"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(make_schedule({"interleaved-1f1b", 2, 4, 1 << 20}),
+                       doctest::Contains("chunks per rank = 8388608"), InputError);
 }
 
 TEST_CASE("A single-rank pipeline is valid for every schedule") {

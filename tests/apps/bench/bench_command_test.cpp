@@ -42,6 +42,11 @@ TEST_CASE("bench with a bad value exits 2 naming it") {
   CHECK(stages.exit_code == 2);
   CHECK(stages.err.find("--stages") != std::string::npos);
   CHECK(stages.out.empty());
+  // The first step is warm-up: the range in --help says 2 at least, and the parser holds it.
+  const auto one = run_conveyor({"bench", "overhead", "--steps", "1"});
+  CHECK(one.exit_code == 2);
+  CHECK(one.err.find("--steps: Value 1 not in range 2 to 1048576") != std::string::npos);
+  CHECK(run_conveyor({"bench", "overhead", "--help"}).out.find("INT in [2 - 1048576]") != std::string::npos);
 }
 
 TEST_CASE("bench model trains on one device, then as the pipeline, and reports the efficiency") {

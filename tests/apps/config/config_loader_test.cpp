@@ -196,6 +196,18 @@ TEST_CASE("integers must fit their type") {
                 {"model.layers", "9223372036854775808", "does not fit"});
   check_message(set_error({"train.seed=-1"}), {"train.seed", "non-negative", "'-1'"});
   check_message(set_error({"train.seed=18446744073709551616"}), {"train.seed", "does not fit"});
+  // Stored in 64 bits, counted in 32 by the runtime: larger values would wrap (a keep of
+  // 2^32 became 0, a snapshot_every of 2^32 turned snapshots off).
+  for (const char* key : {"checkpoint.keep", "fault.snapshot_every", "fault.max_restarts", "fault.straggler_steps",
+                          "train.steps", "pipeline.stages"}) {
+    CAPTURE(key);
+    check_message(set_error({std::string(key) + "=4294967296"}),
+                  {key, "must be <= 2147483647, got 4294967296", "the runtime counts in 32 bits"});
+  }
+  check_message(set_error({"devices.ids=[0,2147483648]"}), {"devices.ids", "element 1", "<= 2147483647"});
+  CHECK(load_run_config("", {"train.steps=2147483647"}).train.steps == 2147483647);
+  check_message(set_error({"runtime.threads_per_stage=2147483648"}), {"runtime.threads_per_stage", "<= 1024"});
+  check_message(set_error({"model.layers=8193"}), {"model.layers", "<= 8192", "8193"});
 }
 
 TEST_CASE("zero or negative sizes are rejected") {

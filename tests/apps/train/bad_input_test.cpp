@@ -184,7 +184,7 @@ TEST_CASE("a bad data file exits 2 with one error line naming the file, and writ
                {"data.format=tokens", "model.vocab=100"},
                {"{file}", "150", "position 7", "model.vocab", "100"}),
       bad_data("text too short for one sequence in each split", "Hello, world.\n", {},
-               {"model.seq_len"}),
+               {"{file}: corpus of 14 tokens is too small", "model.seq_len", "check data.path"}),
   });
 }
 

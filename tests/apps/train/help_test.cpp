@@ -43,6 +43,20 @@ TEST_CASE("conveyor train --help lists its options on stdout and exits 0") {
   }
 }
 
+TEST_CASE("a mistyped command is named with the commands of its level, also below bench and trace") {
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"tarin"}, "unknown command 'tarin' (conveyor commands: train, bench, config, sched, trace;"},
+           {{"bench", "foo"}, "unknown command 'foo' (conveyor bench commands: overhead, e2e, model, kernels, p2p;"},
+           {{"bench", "foo", "--help"}, "unknown command 'foo' (conveyor bench commands"},
+           {{"trace", "expor", "x"}, "unknown command 'expor' (conveyor trace commands: export, summary, check, draw;"}}) {
+    const CommandResult r = run_conveyor(args);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("error: " + message) == 0);
+    CHECK(r.out.empty());
+  }
+}
+
 TEST_CASE("conveyor without a subcommand exits non-zero with a message") {
   TempDir dir;  // so that nothing it might write lands in the source tree
   const CommandResult r = run_conveyor({}, 30, dir.path().string());

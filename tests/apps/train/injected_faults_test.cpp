@@ -36,7 +36,8 @@ TEST_CASE("fault.on_nan abort stops at the non-finite step naming it, without we
   args.insert(args.begin(), "train");
   const auto r = run_conveyor(args);
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("error: step 3: the loss (nan) or the gradient norm (nan) is not finite") !=
+  CHECK(r.err.find("error: step 3 (counted from 0; the progress line's step 4): the loss (nan) "
+                   "or the gradient norm (nan) is not finite") !=
         std::string::npos);
   CHECK(r.err.find("fault.on_nan: abort") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));

@@ -10,13 +10,15 @@ TEST_CASE("memory preflight: a stage too large for the machine is refused naming
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   const RunConfig tiny = load_run_config("configs/tiny.yaml", {});
   CHECK_FALSE(host_memory_problem(tiny, 1.0 * GiB));
-  // 1M layers of d_model 64: 12·64²·1M parameters, 16 bytes each on the CPU, over 4 stages.
-  const RunConfig deep = load_run_config("configs/tiny.yaml", {"model.layers=1000000", "pipeline.stages=4"});
+  // 8192 layers (the most model.layers takes) of d_model 1024: 12·1024²·8192 parameters,
+  // 16 bytes each on the CPU, over 4 stages.
+  const RunConfig deep =
+      load_run_config("configs/tiny.yaml", {"model.layers=8192", "model.d_model=1024", "pipeline.stages=4"});
   const auto e = largest_stage_memory(deep);
-  CHECK(e.state_bytes >= 12.0 * 64 * 64 * 1e6 * 16 / 4);
+  CHECK(e.state_bytes >= 12.0 * 1024 * 1024 * 8192 * 16 / 4);
   const auto why = host_memory_problem(deep, 24.0 * GiB);
   REQUIRE(why);
-  for (const char* part : {"model.layers 1000000", "pipeline.stages 4", "this machine has 24.0 GiB"})
+  for (const char* part : {"model.layers 8192", "pipeline.stages 4", "this machine has 24.0 GiB"})
     CHECK_MESSAGE(why->find(part) != std::string::npos, *why);
   // A mistyped d_model must not overflow into something that fits.
   const RunConfig wide = load_run_config("", {"model.d_model=1000000000", "model.heads=1"});

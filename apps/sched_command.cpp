@@ -153,7 +153,12 @@ std::optional<Comm> parse_comm(const SchedOptions& o) {
   if (!(o.message_bytes >= 0) || !std::isfinite(o.message_bytes)) {
     throw InputError("--message-bytes " + fmt_num(o.message_bytes) + ": must be a finite number >= 0");
   }
-  return Comm{v[0], v[1], o.message_bytes};
+  const Comm comm{v[0], v[1], o.message_bytes};
+  // Each is finite, their quotient need not be (1e300 bytes at 1e-300 GB/s).
+  if (!std::isfinite(comm.message_us()))
+    throw InputError(fmt::format("--comm '{}' with --message-bytes {}: a message would take {} us (not finite)",
+                                 o.comm, fmt_num(o.message_bytes), comm.message_us()));
+  return comm;
 }
 
 std::string comm_note(const std::optional<Comm>& comm, bool bytes_given) {

@@ -11,6 +11,12 @@ namespace conveyor {
 
 namespace {
 
+std::string join_ids(const std::vector<std::int64_t>& ids) {
+  std::string out;
+  for (auto id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
 // parallel.data: R must divide the step's micro-batches; R > 1 is not traced so far (what
 // is refused names what to set; what needs one process is refused by `conveyor train`).
 std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
@@ -74,6 +80,13 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "'" + c.optim.grad_dtype +
                              "' on devices.kind cpu (the CPU stages accumulate gradients in "
                              "fp32 only: set optim.grad_dtype: f32, or devices.kind: cuda)",
+                         "devices.kind"};
+  if (!cuda && !c.devices.ids.empty())
+    return ConfigProblem{"devices.ids",
+                         "[" + join_ids(c.devices.ids) +
+                             "] on devices.kind cpu (the ids name GPUs; CPU stages take "
+                             "runtime.threads_per_stage cores each: leave devices.ids empty, or "
+                             "set devices.kind: cuda)",
                          "devices.kind"};
   if (cuda && c.optim.shard_state)
     return ConfigProblem{"optim.shard_state",

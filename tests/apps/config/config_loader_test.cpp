@@ -86,8 +86,8 @@ TEST_CASE("the file overrides the defaults and each --set overrides what came be
 }
 
 TEST_CASE("--set values are YAML: lists, a scalar for a list, strings, numbers") {
-  CHECK(load_run_config("", {"devices.ids=[0,1]"}).devices.ids == std::vector<std::int64_t>{0, 1});
-  CHECK(load_run_config("", {"devices.ids=0"}).devices.ids == std::vector<std::int64_t>{0});
+  CHECK(load_run_config("", {"devices.kind=cuda", "devices.ids=[0,1]"}).devices.ids == std::vector<std::int64_t>{0, 1});
+  CHECK(load_run_config("", {"devices.kind=cuda", "devices.ids=0"}).devices.ids == std::vector<std::int64_t>{0});
   CHECK(load_run_config("", {"devices.ids=[]"}).devices.ids.empty());
   CHECK(load_run_config("", {"train.lr=1e-3"}).train.lr == 1e-3);
   CHECK(load_run_config("", {"train.lr=2"}).train.lr == 2.0);
@@ -107,7 +107,7 @@ TEST_CASE("data.path is kept as given and not checked here") {
 
 TEST_CASE("a scalar in the file is a one-element list for a list key") {
   TempDir dir;
-  CHECK(load_run_config(dir.write("c.yaml", "devices:\n  ids: 3\n"), {}).devices.ids ==
+  CHECK(load_run_config(dir.write("c.yaml", "devices:\n  kind: cuda\n  ids: 3\n"), {}).devices.ids ==
         std::vector<std::int64_t>{3});
 }
 
@@ -235,6 +235,8 @@ TEST_CASE("checks across keys blame the key and where its value came from") {
   check_message(set_error({"model.layers=2"}), {"--set", "pipeline.stages", "model.layers 2"});
   check_message(set_error({"model.vocab=100"}), {"model.vocab", "100", "data.format text", "256"});
   check_message(set_error({"train.lr_min=0.1"}), {"train.lr_min", "0.1", "train.lr 0.003"});
+  // GPU ids mean nothing to CPU stages: refused rather than ignored.
+  check_message(set_error({"devices.ids=[0,1]"}), {"devices.ids", "[0, 1] on devices.kind cpu", "leave devices.ids empty"});
   TempDir dir;
   const auto path = dir.write("x.yaml", "model:\n  d_model: 64\n  heads: 5\n");
   check_message(input_error([&] { load_run_config(path, {}); }),

@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_worker.hpp"
 
+#include "transport/ucx/worker_address.hpp"
+
 #include <ucp/api/ucp.h>
 
 #include <cstdio>
@@ -267,14 +269,13 @@ std::vector<std::byte> UcxWorker::address() const {
   check(ucp_worker_get_address(worker_, &addr, &length), "ucp_worker_get_address",
         "worker " + options_.name);
   const auto* bytes = reinterpret_cast<const std::byte*>(addr);
-  std::vector<std::byte> out(bytes, bytes + length);
+  std::vector<std::byte> raw(bytes, bytes + length);
   ucp_worker_release_address(worker_, addr);
-  return out;
+  return seal_worker_address(raw);
 }
 
-UcxEndpoint& UcxWorker::connect(std::span<const std::byte> peer_address, std::string peer) {
-  if (peer_address.empty())
-    throw UcxError("ucx: connect from " + options_.name + " to " + peer + ": empty worker address");
+UcxEndpoint& UcxWorker::connect(std::span<const std::byte> sealed_address, std::string peer) {
+  const std::span<const std::byte> peer_address = open_worker_address(sealed_address, peer);
   auto endpoint = std::unique_ptr<UcxEndpoint>(new UcxEndpoint(*this, nullptr, std::move(peer)));
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;

@@ -140,9 +140,11 @@ class UcxWorker {
   /// Flushes and closes every endpoint (bounded by the timeout), then frees everything.
   ~UcxWorker();
 
-  /// This worker's address, to publish for peers (opaque bytes).
+  /// This worker's address, to publish for peers (opaque bytes, sealed: worker_address.hpp).
   std::vector<std::byte> address() const;
-  /// An endpoint to the worker at `peer_address`; `peer` names it in errors.
+  /// An endpoint to the worker at `peer_address` (another worker's address()); `peer`
+  /// names it in errors. THROWS UcxError when the address is not an intact sealed one,
+  /// before UCX sees it.
   UcxEndpoint& connect(std::span<const std::byte> peer_address, std::string peer);
 
   /// One round of ucp_worker_progress; true if anything happened.

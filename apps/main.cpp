@@ -2,13 +2,16 @@
 // and maps errors to exit codes: 0 success, 2 bad input (config, data, flags), 1 bug.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
 #include "apps/commands.hpp"
+#include "actors/runtime/detached_threads.hpp"
 #include "actors/trace/hang_error.hpp"
 #include "apps/exit_code.hpp"
+#include "apps/standard_streams.hpp"
 #include "apps/version_text.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/cpu/blas_core.hpp"
@@ -39,10 +42,8 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
+// The command line's command, its errors mapped to exit codes.
+int run_command(int argc, char** argv) {
   CLI::App app{"conveyor: an actor runtime for pipeline-parallel training"};
   app.require_subcommand(1);
   app.allow_extras(false);
@@ -84,4 +85,19 @@ int main(int argc, char** argv) {
     return conveyor::kExitFailed;
   }
   return conveyor::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  conveyor::reopen_closed_standard_streams();  // before anything opens a file
+  conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
+  const int code = conveyor::check_standard_output(run_command(argc, argv));
+  if (conveyor::stage_threads_abandoned()) {
+    // A stage thread stuck in its compute still uses the actor system and the model:
+    // static destructors must not run under it.
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }

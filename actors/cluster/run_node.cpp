@@ -14,6 +14,7 @@
 #include "actors/cluster/channel_setup.hpp"
 #include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
+#include "actors/cluster/peer_values.hpp"
 #include "actors/cluster/remote_weights.hpp"
 #include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/cluster/stage_links.hpp"
@@ -77,15 +78,7 @@ StageWorker::Clock::time_point shared_epoch(const NodeSetup& setup, RendezvousCl
     return now;
   }
   const auto text = rendezvous::to_text(store.wait("epoch", setup.rendezvous_timeout));
-  return Clock::time_point(nanoseconds(std::stoll(text)) - setup.steady_clock_offset);
-}
-
-std::pair<std::string, std::uint16_t> split_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("bad CAF endpoint '" + text + "'");
-  std::string host = text.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  return {host, static_cast<std::uint16_t>(std::stoi(text.substr(colon + 1)))};
+  return Clock::time_point(nanoseconds(parse_peer_epoch(text)) - setup.steady_clock_offset);
 }
 
 /// To node k's main thread: its directory respawned stage `rank` as this actor.
@@ -338,8 +331,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   for (int j = 0; j < setup.nnodes; ++j) {
     if (j == setup.node || (j > setup.node && !setup.rejoining)) continue;
     const auto endpoint = rendezvous::to_text(store.wait(key("caf", j), setup.rendezvous_timeout));
-    const auto [host, p] = split_endpoint(endpoint);
-    auto remote = system.middleman().remote_actor(host, p);
+    const PeerEndpoint at = parse_peer_endpoint(endpoint, j);
+    auto remote = system.middleman().remote_actor(at.host, at.port);
     if (!remote)
       throw std::runtime_error(fmt::format("cannot reach node {}'s actors at {}: {}", j, endpoint,
                                            system.render(remote.error())));

@@ -3,8 +3,10 @@
 #include <caf/thread_hook.hpp>
 #include <pthread.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 namespace conveyor {
 namespace {
@@ -28,9 +30,11 @@ class CountEndedActorThreads final : public caf::thread_hook {
   std::shared_ptr<DetachedThreads> threads_;
 };
 
-constexpr std::chrono::seconds kAwaitLimit{60};
+std::atomic<bool> g_abandoned{false};
 
 }  // namespace
+
+bool stage_threads_abandoned() { return g_abandoned.load(); }
 
 std::shared_ptr<DetachedThreads> DetachedThreads::install(caf::actor_system_config& cfg) {
   auto threads = std::make_shared<DetachedThreads>();
@@ -62,10 +66,28 @@ std::int64_t DetachedThreads::running() {
 }
 
 AwaitDetachedThreads::~AwaitDetachedThreads() {
-  if (threads_->await_all(kAwaitLimit)) return;
-  // A thread still inside a stage's compute: ~actor_system waits for it regardless.
-  std::fprintf(stderr, "conveyor: %lld stage thread(s) still running %lld s after the run ended; waiting\n",
-               static_cast<long long>(threads_->running()), static_cast<long long>(kAwaitLimit.count()));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + limit_;
+  bool ended = threads_->await_all(limit_);
+  // Scheduled actors too: ~actor_system waits for every running one (a scheduled stage
+  // stuck in its compute holds a scheduler thread and never finishes).
+  while (ended && system_ && system_->registry().running() > 0) {
+    if (Clock::now() >= deadline) {
+      ended = false;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (ended || !system_) return;
+  // A stage stuck inside its compute (its peers, done, wait for it to let go of their
+  // handles): destroying the system would wait for it forever.
+  std::fprintf(stderr,
+               "conveyor: a stage is still running %.0f s after the run ended (stuck in its compute; "
+               "%lld stage thread(s) and %zu actor(s) left); exiting without waiting for it\n",
+               std::chrono::duration<double>(limit_).count(), static_cast<long long>(threads_->running()),
+               system_->registry().running());
+  g_abandoned.store(true);
+  (void)system_.release();  // never destroyed: the process ends with std::_Exit
 }
 
 }  // namespace conveyor

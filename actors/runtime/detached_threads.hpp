@@ -10,8 +10,15 @@
 // ~actor_system. CAF calls a thread hook's thread_terminates() on an actor's own thread
 // after its whole cleanup: counting those, the owner waits until every detached thread
 // has ended while the clock still runs.
+//
+// A stage stuck inside its compute (a kernel that never returns, a hang the watchdog
+// diagnosed) never ends its thread, and ~actor_system would wait for it forever. Past a
+// limit the owner gives up: the system is left alive (leaked) and the process must end
+// with std::_Exit (stage_threads_abandoned()), as those threads may still use it.
+#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -42,17 +49,31 @@ class DetachedThreads {
   std::int64_t ended_ = 0;
 };
 
+/// True once an AwaitDetachedThreads left its actor system alive: the process must end
+/// with std::_Exit (no static destructors, no atexit handlers) after flushing its output.
+bool stage_threads_abandoned();
+
 /// Declared right after the actor system (so destroyed before it, after every actor
-/// handle declared below it): waits for the detached threads, then lets the system go.
+/// handle declared below it): waits for the detached threads and for every actor of the
+/// system to end, then lets the system go. If they have not ended within the limit, it
+/// releases `system` (the system is never destroyed) and marks the threads abandoned.
 class AwaitDetachedThreads {
  public:
-  explicit AwaitDetachedThreads(std::shared_ptr<DetachedThreads> threads) : threads_(std::move(threads)) {}
+  static constexpr std::chrono::milliseconds kDefaultLimit{60'000};
+  AwaitDetachedThreads(std::shared_ptr<DetachedThreads> threads, std::unique_ptr<caf::actor_system>& system,
+                       std::chrono::milliseconds limit = kDefaultLimit)
+      : threads_(std::move(threads)), system_(system), limit_(limit) {}
   ~AwaitDetachedThreads();
   AwaitDetachedThreads(const AwaitDetachedThreads&) = delete;
   AwaitDetachedThreads& operator=(const AwaitDetachedThreads&) = delete;
 
+  /// A shorter wait, when a stage is known to be stuck (the watchdog fired).
+  void limit_wait(std::chrono::milliseconds limit) { limit_ = std::min(limit_, limit); }
+
  private:
   std::shared_ptr<DetachedThreads> threads_;
+  std::unique_ptr<caf::actor_system>& system_;
+  std::chrono::milliseconds limit_;
 };
 
 }  // namespace conveyor

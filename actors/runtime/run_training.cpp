@@ -98,15 +98,15 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   std::iota(actors.begin(), actors.end(), 0);
   configure_idle_polling(cfg, *job, actors, static_cast<int>(workers), job->detached_stages);
   const auto detached = DetachedThreads::install(cfg);
-  caf::actor_system system{cfg};
+  auto system = std::make_unique<caf::actor_system>(cfg);
   // Every actor handle lives below this line, so the stage threads end (each once its actor
   // is gone) before the system's destructor stops CAF's clock (detached_threads.hpp).
-  AwaitDetachedThreads await_stage_threads{detached};
+  AwaitDetachedThreads await_stage_threads{detached, system};
   const auto epoch = StageWorker::Clock::now();
   std::vector<caf::actor> stages;
-  auto spawn_stage = [&system, job, detached](auto&& fun, auto&&... args) {
-    if (!job->detached_stages) return system.spawn(fun, args...);
-    caf::actor a = system.spawn<caf::detached>(fun, args...);
+  auto spawn_stage = [sys = system.get(), job, detached](auto&& fun, auto&&... args) {
+    if (!job->detached_stages) return sys->spawn(fun, args...);
+    caf::actor a = sys->spawn<caf::detached>(fun, args...);
     detached->spawned();
     return a;
   };
@@ -121,7 +121,7 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   restarts.recovered = [armed] {
     if (auto* w = armed->load()) w->rearm();
   };
-  auto coordinator = system.spawn(coordinator_actor, job, stages, &observer, restarts);
+  auto coordinator = system->spawn(coordinator_actor, job, stages, &observer, restarts);
 
   auto diagnosis = std::make_shared<std::string>();
   auto watchdog = start_watchdog(job, coordinator, diagnosis);
@@ -130,15 +130,21 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   TrainResult result;
   std::string failed;
   {
-    caf::scoped_actor self{system};
+    caf::scoped_actor self{*system};
     self->request(coordinator, caf::infinite, train_atom::value)
         .receive([&](TrainResult& r) { result = std::move(r); },
-                 [&](caf::error& e) { failed = error_text(system, e); });
+                 [&](caf::error& e) { failed = error_text(*system, e); });
   }
   const bool hung = watchdog && watchdog->fired();
   armed->store(nullptr);
   watchdog.reset();  // stops it (a fired one is waiting out its grace period)
-  if (hung) throw HangError(*diagnosis);
+  if (hung) {
+    // The stage the diagnosis names may be stuck in its compute for good: wait for the
+    // threads as long as the watchdog's grace period, not the default minute.
+    await_stage_threads.limit_wait(std::chrono::milliseconds(
+        static_cast<std::int64_t>(1000 * std::max(5.0, job->watchdog_timeout_s))));
+    throw HangError(*diagnosis);
+  }
   if (!failed.empty()) throw std::runtime_error(failed);
   return result;
 }

@@ -104,6 +104,26 @@ TEST_CASE("fault.policy abort: an injected crash stops the run naming the stage 
   CHECK(fs::exists(checkpoint(dir.path() / "run", 3) / "manifest.json"));
 }
 
+// A stage stuck for good inside its compute (slow: 10 minutes in one action) never ends
+// its thread; the other stages, stopped, wait for it to let go of their handles. The run
+// still ends with the hang's exit code soon after the diagnosis, on detached and on
+// scheduled stage threads, where it used to wait for the stuck action to return.
+TEST_CASE("fault.policy abort: a stage stuck in its compute does not keep the process from exiting") {
+  for (const std::string threads : {"detached", "scheduled"}) {
+    CAPTURE(threads);
+    TempDir dir;
+    auto args = job(dir / "run", {"fault.inject=[slow:stage=1:ms=600000:step=2]", "fault.policy=abort",
+                                  "watchdog.timeout_s=2", "runtime.stage_threads=" + threads});
+    args.insert(args.begin(), "train");
+    const auto r = run_conveyor(args, 45);  // the stuck action alone would take 600 s
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("watchdog: stalled: stage 1 has been running 1F0 of step 2") != std::string::npos);
+    CHECK(r.err.find("conveyor: a stage is still running 5 s after the run ended") != std::string::npos);
+    CHECK(r.err.find("error: the hang watchdog stopped the run") != std::string::npos);
+    CHECK(fs::exists(checkpoint(dir.path() / "run", 2) / "manifest.json"));
+  }
+}
+
 namespace {
 
 std::vector<nlohmann::json> recovery_rows(const fs::path& run) {

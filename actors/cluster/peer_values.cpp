@@ -1,0 +1,52 @@
+#include "actors/cluster/peer_values.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace conveyor {
+namespace {
+
+// The whole of `text` as a decimal integer in [lo, hi], or false.
+bool parse_integer(const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc{} && ptr == end && out >= lo && out <= hi;
+}
+
+std::string shown(const std::string& text) {
+  return text.size() <= 80 ? text : text.substr(0, 80) + "...";
+}
+
+}  // namespace
+
+std::int64_t parse_peer_epoch(const std::string& text) {
+  std::int64_t ns = 0;
+  if (!parse_integer(text, 0, INT64_MAX, ns))
+    throw std::runtime_error(fmt::format(
+        "rendezvous key 'epoch' (node 0's clock) holds '{}', not a count of nanoseconds "
+        "(another program or version on this rendezvous?)",
+        shown(text)));
+  return ns;
+}
+
+PeerEndpoint parse_peer_endpoint(const std::string& text, int node) {
+  const auto bad = [&](const char* why) {
+    return std::runtime_error(fmt::format("rendezvous key 'caf/{}' (node {}'s actors) holds '{}': {}", node,
+                                          node, shown(text), why));
+  };
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw bad("not HOST:PORT");
+  std::int64_t port = 0;
+  if (!parse_integer(text.substr(colon + 1), 1, 65535, port)) throw bad("the port is not a number in 1..65535");
+  std::string host = text.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') throw bad("an unclosed '[' around the host");
+    host = host.substr(1, host.size() - 2);
+  }
+  return {host, static_cast<std::uint16_t>(port)};
+}
+
+}  // namespace conveyor

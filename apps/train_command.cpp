@@ -289,9 +289,10 @@ void run_train(const TrainOptions& opt) {
                     {{"format", "pt"}, {"producer", "conveyor"}});
   if (result.final_eval_dropped)
     fmt::print(stderr, "conveyor train: {} during the evaluation after the last step: "
-                       "it was dropped (final_val_loss is the one before it); the weights are "
-                       "written\n",
-               stop_signal_name(stop_signal()));
+                       "it was dropped ({}); the weights are written\n",
+               stop_signal_name(stop_signal()),
+               result.final_val_loss ? "final_val_loss is the one before it"
+                                     : "no evaluation before it in this run: final_val_loss is null");
   // The weights are safe first; then a background write that failed fails the run (exit 1).
   if (checkpoints) checkpoints->flush();
   if (checkpoints && checkpoints->taken() > 0)
@@ -309,7 +310,7 @@ void run_train(const TrainOptions& opt) {
   const nlohmann::json summary = {{"event", "summary"},
                                   {"steps", job.steps},
                                   {"final_loss", result.final_loss},
-                                  {"final_val_loss", result.final_val_loss},
+                                  {"final_val_loss", or_null(result.final_val_loss)},
                                   {"unigram_entropy", entropy},
                                   {"tokens_per_s", or_null(tokens_per_s)},
                                   {"bubble", or_null(bubble)},
@@ -321,9 +322,11 @@ void run_train(const TrainOptions& opt) {
       tokens_per_s ? fmt::format("{:.0f} tokens/s, bubble {:.1f}% measured", *tokens_per_s, 100 * *bubble)
                    : std::string("tokens/s and bubble n/a (the first 2 steps are warm-up, not counted)");
   fmt::print(stderr,
-             "done: loss {:.4f}, val_loss {:.4f} (unigram entropy {:.4f}), {}, {:.1f}% simulated "
+             "done: loss {:.4f}, val_loss {} (unigram entropy {:.4f}), {}, {:.1f}% simulated "
              "with the measured durations ({:.1f}% with their means); weights in {}\n",
-             result.final_loss, result.final_val_loss, entropy, speed, 100 * simulated,
+             result.final_loss,
+             result.final_val_loss ? fmt::format("{:.4f}", *result.final_val_loss) : std::string("n/a"),
+             entropy, speed, 100 * simulated,
              100 * simulated_means, (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
 }

@@ -102,7 +102,7 @@ void gather_weights(Self* self) {
               }
               result.weights = std::move(models.front());
               result.final_loss = st.last_step.loss;
-              result.final_val_loss = st.last_eval.val_loss;
+              if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
               result.final_eval_dropped = st.final_eval_dropped;
               st.done.deliver(std::move(result));
               for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
@@ -132,7 +132,7 @@ void finish_stopped(Self* self) {
   st.finishing = true;
   TrainResult result;
   result.final_loss = st.last_step.loss;
-  result.final_val_loss = st.last_eval.val_loss;
+  if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
   st.done.deliver(std::move(result));
   for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->quit();
@@ -231,7 +231,7 @@ void finish_eval(Self* self) {
   st.last_eval = EvalMetrics{st.step, mean_loss(st.eval_reports, st.job->eval_batches)};
   st.eval_reports.clear();
   st.evaluated_through = st.step;
-  st.observer->on_eval(st.last_eval);
+  st.observer->on_eval(*st.last_eval);
   if (st.step + 1 == st.job->steps) {
     gather_weights(self);
     return;

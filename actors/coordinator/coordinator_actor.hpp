@@ -88,7 +88,7 @@ struct CoordinatorState {
   std::vector<StageReport> reports;
   std::chrono::steady_clock::time_point step_start;
   StepMetrics last_step;
-  EvalMetrics last_eval;
+  std::optional<EvalMetrics> last_eval;  // none before the first evaluation
   bool finishing = false;
   std::vector<WeightsReply> weights;
   trace::CoordinatorProbe probe;  // trace records of plans, reports, optimizer steps

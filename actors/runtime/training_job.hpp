@@ -3,6 +3,7 @@
 // piece runs, the schedule, the data and the optimizer. Plain data, built by the app.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,7 +197,9 @@ struct TrainResult {
   // empty with one replica. Replicas step on identical gradients: these must be bitwise equal.
   std::vector<std::vector<NamedTensor>> replica_weights;
   double final_loss = 0.0;
-  double final_val_loss = 0.0;
+  // The last evaluation's loss; none when the run evaluated nothing (a stop dropped the
+  // evaluation after the last step and there was none before it in this process).
+  std::optional<double> final_val_loss;
   // A stop (CheckpointHook::stop_during_eval) dropped the evaluation after the last step:
   // final_val_loss is the one before it.
   bool final_eval_dropped = false;

@@ -361,6 +361,30 @@ TEST_CASE("SIGTERM during a long evaluation stops within a wave at the boundary 
   CHECK(losses(run) == losses(full));
 }
 
+TEST_CASE("SIGTERM during the only evaluation, the one after the last step: the weights are written and final_val_loss is null") {
+  TempDir dir;
+  const std::string data = copy_english_text(dir);
+  const fs::path run = dir.path() / "run";
+  std::vector<std::string> args{"train"};
+  for (const auto& a : job_args(data, run.string(), {"train.steps=3", "train.eval_every=0",
+                                                     "train.eval_batches=65536"}))
+    args.push_back(a);
+  const std::string log = dir / "stderr.txt";
+  const int status = terminate_after_steps(start_conveyor(args, log), run / "metrics.jsonl", 3);
+  const std::string err = read_text(log);
+  INFO("stderr: " << err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contains(err, "SIGTERM during the evaluation after the last step: it was dropped (no evaluation "
+                      "before it in this run: final_val_loss is null)"));
+  CHECK(contains(err, "val_loss n/a"));
+  CHECK(fs::file_size(run / "weights.safetensors") > 0);
+  const auto rows = read_jsonl(run / "metrics.jsonl");
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.back().at("event") == "summary");
+  CHECK(rows.back().at("final_val_loss").is_null());  // was 0.0: a loss no model reaches
+}
+
 TEST_CASE("Ctrl-C stops like SIGTERM with a checkpoint (reason SIGINT); a second Ctrl-C exits at once") {
   TempDir dir;
   const std::string data = copy_english_text(dir);

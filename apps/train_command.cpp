@@ -161,6 +161,18 @@ void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& con
                                  spec.nnodes, config.devices.kind));
 }
 
+// An injected process exit names a node of this launch (the config alone does not know
+// how many processes there are).
+void refuse_exits_of_absent_nodes(const LaunchSpec& spec, const RunConfig& config) {
+  for (const auto& entry : config.fault.inject) {
+    const FaultSpec f = parse_fault_spec(entry);
+    if (f.kind == FaultSpec::Kind::exit && f.node >= spec.nnodes)
+      throw InputError(fmt::format("fault.inject: entry '{}': node {} does not exist: this run has {} "
+                                   "process{} (nnodes {}, node ranks from 0)",
+                                   entry, f.node, spec.nnodes, spec.nnodes == 1 ? "" : "es", spec.nnodes));
+  }
+}
+
 // The folder `--resume latest` looks in, before the run folder exists.
 std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
@@ -194,6 +206,7 @@ void run_train(const TrainOptions& opt) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   check_checkpoints_across_processes(opt, spec, config);
   refuse_groups_across_processes(spec, config);
+  refuse_exits_of_absent_nodes(spec, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;

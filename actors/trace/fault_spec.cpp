@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -56,11 +57,14 @@ FaultSpec parse_fault_spec(const std::string& entry) {
   const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
   const bool process = spec.kind == FaultSpec::Kind::exit;
   bool has_stage = false, has_ms = false, has_node = false;
+  std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');
     if (eq == std::string::npos)
       throw std::invalid_argument("fault '" + entry + "': '" + parts[i] + "' is not FIELD=VALUE");
     const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    if (!seen.insert(field).second)  // which one would count is a guess
+      throw std::invalid_argument("fault '" + entry + "': field '" + field + "' is given twice");
     if (field == "node" && process) {
       spec.node = static_cast<int>(number(entry, field, value));
       has_node = true;

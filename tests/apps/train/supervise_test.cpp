@@ -66,6 +66,18 @@ TEST_CASE("an exit fault names a node and a step") {
   const auto r = run_conveyor({"train", "--set", "fault.inject=[exit:step=2]"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("node=R is missing") != std::string::npos);
+  // A node this launch does not have: the fault would never fire.
+  TempDir dir;
+  const auto absent = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[exit:node=1:step=2]",
+                                    "--out", dir / "run"});
+  CHECK(absent.exit_code == 2);
+  CHECK(absent.err.find("fault.inject: entry 'exit:node=1:step=2': node 1 does not exist: this run has 1 "
+                        "process (nnodes 1, node ranks from 0)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
+  // A field given twice: which one counts would be a guess.
+  const auto twice = run_conveyor({"train", "--set", "fault.inject=[crash:stage=1:step=1:step=0]"});
+  CHECK(twice.exit_code == 2);
+  CHECK(twice.err.find("field 'step' is given twice") != std::string::npos);
 }
 
 TEST_CASE("SIGTERM to the supervisor reaches the training process: it checkpoints and all exit 0, no restart") {

@@ -57,10 +57,14 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     o.log = [](std::string_view line) { fmt::print(stderr, "conveyor: {}\n", line); };
     try {
       server_ = std::make_unique<RendezvousServer>(o);
+    } catch (const RendezvousError& e) {
+      throw InputError(fmt::format("{}: {}{}", where, e.what(),
+                                   e.code() == RendezvousErrc::address_in_use
+                                       ? " (another job on this port? pick a free one with "
+                                         "--rdzv HOST:PORT or MASTER_PORT)"
+                                       : ""));
     } catch (const std::exception& e) {
-      throw InputError(fmt::format("{}: {} (another job on this port? pick a free one with "
-                                   "--rdzv HOST:PORT or MASTER_PORT)",
-                                   where, e.what()));
+      throw InputError(fmt::format("{}: {}", where, e.what()));
     }
   }
   RendezvousClientOptions c;

@@ -14,6 +14,7 @@ enum class RendezvousErrc {
   timeout,          // the condition (join, barrier, key) did not hold before the deadline
   refused,          // the server refused the handshake (wrong job token)
   unreachable,      // no connection to the server before the connect deadline
+  address_in_use,   // the server's port is taken (another job, or one not yet ended)
   protocol,         // the peer sent bytes that are not a valid frame
   invalid_request,  // the server rejected the request (rank out of range, ...)
   disconnected,     // the connection broke or went silent during an operation

@@ -111,7 +111,8 @@ struct RendezvousServer::Impl {
           "the address of one interface",
           endpoint_text(endpoint)));
     auto fail = [&](const char* step) {
-      throw RendezvousError(RendezvousErrc::unreachable,
+      throw RendezvousError(ec == boost::system::errc::address_in_use ? RendezvousErrc::address_in_use
+                                                                       : RendezvousErrc::unreachable,
                             fmt::format("rendezvous: cannot listen on {}: {} ({})",
                                         endpoint_text(endpoint), ec.message(), step));
     };

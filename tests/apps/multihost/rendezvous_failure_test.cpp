@@ -60,6 +60,20 @@ TEST_CASE("a rendezvous port already in use is a clear error") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("error: rendezvous " + rdzv) != std::string::npos);
   CHECK(r.err.find("Address already in use") != std::string::npos);
+  CHECK(r.err.find("another job on this port?") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
+}
+
+TEST_CASE("an address this host does not have is a clear error without the port-in-use hint") {
+  TempDir dir;
+  // 192.0.2.0/24 is TEST-NET-1: never an address of this host.
+  const auto r = run_conveyor(tiny_job({"--nnodes", "2", "--node-rank", "0", "--rdzv", "192.0.2.1:29517",
+                                        "--token", "t", "--out", dir / "run"}),
+                              30);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("error: rendezvous 192.0.2.1:29517 (flags): rendezvous: cannot listen on "
+                   "192.0.2.1:29517: Cannot assign requested address (bind)") != std::string::npos);
+  CHECK(r.err.find("another job") == std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "run"));
 }
 

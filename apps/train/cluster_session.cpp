@@ -1,11 +1,13 @@
 #include "apps/train/cluster_session.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/system/system_error.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -72,6 +74,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   c.port = server_ ? server_->port() : static_cast<std::uint16_t>(spec.rdzv_port);
   c.token = token;
   c.connect_timeout = rdzv_timeout;
+  // A reply's own travel time counts on top of each wait: never more than the wait itself,
+  // so that a frozen server fails a short rendezvous.timeout_s in about twice that.
+  c.io_timeout = std::clamp(rdzv_timeout, std::chrono::milliseconds(1000), c.io_timeout);
   try {
     client_ = std::make_unique<RendezvousClient>(c);
     client_->join(static_cast<std::uint32_t>(spec.node_rank),

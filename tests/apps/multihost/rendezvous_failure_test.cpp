@@ -77,6 +77,27 @@ TEST_CASE("an address this host does not have is a clear error without the port-
   CHECK_FALSE(fs::exists(dir.path() / "run"));
 }
 
+TEST_CASE("a rendezvous server that accepts but never answers fails a node within about rendezvous.timeout_s") {
+  TempDir dir;
+  // Listening, never accepting: the kernel completes the TCP handshake, nothing replies.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const std::string rdzv = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const auto r = run_conveyor(tiny_job({"--set", "rendezvous.timeout_s=1", "--nnodes", "2", "--node-rank", "1",
+                                        "--rdzv", rdzv, "--token", "t", "--out", dir / "run"}),
+                              30);
+  ::close(fd);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("no progress from " + rdzv + " while waiting for a reply") != std::string::npos);
+  CHECK(r.seconds < 6);  // the reply's wait no longer adds a fixed 10 s
+}
+
 TEST_CASE("a node whose config differs stops the job at start naming the key and both values") {
   TempDir dir;
   const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());

@@ -160,9 +160,20 @@ LaunchSpec from_slurm(const EnvLookup& getenv) {
                        " (conveyor runs one process per node: srun --ntasks-per-node=1)");
   }
   spec.local_rank = local_rank_from(getenv, "SLURM_LOCALID");
+  // SLURM_NODELIST: the older name, still what some sites' wrappers set alone.
+  const std::string job_list = "SLURM_JOB_NODELIST";
+  const bool old_name = !getenv(job_list.c_str()) && getenv("SLURM_NODELIST");
+  const std::string list_name = old_name ? "SLURM_NODELIST" : job_list;
   std::optional<std::string> first_host;
-  if (const auto list = getenv("SLURM_JOB_NODELIST")) first_host = first_slurm_host(*list);
-  rendezvous_from_env(getenv, spec, first_host, "SLURM_JOB_NODELIST");
+  if (const auto list = getenv(list_name.c_str())) {
+    try {
+      first_host = first_slurm_host(*list);
+    } catch (const InputError& e) {  // the parser names SLURM_JOB_NODELIST
+      if (!old_name) throw;
+      throw InputError(list_name + std::string(e.what()).substr(job_list.size()));
+    }
+  }
+  rendezvous_from_env(getenv, spec, first_host, list_name.c_str());
   return spec;
 }
 
@@ -172,6 +183,8 @@ LaunchSpec from_openmpi(const EnvLookup& getenv) {
   const auto size = getenv("OMPI_COMM_WORLD_SIZE");
   if (!size)
     throw InputError("launch: OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
+  if (!getenv("OMPI_COMM_WORLD_RANK"))
+    throw InputError("launch: OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not");
   spec.nnodes = parse_int("OMPI_COMM_WORLD_SIZE", *size, 1, kMaxNodes, "a positive whole number");
   spec.node_rank = parse_int("OMPI_COMM_WORLD_RANK", *getenv("OMPI_COMM_WORLD_RANK"), 0,
                              kMaxNodes, "a whole number");
@@ -195,7 +208,7 @@ LaunchSpec resolve_launch(const LaunchFlags& flags, const EnvLookup& getenv) {
   if (flags.nnodes || flags.node_rank || flags.rdzv) return from_flags(flags);
   if (getenv("RANK") || getenv("WORLD_SIZE")) return from_torchrun(getenv);
   if (getenv("SLURM_PROCID")) return from_slurm(getenv);
-  if (getenv("OMPI_COMM_WORLD_RANK")) return from_openmpi(getenv);
+  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("OMPI_COMM_WORLD_SIZE")) return from_openmpi(getenv);
   return LaunchSpec{};
 }
 

@@ -9,7 +9,9 @@
 //   torchrun   RANK or WORLD_SIZE set      WORLD_SIZE            RANK            MASTER_ADDR                     MASTER_PORT
 //   slurm      SLURM_PROCID set            SLURM_NNODES, else    SLURM_PROCID    MASTER_ADDR, else the first      MASTER_PORT
 //                                          SLURM_NTASKS                          host of SLURM_JOB_NODELIST
-//   openmpi    OMPI_COMM_WORLD_RANK set    OMPI_COMM_WORLD_SIZE  ..._RANK        MASTER_ADDR
+//                                                                                (else of SLURM_NODELIST)
+//   openmpi    OMPI_COMM_WORLD_RANK or     OMPI_COMM_WORLD_SIZE  ..._RANK        MASTER_ADDR
+//              ..._SIZE set (both needed)
 //   default    none of the above           1                     0               127.0.0.1                       29400
 //
 // A missing port is 29400; a missing host is 127.0.0.1 for a single node and an error

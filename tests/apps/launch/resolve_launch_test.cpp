@@ -82,6 +82,10 @@ TEST_CASE("a Slurm environment is read from SLURM_* with node 0 the first host o
   check_spec(resolve(Env{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
                          {"SLURM_JOB_NODELIST", "gpu[7-8]"}, {"SLURM_LOCALID", "3"}}),
              2, 1, "gpu7", 29400, 3, "slurm");
+  // SLURM_NODELIST, the older name, when SLURM_JOB_NODELIST is absent; the newer one wins.
+  const Env old_list{{"SLURM_PROCID", "0"}, {"SLURM_NNODES", "2"}, {"SLURM_NODELIST", "old[3-4]"}};
+  check_spec(resolve(old_list), 2, 0, "old3", 29400, 0, "slurm");
+  check_spec(resolve(merged(old_list, {{"SLURM_JOB_NODELIST", "new[1-2]"}})), 2, 0, "new1", 29400, 0, "slurm");
 }
 
 TEST_CASE("an Open MPI environment is read from OMPI_COMM_WORLD_* and MASTER_ADDR") {
@@ -149,10 +153,14 @@ TEST_CASE("a bad Slurm variable is an error naming the variable and the value") 
                 {"SLURM_JOB_NODELIST='node[1-'"});
   check_message(env_error({{"SLURM_PROCID", "0"}, {"SLURM_NNODES", "2"}}),
                 {"slurm started 2 nodes", "MASTER_ADDR is not set", "nor SLURM_JOB_NODELIST"});
+  check_message(env_error({{"SLURM_PROCID", "0"}, {"SLURM_NNODES", "2"}, {"SLURM_NODELIST", "n[1-"}}),
+                {"SLURM_NODELIST='n[1-'"});
 }
 
 TEST_CASE("a bad Open MPI variable is an error naming the variable and the value") {
   check_message(env_error({{"OMPI_COMM_WORLD_RANK", "0"}}), {"OMPI_COMM_WORLD_SIZE is not"});
+  // The size alone (a wrapper that exported one of the two) is not a one-process job.
+  check_message(env_error({{"OMPI_COMM_WORLD_SIZE", "4"}}), {"OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"});
   check_message(env_error(merged({{"OMPI_COMM_WORLD_RANK", "4"}}, openmpi_env)),
                 {"OMPI_COMM_WORLD_RANK=4", "below OMPI_COMM_WORLD_SIZE=4"});
   check_message(env_error(merged({{"OMPI_COMM_WORLD_SIZE", "1e3"}}, openmpi_env)),

@@ -290,6 +290,7 @@ void run_train(const TrainOptions& opt) {
     if (opt.format == "json") fmt::print("{}\n", stopped.dump());
     std::vector<std::string> extra;
     if (opt.format != "text") extra = {"--format", opt.format};
+    if (supervised()) extra.push_back("--supervise");  // resumed the way it ran
     fmt::print(stderr,
                "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
                "to resume, run:\n  {}\n",

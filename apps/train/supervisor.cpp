@@ -87,6 +87,8 @@ int supervised_attempt() {
   return n >= 1 ? n : 1;
 }
 
+bool supervised() { return std::getenv("CONVEYOR_SUPERVISED_ATTEMPT") != nullptr; }
+
 bool holds_checkpoint(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;

@@ -36,6 +36,8 @@ int supervise(const SupervisedRun& run);
 
 /// This process's attempt under a supervisor (CONVEYOR_SUPERVISED_ATTEMPT), 1 without one.
 int supervised_attempt();
+/// True when this process runs under `conveyor train --supervise`.
+bool supervised();
 
 /// True when `dir` holds a step-N folder with a manifest (a checkpoint to resume from; it
 /// is verified when loaded).

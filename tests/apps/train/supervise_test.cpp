@@ -92,6 +92,8 @@ TEST_CASE("SIGTERM to the supervisor reaches the training process: it checkpoint
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(err.find("SIGTERM: stopped after step") != std::string::npos);
   CHECK(err.find("starting attempt 2") == std::string::npos);
+  // The resume command keeps the supervisor.
+  CHECK(err.find("--out " + run.string() + " --resume latest --supervise") != std::string::npos);
   CHECK(fs::exists(run / "checkpoints"));
   CHECK_FALSE(fs::exists(run / "weights.safetensors"));
 }

@@ -88,7 +88,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     setup_.rejoining = spec.node_rank != 0 && client_->get(kJobRunningKey).has_value();
     auto identity = [&](int n) {
       return NodeIdentity::from_json(
-          rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)));
+          rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)), n);
     };
     std::optional<std::string> mismatch;
     if (spec.node_rank == 0) {

@@ -59,7 +59,7 @@ std::string NodeIdentity::to_json() const {
       .dump();
 }
 
-NodeIdentity NodeIdentity::from_json(const std::string& text) {
+NodeIdentity NodeIdentity::from_json(const std::string& text, int node) {
   try {
     const auto j = nlohmann::json::parse(text);
     NodeIdentity id;
@@ -70,7 +70,9 @@ NodeIdentity NodeIdentity::from_json(const std::string& text) {
     id.resume_step = j.at("resume_step").get<std::int64_t>();
     return id;
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("rendezvous: a node's identity is not readable: ") + e.what());
+    throw InputError(fmt::format("rendezvous: node {}'s identity (key 'identity/{}') is not readable "
+                                 "(another program, or a conveyor of another version?): {}",
+                                 node, node, e.what()));
   }
 }
 

@@ -19,9 +19,10 @@ struct NodeIdentity {
   std::string config_hash;  // FNV-1a 64 of config_yaml, 16 hex digits
   std::int64_t resume_step = -1;  // the checkpoint's step with --resume; -1 without
 
-  /// As stored under identity/<node> (JSON) and back; from_json throws InputError.
+  /// As stored under identity/<node> (JSON) and back; from_json throws InputError naming
+  /// `node` (whose identity the text is).
   std::string to_json() const;
-  static NodeIdentity from_json(const std::string& text);
+  static NodeIdentity from_json(const std::string& text, int node);
 };
 
 /// This process's identity for `config`, resuming after `resume_step` (-1: not resuming).

@@ -13,9 +13,18 @@ TEST_CASE("nodes with the same resolved config and build agree") {
   const auto a = identity_of(c), b = identity_of(c);
   CHECK(a.config_hash.size() == 16);
   CHECK_FALSE(identity_mismatch(1, a, b));
-  const auto back = NodeIdentity::from_json(a.to_json());
+  const auto back = NodeIdentity::from_json(a.to_json(), 1);
   CHECK(back.config_hash == a.config_hash);
   CHECK(back.config_yaml == a.config_yaml);
+}
+
+TEST_CASE("an identity that is not one names the node and its key") {
+  for (const std::string bad : {"", "not json", "{\"conveyor\": 1}", "[1, 2]"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(NodeIdentity::from_json(bad, 3),
+                         doctest::Contains("rendezvous: node 3's identity (key 'identity/3') is not readable"),
+                         InputError);
+  }
 }
 
 TEST_CASE("a differing config names each differing key with both values and both hashes") {
@@ -34,7 +43,7 @@ TEST_CASE("a differing config names each differing key with both values and both
 TEST_CASE("nodes resuming from different checkpoints (or one not resuming) stop the job naming both") {
   RunConfig c;
   const auto a = identity_of(c, 10), b = identity_of(c, 5), none = identity_of(c);
-  CHECK(NodeIdentity::from_json(a.to_json()).resume_step == 10);
+  CHECK(NodeIdentity::from_json(a.to_json(), 1).resume_step == 10);
   CHECK_FALSE(identity_mismatch(1, a, identity_of(c, 10)));
   const auto why = identity_mismatch(1, a, b);
   REQUIRE(why);

@@ -21,6 +21,7 @@
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/error_text.hpp"
+#include "actors/runtime/detached_threads.hpp"
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
@@ -240,9 +241,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   const auto local = local_ranks.size();
   cfg.set("scheduler.max-threads", local + 2);
   configure_idle_polling(cfg, *job, local_ranks, static_cast<int>(local + 2), /*detached=*/false);
-  caf::actor_system system{cfg};
+  const auto detached = DetachedThreads::install(cfg);  // none are spawned: counts stay 0
+  auto system_owner = std::make_unique<caf::actor_system>(cfg);
+  caf::actor_system& system = *system_owner;
   // Every actor handle lives below this line: the system's destructor waits for every
-  // actor, and a handle that outlived it would keep one alive forever.
+  // actor, and a handle that outlived it would keep one alive forever. A stage stuck in
+  // its compute would too: past a minute the system is left alive (detached_threads.hpp).
+  AwaitDetachedThreads await_actors{detached, system_owner};
   EndActors end;
   NodeStages mine{setup.node, local_ranks, {}, {}, {}};
   // A process that dies is seen through its silence at the store, whatever state its

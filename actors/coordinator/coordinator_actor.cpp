@@ -474,6 +474,20 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> j
     self->send(s, PeerTable{stages, st.restarts.keeper});
   }
   self->set_down_handler([=](caf::down_msg& down) { on_stage_down(self, down); });
+  // An exception out of a handler (the observer's metrics file on a full disk, a failed
+  // synchronous checkpoint) fails the run with its message. CAF's default would end
+  // this actor, print to stdout, and leave the stages waiting for plans that never come.
+  self->set_exception_handler([=](caf::scheduled_actor*, std::exception_ptr& thrown) -> caf::error {
+    std::string why = "the coordinator failed with an unknown exception";
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+    }
+    fail(self, why);
+    return failure(why);
+  });
   return {
       [=](train_atom) -> caf::result<TrainResult> {
         auto& st = self->state;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -13,7 +16,7 @@ namespace conveyor {
 MetricsLog::MetricsLog(const std::filesystem::path& file, const sched::Schedule& schedule,
                        Progress& progress, double straggler_factor, int straggler_steps)
     : path_(file),
-      file_(std::fopen(file.c_str(), "a")),
+      file_(std::fopen(file.c_str(), "a+")),  // a+: drop_partial_row reads the tail
       schedule_(schedule),
       progress_(progress),
       durations_(schedule),
@@ -21,15 +24,54 @@ MetricsLog::MetricsLog(const std::filesystem::path& file, const sched::Schedule&
   if (!file_)
     throw std::runtime_error(fmt::format("{}: cannot open: {}", path_.string(),
                                          std::strerror(errno)));
+  if (const auto dropped = drop_partial_row())
+    fmt::print(stderr, "conveyor train: {}: dropped a partial last row ({} bytes) an earlier run left\n",
+               path_.string(), dropped);
 }
 
 MetricsLog::~MetricsLog() { std::fclose(file_); }
 
-void MetricsLog::append(const nlohmann::json& row) {
-  const std::string line = row.dump() + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw std::runtime_error(fmt::format("{}: write failed: {}", path_.string(),
+std::int64_t MetricsLog::drop_partial_row() {
+  // A run that died mid-write (a full disk, SIGKILL) can leave a row without its newline:
+  // a resumed run appending after it would join the two into one line that is not JSON.
+  const int fd = ::fileno(file_);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) return 0;
+  // Back from the end in blocks to the last newline (0: the file holds no whole row).
+  off_t end = st.st_size;
+  char block[4096];
+  for (bool found = false; end > 0 && !found;) {
+    const off_t from = std::max<off_t>(0, end - static_cast<off_t>(sizeof block));
+    const ssize_t n = ::pread(fd, block, static_cast<std::size_t>(end - from), from);
+    if (n != end - from) return 0;  // unreadable: leave it as it is
+    while (end > from && block[end - from - 1] != '\n') --end;
+    found = end > from;
+  }
+  if (end == st.st_size) return 0;
+  if (::ftruncate(fd, end) != 0)
+    throw std::runtime_error(fmt::format("{}: cannot drop the partial last row: {}", path_.string(),
                                          std::strerror(errno)));
+  return st.st_size - end;
+}
+
+void MetricsLog::append(const nlohmann::json& row) {
+  // Replace: a path that is not UTF-8 (--out, data.path) must not fail the row.
+  const std::string line = row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+    const int error = errno;
+    std::clearerr(file_);
+    // No half row left behind: the file ends at its last whole row again.
+    const bool dropped = [&] {
+      try {
+        (void)drop_partial_row();
+        return true;
+      } catch (const std::runtime_error&) {
+        return false;
+      }
+    }();
+    throw std::runtime_error(fmt::format("{}: write failed: {}{}", path_.string(), std::strerror(error),
+                                         dropped ? "" : " (its last row may be partial)"));
+  }
 }
 
 void MetricsLog::on_step(const StepMetrics& m, const std::vector<StageReport>& reports) {

@@ -45,6 +45,8 @@ class MetricsLog final : public TrainingObserver {
 
  private:
   void append(const nlohmann::json& row);
+  /// Truncates the file after its last newline; returns the bytes dropped.
+  std::int64_t drop_partial_row();
   std::filesystem::path path_;
   std::FILE* file_;
   const sched::Schedule& schedule_;

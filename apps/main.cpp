@@ -91,6 +91,7 @@ int run_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   conveyor::reopen_closed_standard_streams();  // before anything opens a file
+  conveyor::make_logging_unbreakable();
   conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
   const int code = conveyor::check_standard_output(run_command(argc, argv));
   if (conveyor::stage_threads_abandoned()) {

@@ -1,6 +1,7 @@
 #include "apps/standard_streams.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,32 @@ void reopen_closed_standard_streams() {
       ::dup2(opened, fd);
       ::close(opened);
     }
+  }
+}
+
+namespace {
+
+ssize_t write_log(void*, const char* data, size_t size) {
+  static bool broken = false;  // fd 2 failed once: the reader is gone, or the disk full
+  for (size_t done = 0; !broken && done < size;) {
+    const ssize_t n = ::write(STDERR_FILENO, data + done, size - done);
+    if (n > 0)
+      done += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR)
+      broken = true;
+  }
+  return static_cast<ssize_t>(size);  // a log line is never an error
+}
+
+}  // namespace
+
+void make_logging_unbreakable() {
+  ::signal(SIGPIPE, SIG_IGN);
+  cookie_io_functions_t io{};
+  io.write = write_log;
+  if (FILE* log = ::fopencookie(nullptr, "w", io)) {
+    std::setvbuf(log, nullptr, _IONBF, 0);  // unbuffered, as stderr: lines interleave whole
+    stderr = log;
   }
 }
 

@@ -44,6 +44,19 @@ TEST_CASE("a run started with stdout and stderr closed trains and writes clean f
   CHECK(rows >= 3);
 }
 
+TEST_CASE("a log reader that goes away does not end the run") {
+  TempDir dir;
+  const std::string out = dir / "run", rc = dir / "rc";
+  // stderr into `head -c 10`, which exits after the first line: every later log line
+  // meets a closed pipe (SIGPIPE killed the run silently at its next line).
+  const auto r = shell("rc=$1; shift; (\"$0\" \"$@\" 2>&1; echo $? > \"$rc\") | head -c 10 > /dev/null; sleep 0",
+                       {rc, "train", "configs/tiny.yaml", "--set", "train.steps=6", "--set", "checkpoint.every=2",
+                        "--out", out});
+  CHECK(r.exit_code == 0);
+  CHECK(read_text(rc) == "0\n");
+  CHECK(fs::file_size(fs::path(out) / "weights.safetensors") > 0);
+}
+
 TEST_CASE("output that cannot be written is an error, not exit 0") {
   SUBCASE("JSON to a full disk") {
     const auto r = shell("exec \"$0\" \"$@\" > /dev/full",

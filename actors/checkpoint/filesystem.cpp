@@ -4,9 +4,12 @@
 
 namespace conveyor::checkpoint {
 
-std::string read_whole_file(Filesystem& fs, const std::string& path) {
+std::string read_whole_file(Filesystem& fs, const std::string& path, std::uint64_t max_bytes) {
   auto file = fs.open(path);
   const std::uint64_t size = file->size();
+  if (size > max_bytes)
+    throw CheckpointError(path, "file is " + std::to_string(size) + " bytes, more than the " +
+                                    std::to_string(max_bytes) + " such a file can be");
   std::string bytes(size, '\0');
   std::uint64_t done = 0;
   while (done < size) {

@@ -68,7 +68,8 @@ class Filesystem {
 Filesystem& posix_filesystem();
 
 /// Reads a whole (small) file, e.g. a manifest. Throws CheckpointError naming the path.
-std::string read_whole_file(Filesystem& fs, const std::string& path);
+/// Throws CheckpointError for a file larger than `max_bytes` (not read).
+std::string read_whole_file(Filesystem& fs, const std::string& path, std::uint64_t max_bytes);
 
 /// Writes all of `bytes`, looping over short writes. Throws CheckpointError naming `path`
 /// when the file accepts no more bytes (a full disk).

@@ -79,8 +79,16 @@ class PosixFilesystem final : public Filesystem {
     return std::make_unique<PosixWritableFile>(fd, path);
   }
   std::unique_ptr<ReadableFile> open(const std::string& path) override {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would wait for a writer forever. Only regular files are
+    // checkpoint files: a FIFO, a device (/dev/zero) never ends.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(path, "open", errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw CheckpointError(path, "not a regular file");
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return std::make_unique<PosixReadableFile>(fd, path);
   }
   void rename(const std::string& from, const std::string& to) override {

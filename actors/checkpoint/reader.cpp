@@ -11,7 +11,9 @@ Manifest read_manifest(Filesystem& fs, const std::string& step_dir) {
   if (!fs.exists(path))
     throw CheckpointError(step_dir, std::string("incomplete checkpoint: no ") + kManifestFile +
                                         " (its write did not finish)");
-  return parse_manifest(read_whole_file(fs, path), path);
+  // A manifest lists one entry per shard and its config: kilobytes.
+  constexpr std::uint64_t kMaxManifestBytes = 64ull << 20;
+  return parse_manifest(read_whole_file(fs, path, kMaxManifestBytes), path);
 }
 
 Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
@@ -19,6 +21,11 @@ Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
   for (const auto& shard : m.shards) {
     const std::string path = step_dir + "/" + shard.file;
     if (!fs.exists(path)) throw CheckpointError(path, std::string("shard listed in ") + kManifestFile + " is missing");
+    // The size first: a shard that is not the manifest's size is not hashed (200 GB of
+    // sparse file would take hours to say so).
+    if (const std::uint64_t size = fs.open(path)->size(); size != shard.bytes)
+      throw CheckpointError(path, "shard is " + std::to_string(size) + " bytes, " + kManifestFile + " says " +
+                                      std::to_string(shard.bytes) + " (truncated or overwritten)");
     const FileDigest d = sha256_of_file(fs, path);
     if (d.bytes != shard.bytes)
       throw CheckpointError(path, "shard is " + std::to_string(d.bytes) + " bytes, " + kManifestFile + " says " +

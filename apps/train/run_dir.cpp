@@ -39,7 +39,15 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
   fs::path dir;
   if (out) {
     dir = *out;
-    if (continuing && fs::is_directory(dir)) return dir;
+    if (continuing && fs::is_directory(dir)) {
+      // Appended to: a FIFO there would block the run at its first row.
+      std::error_code ec;
+      const auto metrics = fs::status(dir / "metrics.jsonl", ec);
+      if (!ec && fs::exists(metrics) && !fs::is_regular_file(metrics))
+        throw InputError(fmt::format("--out {}: metrics.jsonl exists and is not a regular file",
+                                     dir.string()));
+      return dir;
+    }
     if (fs::exists(dir / "metrics.jsonl"))
       throw InputError(fmt::format("--out {}: already holds a run (metrics.jsonl); choose another "
                                    "folder",
@@ -62,7 +70,8 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   const auto status = fs::status(path, ec);
   if (!ec && fs::exists(status) && !fs::is_regular_file(status))
     throw std::runtime_error(fmt::format("{}: exists and is not a regular file", path.string()));
-  const fs::path tmp = path.string() + ".tmp";
+  // Of this process: two runs writing into one folder must not share a temporary file.
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   auto fail = [&](const char* what) {
     const std::string why = std::strerror(errno);

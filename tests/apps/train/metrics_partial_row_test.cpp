@@ -2,6 +2,7 @@
 // newline; the resumed run drops that partial row, saying so, so that every line of the
 // file is still one JSON object.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,4 +40,19 @@ TEST_CASE("a resumed run drops the partial last row of metrics.jsonl") {
     CHECK_NOTHROW((void)nlohmann::json::parse(line));
   }
   CHECK(rows >= 6);
+}
+
+TEST_CASE("a resumed run refuses a metrics.jsonl that is not a regular file (a FIFO blocked it)") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  train_ok({"configs/tiny.yaml", "--set", "train.steps=2", "--set", "train.eval_every=0", "--set",
+            "checkpoint.every=2", "--out", run});
+  const fs::path metrics = fs::path(run) / "metrics.jsonl";
+  fs::remove(metrics);
+  REQUIRE(::mkfifo(metrics.c_str(), 0644) == 0);
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=4", "--out", run, "--resume",
+                               "latest"},
+                              30);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("metrics.jsonl exists and is not a regular file") != std::string::npos);
 }

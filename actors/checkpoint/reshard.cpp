@@ -22,7 +22,7 @@ std::string join_problems(const std::vector<std::string>& problems) {
 std::vector<TensorSpec> specs_of(const std::vector<Param>& params) {
   std::vector<TensorSpec> out;
   out.reserve(params.size());
-  for (const auto& p : params) out.push_back({p.name, p.value.shape()});
+  for (const auto& p : params) out.push_back({p.name, p.value.shape(), p.value.dtype()});
   return out;
 }
 
@@ -62,6 +62,12 @@ std::vector<std::vector<NamedTensor>> reshard(const std::map<std::string, Tensor
         if (it->second.shape() != spec.shape) {
           problems.push_back("shape mismatch for " + name + ": checkpoint " + it->second.shape().str() + ", " +
                              stage + " expects " + spec.shape.str());
+          continue;
+        }
+        if (it->second.dtype() != spec.dtype) {
+          problems.push_back("dtype mismatch for " + name + ": checkpoint " +
+                             std::string(dtype_name(it->second.dtype())) + ", " + stage + " expects " +
+                             std::string(dtype_name(spec.dtype)));
           continue;
         }
         out[k].push_back({name, it->second});

@@ -14,6 +14,7 @@
 
 #include "kernels/io/safetensors.hpp"
 #include "kernels/model/param.hpp"
+#include "kernels/tensor/dtype.hpp"
 #include "kernels/tensor/shape.hpp"
 
 namespace conveyor::checkpoint {
@@ -21,6 +22,7 @@ namespace conveyor::checkpoint {
 struct TensorSpec {
   std::string name;
   Shape shape;
+  DType dtype = DType::f32;  // checkpoints hold host f32 (capture_state), on CPU and GPU
 };
 
 /// The names and shapes of a stage's parameters (e.g. GptStage::params()).

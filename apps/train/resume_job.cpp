@@ -15,6 +15,7 @@
 #include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/state_names.hpp"
 
 namespace conveyor {
 namespace {
@@ -84,6 +85,16 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
     specs.push_back(checkpoint::specs_of(GptStage(job.model, slice, job.data.seed).params()));
   try {
     auto loaded = checkpoint::load_checkpoint(fs, point.path);
+    // AdamW's moments come with every checkpoint conveyor writes after a step: without
+    // them the run would restart its optimizer (t = 0) and not continue the one it resumes.
+    const bool has_moments = std::any_of(loaded.tensors.begin(), loaded.tensors.end(), [](const auto& kv) {
+      return std::string_view(kv.first).starts_with(kOptMPrefix);
+    });
+    if (m.optimizer_steps > 0 && !has_moments)
+      throw checkpoint::CheckpointError(
+          point.path, fmt::format("the manifest records {} optimizer steps but the shards hold no optimizer "
+                                  "state ({}* and {}* tensors): resuming would restart AdamW",
+                                  m.optimizer_steps, kOptMPrefix, kOptVPrefix));
     out->tensors = checkpoint::reshard(loaded.tensors, specs, point.path);
   } catch (const checkpoint::CheckpointError& e) {
     throw InputError(fmt::format("--resume {}: {}", arg, e.what()));

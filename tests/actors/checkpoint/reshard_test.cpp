@@ -154,6 +154,17 @@ TEST_CASE("resharding a checkpoint names missing and extra tensors and shape mis
   CHECK(shape.find("shape mismatch for wte.weight: checkpoint (32, 16), new stage 0 expects (32, 32)") !=
         std::string::npos);
 
+  // Checkpoints hold f32: a tensor of another dtype (an edited or foreign shard) is refused
+  // here, before any stage sees it.
+  auto retyped = tensors;
+  const Tensor& wte = tensors.at("wte.weight");
+  retyped["wte.weight"] = Tensor::zeros(wte.shape(), DType::i32);
+  retyped["opt.v.wte.weight"] = Tensor::zeros(wte.shape(), DType::bf16);
+  const std::string dtype = reshard_error(retyped, make_pipeline(tiny_gpt(), {2, 2}, 1));
+  CHECK(dtype.find("dtype mismatch for wte.weight: checkpoint i32, new stage 0 expects f32") != std::string::npos);
+  CHECK(dtype.find("dtype mismatch for opt.v.wte.weight: checkpoint bf16, new stage 0 expects f32") !=
+        std::string::npos);
+
   Pipeline overlapping = make_pipeline(tiny_gpt(), {2, 2}, 1);
   auto specs = specs_of(overlapping);
   specs[1].push_back(specs[0][0]);

@@ -277,6 +277,16 @@ void run_train(const TrainOptions& opt) {
   if (checkpoints) job.checkpoints = &*checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &observer) : run_training(job, observer);
   progress.finish();
+  // A trace file that could not be written whole (a full disk) fails the run once its
+  // results are saved: it exits 1 saying so instead of leaving a short trace unnoticed.
+  const auto check_trace = [&job] {
+    if (!job.trace) return;
+    job.trace->flush_all();
+    if (const auto failure = job.trace->failure())
+      throw std::runtime_error(fmt::format("trace file {}: {}; the trace is incomplete (the run's other "
+                                           "results are written)",
+                                           job.trace->file().string(), *failure));
+  };
 
   if (checkpoints && checkpoints->stopped_at()) {
     const auto written = checkpoints->last_written();
@@ -296,6 +306,7 @@ void run_train(const TrainOptions& opt) {
                "to resume, run:\n  {}\n",
                signal, *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
                resume_command(opt.config, opt.overrides, dir.string(), extra));
+    check_trace();
     return;
   }
 
@@ -343,6 +354,7 @@ void run_train(const TrainOptions& opt) {
              entropy, speed, 100 * simulated,
              100 * simulated_means, (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
+  check_trace();
 }
 
 }  // namespace

@@ -14,9 +14,18 @@ TraceSink::TraceSink(const std::filesystem::path& file, const FileHeader& header
     throw std::runtime_error(fmt::format("{}: cannot create the trace file: {}", file.string(),
                                          std::strerror(errno)));
   const std::string h = encode_header(header);
-  std::fwrite(h.data(), 1, h.size(), file_);
-  std::fflush(file_);
+  if (std::fwrite(h.data(), 1, h.size(), file_) != h.size() || std::fflush(file_) != 0) note_failure("write");
   bytes_ = h.size();
+}
+
+void TraceSink::note_failure(const char* what) {
+  if (!failure_)
+    failure_ = fmt::format("{} failed after {} bytes: {}", what, bytes_, std::strerror(errno));
+}
+
+std::optional<std::string> TraceSink::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
 }
 
 TraceSink::~TraceSink() {
@@ -28,8 +37,11 @@ void TraceSink::write(const Record* records, std::size_t n) {
   std::lock_guard lock(mutex_);
   // Whole records or nothing of a batch is what a reader needs; a short write (disk full)
   // leaves a truncated tail that read_trace_file reports.
-  std::fwrite(records, sizeof(Record), n, file_);
-  std::fflush(file_);
+  if (failure_) return;  // the file already ends short: later records would not line up
+  if (std::fwrite(records, sizeof(Record), n, file_) != n || std::fflush(file_) != 0) {
+    note_failure("write");
+    return;
+  }
   bytes_ += n * sizeof(Record);
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "actors/trace/step_range.hpp"
@@ -31,6 +32,9 @@ class TraceSink {
 
   void write(const Record* records, std::size_t n);
   std::uint64_t bytes_written() const;
+  /// The first write that failed ("No space left on device" after N bytes), if any: the
+  /// file then ends short of the records given (its readers report the truncated tail).
+  std::optional<std::string> failure() const;
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -38,6 +42,8 @@ class TraceSink {
   mutable std::mutex mutex_;
   std::FILE* file_ = nullptr;
   std::uint64_t bytes_ = 0;
+  std::optional<std::string> failure_;
+  void note_failure(const char* what);  // REQUIRES: mutex_ held (or the constructor)
 };
 
 class TraceBuffer {

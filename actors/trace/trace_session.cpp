@@ -13,6 +13,22 @@ std::string local_host_name() {
   return name;
 }
 
+void keep_earlier_trace(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return;
+  // Under a name the trace commands do not read (they merge every *.ctrace of the folder
+  // as one run's processes), so that nothing of it is lost.
+  std::filesystem::path kept;
+  for (int n = 1; kept.empty() || std::filesystem::exists(kept, ec); ++n)
+    kept = file.string() + ".earlier-" + std::to_string(n);
+  std::filesystem::rename(file, kept, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("{}: cannot keep the earlier trace as {}: {}", file.string(),
+                                         kept.string(), ec.message()));
+  fmt::print(stderr, "trace: the earlier trace of this run folder is kept as {} (trace commands read the new one)\n",
+             kept.string());
+}
+
 TraceSession::TraceSession(const TraceOptions& o, int stages) {
   std::error_code ec;
   std::filesystem::create_directories(o.dir, ec);
@@ -23,7 +39,9 @@ TraceSession::TraceSession(const TraceOptions& o, int stages) {
   header.clock_offset_ns = o.clock_offset_ns;
   header.process_index = o.process_index;
   header.host = o.host.empty() ? local_host_name() : o.host;
-  sink_ = std::make_shared<TraceSink>(o.dir / trace_file_name(o.process_index), header);
+  const auto file = o.dir / trace_file_name(o.process_index);
+  keep_earlier_trace(file);
+  sink_ = std::make_shared<TraceSink>(file, header);
   buffers_.push_back(std::make_unique<TraceBuffer>(0, sink_, o.steps, o.buffer_records));
   for (int r = 0; r < stages; ++r)
     buffers_.push_back(

@@ -22,6 +22,10 @@ struct TraceOptions {
   std::size_t buffer_records = 8192;
 };
 
+/// Renames an existing `file` to FILE.earlier-N (the first N free), printing where it went:
+/// a resumed traced run writes its trace anew. THROWS std::runtime_error when it cannot.
+void keep_earlier_trace(const std::filesystem::path& file);
+
 class TraceSession {
  public:
   /// Creates `options.dir` and the process's trace file. Throws std::runtime_error.
@@ -37,6 +41,8 @@ class TraceSession {
   /// The latest records of every writer, merged in start order (the watchdog's dump).
   std::vector<Record> recent(std::size_t per_writer) const;
   std::uint64_t bytes_written() const { return sink_->bytes_written(); }
+  /// The trace file's first failed write, if any (TraceSink::failure).
+  std::optional<std::string> failure() const { return sink_->failure(); }
   const std::filesystem::path& file() const { return sink_->path(); }
 
  private:

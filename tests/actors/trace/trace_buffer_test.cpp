@@ -50,3 +50,33 @@ TEST_CASE("trace buffers write their records to the process file in batches and 
 }
 
 }  // namespace conveyor::testing
+
+namespace conveyor::testing {
+
+TEST_CASE("a trace file whose writes fail says so, and records after the failure are not written") {
+  // /dev/full: every write fails with ENOSPC, as a full disk's would.
+  trace::FileHeader header;
+  header.host = "h";
+  trace::TraceSink sink("/dev/full", header);
+  REQUIRE(sink.failure());
+  CHECK(sink.failure()->find("write failed after 0 bytes: No space left on device") != std::string::npos);
+  trace::Record r;
+  sink.write(&r, 1);
+  CHECK(sink.failure()->find("after 0 bytes") != std::string::npos);  // the first failure is kept
+}
+
+TEST_CASE("a new trace session keeps a trace file already there under an earlier-N name") {
+  const auto dir = std::filesystem::temp_directory_path() / ("conveyor_trace_keep_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  trace::TraceOptions o;
+  o.dir = dir;
+  o.host = "h";
+  for (int run = 0; run < 3; ++run) trace::TraceSession session(o, 1);
+  CHECK(std::filesystem::exists(dir / "process-0.ctrace"));
+  CHECK(std::filesystem::exists(dir / "process-0.ctrace.earlier-1"));
+  CHECK(std::filesystem::exists(dir / "process-0.ctrace.earlier-2"));
+  CHECK_FALSE(std::filesystem::exists(dir / "process-0.ctrace.earlier-3"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace conveyor::testing

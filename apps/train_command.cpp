@@ -24,6 +24,7 @@
 #include "apps/launch/replica_nodes.hpp"
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
+#include "apps/train/folder_lock.hpp"
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/plan_json.hpp"
@@ -242,8 +243,17 @@ void run_train(const TrainOptions& opt) {
   // checkpoint.every 0: a folder that cannot exist must fail now, not when the work would
   // be saved.
   const bool takes_checkpoints = !cluster || config.checkpoint.every > 0 || resume;
-  if (takes_checkpoints && !config.checkpoint.dir.empty()) prepare_checkpoint_dir(config.checkpoint.dir);
+  // The locks are held to the end of the run: another process fails here, naming the
+  // folder (one inside --out is covered by its lock).
+  std::optional<FolderLock> checkpoint_lock;
+  if (takes_checkpoints && !config.checkpoint.dir.empty()) {
+    prepare_checkpoint_dir(config.checkpoint.dir);
+    if (!opt.out || !is_inside(config.checkpoint.dir, *opt.out))
+      checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
+  }
   const auto dir = create_run_dir(opt.out, resume != nullptr);
+  const FolderLock run_lock(dir, "--out");
+  if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
   write_file_atomically(dir / "config.yaml", to_yaml(config));

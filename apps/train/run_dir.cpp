@@ -35,6 +35,29 @@ fs::path unused_run_dir() {
   return dir;
 }
 
+void refuse_unwritable(const fs::path& dir, const std::string& what) {
+  // access(2) says EROFS even to root: a read-only mount fails now, not at the first write.
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw InputError(fmt::format("{} {}: cannot write there: {}", what, dir.string(), std::strerror(errno)));
+}
+
+void refuse_held_run(const fs::path& dir) {
+  if (fs::exists(dir / "metrics.jsonl"))
+    throw InputError(fmt::format("--out {}: already holds a run (metrics.jsonl); choose another "
+                                 "folder",
+                                 dir.string()));
+}
+
+bool is_inside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(inner, ec), b = fs::weakly_canonical(outer, ec);
+  if (ec) return false;
+  auto i = a.begin();
+  for (auto j = b.begin(); j != b.end(); ++j, ++i)
+    if (i == a.end() || *i != *j) return false;
+  return true;
+}
+
 fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) {
   fs::path dir;
   if (out) {
@@ -46,12 +69,10 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
       if (!ec && fs::exists(metrics) && !fs::is_regular_file(metrics))
         throw InputError(fmt::format("--out {}: metrics.jsonl exists and is not a regular file",
                                      dir.string()));
+      refuse_unwritable(dir, "--out");
       return dir;
     }
-    if (fs::exists(dir / "metrics.jsonl"))
-      throw InputError(fmt::format("--out {}: already holds a run (metrics.jsonl); choose another "
-                                   "folder",
-                                   dir.string()));
+    refuse_held_run(dir);
   } else {
     dir = unused_run_dir();
   }
@@ -60,6 +81,7 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
   if (ec || !fs::is_directory(dir))
     throw InputError(fmt::format("--out {}: cannot create the folder ({})", dir.string(),
                                  ec ? ec.message() : "not a directory"));
+  refuse_unwritable(dir, "--out");
   return dir;
 }
 

@@ -18,6 +18,16 @@ std::filesystem::path unused_run_dir();
 std::filesystem::path create_run_dir(const std::optional<std::string>& out,
                                      bool continuing = false);
 
+/// THROWS InputError when `dir` holds a run (a metrics.jsonl).
+void refuse_held_run(const std::filesystem::path& dir);
+
+/// THROWS InputError naming `what` when this process cannot write into `dir` (a
+/// read-only mount, no permission).
+void refuse_unwritable(const std::filesystem::path& dir, const std::string& what);
+
+/// True when `inner` is `outer` or lies below it (after resolving links and dots).
+bool is_inside(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
 /// Writes a whole file atomically (temporary beside it, fsync, rename).
 /// Throws std::runtime_error naming the file on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

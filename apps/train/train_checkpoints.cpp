@@ -4,6 +4,7 @@
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
+#include "apps/train/run_dir.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -47,6 +48,7 @@ void prepare_checkpoint_dir(const std::string& dir) {
   } catch (const checkpoint::CheckpointError& e) {
     throw InputError("checkpoint.dir: cannot create " + e.path() + " (" + e.reason() + ")");
   }
+  refuse_unwritable(dir, "checkpoint.dir");
 }
 
 TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings settings,

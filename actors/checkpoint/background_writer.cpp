@@ -1,5 +1,7 @@
 #include "actors/checkpoint/background_writer.hpp"
 
+#include <utility>
+
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
 
@@ -58,6 +60,11 @@ void BackgroundWriter::flush() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
   throw_pending_errors_locked(lock);
+}
+
+std::vector<std::string> BackgroundWriter::take_errors() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(errors_, {});
 }
 
 bool BackgroundWriter::idle() const {

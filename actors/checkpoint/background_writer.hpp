@@ -46,6 +46,10 @@ class BackgroundWriter {
   /// failed since the last submit()/flush(), if any.
   void flush();
 
+  /// The errors of writes that failed since the last call (or submit()/flush()), taken:
+  /// for a caller that reports them and goes on.
+  std::vector<std::string> take_errors();
+
   /// True when nothing is queued or being written (a caller may skip a checkpoint rather
   /// than wait when this is false).
   bool idle() const;

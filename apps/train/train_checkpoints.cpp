@@ -86,12 +86,35 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
   snapshot.manifest.step = steps_done;
   snapshot.manifest.optimizer_steps = optimizer_steps;
   snapshot.shards = std::move(shards);
+  note_failed_writes();  // an earlier write's failure does not stop the run, nor this one
   writer_.submit(std::move(snapshot));
   ++taken_;
   step_loop_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided_).count();
   if (!stop) return;
   writer_.flush();  // a preempted process may be killed soon: the checkpoint must be on disk
   stopped_at_ = steps_done;
+}
+
+void TrainCheckpoints::note_failed_writes() {
+  for (auto& e : writer_.take_errors()) {
+    checkpoint::checkpoint_log().warn("training goes on after that failed checkpoint (the next ones are still "
+                                      "tried); the run will exit 1 at its end");
+    failed_.push_back(std::move(e));
+  }
+}
+
+void TrainCheckpoints::flush() {
+  note_failed_writes();
+  try {
+    writer_.flush();
+  } catch (const checkpoint::CheckpointError& e) {  // those found only now
+    failed_.push_back(e.what());
+  }
+  if (failed_.empty()) return;
+  std::string message = failed_.front();
+  for (std::size_t i = 1; i < failed_.size(); ++i) message += "; " + failed_[i];
+  throw checkpoint::CheckpointError(settings_.dir, std::to_string(failed_.size()) +
+                                                       " checkpoint write(s) of this run failed: " + message);
 }
 
 }  // namespace conveyor

@@ -70,8 +70,10 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
 
-  /// Waits for the background writes; throws CheckpointError of any that failed.
-  void flush() { writer_.flush(); }
+  /// Waits for the background writes; throws CheckpointError naming every write of the
+  /// run that failed (the run went on after each: its later checkpoints and final weights
+  /// are written all the same).
+  void flush();
   /// The step the run stopped at after SIGTERM, if it did.
   std::optional<std::int64_t> stopped_at() const { return stopped_at_; }
   std::optional<checkpoint::WriteResult> last_written() const { return writer_.last_written(); }
@@ -91,6 +93,8 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;
+  std::vector<std::string> failed_;  // background writes that failed, reported as they were found
+  void note_failed_writes();
 };
 
 }  // namespace conveyor

@@ -1,8 +1,11 @@
 #include "actors/schedule/json.hpp"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.hpp"
+
+#include <limits>
 
 namespace conveyor::sched {
 namespace {
@@ -11,7 +14,11 @@ int get_int(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || !j.at(key).is_number_integer()) {
     throw InputError(std::string("schedule JSON: \"") + key + "\" must be an integer");
   }
-  return j.at(key).get<int>();
+  const auto v = j.at(key).get<std::int64_t>();  // (a u64 above INT64_MAX reads negative)
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    throw InputError(std::string("schedule JSON: \"") + key + "\" = " + j.at(key).dump() +
+                     " is out of range (0 to " + std::to_string(std::numeric_limits<int>::max()) + ")");
+  return static_cast<int>(v);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "actors/trace/trace_plans.hpp"
 
+#include <limits>
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -58,8 +59,10 @@ TracePlans parse_trace_plans(const std::string& text, const std::string& name) {
       throw InputError("the train schedule does not list every rank");
     sched::validate(p.train);  // what the run validated before it ran
     if (j.contains("eval_wave")) {
-      if (!j["eval_wave"].is_number_integer() || j["eval_wave"].get<int>() < 1)
-        throw InputError("\"eval_wave\" must be an integer >= 1");
+      if (!j["eval_wave"].is_number_integer() || j["eval_wave"].get<std::int64_t>() < 1 ||
+          j["eval_wave"].get<std::int64_t>() > std::numeric_limits<int>::max())
+        throw InputError("\"eval_wave\" must be an integer in [1, " +
+                         std::to_string(std::numeric_limits<int>::max()) + "]");
       p.eval_wave = j["eval_wave"].get<int>();
     }
     if (j.contains("replicas")) {

@@ -52,6 +52,29 @@ TEST_CASE("trace plans without replicas read as one replica, and a bad count is 
   CHECK(parse_trace_plans(j.dump(), "s.json").replicas == 16384);
 }
 
+TEST_CASE("a schedule.json whose sizes no run can have is refused before anything is sized by them") {
+  const auto schedule = two_stage_1f1b();
+  const auto good = trace_plans_json(schedule, eval_plans(), 1);
+  // 65536 ranks x 65536 chunks: the tables indexed by (rank, chunk, micro-batch) took all
+  // memory; 2^32 + 8 micro-batches wrapped to 8.
+  auto wide = good;
+  wide["train"]["stages"] = 65536;
+  wide["train"]["virtual_stages"] = 65536;
+  wide["train"]["ranks"] = nlohmann::json::array();
+  for (int r = 0; r < 65536; ++r) wide["train"]["ranks"].push_back(nlohmann::json::array());
+  CHECK_THROWS_WITH_AS(parse_trace_plans(wide.dump(), "s.json"),
+                       doctest::Contains("65536 stages x 4 micro-batches x 65536 chunks is not a schedule"),
+                       InputError);
+  auto wrapped = good;
+  wrapped["train"]["micro_batches"] = (std::int64_t{1} << 32) + 8;
+  CHECK_THROWS_WITH_AS(parse_trace_plans(wrapped.dump(), "s.json"),
+                       doctest::Contains("\"micro_batches\" = 4294967304 is out of range"), InputError);
+  auto wave = good;
+  wave["eval_wave"] = (std::int64_t{1} << 32) + 1;
+  CHECK_THROWS_WITH_AS(parse_trace_plans(wave.dump(), "s.json"),
+                       doctest::Contains("\"eval_wave\" must be an integer in [1, 2147483647]"), InputError);
+}
+
 TEST_CASE("an eval round's plan is the part of the whole evaluation its wave ran") {
   // Two chunks on each rank: the whole evaluation of 5 micro-batches runs chunk by chunk.
   std::vector<std::vector<sched::Action>> whole(2);

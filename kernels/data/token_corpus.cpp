@@ -1,9 +1,13 @@
 #include "kernels/data/token_corpus.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <new>
 #include <string>
 
 #include "kernels/common/error.hpp"
@@ -109,9 +113,23 @@ TokenCorpus TokenCorpus::load(const std::string& path, DataFormat format, std::i
                    std::to_string(vocab));
   const InputFile file(path, "data file", "check data.path");
   if (file.size() == 0) fail(path, "data file is empty");
+  // The corpus is held in memory as 16-bit tokens (a text byte becomes 2 bytes): say so
+  // up front for one that cannot fit, rather than fail the allocation unnamed.
+  const std::uint64_t held = format == DataFormat::text ? 2 * file.size() : file.size();
+  const auto gib = [](std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); };
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && held > static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page))
+    fail(path, "data file of " + gib(file.size()) + " would be " + gib(held) +
+                   " of tokens in memory, more than this machine's " +
+                   gib(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)) +
+                   " (the corpus is read whole; use a smaller file)");
 
   TokenCorpus corpus;
-  corpus.tokens_ = format == DataFormat::text ? load_text(file) : load_tokens(file);
+  try {
+    corpus.tokens_ = format == DataFormat::text ? load_text(file) : load_tokens(file);
+  } catch (const std::bad_alloc&) {
+    fail(path, "not enough memory to hold the corpus (" + gib(held) + " of tokens)");
+  }
 
   // A branch-free maximum first (it vectorises); the position is searched for only when
   // some id is out of range.

@@ -100,7 +100,7 @@ TEST_CASE("an eval round's plan is the part of the whole evaluation its wave ran
     CAPTURE(bad);
     j["eval_wave"] = nlohmann::json::parse(bad);
     CHECK_THROWS_WITH_AS(parse_trace_plans(j.dump(), "s.json"),
-                         doctest::Contains("s.json: \"eval_wave\" must be an integer >= 1"),
+                         doctest::Contains("s.json: \"eval_wave\" must be an integer in [1, 2147483647]"),
                          InputError);
   }
 }

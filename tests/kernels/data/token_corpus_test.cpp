@@ -146,6 +146,19 @@ TEST_CASE("an empty data file is rejected in either format") {
   }
 }
 
+TEST_CASE("a data file larger than this machine's memory is refused up front, naming it") {
+  TempDir dir;
+  const auto path = dir.write("huge.bin", "");
+  std::filesystem::resize_file(path, std::uintmax_t{1} << 40);  // 1 TiB, sparse: nothing is read
+  for (auto format : {DataFormat::text, DataFormat::tokens}) {
+    const auto msg = input_error([&] { TokenCorpus::load(path, format, 65536); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "data file of 1024.0 GiB would be"));
+    CHECK(has(msg, "more than this machine's"));
+  }
+}
+
 TEST_CASE("a missing data file or a folder is named in the error") {
   TempDir dir;
   const auto missing = (dir.path() / "nope.txt").string();

@@ -58,7 +58,8 @@ void write_output(const std::string& path, const std::string& text) {
 void run_export(const TraceOptions& o) {
   const auto set = trace::load_trace_dir(o.dir);
   refuse_inputs(o.chrome, set);
-  write_output(o.chrome, trace::chrome_trace(set).dump() + "\n");
+  // Replace: a host name in a trace header need not be UTF-8.
+  write_output(o.chrome, trace::chrome_trace(set).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   fmt::print(stderr, "conveyor trace: {} records from {} process(es) → {}\n", set.records.size(),
              set.hosts.size(), o.chrome);
 }
@@ -66,7 +67,7 @@ void run_export(const TraceOptions& o) {
 void run_summary(const TraceOptions& o) {
   const auto summary = trace::summarize(trace::load_trace_dir(o.dir));
   if (o.format == "json")
-    fmt::print("{}\n", trace::summary_json(summary).dump());
+    fmt::print("{}\n", trace::summary_json(summary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   else
     fmt::print("{}", trace::summary_text(summary));
 }

@@ -200,9 +200,28 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   return s;
 }
 
+// Paths end up in JSON (metrics rows, plan.json, the checkpoint manifest's config), which
+// holds UTF-8 only: a path that is not would fail the run's first checkpoint, or its
+// summary after training. Refused at start instead.
+void refuse_non_utf8_paths(const TrainOptions& opt, const RunConfig& config) {
+  const auto check = [](const std::string& what, const std::string& path) {
+    try {
+      (void)nlohmann::json(path).dump();
+    } catch (const nlohmann::json::type_error&) {
+      throw InputError(fmt::format("{}: the path is not valid UTF-8 ({}); rename it", what,
+                                   nlohmann::json(path).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)));
+    }
+  };
+  if (opt.out) check("--out", *opt.out);
+  check("data.path", config.data.path);
+  check("checkpoint.dir", config.checkpoint.dir);
+  if (opt.resume) check("--resume", *opt.resume);
+}
+
 void run_train(const TrainOptions& opt) {
   if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
+  refuse_non_utf8_paths(opt, config);
   TrainingJob job = build_training_job(config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   check_checkpoints_across_processes(opt, spec, config);

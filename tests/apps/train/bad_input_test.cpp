@@ -228,3 +228,16 @@ TEST_CASE("a bad config without --out creates no runs folder in the working dir"
   CHECK(r.out.empty());
   CHECK(fs::is_empty(dir.path()));
 }
+
+TEST_CASE("a path that is not UTF-8 is refused at start, before anything is written") {
+  TempDir dir;
+  const std::string out = dir / "run-\xff";
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2", "--out", out});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--out: the path is not valid UTF-8") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+  const auto data = run_conveyor({"train", "configs/tiny.yaml", "--set", "data.path=" + (dir / "d-\xfe.txt"),
+                                  "--out", dir / "run"});
+  CHECK(data.exit_code == 2);
+  CHECK(data.err.find("data.path: the path is not valid UTF-8") != std::string::npos);
+}

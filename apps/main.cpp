@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -77,6 +78,11 @@ int run_command(int argc, char** argv) {
   } catch (const conveyor::HangError&) {  // the watchdog printed the diagnosis
     std::fprintf(stderr, "error: the hang watchdog stopped the run (wait-for graph above)\n");
     return conveyor::kExitHang;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that loops on itself is bad input; other filesystem failures
+    // (a disk, a permission) fail the run.
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return e.code() == std::errc::too_many_symbolic_link_levels ? conveyor::kExitBadInput : conveyor::kExitFailed;
   } catch (const std::logic_error& e) {  // a broken invariant: a bug in conveyor
     std::fprintf(stderr, "internal error: %s\n", e.what());
     return conveyor::kExitInternal;

@@ -264,6 +264,9 @@ void run_train(const TrainOptions& opt) {
   const bool takes_checkpoints = !cluster || config.checkpoint.every > 0 || resume;
   // The locks are held to the end of the run: another process fails here, naming the
   // folder (one inside --out is covered by its lock).
+  // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
+  // that comes while the run folder is being written.
+  if (takes_checkpoints) catch_stop_signals();
   std::optional<FolderLock> checkpoint_lock;
   if (takes_checkpoints && !config.checkpoint.dir.empty()) {
     prepare_checkpoint_dir(config.checkpoint.dir);

@@ -241,3 +241,12 @@ TEST_CASE("a path that is not UTF-8 is refused at start, before anything is writ
   CHECK(data.exit_code == 2);
   CHECK(data.err.find("data.path: the path is not valid UTF-8") != std::string::npos);
 }
+
+TEST_CASE("an --out that is a loop of symbolic links is bad input, exit 2") {
+  TempDir dir;
+  fs::create_symlink(dir.path() / "b", dir.path() / "a");
+  fs::create_symlink(dir.path() / "a", dir.path() / "b");
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2", "--out", dir / "a"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("Too many levels of symbolic links") != std::string::npos);
+}

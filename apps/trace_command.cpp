@@ -48,6 +48,10 @@ void refuse_inputs(const std::string& path, const trace::TraceSet& set) {
 }
 
 void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {  // standard output (checked at exit: a closed pipe is an error)
+    fmt::print("{}", text);
+    return;
+  }
   try {
     write_file_atomically(path, text);
   } catch (const std::runtime_error& e) {
@@ -130,7 +134,7 @@ void add_trace_command(CLI::App& app) {
 
   auto* exp = trace->add_subcommand("export", "Write the trace as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   add_dir(exp);
-  exp->add_option("--chrome", opt->chrome, "Output file (trace-event JSON)")->required();
+  exp->add_option("--chrome", opt->chrome, "Output file (trace-event JSON; - for standard output)")->required();
   exp->callback([opt] { run_export(*opt); });
 
   auto* sum = trace->add_subcommand(
@@ -147,7 +151,7 @@ void add_trace_command(CLI::App& app) {
 
   auto* draw = trace->add_subcommand("draw", "Draw the pipeline timeline as SVG");
   add_dir(draw);
-  draw->add_option("--out", opt->out, "Output SVG file (written atomically)")->required();
+  draw->add_option("--out", opt->out, "Output SVG file (written atomically; - for standard output)")->required();
   draw->add_option("--steps", opt->steps, "Train steps to draw: N or A-B (default: the last traced)");
   draw->add_flag("--eval", opt->eval, "Draw evaluation rounds of those steps too");
   draw->callback([opt] { run_draw(*opt); });

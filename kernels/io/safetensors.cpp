@@ -213,12 +213,24 @@ SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
   const std::uint64_t data_bytes = file.size() - data_start;
 
   nlohmann::json header;
+  // JSON parsers keep the last of a repeated key: a tensor named twice would silently be
+  // the second. The callback sees every top-level key.
+  std::set<std::string> names;
+  std::string repeated;
+  const nlohmann::json::parser_callback_t note_keys = [&](int depth, nlohmann::json::parse_event_t event,
+                                                           nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && repeated.empty() &&
+        !names.insert(parsed.get<std::string>()).second)
+      repeated = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::parse_error& e) {
     bad_file(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) bad_file(path, "header is not a JSON object");
+  if (!repeated.empty()) bad_file(path, "the header names '" + repeated + "' twice");
 
   SafetensorsContents out;
   std::vector<Entry> entries;
@@ -246,6 +258,18 @@ SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
                          std::to_string(e.begin) + ", " + std::to_string(e.end) + "])");
     prev = &e;
   }
+  // The format allows no holes: every data byte belongs to exactly one tensor.
+  std::uint64_t covered = 0;
+  for (const auto& e : entries) {
+    if (e.begin == e.end) continue;
+    if (e.begin != covered)
+      bad_file(path, "data bytes [" + std::to_string(covered) + ", " + std::to_string(e.begin) +
+                         ") belong to no tensor (the format allows no holes)");
+    covered = e.end;
+  }
+  if (covered != data_bytes)
+    bad_file(path, std::to_string(data_bytes - covered) + " data bytes after the last tensor belong to none "
+                                                          "(the format allows no trailing bytes)");
 
   out.tensors.reserve(entries.size());
   for (const auto& e : entries) {

@@ -198,4 +198,18 @@ TEST_CASE("trace check lists what is wrong and exits 1 on a trace that lost a re
   CHECK(r.out.find("unmatched_send: ") != std::string::npos);
 }
 
+TEST_CASE("trace export --chrome - and draw --out - write to standard output, no file named '-'") {
+  TempDir dir;
+  const auto run = dir / "run";
+  train_ok({"configs/tiny.yaml", "--out", run, "--set", "train.steps=2", "--set", "train.eval_every=0", "--set",
+            "trace.enabled=true"});
+  const auto exported = run_conveyor({"trace", "export", run, "--chrome", "-"}, 60, dir.path().string());
+  REQUIRE(exported.exit_code == 0);
+  CHECK(nlohmann::json::parse(exported.out).contains("traceEvents"));
+  const auto drawn = run_conveyor({"trace", "draw", run, "--out", "-"}, 60, dir.path().string());
+  REQUIRE(drawn.exit_code == 0);
+  CHECK(drawn.out.rfind("<svg", 0) == 0);
+  CHECK_FALSE(fs::exists(dir.path() / "-"));
+}
+
 }  // namespace conveyor::testing

@@ -198,6 +198,19 @@ TEST_CASE("invalid safetensors files are rejected with the file named") {
                                good_data + good_data),
              "overlap");
   }
+  SUBCASE("a tensor named twice (JSON parsers keep the last)") {
+    rejected(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                               R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                               good_data + good_data),
+             "the header names 'a' twice");
+  }
+  SUBCASE("data bytes no tensor covers: a hole, trailing bytes") {
+    rejected(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                               R"("b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})",
+                               good_data + "0000" + good_data),
+             "data bytes [8, 12) belong to no tensor");
+    rejected(safetensors_bytes(good_header, good_data + "xyz"), "3 data bytes after the last tensor");
+  }
   SUBCASE("an unsupported dtype") {
     rejected(safetensors_bytes(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", good_data),
              "F16");

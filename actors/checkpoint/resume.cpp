@@ -58,7 +58,8 @@ ResumePoint newest_valid(Filesystem& fs, const std::string& dir, std::optional<s
 ResumePoint resolve_resume(Filesystem& fs, const std::string& arg, const std::string& checkpoint_dir) {
   if (arg == "latest") {
     if (!fs.is_dir(checkpoint_dir))
-      throw InputError("--resume latest: checkpoint.dir " + checkpoint_dir + " does not exist");
+      throw InputError("--resume latest: checkpoint.dir " + checkpoint_dir +
+                       (fs.exists(checkpoint_dir) ? " is not a folder" : " does not exist"));
     return newest_valid(fs, checkpoint_dir, std::nullopt, "the newest under " + checkpoint_dir);
   }
   std::string path = arg;

@@ -116,8 +116,10 @@ class PosixFilesystem final : public Filesystem {
     if (ec) throw CheckpointError(dir, "creating the folder failed: " + ec.message());
   }
   bool exists(const std::string& path) override {
+    // Something is there unless the name leads nowhere: a loop of links exists, so that
+    // opening it reports the loop rather than "missing".
     struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
+    return ::stat(path.c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
   }
   bool is_dir(const std::string& path) override {
     struct stat st {};

@@ -43,6 +43,11 @@ TEST_CASE("a shard or manifest that is a FIFO or a device is refused at once") {
   fs::create_symlink("/dev/zero", shard);  // never ends
   CHECK(verify_error(written.path).find("stage-1.safetensors: not a regular file") != std::string::npos);
   fs::remove(shard);
+  fs::create_symlink(shard + ".loop", shard);  // a loop of links is reported as one, not "missing"
+  fs::create_symlink(shard, shard + ".loop");
+  CHECK(verify_error(written.path).find("Too many levels of symbolic links") != std::string::npos);
+  fs::remove(shard);
+  fs::remove(shard + ".loop");
   fs::rename(shard + ".saved", shard);
 
   fs::rename(manifest, manifest + ".saved");

@@ -39,7 +39,7 @@ TEST_CASE("a run started with stdout and stderr closed trains and writes clean f
   int rows = 0;
   for (std::string line; std::getline(lines, line); ++rows) {
     CAPTURE(line);
-    CHECK_NOTHROW((void)nlohmann::json::parse(line));
+    CHECK(nlohmann::json::accept(line));
   }
   CHECK(rows >= 3);
 }

@@ -37,7 +37,7 @@ TEST_CASE("a resumed run drops the partial last row of metrics.jsonl") {
   int rows = 0;
   for (std::string line; std::getline(lines, line); ++rows) {
     CAPTURE(line);
-    CHECK_NOTHROW((void)nlohmann::json::parse(line));
+    CHECK(nlohmann::json::accept(line));
   }
   CHECK(rows >= 6);
 }

@@ -21,15 +21,16 @@ Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
   for (const auto& shard : m.shards) {
     const std::string path = step_dir + "/" + shard.file;
     if (!fs.exists(path)) throw CheckpointError(path, std::string("shard listed in ") + kManifestFile + " is missing");
+    const auto wrong_size = [&](std::uint64_t size) {
+      return CheckpointError(path, "shard is " + std::to_string(size) + " bytes, " + kManifestFile + " says " +
+                                       std::to_string(shard.bytes) + " (truncated or overwritten)");
+    };
     // The size first: a shard that is not the manifest's size is not hashed (200 GB of
-    // sparse file would take hours to say so).
-    if (const std::uint64_t size = fs.open(path)->size(); size != shard.bytes)
-      throw CheckpointError(path, "shard is " + std::to_string(size) + " bytes, " + kManifestFile + " says " +
-                                      std::to_string(shard.bytes) + " (truncated or overwritten)");
-    const FileDigest d = sha256_of_file(fs, path);
-    if (d.bytes != shard.bytes)
-      throw CheckpointError(path, "shard is " + std::to_string(d.bytes) + " bytes, " + kManifestFile + " says " +
-                                      std::to_string(shard.bytes) + " (truncated or overwritten)");
+    // sparse file would take hours to say so). The digest counts again: the file may change.
+    const auto file = fs.open(path);
+    if (const std::uint64_t size = file->size(); size != shard.bytes) throw wrong_size(size);
+    const FileDigest d = sha256_of_file(*file);
+    if (d.bytes != shard.bytes) throw wrong_size(d.bytes);
     if (d.sha256 != shard.sha256)
       throw CheckpointError(path, "shard's sha256 is " + d.sha256 + ", " + kManifestFile + " says " +
                                       shard.sha256 + " (corrupt)");

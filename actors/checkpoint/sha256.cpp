@@ -39,13 +39,14 @@ std::string Sha256::hex_digest() {
   return out;
 }
 
-FileDigest sha256_of_file(Filesystem& fs, const std::string& path) {
-  auto file = fs.open(path);
+FileDigest sha256_of_file(Filesystem& fs, const std::string& path) { return sha256_of_file(*fs.open(path)); }
+
+FileDigest sha256_of_file(ReadableFile& file) {
   FileDigest out;
   Sha256 sha;
   std::vector<char> buffer(4 << 20);
   for (;;) {
-    const std::size_t n = file->read_at(buffer.data(), buffer.size(), out.bytes);
+    const std::size_t n = file.read_at(buffer.data(), buffer.size(), out.bytes);
     if (n == 0) break;
     sha.update(buffer.data(), n);
     out.bytes += n;

@@ -30,6 +30,7 @@ struct FileDigest {
   std::uint64_t bytes = 0;
   std::string sha256;
 };
+FileDigest sha256_of_file(ReadableFile& file);
 FileDigest sha256_of_file(Filesystem& fs, const std::string& path);
 
 }  // namespace conveyor::checkpoint

@@ -5,8 +5,6 @@
 
 #include "kernels/common/error.hpp"
 
-#include <limits>
-
 namespace conveyor::sched {
 namespace {
 

@@ -21,6 +21,12 @@ std::string known_names() {
 
 }  // namespace
 
+std::int64_t spec_chunks(const ScheduleSpec& spec) { return spec.name == "zbv" ? 2 : spec.virtual_stages; }
+
+std::int64_t schedule_cells(const ScheduleSpec& spec) {
+  return std::int64_t{spec.stages} * spec.micro_batches * spec_chunks(spec);
+}
+
 int Schedule::chunks_per_rank() const {
   if (spec.name == "zbv") return 2;
   return std::max(1, spec.virtual_stages);
@@ -76,8 +82,7 @@ void validate_spec(const ScheduleSpec& spec) {
   } else if (spec.virtual_stages != 1) {
     bad_spec(spec, v + " must be 1 (only interleaved-1f1b and zbv run several chunks per rank)");
   }
-  const std::int64_t chunks = spec.name == "zbv" ? 2 : spec.virtual_stages;
-  const std::int64_t cells = std::int64_t{spec.stages} * spec.micro_batches * chunks;
+  const std::int64_t cells = schedule_cells(spec);
   if (cells > kMaxScheduleCells)
     bad_spec(spec, "pipeline.stages x pipeline.micro_batches x chunks per rank = " + std::to_string(cells) +
                        " is more than " + std::to_string(kMaxScheduleCells) +

@@ -28,6 +28,11 @@ struct ScheduleSpec {
   int virtual_stages = 1;  // chunks per rank for interleaved-1f1b (>= 2); 1 elsewhere
 };
 
+/// The spec's chunks per rank as written (zbv always 2), unclamped so that a bad value
+/// read from a file can be named, and its stages x micro-batches x chunks cells, in 64 bits.
+std::int64_t spec_chunks(const ScheduleSpec& spec);
+std::int64_t schedule_cells(const ScheduleSpec& spec);
+
 /// A (rank, chunk) pair: where one model stage lives.
 struct RankChunk {
   int rank = 0;

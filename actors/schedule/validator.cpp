@@ -266,9 +266,8 @@ void check_weight_order(const Schedule& s, bool split) {
 void validate(const Schedule& s, const ValidationOptions& options) {
   // Before anything is indexed by (rank, chunk, micro-batch): a schedule read from a file
   // (a trace's schedule.json) must not size those tables past what any run can have.
-  const std::int64_t chunks = s.spec.name == "zbv" ? 2 : s.spec.virtual_stages;
-  if (s.spec.stages < 1 || s.spec.micro_batches < 1 || chunks < 1 ||
-      std::int64_t{s.spec.stages} * s.spec.micro_batches * chunks > kMaxScheduleCells)
+  const std::int64_t chunks = spec_chunks(s.spec);
+  if (s.spec.stages < 1 || s.spec.micro_batches < 1 || chunks < 1 || schedule_cells(s.spec) > kMaxScheduleCells)
     throw InputError("schedule: " + std::to_string(s.spec.stages) + " stages x " +
                      std::to_string(s.spec.micro_batches) + " micro-batches x " + std::to_string(chunks) +
                      " chunks is not a schedule (each at least 1, at most " + std::to_string(kMaxScheduleCells) +

@@ -1,7 +1,7 @@
 #include "actors/trace/trace_plans.hpp"
 
-#include <limits>
 #include <algorithm>
+#include <limits>
 #include <fmt/format.h>
 
 #include "actors/eval_plan.hpp"

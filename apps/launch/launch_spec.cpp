@@ -161,19 +161,11 @@ LaunchSpec from_slurm(const EnvLookup& getenv) {
   }
   spec.local_rank = local_rank_from(getenv, "SLURM_LOCALID");
   // SLURM_NODELIST: the older name, still what some sites' wrappers set alone.
-  const std::string job_list = "SLURM_JOB_NODELIST";
-  const bool old_name = !getenv(job_list.c_str()) && getenv("SLURM_NODELIST");
-  const std::string list_name = old_name ? "SLURM_NODELIST" : job_list;
+  const char* list_name =
+      !getenv("SLURM_JOB_NODELIST") && getenv("SLURM_NODELIST") ? "SLURM_NODELIST" : "SLURM_JOB_NODELIST";
   std::optional<std::string> first_host;
-  if (const auto list = getenv(list_name.c_str())) {
-    try {
-      first_host = first_slurm_host(*list);
-    } catch (const InputError& e) {  // the parser names SLURM_JOB_NODELIST
-      if (!old_name) throw;
-      throw InputError(list_name + std::string(e.what()).substr(job_list.size()));
-    }
-  }
-  rendezvous_from_env(getenv, spec, first_host, list_name.c_str());
+  if (const auto list = getenv(list_name)) first_host = first_slurm_host(*list, list_name);
+  rendezvous_from_env(getenv, spec, first_host, list_name);
   return spec;
 }
 

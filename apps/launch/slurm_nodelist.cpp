@@ -19,8 +19,20 @@ struct Range {
 using Part = std::variant<std::string, std::vector<Range>>;
 using Item = std::vector<Part>;
 
-[[noreturn]] void fail(std::string_view nodelist, const std::string& why) {
-  throw InputError("SLURM_JOB_NODELIST='" + std::string(nodelist) + "': " + why);
+// What is wrong with a list; the public functions name the variable and the list.
+struct BadList {
+  std::string why;
+};
+
+[[noreturn]] void fail(const std::string& why) { throw BadList{why}; }
+
+template <class F>
+auto naming(std::string_view variable, std::string_view nodelist, F&& f) {
+  try {
+    return f();
+  } catch (const BadList& e) {
+    throw InputError(std::string(variable) + "='" + std::string(nodelist) + "': " + e.why);
+  }
 }
 
 std::string padded(std::uint64_t v, std::size_t width) {
@@ -37,11 +49,11 @@ std::vector<Range> parse_ranges(std::string_view nodelist, std::string_view text
     const std::size_t start = pos;
     std::uint64_t v = 0;
     while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      if (pos - start >= 18) fail(nodelist, "number too long in '[" + std::string(text) + "]'");
+      if (pos - start >= 18) fail("number too long in '[" + std::string(text) + "]'");
       v = v * 10 + static_cast<std::uint64_t>(text[pos] - '0');
       ++pos;
     }
-    if (pos == start) fail(nodelist, "expected a number in '[" + std::string(text) + "]'");
+    if (pos == start) fail("expected a number in '[" + std::string(text) + "]'");
     width = pos - start;
     return v;
   };
@@ -54,20 +66,20 @@ std::vector<Range> parse_ranges(std::string_view nodelist, std::string_view text
       std::size_t hi_width = 0;
       r.hi = number(hi_width);
       if (r.hi < r.lo)
-        fail(nodelist, "range " + padded(r.lo, r.width) + "-" + padded(r.hi, hi_width) +
+        fail("range " + padded(r.lo, r.width) + "-" + padded(r.hi, hi_width) +
                            " runs backwards");
     }
     ranges.push_back(r);
     if (pos == text.size()) return ranges;
     if (text[pos] != ',')
-      fail(nodelist, "unexpected '" + std::string(1, text[pos]) + "' in '[" + std::string(text) +
+      fail("unexpected '" + std::string(1, text[pos]) + "' in '[" + std::string(text) +
                          "]'");
     ++pos;
   }
 }
 
 std::vector<Item> parse(std::string_view nodelist) {
-  if (nodelist.empty()) fail(nodelist, "the list is empty");
+  if (nodelist.empty()) fail("the list is empty");
   std::vector<Item> items(1);
   std::string text;
   auto end_text = [&] {
@@ -79,24 +91,24 @@ std::vector<Item> parse(std::string_view nodelist) {
     if (c == '[') {
       const std::size_t close = nodelist.find_first_of("[]", pos + 1);
       if (close == std::string_view::npos || nodelist[close] != ']')
-        fail(nodelist, "'[' at position " + std::to_string(pos) + " is not closed");
+        fail("'[' at position " + std::to_string(pos) + " is not closed");
       end_text();
       items.back().emplace_back(parse_ranges(nodelist, nodelist.substr(pos + 1, close - pos - 1)));
       pos = close;
     } else if (c == ']') {
-      fail(nodelist, "']' at position " + std::to_string(pos) + " has no '['");
+      fail("']' at position " + std::to_string(pos) + " has no '['");
     } else if (c == ',') {
       end_text();
-      if (items.back().empty()) fail(nodelist, "empty host name before position " + std::to_string(pos));
+      if (items.back().empty()) fail("empty host name before position " + std::to_string(pos));
       items.emplace_back();
     } else if (std::isspace(static_cast<unsigned char>(c))) {
-      fail(nodelist, "space at position " + std::to_string(pos));
+      fail("space at position " + std::to_string(pos));
     } else {
       text += c;
     }
   }
   end_text();
-  if (items.back().empty()) fail(nodelist, "the list ends with ','");
+  if (items.back().empty()) fail("the list ends with ','");
   return items;
 }
 
@@ -105,7 +117,7 @@ void expand(std::string_view nodelist, const Item& item, std::size_t i, const st
             std::vector<std::string>& out, std::size_t max_hosts) {
   if (i == item.size()) {
     if (out.size() == max_hosts)
-      fail(nodelist, "expands to more than " + std::to_string(max_hosts) + " hosts");
+      fail("expands to more than " + std::to_string(max_hosts) + " hosts");
     out.push_back(prefix);
     return;
   }
@@ -120,14 +132,17 @@ void expand(std::string_view nodelist, const Item& item, std::size_t i, const st
 
 }  // namespace
 
-std::vector<std::string> expand_slurm_nodelist(std::string_view nodelist, std::size_t max_hosts) {
-  std::vector<std::string> hosts;
-  for (const Item& item : parse(nodelist)) expand(nodelist, item, 0, "", hosts, max_hosts);
-  return hosts;
+std::vector<std::string> expand_slurm_nodelist(std::string_view nodelist, std::size_t max_hosts,
+                                               std::string_view variable) {
+  return naming(variable, nodelist, [&] {
+    std::vector<std::string> hosts;
+    for (const Item& item : parse(nodelist)) expand(nodelist, item, 0, "", hosts, max_hosts);
+    return hosts;
+  });
 }
 
-std::string first_slurm_host(std::string_view nodelist) {
-  const std::vector<Item> items = parse(nodelist);
+std::string first_slurm_host(std::string_view nodelist, std::string_view variable) {
+  const std::vector<Item> items = naming(variable, nodelist, [&] { return parse(nodelist); });
   std::string host;
   for (const Part& part : items.front()) {
     if (const auto* text = std::get_if<std::string>(&part)) {

@@ -14,14 +14,14 @@
 
 namespace conveyor {
 
-/// Every host of `nodelist`, in Slurm's order. Throws InputError naming
-/// SLURM_JOB_NODELIST and the value for a malformed list, or one that expands to more
+/// Every host of `nodelist`, in Slurm's order. Throws InputError naming `variable` (where
+/// the list came from) and the value for a malformed list, or one that expands to more
 /// than `max_hosts` hosts.
-std::vector<std::string> expand_slurm_nodelist(std::string_view nodelist,
-                                               std::size_t max_hosts = 100000);
+std::vector<std::string> expand_slurm_nodelist(std::string_view nodelist, std::size_t max_hosts = 100000,
+                                               std::string_view variable = "SLURM_JOB_NODELIST");
 
 /// The first host of `nodelist` (`node[01-04,07],gpu3` → `node01`), without expanding
 /// the rest. Throws InputError as above.
-std::string first_slurm_host(std::string_view nodelist);
+std::string first_slurm_host(std::string_view nodelist, std::string_view variable = "SLURM_JOB_NODELIST");
 
 }  // namespace conveyor

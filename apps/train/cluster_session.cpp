@@ -1,6 +1,5 @@
 #include "apps/train/cluster_session.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

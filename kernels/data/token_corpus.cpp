@@ -118,10 +118,11 @@ TokenCorpus TokenCorpus::load(const std::string& path, DataFormat format, std::i
   const std::uint64_t held = format == DataFormat::text ? 2 * file.size() : file.size();
   const auto gib = [](std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); };
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && held > static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page))
+  const std::uint64_t physical =
+      pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  if (physical > 0 && held > physical)
     fail(path, "data file of " + gib(file.size()) + " would be " + gib(held) +
-                   " of tokens in memory, more than this machine's " +
-                   gib(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)) +
+                   " of tokens in memory, more than this machine's " + gib(physical) +
                    " (the corpus is read whole; use a smaller file)");
 
   TokenCorpus corpus;

@@ -21,9 +21,9 @@
 #include "apps/commands.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/launch/launch_spec.hpp"
-#include "apps/launch/replica_nodes.hpp"
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
+#include "apps/train/cross_process_checkpoints.hpp"
 #include "apps/train/folder_lock.hpp"
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
@@ -81,63 +81,6 @@ struct TrainOptions {
   throw ExitStatus{supervise(run)};
 }
 
-// Data-parallel replicas over several processes keep no in-memory snapshots (restarts and
-// rollback are refused there): the coordinator asks replica 0's stages for their state as
-// in one process, which works when they all run on node 0 (a stage in another process
-// cannot hand its tensors over CAF).
-void check_replica_checkpoints(const RunConfig& config, int nnodes, const std::string& what,
-                               const std::string& why) {
-  const ReplicaLayout layout{static_cast<int>(config.parallel.data),
-                             static_cast<int>(config.pipeline.stages)};
-  const auto nodes = nodes_of_replica(node_of_actor(config, nnodes), layout, 0);
-  if (nodes != std::vector<int>{0})
-    throw InputError(fmt::format(
-        "{} with {} and parallel.data: {}: node 0 writes the checkpoints from replica 0's "
-        "stages, which must all run on node 0, but they run on nodes {} (pipeline.stages {}, "
-        "{} stages per node: give each node whole replicas)",
-        what, why, config.parallel.data, fmt::join(nodes, ", "), config.pipeline.stages,
-        config.devices.per_node > 0 ? config.devices.per_node : layout.actors() / nnodes));
-}
-
-// Checkpoints of a job over several processes come from node 0's snapshot store, which
-// holds a copy of every other node's snapshots (actors/cluster/snapshot_keeper.hpp): they
-// need CPU stages, in-memory snapshots, and a snapshot at every checkpoint's step. Each
-// node resumes its own stages from the checkpoint folder (the same path on every node).
-// Data-parallel replicas checkpoint otherwise (check_replica_checkpoints), unless they
-// shard the AdamW state (optim.shard_state): every replica then holds a part of each
-// stage's moments, and only the snapshot copies bring the other nodes' parts to node 0.
-// Refused before anything starts otherwise.
-void check_checkpoints_across_processes(const TrainOptions& opt, const LaunchSpec& spec,
-                                        const RunConfig& config) {
-  const bool processes = spec.nnodes > 1 || config.transport.kind == "ucx";
-  if (!processes || (config.checkpoint.every == 0 && !opt.resume)) return;
-  const std::string what = config.checkpoint.every > 0
-                               ? fmt::format("checkpoint.every: {}", config.checkpoint.every)
-                               : std::string("--resume");
-  const std::string why = spec.nnodes > 1 ? fmt::format("nnodes {}", spec.nnodes)
-                                          : std::string("transport.kind ucx");
-  if (config.devices.kind != "cpu")
-    throw InputError(fmt::format("{} with {}: checkpoints of a job over several processes need "
-                                 "CPU stages so far (devices.kind is {})",
-                                 what, why, config.devices.kind));
-  if (config.checkpoint.every == 0) return;
-  if (config.parallel.data > 1 && !config.optim.shard_state) {
-    check_replica_checkpoints(config, spec.nnodes, what, why);
-    return;
-  }
-  const bool snapshots = config.fault.snapshot_every > 0 &&
-                         (config.fault.policy == "restart" || config.fault.on_nan == "rollback");
-  if (!snapshots || config.checkpoint.every % config.fault.snapshot_every != 0)
-    throw InputError(fmt::format(
-        "{} with {}: node 0 writes the checkpoints of every node from the in-memory snapshots, "
-        "so fault.snapshot_every must be > 0 (with fault.policy restart) and divide "
-        "checkpoint.every (fault.snapshot_every is {}, fault.policy {}){}",
-        what, why, config.fault.snapshot_every, config.fault.policy,
-        config.optim.shard_state && config.parallel.data > 1
-            ? "; with optim.shard_state every replica holds a part of the AdamW state"
-            : ""));
-}
-
 // GPU stage groups with replicas or the tied embedding live in one process so far (CPU
 // groups span processes: they form over the job's store); restarts with replicas over
 // processes go through the snapshots.
@@ -186,8 +129,10 @@ std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& conf
 
 CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJob& job,
                                        const std::filesystem::path& dir,
-                                       const ResumeSource* resume) {
+                                       const ResumeSource* resume, const StopPlan& stops) {
   CheckpointSettings s;
+  s.stop_every = stops.every_steps;
+  s.writes = stops.checkpoints;
   s.dir = config.checkpoint.dir.empty() ? (dir / "checkpoints").string() : config.checkpoint.dir;
   s.every = config.checkpoint.every;
   s.keep = static_cast<int>(config.checkpoint.keep);
@@ -224,7 +169,7 @@ void run_train(const TrainOptions& opt) {
   refuse_non_utf8_paths(opt, config);
   TrainingJob job = build_training_job(config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  check_checkpoints_across_processes(opt, spec, config);
+  check_checkpoints_across_processes(config, spec, opt.resume.has_value());
   refuse_groups_across_processes(spec, config);
   refuse_exits_of_absent_nodes(spec, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
@@ -253,20 +198,22 @@ void run_train(const TrainOptions& opt) {
                                  *trace::StepRange::parse(config.trace.steps), job,
                                  {static_cast<std::uint32_t>(cluster->node()),
                                   cluster->clock_offset_ns()});
+    catch_stop_signals();  // forwarded to node 0, which stops the whole job (run_node.hpp)
     cluster->run(job, nullptr);
     fmt::print(stderr, "conveyor train: node {} done\n", cluster->node());
     return;
   }
 
-  // Checkpoints are written when they are due and, in one process, on SIGTERM even with
-  // checkpoint.every 0: a folder that cannot exist must fail now, not when the work would
-  // be saved.
-  const bool takes_checkpoints = !cluster || config.checkpoint.every > 0 || resume;
+  // Checkpoints are written when they are due and on SIGTERM even with checkpoint.every 0
+  // (across processes: where node 0 can write them, cross_process_checkpoints.hpp): a
+  // folder that cannot exist must fail now, not when the work would be saved.
+  const StopPlan stops = stop_plan(config, spec);
+  const bool takes_checkpoints = stops.checkpoints;
   // The locks are held to the end of the run: another process fails here, naming the
   // folder (one inside --out is covered by its lock).
   // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
   // that comes while the run folder is being written.
-  if (takes_checkpoints) catch_stop_signals();
+  catch_stop_signals();
   std::optional<FolderLock> checkpoint_lock;
   if (takes_checkpoints && !config.checkpoint.dir.empty()) {
     prepare_checkpoint_dir(config.checkpoint.dir);
@@ -297,16 +244,14 @@ void run_train(const TrainOptions& opt) {
                  static_cast<int>(config.fault.straggler_steps));
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
-  std::optional<TrainCheckpoints> checkpoints;
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
-  // every node's state from its snapshot store (check_checkpoints_across_processes).
-  if (takes_checkpoints) {
-    catch_stop_signals();
-    checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get()),
-                        [] { return stop_signal() != 0; });
-  }
-  TrainingObserver& observer = checkpoints ? static_cast<TrainingObserver&>(*checkpoints) : log;
-  if (checkpoints) job.checkpoints = &*checkpoints;
+  // every node's state from its snapshot store (check_checkpoints_across_processes), or,
+  // where it cannot, a stop ends the job at the next step boundary without one.
+  std::optional<TrainCheckpoints> checkpoints;
+  checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get(), stops),
+                      [] { return stop_signal() != 0; });
+  TrainingObserver& observer = *checkpoints;
+  job.checkpoints = &*checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &observer) : run_training(job, observer);
   progress.finish();
   // A trace file that could not be written whole (a full disk) fails the run once its
@@ -323,20 +268,29 @@ void run_train(const TrainOptions& opt) {
   if (checkpoints && checkpoints->stopped_at()) {
     const auto written = checkpoints->last_written();
     const char* signal = stop_signal_name(stop_signal());
-    const nlohmann::json stopped = {{"event", "stopped"},
-                                    {"reason", signal},
-                                    {"after_step", *checkpoints->stopped_at()},
-                                    {"checkpoint", written ? written->path : ""}};
+    nlohmann::json stopped = {{"event", "stopped"},
+                              {"reason", signal},
+                              {"after_step", *checkpoints->stopped_at()},
+                              {"checkpoint", written ? nlohmann::json(written->path) : nlohmann::json(nullptr)}};
+    if (stop_node() >= 0) stopped["signalled_node"] = stop_node();
     log.event(stopped);
     // A JSON consumer learns the run ended early, and where to resume from.
     if (opt.format == "json") fmt::print("{}\n", stopped.dump());
+    if (!stops.checkpoints) {
+      // Nothing to resume from: the run ends as the signal asked, in order on every node,
+      // with the shell's code for it (128 + the signal).
+      fmt::print(stderr, "conveyor train: {}: stopped after step {} of {} without a checkpoint: {}\n",
+                 stop_reason(), *checkpoints->stopped_at(), job.steps, *stops.refusal);
+      check_trace();
+      throw ExitStatus{128 + stop_signal()};
+    }
     std::vector<std::string> extra;
     if (opt.format != "text") extra = {"--format", opt.format};
     if (supervised()) extra.push_back("--supervise");  // resumed the way it ran
     fmt::print(stderr,
                "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
                "to resume, run:\n  {}\n",
-               signal, *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
+               stop_reason(), *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
                resume_command(opt.config, opt.overrides, dir.string(), extra));
     check_trace();
     return;

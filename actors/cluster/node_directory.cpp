@@ -151,12 +151,13 @@ caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
 }  // namespace
 
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
-                             RespawnLocal respawn_local, RebuildEdges rebuild_edges) {
+                             RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
   self->state.respawn = std::move(respawn_local);
   self->state.rebuild = std::move(rebuild_edges);
+  self->state.peer_stop = std::move(peer_stop);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
@@ -174,6 +175,11 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         return st.waiting.back();
       },
       [=](coordinator_atom, caf::actor coordinator) { self->state.coordinator = std::move(coordinator); },
+      // From a peer: a node of this job that announced its stages, else it is ignored.
+      [=](stop_request_atom, int node, int signal) {
+        auto& st = self->state;
+        if (st.peer_stop && node != st.node && st.ranks_of_node.count(node) > 0) st.peer_stop(node, signal);
+      },
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const PeerRejoined& peer) -> caf::result<bool> {

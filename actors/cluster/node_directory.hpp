@@ -35,6 +35,10 @@ using Reconnect = std::function<void(int node, const std::vector<std::uint8_t>& 
 using RespawnLocal = std::function<caf::actor(int rank, std::int64_t round_fence)>;
 /// Rebuilds this node's NCCL edges with communicators of `generation`; blocks until done.
 using RebuildEdges = std::function<void(std::uint32_t generation)>;
+/// To node 0's directory, from node k: a stop signal node k caught (SIGTERM, SIGINT).
+using stop_request_atom = caf::atom_constant<caf::atom("stopreq")>;
+/// Node 0: takes a stop that node `node` forwarded (node_directory checks the node).
+using PeerStop = std::function<void(int node, int signal)>;
 
 struct NodeDirectoryState {
   int ranks = 0;                      // pipeline ranks of the whole job
@@ -46,6 +50,7 @@ struct NodeDirectoryState {
   Reconnect reconnect;               // null: replacements are refused
   RespawnLocal respawn;              // null: this node's stages are not respawned
   RebuildEdges rebuild;              // null: this node has no NCCL edges
+  PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
   int node = 0;                      // this directory's
   caf::actor coordinator;            // node 0, once it runs
   static inline const char* name = "node-directory";
@@ -55,6 +60,6 @@ struct NodeDirectoryState {
 /// null: a failed stage of this node is not replaced.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
                              NodeStages local, Reconnect reconnect, RespawnLocal respawn,
-                             RebuildEdges rebuild);
+                             RebuildEdges rebuild, PeerStop peer_stop = {});
 
 }  // namespace conveyor

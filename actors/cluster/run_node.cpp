@@ -88,8 +88,11 @@ using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
 // Node k > 0: waits until its stages are down (the coordinator ends them). Throws naming
 // a local stage that failed (and was not replaced), or a node that was lost (`relay`:
 // the liveness watch).
+// A stop this node caught is forwarded once to node 0 (`forward_stop`, polled every
+// `poll`); the coordinator then ends the stages as at any end.
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::actor& node0,
-                  const LossRelay& relay, milliseconds grace, bool respawns) {
+                  const LossRelay& relay, milliseconds grace, bool respawns,
+                  const std::function<bool()>& forward_stop, milliseconds poll) {
   std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
   for (std::size_t i = 0; i < mine.actors.size(); ++i) {
     self->monitor(mine.actors[i]);
@@ -134,9 +137,13 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
       if (n > 0) return true;
     return false;
   };
+  bool forwarded = false;
+  auto poll_stop = [&] {
+    if (!forwarded && forward_stop) forwarded = forward_stop();
+  };
   while ((alive > 0 || waiting_for_replacement()) && !waited_out) {
     if (!node0_gone)
-      self->receive(on_down, on_replaced, on_lost);
+      self->receive(on_down, on_replaced, on_lost, caf::after(poll) >> poll_stop);
     else
       self->receive(on_down, on_replaced, on_lost,
                     caf::after(grace) >> [&] { waited_out = true; });
@@ -321,7 +328,9 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     rebuild = [job, &setup, &store, links](std::uint32_t generation) {
       rebuild_nccl_edges(*job, setup, store, *links, generation);
     };
-  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild);
+  PeerStop peer_stop;
+  if (setup.node == 0 && setup.peer_stop) peer_stop = setup.peer_stop;
+  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild, peer_stop);
   mine.directory = directory;
   end.actors.push_back(directory);
   auto port = system.middleman().publish(directory, 0, setup.advertise_host.c_str());
@@ -356,9 +365,17 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     relay.deliver_to(caf::actor_cast<caf::actor>(self.ptr()));
     // Once node 0 is gone nothing can end these stages normally: a short grace covers
     // exits still in flight behind its last messages.
+    const auto forward_stop = [&]() -> bool {
+      const int signal = setup.local_stop ? setup.local_stop() : 0;
+      if (signal == 0) return false;
+      self->send(directories[0], stop_request_atom::value, setup.node, signal);
+      fmt::print(stderr, "conveyor train: node {} caught a stop signal: node 0 stops the job at the next step "
+                         "boundary it can checkpoint\n", setup.node);
+      return true;
+    };
     watch_stages(self, mine, directories[0], relay,
                  std::min(setup.transport_timeout, milliseconds(2000)),
-                 static_cast<bool>(respawn_local));
+                 static_cast<bool>(respawn_local), forward_stop, setup.stop_poll);
     watch.stop();
     hub->drain_sends(setup.transport_timeout);
     return std::nullopt;

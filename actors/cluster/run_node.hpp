@@ -26,6 +26,7 @@
 // job running (the store's "running" key), dials every node, announces its stages to
 // node 0's directory, and the coordinator restores and replays (coordinator_rejoin.cpp).
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ struct NodeSetup {
   std::chrono::milliseconds rejoin_timeout{0};
   /// This process replaces a lost one of a running job (ClusterSession saw "running").
   bool rejoining = false;
+  /// Stops (SIGTERM, a first Ctrl-C) reach the coordinator on node 0 wherever they were
+  /// caught: node k > 0 polls `local_stop` (the signal this process caught, 0 none) every
+  /// stop_poll and forwards the first to node 0's directory, which hands it to
+  /// `peer_stop`. Either may be null (no stops across processes).
+  std::function<int()> local_stop;
+  std::function<void(int node, int signal)> peer_stop;
+  std::chrono::milliseconds stop_poll{100};
 };
 
 /// The store key node 0 sets once every node's stages are known: a node that joins

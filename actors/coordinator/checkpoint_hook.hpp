@@ -16,7 +16,8 @@ namespace conveyor {
 
 struct BoundaryDecision {
   bool snapshot = false;  // capture every stage's state and hand it to take()
-  bool stop = false;      // then end the run here (a preemption notice): implies snapshot
+  bool stop = false;      // then end the run here (a preemption notice); without snapshot
+                          // the run ends with no state captured (it cannot checkpoint)
 };
 
 class CheckpointHook {

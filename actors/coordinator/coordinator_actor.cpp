@@ -220,8 +220,10 @@ void after_step(Self* self) {
     fail(self, fmt::format("checkpoint after step {}: {}", st.step + 1, e.what()));
     return;
   }
-  if (decision.snapshot || decision.stop)
+  if (decision.snapshot)
     capture_state(self, st.step + 1, decision.stop);
+  else if (decision.stop)  // a job that cannot checkpoint (across processes): no state
+    finish_stopped(self);
   else
     next_after_step(self);
 }

@@ -12,6 +12,7 @@
 
 #include "apps/launch/replica_nodes.hpp"
 #include "apps/train/node_identity.hpp"
+#include "apps/train/preemption.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -116,6 +117,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   setup_.rejoin_timeout = config.fault.policy == "restart" ? ms_of(config.fault.rejoin_timeout_s)
                                                            : milliseconds(0);
   setup_.through_channels = config.transport.kind == "ucx";
+  // A stop caught on any node stops the whole job at node 0's coordinator.
+  setup_.local_stop = [] { return stop_signal(); };
+  setup_.peer_stop = [](int node, int signal) { note_peer_stop(node, signal); };
   // UCX_TLS when set; else TCP (and self for a process's own loopback), the transports
   // with which a dead peer fails the waits on it instead of aborting this process.
   const char* tls = std::getenv("UCX_TLS");

@@ -10,6 +10,7 @@ namespace conveyor {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<int> g_node{-1};  // set before g_signal for a forwarded stop
 static_assert(std::atomic<int>::is_always_lock_free, "set from a signal handler");
 
 void on_stop_signal(int signal) {
@@ -53,5 +54,22 @@ void catch_stop_signals() {
 int stop_signal() { return g_signal.load(std::memory_order_relaxed); }
 
 const char* stop_signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+void note_peer_stop(int node, int signal) {
+  if (g_signal.load(std::memory_order_acquire) != 0) return;
+  g_node.store(node, std::memory_order_release);
+  int none = 0;
+  // A signal of this process's own that came in between wins: it is not the peer's.
+  if (!g_signal.compare_exchange_strong(none, signal == SIGINT ? SIGINT : SIGTERM, std::memory_order_acq_rel))
+    g_node.store(-1, std::memory_order_release);
+}
+
+int stop_node() { return stop_signal() != 0 ? g_node.load(std::memory_order_acquire) : -1; }
+
+std::string stop_reason() {
+  const std::string name = stop_signal_name(stop_signal());
+  const int node = stop_node();
+  return node < 0 ? name : name + " to node " + std::to_string(node);
+}
 
 }  // namespace conveyor

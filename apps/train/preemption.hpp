@@ -7,6 +7,8 @@
 // (the checkpoints written so far are whole: they are written atomically).
 // Thread-safety: the flag is a lock-free atomic, set from the handler, read anywhere.
 
+#include <string>
+
 namespace conveyor {
 
 /// Installs the handlers (once per process; later calls do nothing). From then on SIGTERM
@@ -19,5 +21,13 @@ int stop_signal();
 
 /// "SIGTERM" or "SIGINT" (the stopped row's reason).
 const char* stop_signal_name(int signal);
+
+/// Across processes: another node's stop (node k forwards the signal it caught to node 0,
+/// whose coordinator stops the whole job). The first stop, local or forwarded, counts.
+void note_peer_stop(int node, int signal);
+/// The node whose signal stopped the run: -1 for this process's own (or none).
+int stop_node();
+/// "SIGTERM", or "SIGTERM to node 1" for a forwarded one.
+std::string stop_reason();
 
 }  // namespace conveyor

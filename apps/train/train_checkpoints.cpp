@@ -1,5 +1,6 @@
 #include "apps/train/train_checkpoints.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
@@ -21,10 +22,11 @@ checkpoint::Filesystem& pick_filesystem(std::unique_ptr<checkpoint::CorruptingFi
 }  // namespace
 
 BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every,
-                                     std::int64_t total_steps, bool stop_requested) {
+                                     std::int64_t total_steps, bool stop_requested,
+                                     std::int64_t stop_every, bool writes) {
   BoundaryDecision d;
-  d.stop = stop_requested && steps_done < total_steps;
-  d.snapshot = d.stop || (every > 0 && steps_done % every == 0);
+  d.stop = stop_requested && steps_done < total_steps && steps_done % std::max<std::int64_t>(1, stop_every) == 0;
+  d.snapshot = writes && (d.stop || (every > 0 && steps_done % every == 0));
   return d;
 }
 
@@ -60,17 +62,45 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
               checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
 
 BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
-  const auto d = checkpoint_decision(steps_done, settings_.every, settings_.total_steps,
-                                     stop_requested_ && stop_requested_());
+  const bool requested = stop_requested_ && stop_requested_();
+  const auto d = checkpoint_decision(steps_done, settings_.every, settings_.total_steps, requested,
+                                     settings_.stop_every, settings_.writes);
   if (d.snapshot) decided_ = std::chrono::steady_clock::now();
+  if (d.stop && !settings_.writes) stopped_at_ = steps_done;  // take() never comes
+  if (requested && !d.stop) note_deferred_stop(steps_done);
   return d;
 }
 
 bool TrainCheckpoints::stop_during_eval(std::int64_t steps_done) {
   if (!stop_requested_ || !stop_requested_()) return false;
   // After the last step the run ends by writing its weights: no checkpoint follows.
-  if (steps_done < settings_.total_steps) decided_ = std::chrono::steady_clock::now();
+  if (steps_done >= settings_.total_steps) return true;
+  // The evaluation completes where the run cannot stop at this boundary: one without a
+  // snapshot of every node, or one that would stop without a checkpoint (the coordinator
+  // captures the state on a stop during an evaluation).
+  if (!settings_.writes || steps_done % std::max<std::int64_t>(1, settings_.stop_every) != 0) {
+    note_deferred_stop(steps_done);
+    return false;
+  }
+  decided_ = std::chrono::steady_clock::now();
   return true;
+}
+
+void TrainCheckpoints::note_deferred_stop(std::int64_t steps_done) {
+  if (stop_noted_ || steps_done >= settings_.total_steps) return;
+  stop_noted_ = true;
+  const std::int64_t every = std::max<std::int64_t>(1, settings_.stop_every);
+  const std::int64_t at = (steps_done / every + 1) * every;
+  if (!settings_.writes)
+    checkpoint::checkpoint_log().warn("stop requested: the run stops at the next step boundary, without a checkpoint");
+  else if (at >= settings_.total_steps)
+    checkpoint::checkpoint_log().warn("stop requested after step {}: the run ends at its last step ({}) first, "
+                                      "the next one with every node's snapshot (fault.snapshot_every {})",
+                                      steps_done, settings_.total_steps, every);
+  else
+    checkpoint::checkpoint_log().warn("stop requested after step {}: the job stops with a checkpoint after step {}, "
+                                      "the next one with every node's snapshot on node 0 (fault.snapshot_every {})",
+                                      steps_done, at, every);
 }
 
 void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,

@@ -32,12 +32,19 @@ struct CheckpointSettings {
   std::int64_t first_step = 0;  // the resumed checkpoint's step
   checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
   std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
+  // A stop ends the run at a boundary that is a multiple of this (StopPlan::every_steps);
+  // false `writes`: a job that cannot checkpoint (StopPlan::refusal): a stop ends it
+  // at the next boundary without one, and nothing is written.
+  std::int64_t stop_every = 1;
+  bool writes = true;
 };
 
 /// The decision at the boundary after `steps_done` steps. The last step never stops
-/// (the run is ending: it writes its weights instead); a stop always snapshots.
+/// (the run is ending: it writes its weights instead); a stop comes at a multiple of
+/// `stop_every` only, and snapshots unless the run cannot write (`writes` false).
 BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every,
-                                     std::int64_t total_steps, bool stop_requested);
+                                     std::int64_t total_steps, bool stop_requested,
+                                     std::int64_t stop_every = 1, bool writes = true);
 
 /// The manifest fields a run knows before it starts: seed, schedule, stages, partition
 /// (blocks per model stage) and the resolved config text.
@@ -74,7 +81,8 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   /// run that failed (the run went on after each: its later checkpoints and final weights
   /// are written all the same).
   void flush();
-  /// The step the run stopped at after SIGTERM, if it did.
+  /// The step the run stopped at after SIGTERM, if it did (with no checkpoint when the
+  /// settings' `writes` is false).
   std::optional<std::int64_t> stopped_at() const { return stopped_at_; }
   std::optional<checkpoint::WriteResult> last_written() const { return writer_.last_written(); }
   /// Checkpoints taken, and the milliseconds the step loop spent on them in all: from the
@@ -90,11 +98,13 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   checkpoint::BackgroundWriter writer_;
   std::optional<std::int64_t> stopped_at_;
   std::optional<std::int64_t> last_taken_;  // steps_done of the newest take()
+  bool stop_noted_ = false;                 // a deferred stop was announced
   std::chrono::steady_clock::time_point decided_;  // when at_boundary asked for a snapshot
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;
   std::vector<std::string> failed_;  // background writes that failed, reported as they were found
   void note_failed_writes();
+  void note_deferred_stop(std::int64_t steps_done);
 };
 
 }  // namespace conveyor

@@ -48,6 +48,14 @@ const std::string& reference_weights(const TempDir& dir) {
   return weights;
 }
 
+// The run's last metrics row, which a stopped run ends with.
+nlohmann::json stopped_row(const fs::path& run) {
+  const auto rows = read_jsonl(run / "metrics.jsonl");
+  REQUIRE_FALSE(rows.empty());
+  REQUIRE(rows.back().at("event") == "stopped");
+  return rows.back();
+}
+
 }  // namespace
 
 TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 processes or in 1 ends with the same weights") {
@@ -79,23 +87,73 @@ TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 proce
   CHECK(read_text(dir.path() / "one-resumed" / "weights.safetensors") == want);
 }
 
-TEST_CASE("SIGTERM to node 0 of 2 processes checkpoints, ends both with exit 0, and the resumed run ends bitwise identical") {
+TEST_CASE("SIGTERM to either node of 2 processes checkpoints, ends both with exit 0, and the resumed run ends bitwise identical") {
   TempDir dir;
   const auto& want = reference_weights(dir);
+  for (int signalled : {0, 1}) {
+    CAPTURE(signalled);
+    const fs::path run = dir.path() / ("run" + std::to_string(signalled));
+    // checkpoint.every 0 (the default): only the stop's checkpoint. Node 1 forwards its
+    // signal to node 0, whose coordinator stops the whole job.
+    auto nodes = two_nodes(run, {});
+    nodes[signalled].kill_when_node0_says = "step 6/";
+    nodes[signalled].kill_signal = SIGTERM;
+    auto results = run_nodes(dir, nodes, 120);
+    INFO("node 0:\n" << results[0].err);
+    INFO("node 1:\n" << results[1].err);
+    require_all_ok(results);
+    CHECK(results[0].err.find(signalled == 0 ? "SIGTERM: stopped after step" : "SIGTERM to node 1: stopped after step") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+    CHECK(stopped_row(run)["checkpoint"].is_string());
+
+    results = run_nodes(dir, two_nodes(run, {"--resume", "latest"}), 120);
+    require_all_ok(results);
+    CHECK(read_text(run / "weights.safetensors") == want);
+  }
+}
+
+TEST_CASE("a stop across processes waits for the next step every node snapshotted (fault.snapshot_every)") {
+  TempDir dir;
   const fs::path run = dir.path() / "run";
-  auto nodes = two_nodes(run, {"--set", "checkpoint.every=100"});  // only the SIGTERM's
-  nodes[0].kill_when_node0_says = "step 6/";
+  // Before: a stop after step 22 waited 30 s for node 1's snapshot of step 22, which
+  // never comes, and failed the run.
+  auto nodes = two_nodes(run, {"--set", "train.steps=200", "--set", "fault.snapshot_every=7"});
+  nodes[0].kill_when_node0_says = "step 20/";  // progress every 10 steps
   nodes[0].kill_signal = SIGTERM;
-  auto results = run_nodes(dir, nodes, 120);
+  const auto results = run_nodes(dir, nodes, 120);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);
   require_all_ok(results);
-  CHECK(results[0].err.find("SIGTERM: stopped after step") != std::string::npos);
-  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+  const auto step = stopped_row(run)["after_step"].get<std::int64_t>();
+  CHECK(step % 7 == 0);
+  const auto manifest = conveyor::checkpoint::verify_checkpoint(
+      conveyor::checkpoint::posix_filesystem(), (run / "checkpoints" / fmt::format("step-{:06d}", step)).string());
+  CHECK(manifest.shards.size() == 4);
+}
 
-  results = run_nodes(dir, two_nodes(run, {"--set", "checkpoint.every=100", "--resume", "latest"}), 120);
-  require_all_ok(results);
-  CHECK(read_text(run / "weights.safetensors") == want);
+TEST_CASE("a job over processes that cannot checkpoint stops at the next step on SIGTERM, in order, saying why") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  // Before: node 0 died of the signal (143) and node 1 failed on its lost peer (1); a
+  // SIGTERM to node 1 left node 0 waiting fault.rejoin_timeout_s for it.
+  auto nodes = two_nodes(run, {"--set", "train.steps=200", "--set", "fault.snapshot_every=0"});
+  nodes[1].kill_when_node0_says = "step 20/";
+  nodes[1].kill_signal = SIGTERM;
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  CHECK(results[0].exit_code == 128 + SIGTERM);  // the shell's code for it: nothing to resume
+  CHECK(results[1].exit_code == 0);
+  CHECK(results[0].err.find("without a checkpoint: node 0 writes the checkpoints of every node from the in-memory "
+                            "snapshots, so fault.snapshot_every must be > 0") != std::string::npos);
+  CHECK(results[1].err.find("node 1 caught a stop signal") != std::string::npos);
+  CHECK_FALSE(fs::exists(run / "checkpoints"));
+  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+  const auto stopped = stopped_row(run);
+  CHECK(stopped["checkpoint"].is_null());
+  CHECK(stopped["signalled_node"] == 1);
+  CHECK(stopped["after_step"].get<std::int64_t>() < 200);
 }
 
 TEST_CASE("nodes that would resume from different checkpoints are stopped at start, naming both") {

@@ -26,6 +26,23 @@ TEST_CASE("a checkpoint is taken every checkpoint.every steps, and a stop reques
   CHECK_FALSE(d.snapshot);
 }
 
+TEST_CASE("across processes a stop waits for a boundary every node snapshotted, and a job that cannot write stops bare") {
+  auto d = checkpoint_decision(7, 0, 40, true, /*stop_every=*/5);  // no snapshot of step 7 on node 0
+  CHECK_FALSE(d.stop);
+  CHECK_FALSE(d.snapshot);
+  d = checkpoint_decision(10, 0, 40, true, 5);
+  CHECK(d.stop);
+  CHECK(d.snapshot);
+  d = checkpoint_decision(10, 5, 40, false, 5);  // checkpoint.every alone is unchanged
+  CHECK(d.snapshot);
+  CHECK_FALSE(d.stop);
+  d = checkpoint_decision(7, 0, 40, true, 1, /*writes=*/false);  // e.g. no snapshots: no state taken
+  CHECK(d.stop);
+  CHECK_FALSE(d.snapshot);
+  d = checkpoint_decision(40, 0, 40, true, 1, false);
+  CHECK_FALSE(d.stop);
+}
+
 TEST_CASE("the manifest of a run names its seed, schedule, stages, blocks per stage and config") {
   testing::TinyJobOptions o;
   o.stages = 2;

@@ -167,8 +167,8 @@ void run_train(const TrainOptions& opt) {
   if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   refuse_non_utf8_paths(opt, config);
-  TrainingJob job = build_training_job(config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  TrainingJob job = build_training_job(config, spec.nnodes);
   check_checkpoints_across_processes(config, spec, opt.resume.has_value());
   refuse_groups_across_processes(spec, config);
   refuse_exits_of_absent_nodes(spec, config);

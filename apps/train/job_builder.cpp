@@ -14,8 +14,8 @@
 
 namespace conveyor {
 
-TrainingJob build_training_job(const RunConfig& config) {
-  check_host_memory(config);  // before anything large is built
+TrainingJob build_training_job(const RunConfig& config, int processes) {
+  check_host_memory(config, processes);  // before anything large is built
   TrainingJob job;
   job.model = config.model;
 

@@ -8,7 +8,8 @@ namespace conveyor {
 
 /// Throws InputError for problems the config validation cannot see alone (a data file
 /// that is missing, empty or holds tokens outside the vocabulary; a corpus too short; a
-/// stage that cannot fit in this machine's memory, memory_preflight.hpp).
-TrainingJob build_training_job(const RunConfig& config);
+/// job that cannot fit in this machine's memory, memory_preflight.hpp: `processes` share
+/// the job's stages).
+TrainingJob build_training_job(const RunConfig& config, int processes = 1);
 
 }  // namespace conveyor

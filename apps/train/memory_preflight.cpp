@@ -2,14 +2,33 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <numeric>
 #include <sstream>
+#include <vector>
 
+#include "actors/schedule/activations.hpp"
+#include "apps/config/schedule_spec.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
+namespace {
 
-StageMemoryEstimate largest_stage_memory(const RunConfig& c) {
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+
+// Micro-batches in flight at each rank's peak. A schedule that cannot be built is refused
+// later, in its place among the other checks: one in flight meanwhile.
+std::vector<int> peak_in_flight(const RunConfig& c) {
+  try {
+    return sched::peak_activations(sched::make_schedule(schedule_spec_of(c)));
+  } catch (const std::exception&) {
+    return std::vector<int>(static_cast<std::size_t>(std::max<std::int64_t>(1, c.pipeline.stages)), 1);
+  }
+}
+
+// Every rank's lower bound, in rank order (one replica).
+std::vector<StageMemoryEstimate> rank_memory(const RunConfig& c) {
   // In double: a mistyped size (d_model 1e9) must not overflow into a small number.
   const auto& m = c.model;
   const double d = static_cast<double>(m.d_model), V = static_cast<double>(m.vocab);
@@ -19,39 +38,80 @@ StageMemoryEstimate largest_stage_memory(const RunConfig& c) {
   // the head (its own copy when tied, on the head's stage).
   const double params = L * (12.0 * d * d + 13.0 * d) + 2.0 * V * d + T * d + 2.0 * d;
   const bool cpu = c.devices.kind == "cpu";
-  StageMemoryEstimate e;
-  // The largest stage holds at least the average.
-  e.state_bytes = params / P * (cpu ? 16.0 : 4.0);
-  if (cpu) {
-    // Per token and block kept for the backward: x, ln1, qkv (3d), the attention output,
-    // ln2, fc1 and GELU (4d each), 15d floats, and H·T attention probabilities; with
-    // recomputation, the block's input at least.
-    const double kept = m.recompute == Recompute::none ? 15.0 * d + H * T : d;
-    const double tokens = static_cast<double>(c.pipeline.micro_batch_size) * T;
-    e.activation_bytes = 4.0 * tokens * kept * (L / P);
+  const std::vector<int> peaks = peak_in_flight(c);
+  const double chunks = c.pipeline.schedule == "zbv" ? 2.0 : std::max<double>(1, static_cast<double>(c.pipeline.virtual_stages));
+  // Per token and block kept for the backward: x, ln1, qkv (3d), the attention output,
+  // ln2, fc1 and GELU (4d each), 15d floats, and H·T attention probabilities; with
+  // recomputation, the block's input at least.
+  const double kept = m.recompute == Recompute::none ? 15.0 * d + H * T : d;
+  const double tokens = static_cast<double>(c.pipeline.micro_batch_size) * T;
+  // One (rank, chunk) of a micro-batch: the blocks of one model stage, on average.
+  const double per_micro_batch = 4.0 * tokens * kept * (L / (P * chunks));
+  std::vector<StageMemoryEstimate> out(peaks.size());
+  for (std::size_t r = 0; r < peaks.size(); ++r) {
+    auto& e = out[r];
+    e.state_bytes = params / P * (cpu ? 16.0 : 4.0);  // the average rank
+    e.in_flight = std::max(1, peaks[r]);
+    if (cpu) e.activation_bytes = per_micro_batch * e.in_flight;
   }
-  return e;
+  // The head's logits of one micro-batch, on the rank that holds the last model stage.
+  if (cpu && !out.empty()) out[c.pipeline.schedule == "zbv" ? 0 : out.size() - 1].activation_bytes += 4.0 * tokens * V;
+  return out;
 }
 
-std::optional<std::string> host_memory_problem(const RunConfig& c, double host_bytes) {
-  const StageMemoryEstimate e = largest_stage_memory(c);
+StageMemoryEstimate sum(const std::vector<StageMemoryEstimate>& ranks, double times) {
+  StageMemoryEstimate s;
+  s.in_flight = 0;
+  for (const auto& r : ranks) {
+    s.state_bytes += r.state_bytes * times;
+    s.activation_bytes += r.activation_bytes * times;
+    s.in_flight = std::max(s.in_flight, r.in_flight);
+  }
+  return s;
+}
+
+}  // namespace
+
+StageMemoryEstimate largest_stage_memory(const RunConfig& c) {
+  const auto ranks = rank_memory(c);
+  return *std::max_element(ranks.begin(), ranks.end(),
+                           [](const auto& a, const auto& b) { return a.total() < b.total(); });
+}
+
+StageMemoryEstimate process_memory(const RunConfig& c, int processes) {
+  const auto ranks = rank_memory(c);
+  const double replicas = static_cast<double>(std::max<std::int64_t>(1, c.parallel.data));
+  StageMemoryEstimate all = sum(ranks, replicas);
+  if (processes <= 1) return all;
+  // Some node holds at least an even share, and some node the largest stage.
+  const StageMemoryEstimate largest = largest_stage_memory(c);
+  all.state_bytes /= processes;
+  all.activation_bytes /= processes;
+  return all.total() >= largest.total() ? all : largest;
+}
+
+std::optional<std::string> host_memory_problem(const RunConfig& c, double host_bytes, int processes) {
+  const StageMemoryEstimate e = process_memory(c, processes);
   if (e.total() <= host_bytes) return std::nullopt;
-  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   const auto& m = c.model;
   std::string what = fmt::format(
-      "the largest pipeline stage needs at least {:.1f} GiB of host memory ({:.1f} GiB of "
-      "parameters{} for model.layers {}, model.d_model {}, model.vocab {} over "
-      "pipeline.stages {}",
+      "{} needs at least {:.1f} GiB of host memory ({:.1f} GiB of parameters{} for "
+      "model.layers {}, model.d_model {}, model.vocab {} over pipeline.stages {}{}",
+      processes <= 1 ? std::string("this job, in one process,")
+                     : fmt::format("a node of these {} processes", processes),
       e.total() / GiB, e.state_bytes / GiB,
       c.devices.kind == "cpu" ? " with gradients and AdamW moments" : ", built on the host",
-      m.layers, m.d_model, m.vocab, c.pipeline.stages);
+      m.layers, m.d_model, m.vocab, c.pipeline.stages,
+      c.parallel.data > 1 ? fmt::format(", parallel.data {}", c.parallel.data) : std::string());
   if (e.activation_bytes > 0)
-    what += fmt::format("; {:.1f} GiB of activations of one micro-batch of "
-                        "pipeline.micro_batch_size {} x model.seq_len {}",
-                        e.activation_bytes / GiB, c.pipeline.micro_batch_size, m.seq_len);
-  what += fmt::format("), this machine has {:.1f} GiB: use a smaller model or micro-batch, "
-                      "or more pipeline.stages",
-                      host_bytes / GiB);
+    what += fmt::format("; {:.1f} GiB of activations: up to {} micro-batch(es) in flight on a stage under "
+                        "pipeline.schedule {}, each of pipeline.micro_batch_size {} x model.seq_len {}",
+                        e.activation_bytes / GiB, e.in_flight, c.pipeline.schedule,
+                        c.pipeline.micro_batch_size, m.seq_len);
+  what += fmt::format("), this machine has {:.1f} GiB: use a smaller model or micro-batch{}{}",
+                      host_bytes / GiB,
+                      c.pipeline.schedule == "gpipe" ? ", a schedule with fewer in flight (pipeline.schedule 1f1b)" : "",
+                      processes <= 1 ? ", or spread the stages over several processes" : ", or more pipeline.stages");
   return what;
 }
 
@@ -66,10 +126,10 @@ std::optional<double> host_memory_bytes() {
   return std::nullopt;
 }
 
-void check_host_memory(const RunConfig& config) {
+void check_host_memory(const RunConfig& config, int processes) {
   const auto host = host_memory_bytes();
   if (!host) return;
-  if (auto problem = host_memory_problem(config, *host)) throw InputError(*problem);
+  if (auto problem = host_memory_problem(config, *host, processes)) throw InputError(*problem);
 }
 
 }  // namespace conveyor

@@ -28,6 +28,21 @@ TEST_CASE("memory preflight: a stage too large for the machine is refused naming
   const auto act = host_memory_problem(big_batch, 24.0 * GiB);
   REQUIRE(act);
   CHECK(act->find("pipeline.micro_batch_size 1000000000") != std::string::npos);
+  // The schedule's peak, not one micro-batch: 65536 x 64 tokens keep ~20 GiB a micro-batch
+  // in tiny's one-block stages, which fit 24 GiB alone; 1F1B keeps 4 in flight on the
+  // first stage, 10 over the 4 stages of one process (it was OOM-killed before).
+  const RunConfig wide_batch = load_run_config("configs/tiny.yaml", {"pipeline.micro_batch_size=65536"});
+  const auto first = largest_stage_memory(wide_batch);
+  CHECK(first.in_flight == 4);
+  CHECK(first.activation_bytes >= 4 * 4.0 * 65536 * 64 * (15 * 64 + 4 * 64));
+  CHECK(process_memory(wide_batch, 1).activation_bytes >= 10 * 4.0 * 65536 * 64 * (15 * 64 + 4 * 64));
+  CHECK(process_memory(wide_batch, 2).total() < process_memory(wide_batch, 1).total());
+  const auto peak = host_memory_problem(wide_batch, 24.0 * GiB);
+  REQUIRE(peak);
+  for (const char* part : {"in one process", "up to 4 micro-batch(es) in flight", "pipeline.schedule 1f1b"})
+    CHECK_MESSAGE(peak->find(part) != std::string::npos, *peak);
+  // GPipe keeps every micro-batch in flight.
+  CHECK(largest_stage_memory(load_run_config("configs/tiny.yaml", {"pipeline.schedule=gpipe"})).in_flight == 8);
   // GPU stages build their parameters on the host: 4 bytes each, no activations.
   const RunConfig gpu = load_run_config("configs/gpt-1b-2gpu.yaml", {});
   const auto g = largest_stage_memory(gpu);

@@ -1,6 +1,8 @@
 // The device clock of a CUDA stage (kernels/cuda/model/cuda_action_clock.hpp) against a
 // real stream: spans cover the device's work, not the host's enqueue, sit inside the host
 // window they ran in, keep stream order, and are not handed out before the device ran them.
+// Guarded as the other files here: gpu_tests is built without CUDA too (no cuda_runtime_api.h).
+#if CONVEYOR_WITH_CUDA
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -106,3 +108,4 @@ TEST_CASE("cuda action clock: ending an action twice is a caller bug, named") {
 
 }  // namespace
 }  // namespace conveyor::cuda_testing
+#endif  // CONVEYOR_WITH_CUDA

@@ -8,7 +8,8 @@
 // `conveyor train CONFIG` would run: the schedule, the partition (pipeline.partition) and
 // the placement, simulated with layer costs from a short CPU profile (devices.kind: cpu) or
 // the cost model (any other device; no GPU is needed or touched).
-// --format json prints only the JSON document on stdout, numbers unrounded.
+// --format json prints only the JSON document on stdout, numbers unrounded. A makespan of 0
+// (every duration 0) has bubble 0 in every format: no rank waits.
 #include <cmath>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -82,14 +83,13 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, last - first + 1));
 }
 
-// "1,2,1,1" → numbers; exactly `names.size()` of them, each finite and >= 0.
+// "1,2,1,1" → numbers; exactly `names.size()` of them, each finite and >= 0. `expected`
+// says what the flag wants, for the message (e.g. "F,B,I,W: 4 comma-separated numbers >= 0").
 std::vector<double> parse_numbers(const std::string& flag, const std::string& text,
-                                  const std::vector<std::string>& names, const std::string& example) {
-  std::string form;
-  for (const auto& n : names) form += (form.empty() ? "" : ",") + n;
+                                  const std::vector<std::string>& names, const std::string& expected,
+                                  const std::string& example) {
   const auto bad = [&](const std::string& why) -> InputError {
-    return InputError(flag + " '" + text + "': " + why + "; expected " + form + " as " +
-                      std::to_string(names.size()) + " comma-separated numbers >= 0 (e.g. " + flag + " " +
+    return InputError(flag + " '" + text + "': " + why + "; expected " + expected + " (e.g. " + flag + " " +
                       example + ")");
   };
   std::vector<double> out;
@@ -107,7 +107,8 @@ std::vector<double> parse_numbers(const std::string& flag, const std::string& te
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.size() != names.size()) throw bad("got " + std::to_string(out.size()) + " numbers");
+  if (out.size() != names.size())
+    throw bad("got " + std::to_string(out.size()) + (out.size() == 1 ? " number" : " numbers"));
   return out;
 }
 
@@ -148,8 +149,14 @@ std::optional<Comm> parse_comm(const SchedOptions& o) {
     throw InputError("--message-bytes: only used with --comm LATENCY_US,GBPS (communication is free without it)");
   }
   if (!o.comm_opt->count()) return std::nullopt;
-  const auto v = parse_numbers("--comm", o.comm, {"LATENCY_US", "GBPS"}, "5,25");
-  if (!(v[1] > 0)) throw InputError("--comm '" + o.comm + "': GBPS must be > 0");
+  // A bandwidth of 0 would make every message take forever; free communication is
+  // asked for by leaving --comm out, which the message says.
+  const std::string expected =
+      "LATENCY_US,GBPS: a latency in us >= 0 and a bandwidth in GB/s > 0, or no --comm for free communication";
+  const auto v = parse_numbers("--comm", o.comm, {"LATENCY_US", "GBPS"}, expected, "5,25");
+  if (!(v[1] > 0))
+    throw InputError("--comm '" + o.comm + "': GBPS (the second number, the bandwidth in GB/s) is " + fmt_num(v[1]) +
+                     ", must be > 0; expected " + expected + " (e.g. --comm 5,25)");
   if (!(o.message_bytes >= 0) || !std::isfinite(o.message_bytes)) {
     throw InputError("--message-bytes " + fmt_num(o.message_bytes) + ": must be a finite number >= 0");
   }
@@ -212,7 +219,8 @@ Report flag_report(const SchedOptions& o) {
   if (o.virtual_stages < 1) {
     throw InputError("--virtual-stages " + std::to_string(o.virtual_stages) + ": must be >= 1");
   }
-  const auto d = parse_numbers("--durations", o.durations, {"F", "B", "I", "W"}, "1,2,1,1");
+  const auto d = parse_numbers("--durations", o.durations, {"F", "B", "I", "W"},
+                               "F,B,I,W as 4 comma-separated numbers >= 0", "1,2,1,1");
   const auto comm = parse_comm(o);
 
   const sched::ScheduleSpec spec{o.schedule, o.stages, o.micro_batches, o.virtual_stages};
@@ -360,9 +368,14 @@ Report config_report(const SchedOptions& o) {
 
 std::vector<std::string> metric_lines(const Report& r) {
   const auto& s = r.sim;
+  // idle / (ranks x makespan) is 0/0 when every duration is 0: the simulator counts it
+  // as no bubble, and the line says why rather than show a share of nothing.
+  const std::string bubble =
+      s.makespan > 0 ? fmt::format("{} ({:.2f}% of ranks x makespan idle)", fmt_num(s.bubble), 100.0 * s.bubble)
+                     : "0 (the makespan is 0: every action takes 0 us, so no rank waits)";
   std::vector<std::string> lines{
       "makespan          " + fmt_time(s.makespan),
-      fmt::format("bubble            {} ({:.2f}% of ranks x makespan idle)", fmt_num(s.bubble), 100.0 * s.bubble),
+      "bubble            " + bubble,
       "stage bubble      " + rank_list(s.stage_bubble, true),
       "peak activations  " + rank_list(s.peak_activations) + " (micro-batches in flight)"};
   if (s.deadlock) lines.push_back(*s.deadlock);

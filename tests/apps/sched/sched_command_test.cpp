@@ -117,6 +117,30 @@ TEST_CASE("sched --comm costs every message between ranks and names the message 
   CHECK(text.out.find("--message-bytes") != std::string::npos);
 }
 
+TEST_CASE("sched with every duration 0 reports no bubble and says why") {
+  const std::vector<std::string> zero = {"--schedule", "1f1b", "--stages", "2", "--micro-batches", "2",
+                                         "--durations", "0,0,0,0"};
+  const auto j = sched_json(zero);
+  CHECK(j.at("makespan") == 0.0);
+  CHECK(j.at("bubble") == 0.0);  // a number, not the null that NaN dumps as
+  const CommandResult text = sched(zero);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("bubble            0 (the makespan is 0: every action takes 0 us, so no rank waits)") !=
+        std::string::npos);
+}
+
+TEST_CASE("sched --comm with a bandwidth of 0 says which number it is and how to make communication free") {
+  const CommandResult r = sched({"--schedule", "1f1b", "--stages", "2", "--micro-batches", "2", "--comm", "0,0"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("--comm '0,0': GBPS (the second number, the bandwidth in GB/s) is 0, must be > 0") !=
+        std::string::npos);
+  CHECK(r.err.find("or no --comm for free communication (e.g. --comm 5,25)") != std::string::npos);
+  const CommandResult one = sched({"--schedule", "1f1b", "--stages", "2", "--micro-batches", "2", "--comm", "5"});
+  CHECK(one.err.find("--comm '5': got 1 number; expected LATENCY_US,GBPS: a latency in us >= 0 and a bandwidth "
+                     "in GB/s > 0") != std::string::npos);
+}
+
 TEST_CASE("sched --format csv reads back as the schedule") {
   const CommandResult r = sched({"--schedule", "1f1b", "--stages", "2", "--micro-batches", "4", "--format", "csv"});
   REQUIRE(r.exit_code == 0);

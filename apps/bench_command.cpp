@@ -1,14 +1,18 @@
 // conveyor bench overhead [--stages P] [--schedule S] [--micro-batches M] [--steps N]
-//                         [--scheduled] [--format text|json]
+//                         [--scheduled] [--trace] [--format text|json]
 // conveyor bench e2e [CONFIG] [--set KEY=VALUE]... [--steps N] [--warmup W] [--format text|json]
 // conveyor bench model [CONFIG] (same options as e2e): one device, then the pipeline
 // conveyor bench kernels [CONFIG] [--set KEY=VALUE]... [--device D] [--repeats R] [--format text|json]
 // conveyor bench p2p [--transport all|nccl|cuda-peer|ucx] [--sizes 8KiB,1MiB,...] [--format text|json]
 // Benchmarks print figures on stdout (JSON alone with --format json); logs on stderr.
+// Every number flag has a range (CLI::Range): a value out of it, or one that is not a
+// number, exits 2 with "--flag: Value X not in range A to B" (CLI11 checks the range
+// before it converts, so garbage gets the range too, not "Could not convert").
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
 
+#include "actors/schedule/schedule.hpp"
 #include "apps/bench/e2e_bench.hpp"
 #include "apps/bench/kernel_bench.hpp"
 #include "apps/bench/model_bench.hpp"
@@ -37,24 +41,39 @@ void add_bench_command(CLI::App& app) {
   auto overhead = std::make_shared<OverheadOptions>();
   auto format = std::make_shared<std::string>("text");
   auto* cmd = bench->add_subcommand(
-      "overhead", "Runtime cost per action: real actors and messages, empty compute");
-  cmd->add_option("--stages", overhead->stages, "Pipeline stages")->capture_default_str();
-  cmd->add_option("--schedule", overhead->schedule, "Schedule")->capture_default_str();
+      "overhead",
+      "Runtime cost per action: real actors and messages, empty compute; per_action_us is "
+      "the median step's wall time over the actions of all ranks in a step");
+  cmd->add_option("--stages", overhead->stages, "Pipeline stages (a thread each when detached)")
+      ->check(CLI::Range(1, kMaxOverheadStages))
+      ->capture_default_str();
+  cmd->add_option("--schedule", overhead->schedule, "Schedule")
+      ->check(CLI::IsMember(sched::schedule_names()))
+      ->capture_default_str();
   cmd->add_option("--micro-batches", overhead->micro_batches, "Micro-batches per step")
       ->check(CLI::Range(std::int64_t{1}, kMaxMicroBatches))
       ->capture_default_str();
-  cmd->add_option("--steps", overhead->steps, "Steps (the first is left out as warm-up)")
+  cmd->add_option("--steps", overhead->steps,
+                  "Steps; the first 5 are warm-up, left out of the per-action figures (with "
+                  "fewer than 7 steps, all but the last)")
       ->check(CLI::Range(2, 1 << 20))
       ->capture_default_str();
   cmd->add_flag_callback(
       "--scheduled", [overhead] { overhead->detached = false; },
       "Stage actors on the work-stealing scheduler (default: a detached thread each)");
   cmd->add_flag("--trace", overhead->trace,
-                "Also run with the trace recorder on: per-action cost with and without");
+                "Also run with the trace recorder on: per-action cost with and without (a "
+                "difference below zero is noise: the recorder costs less than the runs vary)");
   cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->callback([=] { print(run_overhead_bench(*overhead), *format); });
+  cmd->callback([=] {
+    const auto result = run_overhead_bench(*overhead);
+    if (*format == "json")
+      fmt::print("{}\n", result.dump());
+    else
+      fmt::print("{}", format_overhead_text(result));
+  });
 
   // e2e and model take the same options: a config, overrides and the step counts.
   auto add_training_bench = [&](const char* name, const char* help, auto run) {
@@ -90,8 +109,11 @@ void add_bench_command(CLI::App& app) {
   kernel_cmd->add_option("--set", kernels->overrides,
                          "Override a config key (repeatable): the model's shapes, "
                          "optim.master, optim.grad_dtype, runtime.attention");
-  kernel_cmd->add_option("--device", kernels->device, "CUDA device index")->capture_default_str();
+  kernel_cmd->add_option("--device", kernels->device, "CUDA device index")
+      ->check(CLI::Range(0, kMaxDeviceIndex))
+      ->capture_default_str();
   kernel_cmd->add_option("--repeats", kernels->repeats, "Timed launches per kernel")
+      ->check(CLI::Range(1, kMaxKernelRepeats))
       ->capture_default_str();
   kernel_cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -113,8 +135,11 @@ void add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   p2p_cmd->add_option("--iterations", p2p->iterations, "Messages per measurement (0: by size)")
+      ->check(CLI::Range(0, kMaxP2pIterations))
       ->capture_default_str();
-  p2p_cmd->add_option("--repeats", p2p->repeats, "Rounds; the best counts")->capture_default_str();
+  p2p_cmd->add_option("--repeats", p2p->repeats, "Rounds; the best counts")
+      ->check(CLI::Range(1, kMaxP2pRepeats))
+      ->capture_default_str();
   p2p_cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

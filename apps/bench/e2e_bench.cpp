@@ -68,23 +68,27 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
              o.config, job.stage_actors(), o.steps, o.warmup);
   run_training(job, collect);
 
-  std::vector<double> tps, ms, bubble, allreduce, exposed;
+  std::vector<double> ms, bubble, allreduce, exposed;
   for (const auto& s : collect.steps)
     if (s.step >= o.warmup) {
-      tps.push_back(s.tokens_per_s);
       ms.push_back(s.step_ms);
       bubble.push_back(s.bubble);
       allreduce.push_back(s.allreduce_ms);
       exposed.push_back(s.allreduce_exposed_ms);
     }
-  if (tps.size() < 3)
+  if (ms.size() < 3)
     fmt::print(stderr,
                "bench e2e: warning: {} step(s) counted after the {} warm-up steps: not a "
                "steady-state figure (give --steps {} or more)\n",
-               tps.size(), o.warmup, o.warmup + 3);
+               ms.size(), o.warmup, o.warmup + 3);
   const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
   const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
-  const double tokens_per_s = median(tps);
+  // Both from the one median step: separate medians of step_ms and tokens_per_s come
+  // from different steps when the count is even (the upper median of one is the lower
+  // median of the other), and would not agree with each other.
+  const double step_ms = median(ms);
+  const auto tokens_per_step = static_cast<double>(job.tokens_per_step());
+  const double tokens_per_s = step_ms > 0 ? tokens_per_step / step_ms * 1e3 : 0.0;
 
   // Per GPU: what the caching allocator held from the device at its peak (reserved), and
   // the peak of what callers held (allocated: PyTorch's max_memory_allocated measures this).
@@ -112,9 +116,10 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"grad_dtype", config.optim.grad_dtype},
           {"recompute", std::string(recompute_name(config.model.recompute))},
           {"steps", o.steps},
-          {"counted_steps", tps.size()},
+          {"counted_steps", ms.size()},
+          {"tokens_per_step", job.tokens_per_step()},
           {"tokens_per_s", tokens_per_s},
-          {"step_ms", median(ms)},
+          {"step_ms", step_ms},
           {"tflops_per_gpu", tokens_per_s * flops_per_token / devices / 1e12},
           {"peak_memory_gib", peak},
           {"peak_allocated_gib", peak_allocated},

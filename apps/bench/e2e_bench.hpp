@@ -17,7 +17,8 @@ struct E2eOptions {
   std::int64_t warmup = 2;  // steps left out of the figures
 };
 
-/// Figures: tokens_per_s and step_ms (medians over the counted steps), tflops_per_gpu
+/// Figures: step_ms (the median counted step: the upper one of an even count) and
+/// tokens_per_s of that same step (tokens_per_step / step_ms * 1000), tflops_per_gpu
 /// (model FLOPs: 3 × forward matmuls and attention), peak_memory_gib (per device: the
 /// caching allocator's reserved high-water mark on GPUs, the process' peak RSS on the CPU),
 /// bubble (host-side timings), steps, devices.

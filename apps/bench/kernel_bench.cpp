@@ -15,7 +15,9 @@
 namespace conveyor {
 
 nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
-  if (args.repeats < 1) throw InputError("--repeats: " + std::to_string(args.repeats) + " must be >= 1");
+  if (args.repeats < 1 || args.repeats > kMaxKernelRepeats)
+    throw InputError("--repeats: " + std::to_string(args.repeats) + " not in range 1 to " +
+                     std::to_string(kMaxKernelRepeats));
   const RunConfig config = load_run_config(args.config, args.overrides);
 #if !CONVEYOR_WITH_CUDA
   throw InputError("bench kernels: this conveyor was built without CUDA (no nvcc at build time)");

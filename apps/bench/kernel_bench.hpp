@@ -18,6 +18,11 @@ namespace conveyor {
 inline constexpr double kBf16MatrixTflops = 790.0;
 inline constexpr double kCopyTBps = 4.3;
 
+/// Bounds of --device and --repeats: far above any host's GPU count (a missing device is
+/// named at run time) and above any useful number of timed launches.
+inline constexpr int kMaxDeviceIndex = 1023;
+inline constexpr int kMaxKernelRepeats = 10000;
+
 struct KernelBenchArgs {
   std::string config = "configs/gpt-1b-2gpu.yaml";
   std::vector<std::string> overrides;  // KEY=VALUE, as --set

@@ -1,5 +1,7 @@
 #include "apps/bench/overhead_bench.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -38,24 +40,26 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Steps left out of the per-action figures (thread start-up, first allocations), and at
+// least one counted: `--steps` starts at 2. The --help of `--steps` says the same.
+std::size_t warmup_steps(std::size_t steps) {
+  return steps == 0 ? 0 : std::min<std::size_t>(5, steps - 1);
+}
+
 struct RunFigures {
-  StepTimes times;
-  std::vector<double> per_action;  // µs per action of the longest rank, per step after warm-up
-  double total_ms = 0;
-  double cpu_s = 0;
+  std::vector<double> counted_ms;  // step times after the warm-up
+  double cpu_s = 0;                // the whole run's, warm-up included
 };
 
-RunFigures measure(const TrainingJob& job, std::size_t longest_rank) {
+RunFigures measure(const TrainingJob& job) {
   RunFigures f;
+  StepTimes times;
   const double cpu0 = process_cpu_seconds();
-  run_training(job, f.times);
+  run_training(job, times);
   f.cpu_s = process_cpu_seconds() - cpu0;
-  // Skip the first steps (thread start-up, first allocations).
-  const std::size_t skip = std::min<std::size_t>(5, f.times.step_ms.size() - 1);
-  for (std::size_t i = skip; i < f.times.step_ms.size(); ++i) {
-    f.per_action.push_back(f.times.step_ms[i] * 1e3 / static_cast<double>(longest_rank));
-    f.total_ms += f.times.step_ms[i];
-  }
+  const std::size_t skip = warmup_steps(times.step_ms.size());
+  f.counted_ms.assign(times.step_ms.begin() + static_cast<std::ptrdiff_t>(skip),
+                      times.step_ms.end());
   return f;
 }
 
@@ -90,7 +94,9 @@ double record_ns_per_action(const std::filesystem::path& dir) {
 }  // namespace
 
 nlohmann::json run_overhead_bench(const OverheadOptions& o) {
-  if (o.stages < 1) throw InputError("--stages: must be >= 1, got " + std::to_string(o.stages));
+  if (o.stages < 1 || o.stages > kMaxOverheadStages)
+    throw InputError("--stages: " + std::to_string(o.stages) + " not in range 1 to " +
+                     std::to_string(kMaxOverheadStages));
   if (o.steps < 2) throw InputError("--steps: must be >= 2, got " + std::to_string(o.steps));
   // One block per model stage: interleaved-1f1b runs 2 chunks per stage here, zbv always 2.
   const bool interleaved = o.schedule == "interleaved-1f1b";
@@ -114,46 +120,64 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   job.make_model = empty_stage_model_factory(job.data.micro_batch_size);
   job.detached_stages = o.detached;
 
-  std::size_t actions_per_step = 0, longest_rank = 0;
-  for (const auto& r : job.schedule.ranks) {
-    actions_per_step += r.size();
-    longest_rank = std::max(longest_rank, r.size());
-  }
-  const RunFigures plain = measure(job, longest_rank);
+  // Actions are counted over every rank, as `actions` counts them: per_action_us is the
+  // wall time of a step shared out over all the actions scheduled in it (ranks run in
+  // parallel, so it falls as stages are added while the machine has cores to spare).
+  std::size_t actions_per_step = 0;
+  for (const auto& r : job.schedule.ranks) actions_per_step += r.size();
+  const auto per_action_us = [&](const RunFigures& f) {
+    return median(f.counted_ms) * 1e3 / static_cast<double>(actions_per_step);
+  };
+  const RunFigures plain = measure(job);
   const std::size_t actions = actions_per_step * static_cast<std::size_t>(o.steps);
-  const auto& per_action = plain.per_action;
-  const double total_ms = plain.total_ms;
-  const double cpu = plain.cpu_s;
-  const StepTimes& times = plain.times;
+  double counted_ms = 0;
+  for (double ms : plain.counted_ms) counted_ms += ms;
   nlohmann::json result = {{"bench", "overhead"},
           {"schedule", o.schedule},
           {"stages", o.stages},
           {"micro_batches", o.micro_batches},
           {"steps", o.steps},
+          {"warmup_steps", warmup_steps(static_cast<std::size_t>(o.steps))},
           {"stage_threads", o.detached ? "detached" : "scheduled"},
           {"actions", actions},
-          {"per_action_us", median(per_action)},
-          {"per_action_us_mean", total_ms * 1e3 / (longest_rank * per_action.size())},
-          {"cpu_us_per_action", cpu * 1e6 / static_cast<double>(actions)},
-          {"step_us_median", median(times.step_ms) * 1e3}};
+          {"per_action_us", per_action_us(plain)},
+          {"per_action_us_mean",
+           counted_ms * 1e3 / static_cast<double>(actions_per_step * plain.counted_ms.size())},
+          {"cpu_us_per_action", plain.cpu_s * 1e6 / static_cast<double>(actions)},
+          {"step_us_median", median(plain.counted_ms) * 1e3}};
   if (o.trace) {
     char pattern[] = "/tmp/conveyor_overhead_trace_XXXXXX";
     if (!::mkdtemp(pattern)) throw std::runtime_error("bench overhead --trace: mkdtemp failed");
     trace::TraceOptions t;
     t.dir = pattern;
     job.trace = std::make_shared<trace::TraceSession>(t, o.stages);
-    const RunFigures traced = measure(job, longest_rank);
+    const RunFigures traced = measure(job);
     result["record_ns_per_action"] = record_ns_per_action(pattern);
     job.trace->flush_all();
     const auto bytes = job.trace->bytes_written();
     job.trace.reset();
     std::filesystem::remove_all(pattern);
-    result["traced_per_action_us"] = median(traced.per_action);
+    result["traced_per_action_us"] = per_action_us(traced);
     result["traced_cpu_us_per_action"] = traced.cpu_s * 1e6 / static_cast<double>(actions);
-    result["trace_cost_us_per_action"] = median(traced.per_action) - median(per_action);
+    // Kept as measured, negative too: below zero the recorder's cost is lost in the
+    // run-to-run noise (format_overhead_text says so; record_ns_per_action is the figure).
+    result["trace_cost_us_per_action"] = per_action_us(traced) - per_action_us(plain);
     result["trace_bytes_per_step"] = static_cast<double>(bytes) / static_cast<double>(o.steps);
   }
   return result;
+}
+
+std::string format_overhead_text(const nlohmann::json& result) {
+  std::string text;
+  for (const auto& [key, value] : result.items()) {
+    std::string shown = value.dump();
+    // The difference of two noisy medians: below zero the traced run merely happened to
+    // be faster, which is no negative cost.
+    if (key == "trace_cost_us_per_action" && value.get<double>() < 0)
+      shown = "0 (within noise: measured " + shown + ")";
+    text += fmt::format("{:<24} {}\n", key, shown);
+  }
+  return text;
 }
 
 }  // namespace conveyor

@@ -74,10 +74,12 @@ nlohmann::json run_p2p_bench(const P2pOptions& options) {
     throw InputError("--transport: '" + options.transport +
                      "' is not a transport (all, nccl, cuda-peer, ucx)");
   if (options.sizes.empty()) throw InputError("--sizes: give at least one size");
-  if (options.iterations < 0)
-    throw InputError("--iterations: " + std::to_string(options.iterations) + " (>= 1, or 0 for by size)");
-  if (options.repeats < 1)
-    throw InputError("--repeats: " + std::to_string(options.repeats) + " (>= 1)");
+  if (options.iterations < 0 || options.iterations > kMaxP2pIterations)
+    throw InputError("--iterations: " + std::to_string(options.iterations) + " not in range 0 to " +
+                     std::to_string(kMaxP2pIterations) + " (0: by size)");
+  if (options.repeats < 1 || options.repeats > kMaxP2pRepeats)
+    throw InputError("--repeats: " + std::to_string(options.repeats) + " not in range 1 to " +
+                     std::to_string(kMaxP2pRepeats));
   p2p::Plan plan;
   plan.iterations = options.iterations;
   plan.repeats = options.repeats;

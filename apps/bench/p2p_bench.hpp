@@ -16,6 +16,10 @@
 
 namespace conveyor {
 
+/// Bounds of --iterations and --repeats: 100000 messages of 1 GiB take over an hour.
+inline constexpr int kMaxP2pIterations = 100000;
+inline constexpr int kMaxP2pRepeats = 100;
+
 struct P2pOptions {
   std::string transport = "all";  // all, nccl, cuda-peer, ucx
   std::vector<std::string> sizes = {"8KiB", "1MiB", "16MiB", "64MiB"};

@@ -43,7 +43,7 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = bench->add_subcommand(
       "overhead",
       "Runtime cost per action: real actors and messages, empty compute; per_action_us is "
-      "the median step's wall time over the actions of all ranks in a step");
+      "the median step's wall time over the actions on its critical path (critical_path_actions)");
   cmd->add_option("--stages", overhead->stages, "Pipeline stages (a thread each when detached)")
       ->check(CLI::Range(1, kMaxOverheadStages))
       ->capture_default_str();

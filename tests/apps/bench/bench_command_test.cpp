@@ -47,12 +47,12 @@ TEST_CASE("bench overhead reports the cost per action over every executed action
   CHECK(j["actions"] == 2 * 2 * 16 * 20);  // 2 ranks × (F + B) × micro-batches × steps
   CHECK(j["stage_threads"] == "scheduled");
   CHECK(j["per_action_us"].get<double>() > 0);
-  // The step's time over every rank's actions, as `actions` counts them, after the warm-up
-  // steps --help names (the median step of the counted ones).
+  // The step's time over the actions of its critical path, after the warm-up steps --help
+  // names (the median step of the counted ones): 1F1B over P = 2 ranks, M = 16 at one
+  // unit an action ends at 2M + 2(P - 1) = 34 (rank 1's 32 actions wait for 2 of rank 0's).
   CHECK(j["warmup_steps"] == 5);
-  const double actions_per_step = 2 * 2 * 16;
-  CHECK(j["per_action_us"].get<double>() ==
-        doctest::Approx(j["step_us_median"].get<double>() / actions_per_step));
+  CHECK(j["critical_path_actions"] == 34);
+  CHECK(j["per_action_us"].get<double>() == doctest::Approx(j["step_us_median"].get<double>() / 34));
   CHECK(run_conveyor({"bench", "overhead", "--help"}).out.find("the first 5 are warm-up") !=
         std::string::npos);
 }

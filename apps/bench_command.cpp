@@ -24,12 +24,16 @@
 namespace conveyor {
 namespace {
 
-void print(const nlohmann::json& result, const std::string& format) {
+// JSON alone, or the text form: `text_of` where a bench has its own, else a line a figure.
+void print(const nlohmann::json& result, const std::string& format,
+           std::string (*text_of)(const nlohmann::json&) = nullptr) {
   if (format == "json") {
     fmt::print("{}\n", result.dump());
-    return;
+  } else if (text_of) {
+    fmt::print("{}", text_of(result));
+  } else {
+    for (const auto& [key, value] : result.items()) fmt::print("{:<20} {}\n", key, value.dump());
   }
-  for (const auto& [key, value] : result.items()) fmt::print("{:<20} {}\n", key, value.dump());
 }
 
 }  // namespace
@@ -67,13 +71,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->callback([=] {
-    const auto result = run_overhead_bench(*overhead);
-    if (*format == "json")
-      fmt::print("{}\n", result.dump());
-    else
-      fmt::print("{}", format_overhead_text(result));
-  });
+  cmd->callback([=] { print(run_overhead_bench(*overhead), *format, format_overhead_text); });
 
   // e2e and model take the same options: a config, overrides and the step counts.
   auto add_training_bench = [&](const char* name, const char* help, auto run) {

@@ -208,14 +208,13 @@ void run_train(const TrainOptions& opt) {
   // (across processes: where node 0 can write them, cross_process_checkpoints.hpp): a
   // folder that cannot exist must fail now, not when the work would be saved.
   const StopPlan stops = stop_plan(config, spec);
-  const bool takes_checkpoints = stops.checkpoints;
   // The locks are held to the end of the run: another process fails here, naming the
   // folder (one inside --out is covered by its lock).
   // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
   // that comes while the run folder is being written.
   catch_stop_signals();
   std::optional<FolderLock> checkpoint_lock;
-  if (takes_checkpoints && !config.checkpoint.dir.empty()) {
+  if (stops.checkpoints && !config.checkpoint.dir.empty()) {
     prepare_checkpoint_dir(config.checkpoint.dir);
     if (!opt.out || !is_inside(config.checkpoint.dir, *opt.out))
       checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
@@ -247,12 +246,10 @@ void run_train(const TrainOptions& opt) {
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
-  std::optional<TrainCheckpoints> checkpoints;
-  checkpoints.emplace(log, checkpoint_settings(config, job, dir, resume.get(), stops),
-                      [] { return stop_signal() != 0; });
-  TrainingObserver& observer = *checkpoints;
-  job.checkpoints = &*checkpoints;
-  const TrainResult result = cluster ? *cluster->run(job, &observer) : run_training(job, observer);
+  TrainCheckpoints checkpoints(log, checkpoint_settings(config, job, dir, resume.get(), stops),
+                               [] { return stop_signal() != 0; });
+  job.checkpoints = &checkpoints;
+  const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
   progress.finish();
   // A trace file that could not be written whole (a full disk) fails the run once its
   // results are saved: it exits 1 saying so instead of leaving a short trace unnoticed.
@@ -265,12 +262,12 @@ void run_train(const TrainOptions& opt) {
                                            job.trace->file().string(), *failure));
   };
 
-  if (checkpoints && checkpoints->stopped_at()) {
-    const auto written = checkpoints->last_written();
+  if (checkpoints.stopped_at()) {
+    const auto written = checkpoints.last_written();
     const char* signal = stop_signal_name(stop_signal());
     nlohmann::json stopped = {{"event", "stopped"},
                               {"reason", signal},
-                              {"after_step", *checkpoints->stopped_at()},
+                              {"after_step", *checkpoints.stopped_at()},
                               {"checkpoint", written ? nlohmann::json(written->path) : nlohmann::json(nullptr)}};
     if (stop_node() >= 0) stopped["signalled_node"] = stop_node();
     log.event(stopped);
@@ -280,7 +277,7 @@ void run_train(const TrainOptions& opt) {
       // Nothing to resume from: the run ends as the signal asked, in order on every node,
       // with the shell's code for it (128 + the signal).
       fmt::print(stderr, "conveyor train: {}: stopped after step {} of {} without a checkpoint: {}\n",
-                 stop_reason(), *checkpoints->stopped_at(), job.steps, *stops.refusal);
+                 stop_reason(), *checkpoints.stopped_at(), job.steps, *stops.refusal);
       check_trace();
       throw ExitStatus{128 + stop_signal()};
     }
@@ -290,7 +287,7 @@ void run_train(const TrainOptions& opt) {
     fmt::print(stderr,
                "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
                "to resume, run:\n  {}\n",
-               stop_reason(), *checkpoints->stopped_at(), job.steps, written ? written->path : "?",
+               stop_reason(), *checkpoints.stopped_at(), job.steps, written ? written->path : "?",
                resume_command(opt.config, opt.overrides, dir.string(), extra));
     check_trace();
     return;
@@ -305,12 +302,12 @@ void run_train(const TrainOptions& opt) {
                result.final_val_loss ? "final_val_loss is the one before it"
                                      : "no evaluation before it in this run: final_val_loss is null");
   // The weights are safe first; then a background write that failed fails the run (exit 1).
-  if (checkpoints) checkpoints->flush();
-  if (checkpoints && checkpoints->taken() > 0)
+  checkpoints.flush();
+  if (checkpoints.taken() > 0)
     fmt::print(stderr,
                "conveyor train: {} checkpoints; the step loop spent {:.1f} ms on each (in-memory "
                "snapshot; the disk writes ran in the background)\n",
-               checkpoints->taken(), checkpoints->step_loop_ms() / checkpoints->taken());
+               checkpoints.taken(), checkpoints.step_loop_ms() / checkpoints.taken());
   const double simulated = log.replayed_bubble(), simulated_means = log.simulated_bubble();
   // Null (and "n/a") when every step was a warm-up step: no figure rather than a zero.
   const auto tokens_per_s = log.mean_tokens_per_s();

@@ -328,9 +328,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     rebuild = [job, &setup, &store, links](std::uint32_t generation) {
       rebuild_nccl_edges(*job, setup, store, *links, generation);
     };
-  PeerStop peer_stop;
-  if (setup.node == 0 && setup.peer_stop) peer_stop = setup.peer_stop;
-  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild, peer_stop);
+  auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild,
+                                setup.node == 0 ? PeerStop(setup.peer_stop) : PeerStop());
   mine.directory = directory;
   end.actors.push_back(directory);
   auto port = system.middleman().publish(directory, 0, setup.advertise_host.c_str());

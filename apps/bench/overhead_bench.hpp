@@ -26,8 +26,9 @@ struct OverheadOptions {
 /// Figures: `actions` (every rank's actions, every step: the schedule's actions × steps),
 /// `per_action_us` (the median counted step's wall time over `critical_path_actions`, the
 /// actions of a step's longest dependency chain: its makespan at one unit per action;
-/// `per_action_us_mean` the same over the sum of the counted steps), `step_us_median` (the median counted step), `cpu_us_per_action`
-/// (process CPU time of the whole run over `actions`), `steps`, `warmup_steps` (the first
+/// `per_action_us_mean` the same over the sum of the counted steps), `step_us_median`
+/// (the median counted step), `cpu_us_per_action` (process CPU time of the whole run over
+/// `actions`), `steps`, `warmup_steps` (the first
 /// 5, or all but the last of fewer than 7, left out of the wall-time figures) ...
 /// With `trace`: the same run again with every step traced (into a temporary folder,
 /// removed after): `traced_per_action_us`, `traced_cpu_us_per_action`,

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <numeric>
 #include <sstream>
 #include <vector>
 
@@ -17,13 +16,27 @@ namespace {
 
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
 
-// Micro-batches in flight at each rank's peak. A schedule that cannot be built is refused
-// later, in its place among the other checks: one in flight meanwhile.
-std::vector<int> peak_in_flight(const RunConfig& c) {
+// What the schedule says of memory: micro-batches in flight at each rank's peak, chunks
+// per rank, and the rank of the last model stage (the head's logits). A schedule that
+// cannot be built is refused later, in its place among the other checks: one micro-batch
+// in flight, one chunk, the head on the last rank meanwhile.
+struct ScheduleShape {
+  std::vector<int> peaks;
+  int chunks = 1;
+  std::size_t head_rank = 0;
+};
+
+ScheduleShape schedule_shape(const RunConfig& c) {
   try {
-    return sched::peak_activations(sched::make_schedule(schedule_spec_of(c)));
+    const sched::Schedule s = sched::make_schedule(schedule_spec_of(c));
+    ScheduleShape shape{sched::peak_activations(s), s.chunks_per_rank(), 0};
+    for (int r = 0; r < s.spec.stages; ++r)
+      for (int chunk = 0; chunk < shape.chunks; ++chunk)
+        if (s.model_stage(r, chunk) == s.model_stages() - 1) shape.head_rank = static_cast<std::size_t>(r);
+    return shape;
   } catch (const std::exception&) {
-    return std::vector<int>(static_cast<std::size_t>(std::max<std::int64_t>(1, c.pipeline.stages)), 1);
+    const auto ranks = static_cast<std::size_t>(std::max<std::int64_t>(1, c.pipeline.stages));
+    return {std::vector<int>(ranks, 1), 1, ranks - 1};
   }
 }
 
@@ -38,25 +51,29 @@ std::vector<StageMemoryEstimate> rank_memory(const RunConfig& c) {
   // the head (its own copy when tied, on the head's stage).
   const double params = L * (12.0 * d * d + 13.0 * d) + 2.0 * V * d + T * d + 2.0 * d;
   const bool cpu = c.devices.kind == "cpu";
-  const std::vector<int> peaks = peak_in_flight(c);
-  const double chunks = c.pipeline.schedule == "zbv" ? 2.0 : std::max<double>(1, static_cast<double>(c.pipeline.virtual_stages));
+  const ScheduleShape shape = schedule_shape(c);
   // Per token and block kept for the backward: x, ln1, qkv (3d), the attention output,
   // ln2, fc1 and GELU (4d each), 15d floats, and H·T attention probabilities; with
   // recomputation, the block's input at least.
   const double kept = m.recompute == Recompute::none ? 15.0 * d + H * T : d;
   const double tokens = static_cast<double>(c.pipeline.micro_batch_size) * T;
   // One (rank, chunk) of a micro-batch: the blocks of one model stage, on average.
-  const double per_micro_batch = 4.0 * tokens * kept * (L / (P * chunks));
-  std::vector<StageMemoryEstimate> out(peaks.size());
-  for (std::size_t r = 0; r < peaks.size(); ++r) {
+  const double per_micro_batch = 4.0 * tokens * kept * (L / (P * shape.chunks));
+  std::vector<StageMemoryEstimate> out(shape.peaks.size());
+  for (std::size_t r = 0; r < out.size(); ++r) {
     auto& e = out[r];
     e.state_bytes = params / P * (cpu ? 16.0 : 4.0);  // the average rank
-    e.in_flight = std::max(1, peaks[r]);
+    e.in_flight = std::max(1, shape.peaks[r]);
     if (cpu) e.activation_bytes = per_micro_batch * e.in_flight;
   }
-  // The head's logits of one micro-batch, on the rank that holds the last model stage.
-  if (cpu && !out.empty()) out[c.pipeline.schedule == "zbv" ? 0 : out.size() - 1].activation_bytes += 4.0 * tokens * V;
+  // The head's logits of one micro-batch.
+  if (cpu) out.at(shape.head_rank).activation_bytes += 4.0 * tokens * V;
   return out;
+}
+
+const StageMemoryEstimate& largest(const std::vector<StageMemoryEstimate>& ranks) {
+  return *std::max_element(ranks.begin(), ranks.end(),
+                           [](const auto& a, const auto& b) { return a.total() < b.total(); });
 }
 
 StageMemoryEstimate sum(const std::vector<StageMemoryEstimate>& ranks, double times) {
@@ -72,11 +89,7 @@ StageMemoryEstimate sum(const std::vector<StageMemoryEstimate>& ranks, double ti
 
 }  // namespace
 
-StageMemoryEstimate largest_stage_memory(const RunConfig& c) {
-  const auto ranks = rank_memory(c);
-  return *std::max_element(ranks.begin(), ranks.end(),
-                           [](const auto& a, const auto& b) { return a.total() < b.total(); });
-}
+StageMemoryEstimate largest_stage_memory(const RunConfig& c) { return largest(rank_memory(c)); }
 
 StageMemoryEstimate process_memory(const RunConfig& c, int processes) {
   const auto ranks = rank_memory(c);
@@ -84,10 +97,9 @@ StageMemoryEstimate process_memory(const RunConfig& c, int processes) {
   StageMemoryEstimate all = sum(ranks, replicas);
   if (processes <= 1) return all;
   // Some node holds at least an even share, and some node the largest stage.
-  const StageMemoryEstimate largest = largest_stage_memory(c);
   all.state_bytes /= processes;
   all.activation_bytes /= processes;
-  return all.total() >= largest.total() ? all : largest;
+  return all.total() >= largest(ranks).total() ? all : largest(ranks);
 }
 
 std::optional<std::string> host_memory_problem(const RunConfig& c, double host_bytes, int processes) {

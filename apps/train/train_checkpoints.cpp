@@ -19,6 +19,11 @@ checkpoint::Filesystem& pick_filesystem(std::unique_ptr<checkpoint::CorruptingFi
   return *corrupting;
 }
 
+CheckpointSettings with_stop_every_at_least_1(CheckpointSettings s) {
+  s.stop_every = std::max<std::int64_t>(1, s.stop_every);
+  return s;
+}
+
 }  // namespace
 
 BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every,
@@ -56,7 +61,7 @@ void prepare_checkpoint_dir(const std::string& dir) {
 TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings settings,
                                    std::function<bool()> stop_requested)
     : metrics_(metrics),
-      settings_(std::move(settings)),
+      settings_(with_stop_every_at_least_1(std::move(settings))),
       stop_requested_(std::move(stop_requested)),
       writer_(pick_filesystem(corrupting_, settings_.corrupt_steps),
               checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
@@ -78,7 +83,7 @@ bool TrainCheckpoints::stop_during_eval(std::int64_t steps_done) {
   // The evaluation completes where the run cannot stop at this boundary: one without a
   // snapshot of every node, or one that would stop without a checkpoint (the coordinator
   // captures the state on a stop during an evaluation).
-  if (!settings_.writes || steps_done % std::max<std::int64_t>(1, settings_.stop_every) != 0) {
+  if (!settings_.writes || steps_done % settings_.stop_every != 0) {
     note_deferred_stop(steps_done);
     return false;
   }
@@ -89,7 +94,7 @@ bool TrainCheckpoints::stop_during_eval(std::int64_t steps_done) {
 void TrainCheckpoints::note_deferred_stop(std::int64_t steps_done) {
   if (stop_noted_ || steps_done >= settings_.total_steps) return;
   stop_noted_ = true;
-  const std::int64_t every = std::max<std::int64_t>(1, settings_.stop_every);
+  const std::int64_t every = settings_.stop_every;
   const std::int64_t at = (steps_done / every + 1) * every;
   if (!settings_.writes)
     checkpoint::checkpoint_log().warn("stop requested: the run stops at the next step boundary, without a checkpoint");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "actors/schedule/simulator.hpp"
+#include "actors/trace/action_times.hpp"
 #include "actors/trace/interval_union.hpp"
 #include "kernels/common/error.hpp"
 
@@ -38,6 +39,7 @@ std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, 
 }  // namespace
 
 TraceSummary summarize(const TraceSet& set) {
+  check_action_times(set);  // every difference below then fits, and no share is negative
   TraceSummary s;
   s.stages = stage_count(set);
   if (set.plans) s.replicas = set.plans->replicas;
@@ -48,7 +50,7 @@ TraceSummary summarize(const TraceSet& set) {
   double sim_span = 0, sim_bubble = 0;
   int simulated = 0;
   const Round* last = nullptr;
-  std::int64_t bubble_ns = 0;
+  double bubble_ms = 0;  // summed in ms: many rounds of many stages stay far from a limit
   for (const auto& [number, round] : rounds) {
     if (round.eval) continue;
     ++s.steps;
@@ -74,7 +76,7 @@ TraceSummary summarize(const TraceSet& set) {
       ss.overlap_ms += ms(summed - busy);
       ss.idle_ms += ms(std::max<std::int64_t>(0, own - busy));
       ss.bubble_ms += ms(span - busy);
-      bubble_ns += span - busy;
+      bubble_ms += ms(span - busy);
     }
     // Every replica's pipeline simulated on its own durations: the step is the slowest
     // replica's (they meet at the gradient average), the bubble their mean.
@@ -100,7 +102,7 @@ TraceSummary summarize(const TraceSet& set) {
   }
   if (s.steps == 0) throw InputError("trace: no train step in the trace (nothing to summarise)");
   s.step_ms = s.span_ms / s.steps;
-  s.bubble = s.span_ms > 0 ? ms(bubble_ns) / (s.stages * s.span_ms) : 0;
+  s.bubble = s.span_ms > 0 ? bubble_ms / (s.stages * s.span_ms) : 0;
   for (auto& ss : s.per_stage) {
     ss.busy_fraction = s.span_ms > 0 ? ss.busy_ms / s.span_ms : 0;
     ss.idle_fraction = s.span_ms > 0 ? ss.idle_ms / s.span_ms : 0;

@@ -47,7 +47,8 @@ struct TraceSummary {
   std::string path_text;
 };
 
-/// Throws InputError when the trace holds no train step.
+/// Throws InputError when the trace holds no train step, or an action whose times no run
+/// writes (action_times.hpp), naming it.
 TraceSummary summarize(const TraceSet& set);
 nlohmann::json summary_json(const TraceSummary& s);
 std::string summary_text(const TraceSummary& s);

@@ -20,6 +20,7 @@
 #include "apps/bench/p2p_bench.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_limits.hpp"
+#include "apps/config/config_path.hpp"
 
 namespace conveyor {
 namespace {
@@ -77,7 +78,9 @@ void add_bench_command(CLI::App& app) {
   auto add_training_bench = [&](const char* name, const char* help, auto run) {
     auto e2e = std::make_shared<E2eOptions>();
     auto* sub = bench->add_subcommand(name, help);
-    sub->add_option("config", e2e->config, "YAML config file")->capture_default_str();
+    sub->add_option("config", e2e->config, "YAML config file")
+        ->capture_default_str()
+        ->check(config_path_check(e2e->config));
     sub->add_option("--set", e2e->overrides, "Override a config key (repeatable)");
     sub->add_option("--steps", e2e->steps, "Steps to run")
         ->check(CLI::Range(1, 1 << 20))
@@ -103,7 +106,8 @@ void add_bench_command(CLI::App& app) {
   auto* kernel_cmd = bench->add_subcommand(
       "kernels", "Every CUDA kernel at a config's shapes: ms, TFLOP/s or TB/s, share of the ceiling");
   kernel_cmd->add_option("config", kernels->config, "YAML config file (its model and micro-batch)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(config_path_check(kernels->config));
   kernel_cmd->add_option("--set", kernels->overrides,
                          "Override a config key (repeatable): the model's shapes, "
                          "optim.master, optim.grad_dtype, runtime.attention");

@@ -9,6 +9,7 @@
 #include "apps/commands.hpp"
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/config/config_path.hpp"
 
 namespace conveyor {
 
@@ -22,7 +23,8 @@ void add_config_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "config", "Print the resolved config (validated), or every key with --keys");
-  cmd->add_option("config", opt->config, "YAML config file (default: the built-in defaults)");
+  cmd->add_option("config", opt->config, "YAML config file (default: the built-in defaults)")
+      ->check(config_path_check("the built-in defaults"));
   cmd->add_option("--set", opt->overrides, "Override a key with a YAML value (repeatable)");
   auto* keys = cmd->add_flag("--keys", opt->keys,
                              "List every config key with its default and meaning");

@@ -34,6 +34,7 @@
 #include "apps/commands.hpp"
 #include "apps/config/config_limits.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/config/config_path.hpp"
 #include "apps/train/partition_choice.hpp"
 #include "apps/train/plan_json.hpp"
 #include "kernels/common/error.hpp"
@@ -437,7 +438,8 @@ void add_sched_command(CLI::App& app) {
       "(schedule, partition, placement); needs no GPU");
   opt->config_opt = cmd->add_option("config", opt->config,
                                     "YAML config: show the plan `conveyor train CONFIG` would run, simulated with "
-                                    "layer costs from a short CPU profile (devices.kind cpu) or the cost model");
+                                    "layer costs from a short CPU profile (devices.kind cpu) or the cost model")
+                        ->check(config_path_check("a schedule from --schedule, --stages and --micro-batches"));
   opt->set_opt = cmd->add_option("--set", opt->overrides,
                                  "With CONFIG: override a key with a YAML value, e.g. --set pipeline.partition=auto "
                                  "(repeatable)");

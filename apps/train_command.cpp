@@ -20,6 +20,7 @@
 #include "actors/runtime/run_training.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/config/config_path.hpp"
 #include "apps/launch/launch_spec.hpp"
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
@@ -345,7 +346,9 @@ void run_train(const TrainOptions& opt) {
 void add_train_command(CLI::App& app) {
   auto opt = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a GPT through a pipeline of stage actors");
-  cmd->add_option("config", opt->config, "YAML config file")->capture_default_str();
+  cmd->add_option("config", opt->config, "YAML config file")
+      ->capture_default_str()
+      ->check(config_path_check("configs/tiny.yaml"));
   cmd->add_option("--set", opt->overrides,
                   "Override a config key with a YAML value, e.g. --set pipeline.stages=2 "
                   "(repeatable)");

@@ -27,10 +27,10 @@ void add_config_command(CLI::App& app) {
       ->check(config_path_check("the built-in defaults"));
   cmd->add_option("--set", opt->overrides, "Override a key with a YAML value (repeatable)");
   auto* keys = cmd->add_flag("--keys", opt->keys,
-                             "List every config key with its default and meaning");
+                             "List every config key: its default, meaning and allowed values");
   // --keys describes the keys, not a config: a file or --set beside it would be ignored.
   keys->excludes(cmd->get_option("config"))->excludes(cmd->get_option("--set"));
-  cmd->add_flag("--markdown", opt->markdown, "With --keys: a Markdown table")->needs(keys);
+  cmd->add_flag("--markdown", opt->markdown, "With --keys: a Markdown table (README's Configuration table)")->needs(keys);
   cmd->callback([opt] {
     if (opt->keys) {
       fmt::print("{}", config_reference(opt->markdown));

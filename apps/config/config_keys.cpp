@@ -326,6 +326,9 @@ std::string config_reference(bool markdown) {
           << " | " << cell(k.help) << " |\n";
     return out.str();
   }
+  // The columns, and the bound every integer key has beside its own rules (config_rules.hpp).
+  out << "# key, default, meaning [allowed values]; every integer key also stops at " << kMaxConfigInteger
+      << " (the runtime counts in 32 bits)\n";
   std::size_t w_name = 0, w_default = 0;
   for (const auto& k : config_keys()) {
     w_name = std::max(w_name, k.name.size());

@@ -36,8 +36,9 @@ bool is_config_section(std::string_view prefix);
 /// a list of the section's keys or of the sections.
 std::string unknown_key_message(std::string_view name);
 
-/// Every key with its default, allowed values and meaning, as aligned plain text
-/// (markdown = false) or a markdown table (markdown = true).
+/// Every key with its default, allowed values and meaning, as aligned plain text under a
+/// '#' line naming the columns and the bound of every integer key (markdown = false), or
+/// a markdown table (markdown = true: README's, which states that bound above it).
 std::string config_reference(bool markdown = false);
 
 }  // namespace conveyor

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/config/config_keys.hpp"
+#include "apps/config/config_rules.hpp"
 
 namespace {
 
@@ -39,4 +40,19 @@ TEST_CASE("README's configuration table is config --keys --markdown's, row for r
     REQUIRE_MESSAGE(start + i < in_readme.size(), "README.md lacks the row: " << want[i]);
     CHECK(in_readme[start + i] == want[i]);
   }
+}
+
+TEST_CASE("config --keys opens with its columns and the integer bound that README states above its table") {
+  const std::string text = conveyor::config_reference();
+  const std::string bound = "every integer key also stops at " + std::to_string(conveyor::config_rules::kMaxConfigInteger) +
+                            " (the runtime counts in 32 bits)";
+  CHECK(text.substr(0, text.find('\n')) == "# key, default, meaning [allowed values]; " + bound);
+  std::ifstream readme("README.md");
+  REQUIRE(readme.good());
+  std::ostringstream all;
+  all << readme.rdbuf();
+  std::string flat = all.str();  // README wraps its lines
+  for (auto& c : flat)
+    if (c == '\n') c = ' ';
+  CHECK(flat.find("Every " + bound.substr(6) + ":") != std::string::npos);
 }

@@ -115,8 +115,10 @@ std::vector<ConfigKey> build_keys() {
       KEY(devices.ids, "device ids to place the stages on (empty: chosen by the runtime)", at_least(0),
           distinct()),
       KEY(devices.per_node,
-          "stages per node of a multi-process job, in rank order (0: pipeline.stages / nnodes; "
-          "the last node takes the rest)",
+          "stage actors (parallel.data × pipeline.stages) per node of a multi-process job, nodes in "
+          "rank order: N > 0 gives every node but the last N and the last the rest, which must be 1 "
+          "to N; 0 gives every node an equal share, so the stage actors must divide evenly over the "
+          "nodes",
           at_least(0)),
 
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1),

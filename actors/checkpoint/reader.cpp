@@ -1,6 +1,7 @@
 #include "actors/checkpoint/reader.hpp"
 
 #include "actors/checkpoint/checkpoint_error.hpp"
+#include "actors/checkpoint/partition_check.hpp"
 #include "actors/checkpoint/sha256.hpp"
 #include "kernels/io/safetensors.hpp"
 
@@ -18,6 +19,8 @@ Manifest read_manifest(Filesystem& fs, const std::string& step_dir) {
 
 Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
   Manifest m = read_manifest(fs, step_dir);
+  // Before any shard is hashed: the manifest must describe its own shards.
+  check_partition_against_shards(m, step_dir + "/" + kManifestFile);
   for (const auto& shard : m.shards) {
     const std::string path = step_dir + "/" + shard.file;
     if (!fs.exists(path)) throw CheckpointError(path, std::string("shard listed in ") + kManifestFile + " is missing");

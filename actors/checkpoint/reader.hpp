@@ -16,7 +16,8 @@ namespace conveyor::checkpoint {
 /// Parses `step_dir/manifest.json` (an incomplete folder, one without it, is an error).
 Manifest read_manifest(Filesystem& fs, const std::string& step_dir);
 
-/// read_manifest plus every shard's size and sha256.
+/// read_manifest, its partition against the tensors its shards list (partition_check.hpp),
+/// and every shard's size and sha256.
 Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir);
 
 struct LoadedCheckpoint {

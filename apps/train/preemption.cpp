@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "transport/ucx/ucx_debug_signal.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -34,9 +36,9 @@ void on_stop_signal(int signal) {
 bool install(int signal) {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
-  if (signal == SIGINT) {  // left ignored where the process started with it ignored
+  if (signal != SIGTERM) {  // left ignored where the process started with it ignored (nohup)
     struct sigaction was;
-    if (::sigaction(SIGINT, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) return true;
+    if (::sigaction(signal, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) return true;
   }
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -44,23 +46,34 @@ bool install(int signal) {
   return ::sigaction(signal, &action, nullptr) == 0;
 }
 
+// SIGHUP is UCX's debug signal unless the user chose another (ucx_debug_signal.hpp): it
+// is taken back first, which also restores a nohup's SIG_IGN that UCX replaced.
+bool install_hangup() { return !take_signal_from_ucx(SIGHUP) || install(SIGHUP); }
+
 }  // namespace
 
 void catch_stop_signals() {
-  static const bool installed = install(SIGTERM) && install(SIGINT);
+  static const bool installed = install(SIGTERM) && install(SIGINT) && install_hangup();
   (void)installed;
 }
 
 int stop_signal() { return g_signal.load(std::memory_order_relaxed); }
 
-const char* stop_signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+const char* stop_signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return "SIGTERM";
+  }
+}
 
 void note_peer_stop(int node, int signal) {
   if (g_signal.load(std::memory_order_acquire) != 0) return;
   g_node.store(node, std::memory_order_release);
   int none = 0;
   // A signal of this process's own that came in between wins: it is not the peer's.
-  if (!g_signal.compare_exchange_strong(none, signal == SIGINT ? SIGINT : SIGTERM, std::memory_order_acq_rel))
+  const int stop = signal == SIGINT || signal == SIGHUP ? signal : SIGTERM;
+  if (!g_signal.compare_exchange_strong(none, stop, std::memory_order_acq_rel))
     g_node.store(-1, std::memory_order_release);
 }
 

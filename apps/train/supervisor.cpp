@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "transport/ucx/ucx_debug_signal.hpp"
+
 extern char** environ;
 
 namespace conveyor {
@@ -22,7 +24,7 @@ namespace fs = std::filesystem;
 std::atomic<pid_t> g_child{0};
 std::atomic<bool> g_stopping{false};
 
-// SIGTERM (and SIGINT) are for the child: it checkpoints and ends; no restart follows.
+// SIGTERM (and SIGINT, SIGHUP) are for the child: it checkpoints and ends; no restart follows.
 // Forwarded as SIGTERM: a terminal's Ctrl-C reaches the child already (one process
 // group), and a second SIGINT from here would be its "Ctrl-C again: exit at once".
 void forward_signal(int) {
@@ -37,6 +39,12 @@ void install_forwarding() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  // A hang-up, unless nohup's (left ignored, as the child inherits it) or the user gave
+  // it to UCX (UCX_DEBUG_SIGNO, ucx_debug_signal.hpp).
+  struct sigaction hangup {};
+  if (take_signal_from_ucx(SIGHUP) && ::sigaction(SIGHUP, nullptr, &hangup) == 0 &&
+      hangup.sa_handler != SIG_IGN)
+    ::sigaction(SIGHUP, &sa, nullptr);
 }
 
 // Starts the same binary with `args`; the child inherits stdin, stdout and stderr.

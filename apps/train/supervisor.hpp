@@ -5,8 +5,8 @@
 // from the newest checkpoint (`--resume latest`), up to a number of restarts. A run killed
 // before its first checkpoint starts over; the folder of the failed attempt is kept beside
 // (OUT.attempt-N). What a restart cannot fix is not retried: bad input (exit 2) ends the
-// supervisor with the same code. SIGTERM to the supervisor goes to the child (which writes
-// a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
+// supervisor with the same code. SIGTERM (or SIGHUP) to the supervisor goes to the child (which
+// writes a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
 //
 // A node other than 0 of a job over several processes is started again as it was: it
 // rejoins the running job (actors/cluster/run_node.hpp).

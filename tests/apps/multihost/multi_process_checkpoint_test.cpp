@@ -113,6 +113,25 @@ TEST_CASE("SIGTERM to either node of 2 processes checkpoints, ends both with exi
   }
 }
 
+TEST_CASE("SIGHUP to node 1 of 2 processes stops the job as SIGTERM does: node 0 checkpoints, both exit 0") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  // Before: UCX's debug handler took SIGHUP (UCX_DEBUG_SIGNO): the job trained on.
+  auto nodes = two_nodes(run, {"--set", "train.steps=200"});
+  nodes[1].kill_when_node0_says = "step 20/";  // progress every 10 steps
+  nodes[1].kill_signal = SIGHUP;
+  const auto results = run_nodes(dir, nodes, 60);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  CHECK(results[0].err.find("SIGHUP to node 1: stopped after step") != std::string::npos);
+  CHECK_FALSE(fs::exists(run / "weights.safetensors"));
+  const auto stopped = stopped_row(run);
+  CHECK(stopped["reason"] == "SIGHUP");
+  CHECK(stopped["signalled_node"] == 1);
+  CHECK(stopped["checkpoint"].is_string());
+}
+
 TEST_CASE("a stop across processes waits for the next step every node snapshotted (fault.snapshot_every)") {
   TempDir dir;
   const fs::path run = dir.path() / "run";

@@ -127,10 +127,12 @@ inline std::size_t step_rows(const fs::path& metrics) {
 }
 
 /// Starts `conveyor args...` without waiting, stdout to /dev/null and stderr to `log`;
-/// returns its pid.
+/// returns its pid. `wrapper`: a command in front that execs it (e.g. nohup).
 inline pid_t start_conveyor(const std::vector<std::string>& args, const std::string& log,
-                            const std::string& out = "/dev/null") {
-  std::vector<std::string> argv{CONVEYOR_BINARY};
+                            const std::string& out = "/dev/null",
+                            const std::vector<std::string>& wrapper = {}) {
+  std::vector<std::string> argv = wrapper;
+  argv.push_back(CONVEYOR_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
   for (auto& a : argv) cargs.push_back(a.data());
@@ -139,16 +141,18 @@ inline pid_t start_conveyor(const std::vector<std::string>& args, const std::str
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  // SIGINT as a terminal's Ctrl-C sends it, even where the test runner ignores it.
+  // SIGINT as a terminal's Ctrl-C sends it (SIGHUP as its hang-up), even where the test
+  // runner ignores it.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t defaults;
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGHUP);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, &attr, cargs.data(), environ);
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, cargs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   REQUIRE(rc == 0);

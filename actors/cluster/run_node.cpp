@@ -20,6 +20,7 @@
 #include "actors/cluster/stage_links.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/replica_weights.hpp"
+#include "actors/coordinator/stage_end_text.hpp"
 #include "actors/error_text.hpp"
 #include "actors/runtime/detached_threads.hpp"
 #include "actors/runtime/replica_groups.hpp"
@@ -90,7 +91,8 @@ using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
 // the liveness watch).
 // A stop this node caught is forwarded once to node 0 (`forward_stop`, polled every
 // `poll`); the coordinator then ends the stages as at any end.
-void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::actor& node0,
+void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::vector<int>& node_of_rank,
+                  const caf::actor& node0,
                   const LossRelay& relay, milliseconds grace, bool respawns,
                   const std::function<bool()>& forward_stop, milliseconds poll) {
   std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
@@ -117,7 +119,8 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const caf::ac
     if (normal_end(d.reason)) return;
     ++unresolved[it->second];
     failed.try_emplace(it->second, fmt::format("stage {} failed: {}", it->second,
-                                               error_text(self->system(), d.reason)));
+                                               stage_end_text(self->system(), d.reason, it->second,
+                                                              node_of_rank, mine.node)));
   };
   auto on_replaced = [&](stage_replaced_atom, int rank, caf::actor& fresh) {
     self->monitor(fresh);
@@ -372,7 +375,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
                          "boundary it can checkpoint\n", setup.node);
       return true;
     };
-    watch_stages(self, mine, directories[0], relay,
+    watch_stages(self, mine, setup.node_of_rank, directories[0], relay,
                  std::min(setup.transport_timeout, milliseconds(2000)),
                  static_cast<bool>(respawn_local), forward_stop, setup.stop_poll);
     watch.stop();

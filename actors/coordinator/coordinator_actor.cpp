@@ -12,6 +12,7 @@
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/eval_plan.hpp"
 #include "actors/error_text.hpp"
+#include "actors/coordinator/stage_end_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/stage/stage_snapshot.hpp"
@@ -57,6 +58,10 @@ void start_round(Self* self, Phase phase) {
   }
 }
 
+std::string stage_text(Self* self, const caf::error& e, int rank) {
+  return stage_end_text(self->system(), e, rank, self->state.restarts.node_of_rank);
+}
+
 void fail(Self* self, const std::string& why) {
   auto& st = self->state;
   if (st.done.pending()) st.done.deliver(failure(why));
@@ -83,8 +88,8 @@ bool spans_processes(const CoordinatorState& st) {
 void gather_weights(Self* self) {
   auto& st = self->state;
   st.finishing = true;
-  for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, weights_atom::value)
+  for (std::size_t r = 0; r < st.stages.size(); ++r)
+    self->request(st.stages[r], caf::infinite, weights_atom::value)
         .then(
             [=](WeightsReply& reply) {
               auto& st = self->state;
@@ -108,7 +113,9 @@ void gather_weights(Self* self) {
               for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
               self->quit();
             },
-            [=](caf::error& e) { fail(self, "gathering weights: " + error_text(self->system(), e)); });
+            [=](caf::error& e) {
+              fail(self, fmt::format("gathering weights: stage {}: {}", r, stage_text(self, e, static_cast<int>(r))));
+            });
 }
 
 bool eval_due(const TrainingJob& job, std::int64_t step) {
@@ -206,8 +213,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
             [=](caf::error& e) {
               // A stage that died here is recovered through its down message.
               if (self->state.generation != generation || self->state.budget) return;
-              fail(self, fmt::format("checkpoint after step {}: {}", steps_done,
-                                     error_text(self->system(), e)));
+              fail(self, fmt::format("checkpoint after step {}: stage {}: {}", steps_done, r,
+                                     stage_text(self, e, static_cast<int>(r))));
             });
 }
 
@@ -345,7 +352,7 @@ void finish_train_compute(Self* self) {
             [=](caf::error& e) {
               // A stage that died here is recovered through its down message.
               if (self->state.generation != generation || self->state.budget) return;
-              fail(self, "optimizer step: " + error_text(self->system(), e));
+              fail(self, fmt::format("optimizer step: stage {}: {}", r, stage_text(self, e, static_cast<int>(r))));
             });
   }
 }
@@ -390,7 +397,7 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
   if (st.finishing && !down.reason) return;
   const int rank = rank_of(st, down.source);
   if (rank < 0) return;  // a stage already replaced by a recovery
-  const auto why = fmt::format("stage {} failed: {}", rank, error_text(self->system(), down.reason));
+  const auto why = fmt::format("stage {} failed: {}", rank, stage_text(self, down.reason, rank));
   if (is_remote(st, rank) && down.reason == caf::exit_reason::remote_link_unreachable) {
     const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
     on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable", rank, node));

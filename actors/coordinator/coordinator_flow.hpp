@@ -20,6 +20,8 @@ using Self = caf::stateful_actor<CoordinatorState>;
 void start_round(Self* self, Phase phase);
 /// Ends the run with `why`: the pending train request gets it, every stage is stopped.
 void fail(Self* self, const std::string& why);
+/// Why stage `rank` ended or did not answer, in words naming its node (stage_end_text.hpp).
+std::string stage_text(Self* self, const caf::error& e, int rank);
 /// Starts the evaluation after step st.step: its first wave (actors/eval_plan.hpp).
 void start_eval(Self* self);
 /// Goes on from a boundary where every stage holds the state after `steps_done` steps:

@@ -19,6 +19,7 @@
 
 #include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/stage_end_text.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/restore_source.hpp"
@@ -103,7 +104,7 @@ void replace_stage(Self* self, int rank, const std::string* lost_why) {
               if (self->state.generation != generation) return;
               fail(self, fmt::format("{}; recovering from it failed: respawning stage {}: {}",
                                      self->state.recovery->failure.reason, rank,
-                                     error_text(self->system(), e)));
+                                     stage_text(self, e, rank)));
             });
     return;
   }
@@ -262,8 +263,7 @@ void restore_snapshots(Self* self) {
             return;
           }
           fail(self, fmt::format("{}; recovering from it failed: restoring stage {} to step {}: {}",
-                                 st.recovery->failure.reason, r, restored,
-                                 error_text(self->system(), e)));
+                                 st.recovery->failure.reason, r, restored, stage_text(self, e, rank)));
         });
   }
 }
@@ -342,7 +342,7 @@ void take_first_snapshot(Self* self, std::function<void()> then) {
             [=](caf::error& e) {
               fail(self, fmt::format("stage {}: taking its first in-memory snapshot (for "
                                      "fault.policy restart / fault.on_nan rollback): {}",
-                                     r, error_text(self->system(), e)));
+                                     r, stage_text(self, e, static_cast<int>(r))));
             });
 }
 

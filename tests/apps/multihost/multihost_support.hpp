@@ -51,6 +51,9 @@ struct NodeRun {
   // The signal sent then: SIGSTOP freezes the node (its sockets stay open, only its
   // silence shows); a stopped node is killed once every other node has ended.
   int kill_signal = SIGKILL;
+  // > 0 with SIGSTOP: SIGCONT this long after the stop (a node frozen for a while, which
+  // comes back after the others gave up on it).
+  std::chrono::milliseconds continue_after{0};
   // Once the killed node has exited, start it again with the same arguments and
   // environment (a replacement that rejoins the running job).
   bool restart_after_kill = false;
@@ -108,7 +111,9 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
   for (std::size_t i = 0; i < nodes.size(); ++i) start(i, "");
   const std::string node0_err = errs[0];
   std::vector<NodeResult> results(nodes.size());
-  std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false);
+  std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false),
+      continued(nodes.size(), false);
+  std::vector<std::chrono::steady_clock::time_point> signalled_at(nodes.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t left = nodes.size();
   while (left > 0) {
@@ -118,6 +123,12 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
           read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) {
         ::kill(pids[i], nodes[i].kill_signal);
         signalled[i] = true;
+        signalled_at[i] = std::chrono::steady_clock::now();
+      }
+      if (signalled[i] && !continued[i] && nodes[i].continue_after.count() > 0 &&
+          std::chrono::steady_clock::now() - signalled_at[i] >= nodes[i].continue_after) {
+        ::kill(pids[i], SIGCONT);
+        continued[i] = true;
       }
       int status = 0;
       if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
@@ -137,7 +148,7 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     std::size_t stopped = 0;
     for (std::size_t i = 0; i < pids.size(); ++i)
       stopped += !done[i] && signalled[i] && nodes[i].kill_signal == SIGSTOP &&
-                 !nodes[i].restart_after_kill;
+                 !nodes[i].restart_after_kill && nodes[i].continue_after.count() == 0;
     if (stopped == left)
       for (std::size_t i = 0; i < pids.size(); ++i)
         if (!done[i]) ::kill(pids[i], SIGKILL);

@@ -27,6 +27,7 @@
 #include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "kernels/cpu/threads.hpp"
+#include "transport/rendezvous/error.hpp"
 #include "transport/rendezvous/liveness_watch.hpp"
 #include "transport/ucx/ucx_hub.hpp"
 
@@ -339,7 +340,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   if (!port)
     throw std::runtime_error(fmt::format("cannot publish node {}'s actors on {}: {}", setup.node,
                                          setup.advertise_host, system.render(port.error())));
-  store.set(key("caf", setup.node), fmt::format("{}:{}", setup.advertise_host, *port));
+  // [v6::addr]:PORT for IPv6, so that every message that shows it can be read back.
+  store.set(key("caf", setup.node), rendezvous::host_port(setup.advertise_host, *port));
 
   // One direct CAF connection per pair of nodes: node k dials nodes 0 .. k-1 (a
   // replacement dials every other node: their connections to it died with its forerunner).

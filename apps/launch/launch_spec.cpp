@@ -6,6 +6,7 @@
 
 #include "apps/launch/slurm_nodelist.hpp"
 #include "kernels/common/error.hpp"
+#include "transport/rendezvous/error.hpp"
 
 namespace conveyor {
 namespace {
@@ -204,11 +205,13 @@ LaunchSpec resolve_launch(const LaunchFlags& flags, const EnvLookup& getenv) {
   return LaunchSpec{};
 }
 
+std::string rendezvous_address(const LaunchSpec& spec) {
+  return rendezvous::host_port(spec.rdzv_host, static_cast<unsigned>(spec.rdzv_port));
+}
+
 std::string describe(const LaunchSpec& spec) {
-  const bool v6 = spec.rdzv_host.find(':') != std::string::npos;
   return "node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.nnodes) + " (" +
-         spec.source + "), rendezvous " + (v6 ? "[" + spec.rdzv_host + "]" : spec.rdzv_host) +
-         ":" + std::to_string(spec.rdzv_port);
+         spec.source + "), rendezvous " + rendezvous_address(spec);
 }
 
 }  // namespace conveyor

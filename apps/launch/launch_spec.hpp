@@ -53,6 +53,9 @@ EnvLookup process_environment();
 /// local_rank >= 0 and a non-empty rdzv_host.
 LaunchSpec resolve_launch(const LaunchFlags& flags, const EnvLookup& getenv);
 
+/// "10.0.0.1:29400"; an IPv6 host in brackets, "[::1]:29400", as --rdzv takes it.
+std::string rendezvous_address(const LaunchSpec& spec);
+
 /// "node 1 of 4 (slurm), rendezvous 10.0.0.1:29400" for logs.
 std::string describe(const LaunchSpec& spec);
 

@@ -47,8 +47,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   // Every replica's stage actors (replica-major), in contiguous ranges over the nodes.
   node_of_rank_ = node_of_actor(config, spec.nnodes);
   const auto rdzv_timeout = ms_of(config.rendezvous.timeout_s);
-  const std::string where = fmt::format("rendezvous {}:{} ({})", spec.rdzv_host, spec.rdzv_port,
-                                        spec.source);
+  const std::string where = fmt::format("rendezvous {} ({})", rendezvous_address(spec), spec.source);
   // One process forcing UCX needs a store of its own: an ephemeral port, never a clash.
   const bool alone = spec.nnodes == 1;
   if (spec.node_rank == 0) {

@@ -46,7 +46,7 @@ std::string to_text(std::span<const std::uint8_t> bytes) {
 
 struct RendezvousClient::Impl {
   explicit Impl(RendezvousClientOptions options)
-      : opt(std::move(options)), target(fmt::format("{}:{}", opt.host, opt.port)) {}
+      : opt(std::move(options)), target(host_port(opt.host, opt.port)) {}
 
   // Runs one asynchronous operation on `io` until it completes or `deadline` passes; on
   // the deadline the socket is closed (which cancels the operation) and timed_out is

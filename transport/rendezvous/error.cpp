@@ -19,4 +19,9 @@ std::string describe_ranks(std::span<const std::uint32_t> ranks) {
   return text;
 }
 
+std::string host_port(std::string_view host, unsigned port) {
+  const bool v6 = host.find(':') != std::string_view::npos && !host.starts_with('[');
+  return v6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+}
+
 }  // namespace conveyor::rendezvous

@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace conveyor {
 
@@ -36,6 +37,9 @@ namespace rendezvous {
 std::string describe_duration(std::chrono::milliseconds d);
 /// "rank 1, rank 3"; "no rank" when empty.
 std::string describe_ranks(std::span<const std::uint32_t> ranks);
+/// "10.0.0.1:29500", "node01:29500", and "[::1]:29500" for an IPv6 address: the form
+/// --rdzv takes (a bare "::1:29500" reads as a host with no port).
+std::string host_port(std::string_view host, unsigned port);
 
 }  // namespace rendezvous
 }  // namespace conveyor

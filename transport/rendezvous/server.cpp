@@ -34,8 +34,7 @@ using namespace rendezvous;
 constexpr auto kAwait = asio::use_awaitable;
 
 std::string endpoint_text(const tcp::endpoint& ep) {
-  if (ep.address().is_v6()) return fmt::format("[{}]:{}", ep.address().to_string(), ep.port());
-  return fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  return host_port(ep.address().to_string(), ep.port());
 }
 
 milliseconds to_ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d); }

@@ -173,3 +173,14 @@ TEST_CASE("a launch spec describes itself in one line for logs") {
   CHECK(describe(resolve(slurm_env)) == "node 2 of 4 (slurm), rendezvous node01:29400");
   CHECK(describe(resolve({"2", "0", "[::1]:5"})) == "node 0 of 2 (flags), rendezvous [::1]:5");
 }
+
+TEST_CASE("the rendezvous address reads back as --rdzv takes it: an IPv6 host in brackets") {
+  const LaunchSpec v6 = resolve({"2", "1", "[::1]:29500"});
+  CHECK(v6.rdzv_host == "::1");
+  CHECK(v6.rdzv_port == 29500);
+  CHECK(rendezvous_address(v6) == "[::1]:29500");
+  CHECK(rendezvous_address(resolve(merged({{"MASTER_ADDR", "fe80::2"}}, torchrun_env))) ==
+        "[fe80::2]:29500");
+  CHECK(rendezvous_address(resolve({"2", "1", "10.0.0.1:29500"})) == "10.0.0.1:29500");
+  CHECK(rendezvous_address(resolve(slurm_env)) == "node01:29400");
+}

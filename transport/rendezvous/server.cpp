@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "transport/rendezvous/hmac.hpp"
+#include "transport/rendezvous/log_throttle.hpp"
 #include "transport/rendezvous/store.hpp"
 
 namespace conveyor {
@@ -83,12 +84,16 @@ constexpr Clock::duration kNoDeadline = std::chrono::hours(24);  // re-armed whe
 }  // namespace
 
 struct RendezvousServer::Impl {
-  explicit Impl(RendezvousServerOptions options) : opt(std::move(options)) {}
+  explicit Impl(RendezvousServerOptions options)
+      : opt(std::move(options)),
+        throttle("dropped or refused connections", std::max<std::size_t>(opt.log_burst, 1),
+                 std::max(opt.log_window, milliseconds(1))) {}
   ~Impl() {
     if (thread.joinable()) {
       asio::post(io, [this] { stop_all(); });
       thread.join();
     }
+    if (auto summary = throttle.flush(Clock::now(), /*force=*/true)) log(*summary);
   }
 
   void start() {
@@ -129,6 +134,7 @@ struct RendezvousServer::Impl {
                       "this job",
                       bound));
     spawn(accept_loop(), "accept loop");
+    spawn(flush_log_every_window(), "log flush");
     thread = std::thread([this] { io.run(); });
   }
 
@@ -140,6 +146,22 @@ struct RendezvousServer::Impl {
   }
 
   // io thread only from here on.
+
+  // A line about one connection: through the throttle, so that thousands of them (idle
+  // connections, a scan, a flood of wrong tokens) cannot flood the log.
+  void log_connection_event(std::string line) {
+    for (const auto& l : throttle.add(std::move(line), Clock::now())) log(l);
+  }
+
+  // Writes the throttle's summary of a window once it is over, even if no line follows.
+  asio::awaitable<void> flush_log_every_window() {
+    while (!stopping) {
+      log_timer.expires_after(std::max(opt.log_window, milliseconds(1)));
+      boost::system::error_code ec;
+      co_await log_timer.async_wait(asio::redirect_error(kAwait, ec));
+      if (auto summary = throttle.flush(Clock::now())) log(*summary);
+    }
+  }
 
   void spawn(asio::awaitable<void> task, std::string what) {
     asio::co_spawn(io, std::move(task), [this, what = std::move(what)](std::exception_ptr e) {
@@ -156,6 +178,7 @@ struct RendezvousServer::Impl {
     stopping = true;
     boost::system::error_code ignored;
     acceptor.close(ignored);
+    log_timer.cancel();
     for (Connection* c : live) {
       c->socket.close(ignored);
       c->watchdog.cancel();
@@ -165,7 +188,7 @@ struct RendezvousServer::Impl {
 
   void drop(Connection& c, std::string_view why) {
     ++dropped;
-    log(fmt::format("rendezvous: dropped {}: {}", c.peer, why));
+    log_connection_event(fmt::format("rendezvous: dropped {}: {}", c.peer, why));
   }
 
   // Wakes every parked join/barrier/wait so it re-checks its condition.
@@ -180,7 +203,7 @@ struct RendezvousServer::Impl {
       co_await acceptor.async_accept(c->socket, asio::redirect_error(kAwait, ec));
       if (stopping) co_return;
       if (ec) {  // e.g. out of file descriptors: say so, back off, keep serving
-        log(fmt::format("rendezvous: accept on {} failed: {}", bound, ec.message()));
+        log_connection_event(fmt::format("rendezvous: accept on {} failed: {}", bound, ec.message()));
         asio::steady_timer pause(io, milliseconds(50));
         co_await pause.async_wait(asio::redirect_error(kAwait, ec));
         continue;
@@ -405,10 +428,12 @@ struct RendezvousServer::Impl {
   std::set<Connection*> waiting;  // io thread only: parked in wait_until
   bool stopping = false;          // io thread only
   std::atomic<std::size_t> dropped{0};
+  LogThrottle throttle;           // io thread only (and the destructor, after it)
   std::string bound;
   std::uint16_t port = 0;
   asio::io_context io{1};  // after the sets: coroutine frames die with it
   tcp::acceptor acceptor{io};
+  asio::steady_timer log_timer{io};
   std::thread thread;
 };
 

@@ -8,8 +8,11 @@
 // and dropped_connections() are safe from any thread.
 //
 // Hostile or broken peers: a bad length, an unknown type, malformed fields, a frame that
-// stops half-way or a peer that stays silent past io_timeout drop that connection only,
-// with one log line; nothing is allocated before the announced length is checked.
+// stops half-way or a peer that stays silent past io_timeout drop that connection only;
+// nothing is allocated before the announced length is checked. Each drop or refusal is
+// one log line, but at most log_burst of them per log_window: the rest are counted and
+// summed up in one line when the window is over (log_throttle.hpp), so that thousands of
+// idle connections log a handful of lines, not thousands.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,6 +41,10 @@ struct RendezvousServerOptions {
   std::chrono::milliseconds idle_timeout{600'000};
   /// Receives one line per dropped connection or warning; default: stderr.
   std::function<void(std::string_view)> log;
+  /// Lines about single connections (drops, refusals, failed accepts) written one by one
+  /// per window; beyond that they are counted and summed up once the window is over.
+  std::size_t log_burst = 5;
+  std::chrono::milliseconds log_window{10'000};
 };
 
 class RendezvousServer {

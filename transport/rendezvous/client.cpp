@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -11,6 +12,7 @@
 #include <boost/asio/write.hpp>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -35,6 +37,28 @@ std::int64_t now_ns(auto clock_now) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_now.time_since_epoch()).count();
 }
 
+// Drawn once per process (again in a forked child): every client of this process sends
+// it, so that the server can tell a second process claiming a rank from this process's
+// own second connection.
+std::string this_process_id() {
+  static std::mutex mu;
+  static pid_t drawn_in = -1;
+  static std::string id;
+  std::lock_guard lock(mu);
+  if (drawn_in != ::getpid()) {
+    std::random_device random;
+    id = fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+    drawn_in = ::getpid();
+  }
+  return id;
+}
+
+std::string this_process_origin() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("host {}, pid {}", host[0] ? host : "unknown", ::getpid());
+}
+
 }  // namespace
 
 namespace rendezvous {
@@ -46,7 +70,10 @@ std::string to_text(std::span<const std::uint8_t> bytes) {
 
 struct RendezvousClient::Impl {
   explicit Impl(RendezvousClientOptions options)
-      : opt(std::move(options)), target(host_port(opt.host, opt.port)) {}
+      : opt(std::move(options)), target(host_port(opt.host, opt.port)) {
+    if (opt.process.empty()) opt.process = this_process_id();
+    if (opt.origin.empty()) opt.origin = this_process_origin();
+  }
 
   // Runs one asynchronous operation on `io` until it completes or `deadline` passes; on
   // the deadline the socket is closed (which cancels the operation) and timed_out is
@@ -165,21 +192,29 @@ struct RendezvousClient::Impl {
       fail(RendezvousErrc::protocol,
            fmt::format("rendezvous: {} opened with a {} frame, not a challenge", target,
                        type_name(static_cast<std::uint8_t>(type_of(m)))));
+    const bool server_has_token = challenge->auth_required;
     Auth auth;
     if (!opt.token.empty()) {
       const Mac mac = hmac_sha256(opt.token, challenge->nonce);
       auth.mac.assign(mac.begin(), mac.end());
     }
+    auth.process = opt.process;
+    auth.origin = opt.origin;
     write_message(auth, deadline);
     m = read_message(deadline);
     if (const auto* refused = std::get_if<Refused>(&m))
-      fail(RendezvousErrc::refused,
-           fmt::format("rendezvous: refused: {}{}", refused->reason,
-                       opt.token.empty() ? " (this client has no job token)" : ""));
+      fail(RendezvousErrc::refused, fmt::format("rendezvous: refused: {}", refused->reason));
     if (!std::holds_alternative<Welcome>(m))
       fail(RendezvousErrc::protocol,
            fmt::format("rendezvous: {} answered the handshake with a {} frame", target,
                        type_name(static_cast<std::uint8_t>(type_of(m)))));
+    // A server that asks for no token but welcomes one (an older one) is refused here:
+    // a job whose processes disagree on authentication is misconfigured.
+    if (!server_has_token && !opt.token.empty())
+      fail(RendezvousErrc::refused,
+           fmt::format("rendezvous: refused: the job tokens differ: this process has a job token, "
+                       "the rendezvous server at {} has none",
+                       target));
   }
 
   // True when the idle connection has something to read: the server closed it (idle

@@ -32,6 +32,12 @@ struct RendezvousClientOptions {
   /// Bound on each write and on a reply's travel (added to a request's own timeout).
   std::chrono::milliseconds io_timeout{10'000};
   std::uint32_t max_frame_bytes = rendezvous::kDefaultMaxFrameBytes;
+  /// This process as the server tells it apart from others (Auth::process) and names it
+  /// in messages (Auth::origin). Empty: this process's own (a random id drawn once per
+  /// process; "host NAME, pid PID"), the same for every client in it. Tests set them to
+  /// play several processes.
+  std::string process;
+  std::string origin;
 };
 
 /// This host's clocks against the server's: server time = local time + offset.
@@ -44,7 +50,8 @@ struct ClockOffset {
 class RendezvousClient {
  public:
   /// Connects and authenticates, retrying refused connections until connect_timeout.
-  /// Throws RendezvousError: unreachable, refused ("rendezvous: refused: wrong job token").
+  /// Throws RendezvousError: unreachable, refused ("rendezvous: refused: wrong job token:
+  /// the job tokens differ"; also when only one side has a token).
   explicit RendezvousClient(RendezvousClientOptions options);
   ~RendezvousClient();
   RendezvousClient(const RendezvousClient&) = delete;

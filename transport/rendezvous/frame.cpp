@@ -121,6 +121,8 @@ void write_fields(Writer& w, const Message& m) {
           w.raw(v.nonce);
         } else if constexpr (std::is_same_v<T, Auth>) {
           w.bytes(v.mac);
+          w.str(v.process);
+          w.str(v.origin);
         } else if constexpr (std::is_same_v<T, Refused>) {
           w.str(v.reason);
         } else if constexpr (std::is_same_v<T, JoinRequest>) {
@@ -241,7 +243,14 @@ Status decode_payload(std::span<const std::uint8_t> payload, Message* out) {
       *out = c;
       break;
     }
-    case FrameType::auth: *out = Auth{r.bytes()}; break;
+    case FrameType::auth: {
+      Auth a;
+      a.mac = r.bytes();
+      a.process = r.str();
+      a.origin = r.str();
+      *out = std::move(a);
+      break;
+    }
     case FrameType::welcome: *out = Welcome{}; break;
     case FrameType::refused: *out = Refused{r.str()}; break;
     case FrameType::join: {

@@ -20,6 +20,11 @@
 //   client → server  0x02 auth        bytes mac = HMAC-SHA256(job token, nonce), empty
 //                                     when the client has no token. The token itself
 //                                     never crosses the wire.
+//                                     str process: an id of the client's process, the
+//                                     same on each of its connections (two processes
+//                                     claiming one rank are told apart by it);
+//                                     str origin: how messages name that process
+//                                     ("host gpu7, pid 4242"). Both may be empty.
 //   server → client  0x03 welcome     (no fields)                       — or —
 //                    0x04 refused     str reason; then the server closes
 //   then requests (client → server) and their replies (server → client):
@@ -84,7 +89,7 @@ enum class RemoteErrc : std::uint8_t { timeout = 1, invalid_request = 2 };
 
 // Handshake.
 struct Challenge { bool auth_required = false; Nonce nonce{}; };
-struct Auth { Bytes mac; };
+struct Auth { Bytes mac; std::string process, origin; };
 struct Welcome {};
 struct Refused { std::string reason; };
 // Requests.

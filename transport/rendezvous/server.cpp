@@ -38,6 +38,13 @@ std::string endpoint_text(const tcp::endpoint& ep) {
   return host_port(ep.address().to_string(), ep.port());
 }
 
+// What a peer sent to name itself, made safe for a log line: printable ASCII, bounded.
+std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  for (char ch : text.substr(0, max_chars)) out += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+  return out;
+}
+
 milliseconds to_ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d); }
 
 std::int64_t ns_since_epoch(auto time_point) {
@@ -63,7 +70,46 @@ struct Connection {
   milliseconds limit{0};
   bool timed_out = false;
   std::string peer = "unknown peer";
+  std::string process;  // from its auth frame: the same on every connection of one process
+  std::string origin;   // "host gpu7, pid 4242"; may be empty
+
+  /// "127.0.0.1:40312 (host gpu7, pid 4242)".
+  std::string where() const { return origin.empty() ? peer : fmt::format("{} ({})", peer, origin); }
 };
+
+// How a client's job token compares with the server's (neither is ever printed).
+enum class TokenMatch { same, differ, server_only, client_only };
+
+TokenMatch match_tokens(const std::string& server_token, const Nonce& nonce, const Bytes& mac) {
+  if (server_token.empty()) return mac.empty() ? TokenMatch::same : TokenMatch::client_only;
+  if (mac.empty()) return TokenMatch::server_only;
+  return equal_in_constant_time(hmac_sha256(server_token, nonce), mac) ? TokenMatch::same
+                                                                        : TokenMatch::differ;
+}
+
+// The refusal's reason as the client reads it ("this process" is the client).
+std::string refusal_for_client(TokenMatch m) {
+  switch (m) {
+    case TokenMatch::differ: return "wrong job token: the job tokens differ";
+    case TokenMatch::server_only:
+      return "the job tokens differ: the rendezvous server has a job token, this process has none";
+    case TokenMatch::client_only:
+      return "the job tokens differ: this process has a job token, the rendezvous server has none";
+    case TokenMatch::same: break;
+  }
+  return "";
+}
+
+// The same, as the server's log says it.
+std::string refusal_for_server(TokenMatch m) {
+  switch (m) {
+    case TokenMatch::differ: return "wrong job token: the job tokens differ";
+    case TokenMatch::server_only: return "the job tokens differ: the server has a job token, the client has none";
+    case TokenMatch::client_only: return "the job tokens differ: the client has a job token, the server has none";
+    case TokenMatch::same: break;
+  }
+  return "";
+}
 
 struct ReadResult {
   enum Kind { frame, closed, failed } kind = frame;
@@ -163,6 +209,18 @@ struct RendezvousServer::Impl {
     }
   }
 
+  // A refusal worth telling a rank that then times out waiting for the one refused.
+  void note_refusal(std::string what) {
+    ++refusals;
+    last_refusal = std::move(what);
+  }
+  std::string refusals_note() const {
+    if (refusals == 0) return "";
+    return fmt::format(" (meanwhile {} refused, the last: {})",
+                       refusals == 1 ? std::string("1 connection was") : fmt::format("{} connections were", refusals),
+                       last_refusal);
+  }
+
   void spawn(asio::awaitable<void> task, std::string what) {
     asio::co_spawn(io, std::move(task), [this, what = std::move(what)](std::exception_ptr e) {
       if (!e) return;
@@ -188,7 +246,7 @@ struct RendezvousServer::Impl {
 
   void drop(Connection& c, std::string_view why) {
     ++dropped;
-    log_connection_event(fmt::format("rendezvous: dropped {}: {}", c.peer, why));
+    log_connection_event(fmt::format("rendezvous: dropped {}: {}", c.where(), why));
   }
 
   // Wakes every parked join/barrier/wait so it re-checks its condition.
@@ -309,8 +367,8 @@ struct RendezvousServer::Impl {
       if (co_await wait_until(c, limit, all_joined)) co_return OkReply{};
       const auto missing = store.missing_ranks();
       co_return ErrorReply{RemoteErrc::timeout,
-                           fmt::format("timed out after {} waiting for {} to join",
-                                       describe_duration(limit), describe_ranks(missing))};
+                           fmt::format("timed out after {} waiting for {} to join{}", describe_duration(limit),
+                                       describe_ranks(missing), refusals_note())};
     }
     if (auto* b = std::get_if<BarrierRequest>(&request)) {
       std::uint64_t generation = 0;
@@ -393,10 +451,16 @@ struct RendezvousServer::Impl {
                            type_name(static_cast<std::uint8_t>(type_of(m)))));
       co_return;
     }
-    if (!opt.token.empty() &&
-        !equal_in_constant_time(hmac_sha256(opt.token, challenge.nonce), auth->mac)) {
-      drop(*c, "wrong job token");
-      const Message refused = Refused{"wrong job token"};
+    c->process = printable(auth->process, 64);
+    c->origin = printable(auth->origin, 120);
+    // A token on one side only is refused like two different ones: a job whose nodes
+    // disagree on authentication is misconfigured, whichever side has none.
+    if (const TokenMatch m = match_tokens(opt.token, challenge.nonce, auth->mac); m != TokenMatch::same) {
+      ++dropped;
+      const std::string why = refusal_for_server(m);
+      note_refusal(fmt::format("{}: {}", c->where(), why));
+      log_connection_event(fmt::format("rendezvous: refused {}: {}", c->where(), why));
+      const Message refused = Refused{refusal_for_client(m)};
       co_await write(*c, refused);
       co_return;
     }
@@ -429,6 +493,8 @@ struct RendezvousServer::Impl {
   bool stopping = false;          // io thread only
   std::atomic<std::size_t> dropped{0};
   LogThrottle throttle;           // io thread only (and the destructor, after it)
+  std::size_t refusals = 0;       // io thread only
+  std::string last_refusal;       // io thread only
   std::string bound;
   std::uint16_t port = 0;
   asio::io_context io{1};  // after the sets: coroutine frames die with it

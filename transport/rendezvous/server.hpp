@@ -13,6 +13,9 @@
 // one log line, but at most log_burst of them per log_window: the rest are counted and
 // summed up in one line when the window is over (log_throttle.hpp), so that thousands of
 // idle connections log a handful of lines, not thousands.
+//
+// Job tokens: a client is refused unless both sides have the same token or neither has
+// one; the refusal says the tokens differ and which side has none (never a token).
 #include <chrono>
 #include <cstdint>
 #include <functional>

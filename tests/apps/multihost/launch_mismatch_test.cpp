@@ -26,6 +26,27 @@ std::vector<std::string> node_args(const TempDir& dir, const std::string& rdzv, 
 
 }  // namespace
 
+TEST_CASE("a node with a job token joining a node 0 without one is refused saying the tokens differ") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  const std::vector<NodeRun> nodes{
+      {node_args(dir, rdzv, 2, 0, {"--set", "rendezvous.timeout_s=3"}), {}, {}},
+      {node_args(dir, rdzv, 2, 1, {"--set", "rendezvous.timeout_s=3", "--token", "only-node-1-has-it"}), {}, {}}};
+  const auto results = run_nodes(dir, nodes, 60);
+  INFO("node 0: " << results[0].err << "\nnode 1: " << results[1].err);
+  CHECK(results[1].exit_code == 2);
+  CHECK(results[1].err.find("refused: the job tokens differ: this process has a job token, the "
+                            "rendezvous server has none") != std::string::npos);
+  // Node 0 goes on waiting for a node with its token (a stranger must not stop a job),
+  // then names the refusal with the missing rank.
+  CHECK(results[0].exit_code == 2);
+  CHECK(results[0].err.find("the job tokens differ: the client has a job token, the server has none") !=
+        std::string::npos);
+  CHECK(results[0].err.find("rank 1") != std::string::npos);
+  for (const auto& r : results) CHECK(r.err.find("only-node-1-has-it") == std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
+}
+
 TEST_CASE("an IPv6 rendezvous address is written in brackets in every message") {
   // A port on ::1 that nothing listens on.
   const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);

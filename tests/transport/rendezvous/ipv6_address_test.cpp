@@ -72,5 +72,5 @@ TEST_CASE("a server on ::1 and its clients' messages write the address in bracke
   RendezvousClientOptions silent = co;
   silent.token = "";
   CHECK_THROWS_AS(RendezvousClient{silent}, RendezvousError);
-  CHECK(log.eventually_contains(" [::1]:"));
+  CHECK(log.eventually_contains("rendezvous: refused [::1]:"));
 }

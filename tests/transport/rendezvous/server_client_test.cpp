@@ -126,10 +126,11 @@ TEST_CASE("a wrong job token is refused and the right one still works afterwards
     FAIL("the handshake should be refused");
   } catch (const RendezvousError& e) {
     CHECK(e.code() == RendezvousErrc::refused);
-    CHECK(std::string(e.what()) == "rendezvous: refused: wrong job token");
+    CHECK(std::string(e.what()) == "rendezvous: refused: wrong job token: the job tokens differ");
   }
   CHECK(error_of([&] { RendezvousClient none(client_options(server, "")); }) ==
-        "rendezvous: refused: wrong job token (this client has no job token)");
+        "rendezvous: refused: the job tokens differ: the rendezvous server has a job token, this "
+        "process has none");
   CHECK(log.eventually_contains("wrong job token"));
   CHECK(server.dropped_connections() == 2);
   RendezvousClient good(client_options(server));

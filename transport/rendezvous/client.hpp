@@ -59,7 +59,8 @@ class RendezvousClient {
 
   /// Registers as `rank` of `world_size` and returns once every rank joined. Joining
   /// again (after a restart) is allowed. Throws RendezvousError(timeout) naming the
-  /// missing ranks, (invalid_request) for a rank out of range or another world size.
+  /// missing ranks, (invalid_request) for a rank out of range, a world size or a rank
+  /// that conflicts with another process's (store.hpp), naming both.
   void join(std::uint32_t rank, std::uint32_t world_size, std::chrono::milliseconds timeout);
   /// REQUIRES: join() succeeded. Returns once every rank reached barrier `name`; a name
   /// can be reused for the next barrier. On timeout names the ranks that did not arrive.

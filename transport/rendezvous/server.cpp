@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <poll.h>
 #include <cstdio>
 #include <exception>
 #include <set>
@@ -75,6 +76,12 @@ struct Connection {
 
   /// "127.0.0.1:40312 (host gpu7, pid 4242)".
   std::string where() const { return origin.empty() ? peer : fmt::format("{} ({})", peer, origin); }
+  /// True when the peer has closed its end (or the connection broke), whether or not a
+  /// read has noticed yet: a join parked in wait_until reads nothing.
+  bool hung_up() {
+    pollfd p{socket.native_handle(), POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+  }
 };
 
 // How a client's job token compares with the server's (neither is ever printed).
@@ -221,6 +228,13 @@ struct RendezvousServer::Impl {
                        last_refusal);
   }
 
+  // True while some connection of `process` is open: that process is still there.
+  bool process_connected(const std::string& process) {
+    for (Connection* c : live)
+      if (c->process == process && c->socket.is_open() && !c->hung_up()) return true;
+    return false;
+  }
+
   void spawn(asio::awaitable<void> task, std::string what) {
     asio::co_spawn(io, std::move(task), [this, what = std::move(what)](std::exception_ptr e) {
       if (!e) return;
@@ -360,11 +374,25 @@ struct RendezvousServer::Impl {
     const std::int64_t system_received = ns_since_epoch(std::chrono::system_clock::now());
 
     if (auto* j = std::get_if<JoinRequest>(&request)) {
-      if (Status s = store.join(j->rank, j->world_size, Clock::now()); !s.ok()) co_return invalid(s);
+      const Joiner joiner{j->rank, j->world_size, c.process, c.where()};
+      const RendezvousStore::ProcessAlive alive = [this](const std::string& p) { return process_connected(p); };
+      const bool failed_before = store.failure().has_value();
+      if (Status s = store.join(joiner, Clock::now(), alive); !s.ok()) {
+        // A failure is logged once (here, by the join that caused it); a refusal each time.
+        if (!failed_before) {
+          log_connection_event("rendezvous: " + s.message());
+          if (!store.failure()) note_refusal(s.message());
+        }
+        notify();  // a failure ends every parked join
+        co_return invalid(s);
+      }
       notify();
       const milliseconds limit(j->timeout_ms);
-      const std::function<bool()> all_joined = [this] { return store.all_joined(); };
-      if (co_await wait_until(c, limit, all_joined)) co_return OkReply{};
+      const std::function<bool()> done = [this] { return store.all_joined() || store.failure(); };
+      if (co_await wait_until(c, limit, done)) {
+        if (auto failure = store.failure()) co_return ErrorReply{RemoteErrc::invalid_request, *failure};
+        co_return OkReply{};
+      }
       const auto missing = store.missing_ranks();
       co_return ErrorReply{RemoteErrc::timeout,
                            fmt::format("timed out after {} waiting for {} to join{}", describe_duration(limit),
@@ -404,7 +432,7 @@ struct RendezvousServer::Impl {
       co_return OkReply{};
     }
     if (auto* d = std::get_if<DeadRanksRequest>(&request))
-      co_return RanksReply{store.dead_ranks(milliseconds(d->max_silence_ms), Clock::now())};
+      co_return RanksReply{store.report_dead_ranks(milliseconds(d->max_silence_ms), Clock::now())};
     if (std::holds_alternative<ClockProbe>(request)) {
       ClockReply r;
       r.steady_receive_ns = steady_received;

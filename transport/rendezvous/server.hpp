@@ -16,6 +16,8 @@
 //
 // Job tokens: a client is refused unless both sides have the same token or neither has
 // one; the refusal says the tokens differ and which side has none (never a token).
+// Conflicting joins (one rank claimed by two live processes, different world sizes) fail
+// the rendezvous or refuse the newcomer, as store.hpp says.
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -4,17 +4,52 @@
 
 namespace conveyor::rendezvous {
 
-Status RendezvousStore::join(std::uint32_t rank, std::uint32_t world_size, Clock::time_point now) {
+Status RendezvousStore::join(const Joiner& j, Clock::time_point now, const ProcessAlive& alive) {
   std::lock_guard lock(mu_);
-  if (world_size == 0) return Status::error(fmt::format("rank {} joined with world size 0", rank));
-  if (world_size_ && *world_size_ != world_size)
-    return Status::error(fmt::format("rank {} joined with world size {} but the job has world size {}",
-                                     rank, world_size, *world_size_));
-  if (rank >= world_size)
-    return Status::error(fmt::format("rank {} is out of range for world size {}", rank, world_size));
-  world_size_ = world_size;
-  last_seen_[rank] = now;
+  if (failure_) return Status::error(*failure_);
+  if (j.world_size == 0) return Status::error(fmt::format("rank {} joined with world size 0", j.rank));
+  if (world_size_ && *world_size_ != j.world_size) {
+    // Rank 0 is named last when it is one of the two: its world size is the job's.
+    if (j.rank == world_rank_)
+      return reject(fmt::format("rank {} was started with world size {} and again with world size {}",
+                                j.rank, *world_size_, j.world_size));
+    if (j.rank == 0)
+      return reject(fmt::format("rank {} was started with world size {}, rank 0 with world size {}",
+                                world_rank_, *world_size_, j.world_size));
+    return reject(fmt::format("rank {} was started with world size {}, rank {} with world size {}",
+                              j.rank, j.world_size, world_rank_, *world_size_));
+  }
+  if (j.rank >= j.world_size)
+    return Status::error(fmt::format("rank {} is out of range for world size {}", j.rank, j.world_size));
+  if (auto h = holders_.find(j.rank); h != holders_.end()) {
+    const Holder& first = h->second;
+    const bool another_process = !j.process.empty() && !first.process.empty() && first.process != j.process;
+    if (another_process && !reported_dead_.contains(j.rank) && alive && alive(first.process))
+      return reject(fmt::format("rank {} joined twice: first from {}, again from {}", j.rank, first.where,
+                                j.where));
+  }
+  if (!world_size_ || j.rank == 0) world_rank_ = j.rank;
+  world_size_ = j.world_size;
+  last_seen_[j.rank] = now;
+  holders_[j.rank] = Holder{j.process, j.where};
+  reported_dead_.erase(j.rank);
+  if (last_seen_.size() == *world_size_) complete_ = true;
   return Status::ok_status();
+}
+
+Status RendezvousStore::join(std::uint32_t rank, std::uint32_t world_size, Clock::time_point now) {
+  return join(Joiner{rank, world_size, "", fmt::format("rank {}", rank)}, now, nullptr);
+}
+
+Status RendezvousStore::reject(const std::string& conflict) {
+  if (complete_) return Status::error(conflict + "; refused: the job goes on without it");
+  failure_ = conflict + "; the job cannot start";
+  return Status::error(*failure_);
+}
+
+std::optional<std::string> RendezvousStore::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
 }
 
 bool RendezvousStore::all_joined() const {
@@ -94,7 +129,18 @@ Status RendezvousStore::heartbeat(std::uint32_t rank, Clock::time_point now) {
   std::lock_guard lock(mu_);
   if (Status s = check_joined(rank, "heartbeat"); !s.ok()) return s;
   last_seen_[rank] = now;
+  reported_dead_.erase(rank);
   return Status::ok_status();
+}
+
+std::vector<std::uint32_t> RendezvousStore::report_dead_ranks(Clock::duration max_silence,
+                                                              Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint32_t> dead;
+  for (const auto& [rank, seen] : last_seen_)
+    if (now - seen > max_silence) dead.push_back(rank);
+  reported_dead_.insert(dead.begin(), dead.end());
+  return dead;
 }
 
 std::vector<std::uint32_t> RendezvousStore::dead_ranks(Clock::duration max_silence,

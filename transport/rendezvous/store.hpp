@@ -8,8 +8,21 @@
 // Invariants: world_size is fixed by the first join; joined ranks are < world_size;
 // a barrier's arrival set never holds a rank twice and empties when it completes, which
 // bumps its generation (so a name can be reused for the next barrier).
+//
+// A launch that cannot be right (two live processes claiming one rank, or ranks started
+// with different world sizes), as a serious launcher treats it:
+//   - before every rank has joined, nothing has started and one of the two processes is
+//     misconfigured, but not which: the rendezvous FAILS (failure()), so that every rank
+//     waiting in join, node 0's included, stops at once with the same message instead of
+//     waiting out its timeout for a rank that was started under another number;
+//   - once every rank has joined, the job is complete (and running): the newcomer alone
+//     is REFUSED, so that a stray process can never stop a job it does not belong to.
+// A second process for a rank is a duplicate only while the first is alive (the server
+// still has a connection from it, and no one has been told the rank is dead); otherwise
+// it is that rank's replacement after a restart, which is allowed.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,14 +35,31 @@
 
 namespace conveyor::rendezvous {
 
+/// Who asks to join.
+struct Joiner {
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 0;
+  /// An id of the joining process (Auth::process); empty: unknown, never a duplicate.
+  std::string process;
+  /// How messages name it: "127.0.0.1:40312 (host gpu7, pid 4242)".
+  std::string where;
+};
+
 class RendezvousStore {
  public:
   using Clock = std::chrono::steady_clock;
+  /// Whether the process with this id is still there (the server's connections say).
+  using ProcessAlive = std::function<bool(const std::string& process)>;
 
-  /// Records `rank` as joined (again, after a restart, is fine) and as alive at `now`.
-  /// Fails when world_size is 0, differs from the job's, or rank is out of range.
+  /// Records the joiner's rank as joined (again, after a restart, is fine) and as alive
+  /// at `now`. Fails when world_size is 0, rank is out of range, the rendezvous failed
+  /// before, or for the conflicts in the header comment (then failure() may be set).
+  Status join(const Joiner& joiner, Clock::time_point now, const ProcessAlive& alive);
+  /// A join from an unknown process (never a duplicate).
   Status join(std::uint32_t rank, std::uint32_t world_size, Clock::time_point now);
   bool all_joined() const;
+  /// Why the rendezvous can no longer complete; every later join fails with it too.
+  std::optional<std::string> failure() const;
   /// Ranks below the world size that have not joined, ascending (empty before any join).
   std::vector<std::uint32_t> missing_ranks() const;
 
@@ -50,17 +80,33 @@ class RendezvousStore {
   Status heartbeat(std::uint32_t rank, Clock::time_point now);
   /// Joined ranks whose last join or heartbeat is older than `max_silence`, ascending.
   std::vector<std::uint32_t> dead_ranks(Clock::duration max_silence, Clock::time_point now) const;
+  /// dead_ranks(), and remembers that they were reported so: until such a rank joins or
+  /// heartbeats again, a new process may take it over (a frozen or unreachable process's
+  /// connections can stay open long after it is gone).
+  std::vector<std::uint32_t> report_dead_ranks(Clock::duration max_silence, Clock::time_point now);
 
  private:
   struct Barrier {
     std::uint64_t generation = 0;
     std::set<std::uint32_t> arrived;
   };
+  struct Holder {
+    std::string process;
+    std::string where;
+  };
   Status check_joined(std::uint32_t rank, const char* what) const;  // REQUIRES: mu_ held
+  // REQUIRES: mu_ held. Fails the rendezvous with `conflict` before the job is complete,
+  // else refuses the joiner alone.
+  Status reject(const std::string& conflict);
 
   mutable std::mutex mu_;
   std::optional<std::uint32_t> world_size_;
+  std::uint32_t world_rank_ = 0;  // the rank whose join set world_size_ (rank 0 once it joined)
+  bool complete_ = false;         // every rank has joined once
+  std::optional<std::string> failure_;
   std::map<std::uint32_t, Clock::time_point> last_seen_;  // joined ranks
+  std::map<std::uint32_t, Holder> holders_;               // the process of each joined rank
+  std::set<std::uint32_t> reported_dead_;
   std::map<std::string, Barrier> barriers_;
   std::map<std::string, Bytes, std::less<>> values_;
 };

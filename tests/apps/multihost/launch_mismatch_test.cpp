@@ -24,7 +24,80 @@ std::vector<std::string> node_args(const TempDir& dir, const std::string& rdzv, 
   return args;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
+
+TEST_CASE("two processes started with one --node-rank stop the whole launch within seconds naming the rank and both addresses") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  // Four nodes expected; the process meant as node 2 was started as a second node 1 (and
+  // node 3 not yet): the launch is wrong before the job is complete.
+  const std::vector<NodeRun> nodes{{node_args(dir, rdzv, 4, 0), {}, {}},
+                                   {node_args(dir, rdzv, 4, 1), {}, {}},
+                                   {node_args(dir, rdzv, 4, 1), {}, {}}};
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = run_nodes(dir, nodes, 60);
+  const double s = seconds_since(start);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    INFO("node " << i << " stderr: " << results[i].err);
+    CHECK(results[i].exit_code == 2);
+    CHECK(results[i].err.find("error: rendezvous " + rdzv + " (flags): rendezvous: rank 1 joined twice: "
+                              "first from 127.0.0.1:") != std::string::npos);
+    CHECK(results[i].err.find(", again from 127.0.0.1:") != std::string::npos);
+    CHECK(results[i].err.find("the job cannot start") != std::string::npos);
+  }
+  CHECK(s < kRendezvousTimeout / 2);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
+}
+
+TEST_CASE("a second process with a running job's --node-rank is refused alone and the job goes on") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  const std::vector<std::string> long_job{"--set", "train.steps=2000"};
+  std::vector<NodeRun> nodes{{node_args(dir, rdzv, 2, 0, long_job), {}, {}},
+                             {node_args(dir, rdzv, 2, 1, long_job), {}, {}},
+                             {node_args(dir, rdzv, 2, 1, long_job), {}, {}}};
+  // The stray starts once the job trains (at most 30 s of waiting for that).
+  nodes[2].wrapper = {"sh", "-c",
+                      "f=$1; shift; for i in $(seq 600); do grep -q 'step 1/' \"$f\" && exec \"$@\"; "
+                      "sleep 0.05; done; exit 99",
+                      "sh", dir / "node0.err"};
+  // Once node 0 has said so, an ordinary stop ends the job: it was still running.
+  nodes[0].kill_when_node0_says = "rank 1 joined twice";
+  nodes[0].kill_signal = SIGTERM;
+  const auto results = run_nodes(dir, nodes, 30);
+  INFO("node 0: " << results[0].err << "\nnode 1: " << results[1].err << "\nstray: " << results[2].err);
+  CHECK(results[2].exit_code == 2);
+  CHECK(results[2].err.find("rendezvous: rank 1 joined twice: first from 127.0.0.1:") != std::string::npos);
+  CHECK(results[2].err.find("; refused: the job goes on without it") != std::string::npos);
+  CHECK(results[0].err.find("conveyor: rendezvous: rank 1 joined twice: first from 127.0.0.1:") !=
+        std::string::npos);
+  CHECK(results[0].err.find("SIGTERM: stopped after step") != std::string::npos);
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 0);
+}
+
+TEST_CASE("a node started with another --nnodes than node 0 stops both within seconds naming both values") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  // 4 stages divide over 2 nodes and over 4: node 1 gets as far as the rendezvous.
+  const std::vector<NodeRun> nodes{{node_args(dir, rdzv, 2, 0), {}, {}},
+                                   {node_args(dir, rdzv, 4, 1), {}, {}}};
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = run_nodes(dir, nodes, 60);
+  const double s = seconds_since(start);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    INFO("node " << i << " stderr: " << results[i].err);
+    CHECK(results[i].exit_code == 2);
+    CHECK(results[i].err.find("rank 1 was started with world size 4, rank 0 with world size 2") !=
+          std::string::npos);
+  }
+  CHECK(s < kRendezvousTimeout / 2);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
+}
 
 TEST_CASE("a node with a job token joining a node 0 without one is refused saying the tokens differ") {
   TempDir dir;

@@ -31,7 +31,11 @@ TEST_CASE("a join with a rank out of range or another world size is rejected") {
   CHECK(store.join(4, 4, t).message() == "rank 4 is out of range for world size 4");
   CHECK(!store.join(0, 0, t).ok());
   REQUIRE(store.join(0, 4, t).ok());
-  CHECK(store.join(1, 8, t).message() == "rank 1 joined with world size 8 but the job has world size 4");
+  CHECK(store.join(1, 8, t).message() ==
+        "rank 1 was started with world size 8, rank 0 with world size 4; the job cannot start");
+  CHECK(store.failure());  // the rendezvous cannot complete: every later join is told why
+  CHECK(store.join(1, 4, t).message() ==
+        "rank 1 was started with world size 8, rank 0 with world size 4; the job cannot start");
 }
 
 TEST_CASE("a barrier completes when every rank arrived and its name can be reused") {
@@ -90,4 +94,41 @@ TEST_CASE("durations read as seconds when whole and milliseconds otherwise") {
   CHECK(describe_duration(milliseconds(5000)) == "5 s");
   CHECK(describe_duration(milliseconds(250)) == "250 ms");
   CHECK(describe_ranks({}) == "no rank");
+}
+
+TEST_CASE("a rank claimed by a second live process fails the rendezvous before the job is complete") {
+  RendezvousStore store;
+  const auto t = Clock::now();
+  const auto alive = [](const std::string&) { return true; };
+  REQUIRE(store.join({0, 3, "p0", "A"}, t, alive).ok());
+  REQUIRE(store.join({1, 3, "p1", "B"}, t, alive).ok());
+  REQUIRE(store.join({1, 3, "p1", "B"}, t, alive).ok());  // its own second connection
+  const std::string twice = "rank 1 joined twice: first from B, again from C; the job cannot start";
+  CHECK(store.join({1, 3, "p2", "C"}, t, alive).message() == twice);
+  CHECK(store.failure() == twice);
+  CHECK(store.join({2, 3, "p3", "D"}, t, alive).message() == twice);  // too late for anyone
+}
+
+TEST_CASE("once every rank joined, a second live process is refused alone and a dead one's successor accepted") {
+  RendezvousStore store;
+  const auto t = Clock::now();
+  bool first_alive = true;
+  const auto alive = [&](const std::string& p) { return p != "p1" || first_alive; };
+  REQUIRE(store.join({0, 2, "p0", "A"}, t, alive).ok());
+  REQUIRE(store.join({1, 2, "p1", "B"}, t, alive).ok());
+  CHECK(store.join({1, 2, "p2", "C"}, t, alive).message() ==
+        "rank 1 joined twice: first from B, again from C; refused: the job goes on without it");
+  CHECK(store.join({0, 4, "p3", "D"}, t, alive).message() ==
+        "rank 0 was started with world size 2 and again with world size 4; refused: the job goes "
+        "on without it");
+  CHECK(store.join({1, 3, "p3", "D"}, t, alive).message() ==
+        "rank 1 was started with world size 3, rank 0 with world size 2; refused: the job goes on "
+        "without it");
+  CHECK_FALSE(store.failure());
+  first_alive = false;  // p1's connections closed
+  CHECK(store.join({1, 2, "p2", "C"}, t, alive).ok());
+  // Reported dead counts as gone even while the connection looks open.
+  first_alive = true;
+  CHECK(store.report_dead_ranks(milliseconds(10), t + milliseconds(50)) == Ranks{0, 1});
+  CHECK(store.join({1, 2, "p4", "E"}, t + milliseconds(50), alive).ok());
 }

@@ -19,6 +19,7 @@
 #include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/cluster/stage_links.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
+#include "actors/coordinator/job_failure.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
 #include "actors/error_text.hpp"
@@ -109,6 +110,7 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   // come from different actors, in no fixed order).
   std::map<int, int> unresolved;  // rank → failures − replacements
   std::map<int, std::string> failed;
+  std::map<int, std::string> job_failure;  // rank → node 0's reason for ending it
   auto on_down = [&](caf::down_msg& d) {
     if (d.source == node0.address()) {
       node0_gone = true;
@@ -118,6 +120,10 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
     if (it == rank_of.end()) return;
     --alive;
     if (normal_end(d.reason)) return;
+    if (auto why = job_failure_reason(d.reason)) {  // node 0 ended it: the job failed there
+      job_failure.try_emplace(it->second, *why);
+      return;
+    }
     ++unresolved[it->second];
     failed.try_emplace(it->second, fmt::format("stage {} failed: {}", it->second,
                                                stage_end_text(self->system(), d.reason, it->second,
@@ -154,6 +160,10 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   }
   for (const auto& [rank, n] : unresolved)
     if (n > 0) throw std::runtime_error(failed.at(rank));
+  // Ended in order, but because the job failed: this node fails too, with node 0's reason.
+  if (!job_failure.empty())
+    throw std::runtime_error(fmt::format("node 0 ended stage {} because the job failed there: {}",
+                                         job_failure.begin()->first, job_failure.begin()->second));
   // Stages still alive end when this throws (EndActors), as the hub is abandoned.
   // Node 0 leaving right after ending the stages is the normal end; another node lost
   // is a failed job even when node 0 then ended the stages in order.

@@ -8,11 +8,12 @@
 
 #include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/job_failure.hpp"
 #include "actors/coordinator/replica_weights.hpp"
+#include "actors/coordinator/stage_end_text.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/eval_plan.hpp"
 #include "actors/error_text.hpp"
-#include "actors/coordinator/stage_end_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/stage/stage_snapshot.hpp"
@@ -65,7 +66,7 @@ std::string stage_text(Self* self, const caf::error& e, int rank) {
 void fail(Self* self, const std::string& why) {
   auto& st = self->state;
   if (st.done.pending()) st.done.deliver(failure(why));
-  for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
+  for (auto& s : st.stages) self->send_exit(s, job_failed(why));
   self->quit(failure(why));
 }
 

@@ -3,6 +3,9 @@
 // stages used to see the same "shut down" either way, print "node 1 done" and exit 0 while
 // node 0 exited 1, so a launcher (Slurm, torchrun, a script's wait) counted it a success.
 #include <doctest/doctest.h>
+#include <signal.h>
+
+#include <chrono>
 
 #include "tests/apps/multihost/multihost_support.hpp"
 
@@ -50,4 +53,24 @@ TEST_CASE("the middle node of 3 fails when node 2 is killed, whichever of it and
   CHECK(results[0].exit_code == 1);
   CHECK(results[1].exit_code == 1);
   CHECK(results[1].err.find("node 1 done") == std::string::npos);
+}
+
+TEST_CASE("a frozen node of 2 replicas fails node 0 within seconds, not after the gradient all-reduce's timeout") {
+  // Node 0's replica waits in a Gloo bucket for node 1's, whose sockets stay open while it
+  // is frozen: the bucket fails only after transport.timeout_s (60 s). The job fails once
+  // node 1 was silent 5 s and fault.rejoin_timeout_s (2 s) passed; node 0 used to exit only
+  // when the bucket gave up, 64 s after the start.
+  TempDir dir;
+  auto nodes = nodes_of(dir, 2, {"--set", "pipeline.stages=2", "--set", "parallel.data=2", "--set",
+                                 "fault.rejoin_timeout_s=2", "--set", "transport.timeout_s=60"});
+  nodes[1].kill_when_node0_says = "step 10/";
+  nodes[1].kill_signal = SIGSTOP;
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = run_nodes(dir, nodes, 120);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("node 0: " << results[0].err);
+  REQUIRE_FALSE(results[0].timed_out);
+  CHECK(results[0].exit_code == 1);
+  CHECK(results[0].err.find("node 1 stopped responding") != std::string::npos);
+  CHECK(s < 35);
 }

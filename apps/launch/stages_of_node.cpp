@@ -6,6 +6,23 @@
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
+namespace {
+
+// The devices.per_node values that split `count` stages over nnodes > 1 nodes: enough
+// that the nodes hold them all (N * nnodes >= count), few enough that the last node gets
+// one (N * (nnodes - 1) < count). The range can be empty (4 stages on 3 nodes: 1 holds too
+// few, 2 leaves the last node none). REQUIRES: count >= nnodes > 1.
+std::string per_node_values(int count, int nnodes) {
+  const int low = (count + nnodes - 1) / nnodes;
+  const int high = (count - 1) / (nnodes - 1);
+  if (low > high)
+    return "no devices.per_node splits them either (it gives every node but the last the same count, the last "
+           "the rest, at least one)";
+  const std::string values = low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high);
+  return "devices.per_node " + values + " splits them (every node but the last that many, the last the rest)";
+}
+
+}  // namespace
 
 std::vector<int> split_over_nodes(int count, const std::string& what, const std::string& keys,
                                   int nnodes, int node_rank, std::optional<int> per_node) {
@@ -25,14 +42,15 @@ std::vector<int> split_over_nodes(int count, const std::string& what, const std:
     if (each < 1) throw InputError("launch: " + with + ": stages per node must be at least 1");
     if (static_cast<long long>(each) * nnodes < count)
       throw InputError("launch: " + with + ": the nodes hold only " +
-                       std::to_string(static_cast<long long>(each) * nnodes) + " stages");
+                       std::to_string(static_cast<long long>(each) * nnodes) + " stages; " +
+                       per_node_values(count, nnodes));
     if (static_cast<long long>(each) * (nnodes - 1) >= count)
       throw InputError("launch: " + with + ": node " + std::to_string(nnodes - 1) +
-                       " would get no stage");
+                       " would get no stage; " + per_node_values(count, nnodes));
   } else if (count % nnodes != 0) {
     throw InputError("launch: " + job + ": the stages do not divide evenly (" +
-                     std::to_string(count % nnodes) +
-                     " left over); give the stages per node (devices.per_node) or change " + keys);
+                     std::to_string(count % nnodes) + " left over): " + per_node_values(count, nnodes) +
+                     ", or change " + keys);
   }
   const int first = node_rank * each;
   const int last = std::min(count, first + each);  // exclusive

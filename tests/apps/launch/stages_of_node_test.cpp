@@ -33,14 +33,46 @@ TEST_CASE("stages per node given: the last node takes what is left") {
   }
 }
 
+TEST_CASE("the devices.per_node values an error offers are exactly those that split the stages") {
+  for (int stages = 2; stages <= 12; ++stages)
+    for (int nnodes = 2; nnodes <= stages; ++nnodes) {
+      std::vector<int> works;  // found by trying every value on every node
+      for (int per = 1; per <= stages; ++per) {
+        try {
+          for (int n = 0; n < nnodes; ++n) stages_of_node(stages, nnodes, n, per);
+          works.push_back(per);
+        } catch (const InputError&) {
+        }
+      }
+      INFO("stages " << stages << ", nnodes " << nnodes);
+      if (works.empty()) {  // e.g. 4 stages on 3 nodes
+        check_message(input_error([&] { stages_of_node(stages, nnodes, 0, std::nullopt); }),
+                      {"no devices.per_node splits them"});
+        continue;
+      }
+      CHECK(works.back() - works.front() + 1 == static_cast<int>(works.size()));  // one range
+      const std::string offer = works.size() == 1 ? std::to_string(works.front())
+                                                  : std::to_string(works.front()) + " to " + std::to_string(works.back());
+      const int refused = works.front() - 1 >= 1 ? works.front() - 1 : works.back() + 1;
+      check_message(input_error([&] { stages_of_node(stages, nnodes, 0, refused); }),
+                    {"devices.per_node " + offer + " splits them"});
+      if (stages % nnodes != 0)
+        check_message(input_error([&] { stages_of_node(stages, nnodes, 0, std::nullopt); }),
+                      {"devices.per_node " + offer + " splits them"});
+    }
+}
+
 TEST_CASE("a split of stages over nodes that cannot work is an error naming the numbers") {
   const auto error = [](int stages, int nnodes, int rank, std::optional<int> per) {
     return input_error([&] { stages_of_node(stages, nnodes, rank, per); });
   };
-  check_message(error(6, 4, 0, std::nullopt), {"pipeline.stages=6 on 4 nodes", "do not divide", "2 left over"});
+  check_message(error(6, 4, 0, std::nullopt),
+                {"pipeline.stages=6 on 4 nodes", "do not divide", "2 left over", "no devices.per_node splits them"});
+  check_message(error(7, 3, 0, std::nullopt), {"1 left over", "devices.per_node 3 splits them"});
+  check_message(error(5, 2, 0, std::nullopt), {"1 left over", "devices.per_node 3 to 4 splits them"});
   check_message(error(2, 4, 0, std::nullopt), {"pipeline.stages=2 on 4 nodes", "at least one stage"});
-  check_message(error(7, 2, 0, 3), {"3 stages per node", "only 6 stages"});
-  check_message(error(7, 3, 0, 4), {"4 stages per node", "node 2 would get no stage"});
+  check_message(error(7, 2, 0, 3), {"3 stages per node", "only 6 stages", "devices.per_node 4 to 6 splits them"});
+  check_message(error(7, 3, 0, 4), {"4 stages per node", "node 2 would get no stage", "devices.per_node 3 splits them"});
   check_message(error(4, 2, 0, 0), {"stages per node must be at least 1"});
   check_message(error(4, 2, 2, std::nullopt), {"node rank 2", "from 0 to 1"});
   check_message(error(4, 2, -1, std::nullopt), {"node rank -1"});

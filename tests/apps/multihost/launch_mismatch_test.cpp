@@ -122,20 +122,13 @@ TEST_CASE("a node with a job token joining a node 0 without one is refused sayin
 
 TEST_CASE("an IPv6 rendezvous address is written in brackets in every message") {
   // A port on ::1 that nothing listens on.
-  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
+  const auto port = free_ipv6_port();
+  if (!port) {
     MESSAGE("skipped: no IPv6 loopback (::1) in this sandbox");
     return;
   }
-  ::close(fd);
   TempDir dir;
-  const std::string rdzv = "[::1]:" + std::to_string(ntohs(a.sin6_port));
+  const std::string rdzv = "[::1]:" + std::to_string(*port);
   const auto r = run_conveyor(tiny_job({"--set", "rendezvous.timeout_s=1", "--nnodes", "2", "--node-rank",
                                         "1", "--rdzv", rdzv, "--token", "t", "--out", dir / "run"}),
                               30);
@@ -147,20 +140,13 @@ TEST_CASE("an IPv6 rendezvous address is written in brackets in every message") 
 }
 
 TEST_CASE("two nodes over an IPv6 rendezvous train, and no message writes an address without brackets") {
-  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
+  const auto port = free_ipv6_port();
+  if (!port) {
     MESSAGE("skipped: no IPv6 loopback (::1) in this sandbox");
     return;
   }
-  ::close(fd);
   TempDir dir;
-  const std::string rdzv = "[::1]:" + std::to_string(ntohs(a.sin6_port));
+  const std::string rdzv = "[::1]:" + std::to_string(*port);
   // Node k reaches node 0's actors at the caf/0 address it read from the store, written
   // [::1]:PORT: the form every message shows must also be the one that connects.
   const std::vector<NodeRun> nodes{{node_args(dir, rdzv, 2, 0, {"--token", "t"}), {}, {}},

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -39,6 +40,20 @@ inline int free_port() {
     throw std::runtime_error("free_port: cannot bind port 0");
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+/// A TCP port that was free a moment ago on ::1; nullopt where this host has no IPv6 loopback.
+inline std::optional<int> free_ipv6_port() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  socklen_t len = sizeof a;
+  const bool bound = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!bound) return std::nullopt;
+  return ntohs(a.sin6_port);
 }
 
 struct NodeRun {

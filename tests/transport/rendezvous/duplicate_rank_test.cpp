@@ -37,6 +37,13 @@ std::string join_error(RendezvousClient& c, std::uint32_t rank, std::uint32_t wo
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A job of two ranks: both join (rank 1 on a thread of its own, as joins wait for all).
+void join_two(RendezvousClient& node0, RendezvousClient& node1) {
+  auto joined = std::async(std::launch::async, [&] { return join_error(node1, 1, 2); });
+  REQUIRE(join_error(node0, 0, 2) == "joined");
+  REQUIRE(joined.get() == "joined");
+}
+
 }  // namespace
 
 TEST_CASE("a second live process with a rank before every rank joined fails every waiting rank at once, naming both") {
@@ -67,9 +74,7 @@ TEST_CASE("a second live process with a rank of a complete job is refused alone 
   RendezvousServer server(server_options(log));
   RendezvousClient node0(process_options(server, "node 0"));
   RendezvousClient node1(process_options(server, "node 1"));
-  auto joined = std::async(std::launch::async, [&] { return join_error(node1, 1, 2); });
-  REQUIRE(join_error(node0, 0, 2) == "joined");
-  REQUIRE(joined.get() == "joined");
+  join_two(node0, node1);
   RendezvousClient stray(process_options(server, "stray"));
   const std::string e = join_error(stray, 1, 2);
   CHECK(has(e, "rendezvous: rank 1 joined twice: first from 127.0.0.1:"));
@@ -85,9 +90,7 @@ TEST_CASE("a process replacing one whose connections closed takes its rank") {
   RendezvousServer server(server_options(log));
   RendezvousClient node0(process_options(server, "node 0"));
   auto lost = std::make_unique<RendezvousClient>(process_options(server, "lost node 1"));
-  auto joined = std::async(std::launch::async, [&] { return join_error(*lost, 1, 2); });
-  REQUIRE(join_error(node0, 0, 2) == "joined");
-  REQUIRE(joined.get() == "joined");
+  join_two(node0, *lost);
   lost.reset();  // the process ended: its connection closed
   RendezvousClient replacement(process_options(server, "replacement node 1"));
   CHECK(join_error(replacement, 1, 2) == "joined");
@@ -98,9 +101,7 @@ TEST_CASE("a process replacing one reported dead takes its rank though the dead 
   RendezvousServer server(server_options(log));
   RendezvousClient node0(process_options(server, "node 0"));
   RendezvousClient frozen(process_options(server, "frozen node 1"));
-  auto joined = std::async(std::launch::async, [&] { return join_error(frozen, 1, 2); });
-  REQUIRE(join_error(node0, 0, 2) == "joined");
-  REQUIRE(joined.get() == "joined");
+  join_two(node0, frozen);
   RendezvousClient early(process_options(server, "early node 1"));
   CHECK(has(join_error(early, 1, 2), "rank 1 joined twice"));  // not yet reported dead
   std::this_thread::sleep_for(milliseconds(60));
@@ -115,9 +116,7 @@ TEST_CASE("one process joining a rank again on a second connection is no duplica
   RendezvousServer server(server_options(log));
   RendezvousClient node0(process_options(server, "node 0"));
   RendezvousClient node1(process_options(server, "node 1"));
-  auto joined = std::async(std::launch::async, [&] { return join_error(node1, 1, 2); });
-  REQUIRE(join_error(node0, 0, 2) == "joined");
-  REQUIRE(joined.get() == "joined");
+  join_two(node0, node1);
   RendezvousClient watch(process_options(server, "node 1"));  // as its LivenessWatch does
   CHECK(join_error(watch, 1, 2) == "joined");
 }

@@ -94,25 +94,17 @@ TokenMatch match_tokens(const std::string& server_token, const Nonce& nonce, con
                                                                         : TokenMatch::differ;
 }
 
-// The refusal's reason as the client reads it ("this process" is the client).
-std::string refusal_for_client(TokenMatch m) {
+// The refusal's reason as the client reads it ("this process" is the client) or as the
+// server's log says it.
+std::string refusal_text(TokenMatch m, bool for_client) {
+  const char* client = for_client ? "this process" : "the client";
+  const char* server = for_client ? "the rendezvous server" : "the server";
   switch (m) {
     case TokenMatch::differ: return "wrong job token: the job tokens differ";
     case TokenMatch::server_only:
-      return "the job tokens differ: the rendezvous server has a job token, this process has none";
+      return fmt::format("the job tokens differ: {} has a job token, {} has none", server, client);
     case TokenMatch::client_only:
-      return "the job tokens differ: this process has a job token, the rendezvous server has none";
-    case TokenMatch::same: break;
-  }
-  return "";
-}
-
-// The same, as the server's log says it.
-std::string refusal_for_server(TokenMatch m) {
-  switch (m) {
-    case TokenMatch::differ: return "wrong job token: the job tokens differ";
-    case TokenMatch::server_only: return "the job tokens differ: the server has a job token, the client has none";
-    case TokenMatch::client_only: return "the job tokens differ: the client has a job token, the server has none";
+      return fmt::format("the job tokens differ: {} has a job token, {} has none", client, server);
     case TokenMatch::same: break;
   }
   return "";
@@ -485,10 +477,10 @@ struct RendezvousServer::Impl {
     // disagree on authentication is misconfigured, whichever side has none.
     if (const TokenMatch m = match_tokens(opt.token, challenge.nonce, auth->mac); m != TokenMatch::same) {
       ++dropped;
-      const std::string why = refusal_for_server(m);
+      const std::string why = refusal_text(m, /*for_client=*/false);
       note_refusal(fmt::format("{}: {}", c->where(), why));
       log_connection_event(fmt::format("rendezvous: refused {}: {}", c->where(), why));
-      const Message refused = Refused{refusal_for_client(m)};
+      const Message refused = Refused{refusal_text(m, /*for_client=*/true)};
       co_await write(*c, refused);
       co_return;
     }

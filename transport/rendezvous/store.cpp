@@ -33,7 +33,6 @@ Status RendezvousStore::join(const Joiner& j, Clock::time_point now, const Proce
   last_seen_[j.rank] = now;
   holders_[j.rank] = Holder{j.process, j.where};
   reported_dead_.erase(j.rank);
-  if (last_seen_.size() == *world_size_) complete_ = true;
   return Status::ok_status();
 }
 
@@ -42,7 +41,7 @@ Status RendezvousStore::join(std::uint32_t rank, std::uint32_t world_size, Clock
 }
 
 Status RendezvousStore::reject(const std::string& conflict) {
-  if (complete_) return Status::error(conflict + "; refused: the job goes on without it");
+  if (every_rank_joined()) return Status::error(conflict + "; refused: the job goes on without it");
   failure_ = conflict + "; the job cannot start";
   return Status::error(*failure_);
 }
@@ -54,6 +53,11 @@ std::optional<std::string> RendezvousStore::failure() const {
 
 bool RendezvousStore::all_joined() const {
   std::lock_guard lock(mu_);
+  return every_rank_joined();
+}
+
+bool RendezvousStore::every_rank_joined() const {
+  // Ranks are never forgotten and the world size never changes once set: once true, it stays.
   return world_size_ && last_seen_.size() == *world_size_;
 }
 

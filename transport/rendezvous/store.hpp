@@ -95,6 +95,7 @@ class RendezvousStore {
     std::string where;
   };
   Status check_joined(std::uint32_t rank, const char* what) const;  // REQUIRES: mu_ held
+  bool every_rank_joined() const;  // REQUIRES: mu_ held
   // REQUIRES: mu_ held. Fails the rendezvous with `conflict` before the job is complete,
   // else refuses the joiner alone.
   Status reject(const std::string& conflict);
@@ -102,7 +103,6 @@ class RendezvousStore {
   mutable std::mutex mu_;
   std::optional<std::uint32_t> world_size_;
   std::uint32_t world_rank_ = 0;  // the rank whose join set world_size_ (rank 0 once it joined)
-  bool complete_ = false;         // every rank has joined once
   std::optional<std::string> failure_;
   std::map<std::uint32_t, Clock::time_point> last_seen_;  // joined ranks
   std::map<std::uint32_t, Holder> holders_;               // the process of each joined rank

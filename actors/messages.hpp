@@ -11,7 +11,18 @@
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"
 #include "actors/protocol.hpp"
+#include "actors/trace/remote_progress.hpp"
 #include "actors/wire_format.hpp"
+
+namespace conveyor::trace {
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RemoteStageProgress> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RemoteStageProgress"), x.rank, x.state, x.round, x.step, x.eval,
+           x.slot, x.age_ns, x.first_micro_batch);
+}
+
+}  // namespace conveyor::trace
 
 namespace conveyor {
 
@@ -56,6 +67,19 @@ wire::both_t<Inspector, T, PeerRejoined> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("PeerRejoined"), x.node, x.ucx_address);
 }
 
+/// From node k > 0 to node 0's directory a few times a second while the job trains:
+/// what each of node k's stages is doing, for node 0's hang watchdog
+/// (actors/trace/remote_progress.hpp).
+struct ProgressReport {
+  int node = 0;
+  std::vector<trace::RemoteStageProgress> stages;
+};
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, ProgressReport> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("ProgressReport"), x.node, x.stages);
+}
+
 /// A channel operation of a stage failed (timeout, broken connection, wrong length);
 /// local to the stage's process: the stage fails with this text, unless the operation
 /// belonged to a round a recovery has aborted since.
@@ -89,6 +113,8 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StageRestored>("conveyor::StageRestored");
   cfg.add_message_type<SnapshotCopy>("conveyor::SnapshotCopy");
   cfg.add_message_type<RespawnStage>("conveyor::RespawnStage");
+  cfg.add_message_type<trace::RemoteStageProgress>("conveyor::RemoteStageProgress");
+  cfg.add_message_type<ProgressReport>("conveyor::ProgressReport");
   cfg.add_message_type<RebuildChannels>("conveyor::RebuildChannels");
   cfg.add_message_type<RestoreFromCopy>("conveyor::RestoreFromCopy");
   cfg.add_message_type<AbortRound>("conveyor::AbortRound");

@@ -78,8 +78,9 @@ struct PipeHeader {
 // snapshot copies, NodeStages::directory/ucx_address, ChannelFailure::round;
 // 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms, tags of the final weights by
 // stage actor, of activations and gradients by replica (edge_tags.hpp);
-// 7: OptimizerDone::allgather_ms (optim.shard_state)
-inline constexpr int kProtocolVersion = 7;
+// 7: OptimizerDone::allgather_ms (optim.shard_state); 8: ProgressReport (the hang
+// watchdog across processes)
+inline constexpr int kProtocolVersion = 8;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {

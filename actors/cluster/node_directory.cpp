@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "actors/error_text.hpp"
+#include "actors/trace/remote_progress.hpp"
+#include "actors/trace/stage_probe.hpp"
 
 namespace conveyor {
 namespace {
@@ -148,16 +150,30 @@ caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
   return p->promise;
 }
 
+// A peer's progress report into the watched board; one warning per node for bad ones.
+void take_progress(Self* self, const ProgressReport& report) {
+  auto& st = self->state;
+  if (!st.watched || report.node == st.node) return;
+  auto ranks = st.ranks_of_node.find(report.node);
+  if (ranks == st.ranks_of_node.end()) return;  // not announced (yet): nothing to compare
+  auto refused = trace::apply_progress_report(*st.watched, report.node, ranks->second,
+                                              report.stages, trace::now_ns());
+  if (refused && st.refused_reports.insert(report.node).second)
+    fmt::print(stderr, "conveyor: ignoring a progress report: {}\n", *refused);
+}
+
 }  // namespace
 
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
-                             RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop) {
+                             RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop,
+                             std::shared_ptr<trace::ProgressBoard> watched) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
   self->state.respawn = std::move(respawn_local);
   self->state.rebuild = std::move(rebuild_edges);
   self->state.peer_stop = std::move(peer_stop);
+  self->state.watched = std::move(watched);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
@@ -180,6 +196,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         auto& st = self->state;
         if (st.peer_stop && node != st.node && st.ranks_of_node.count(node) > 0) st.peer_stop(node, signal);
       },
+      [=](const ProgressReport& report) { take_progress(self, report); },
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const PeerRejoined& peer) -> caf::result<bool> {

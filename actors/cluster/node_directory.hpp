@@ -15,10 +15,15 @@
 // run exactly the ranks its node ran before.
 // A failed stage of a node whose process lives on is respawned by that node's directory
 // (RespawnStage, which node 0's directory forwards to the node that runs the rank).
+// Node 0's directory copies the other nodes' progress reports (ProgressReport) into the
+// board of the job's hang watchdog; a report naming ranks its node does not run is
+// dropped with one warning per node.
 #include <caf/all.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -51,15 +56,19 @@ struct NodeDirectoryState {
   RespawnLocal respawn;              // null: this node's stages are not respawned
   RebuildEdges rebuild;              // null: this node has no NCCL edges
   PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
+  std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored
+  std::set<int> refused_reports;     // nodes whose bad progress report was logged
   int node = 0;                      // this directory's
   caf::actor coordinator;            // node 0, once it runs
   static inline const char* name = "node-directory";
 };
 
 /// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
-/// null: a failed stage of this node is not replaced.
+/// null: a failed stage of this node is not replaced; `watched` null: progress reports are
+/// ignored.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
                              NodeStages local, Reconnect reconnect, RespawnLocal respawn,
-                             RebuildEdges rebuild, PeerStop peer_stop = {});
+                             RebuildEdges rebuild, PeerStop peer_stop = {},
+                             std::shared_ptr<trace::ProgressBoard> watched = {});
 
 }  // namespace conveyor

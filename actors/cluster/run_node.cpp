@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
 #include "actors/cluster/peer_values.hpp"
+#include "actors/cluster/progress_reporter.hpp"
 #include "actors/cluster/remote_weights.hpp"
 #include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/cluster/stage_links.hpp"
@@ -24,9 +26,11 @@
 #include "actors/coordinator/stage_end_text.hpp"
 #include "actors/error_text.hpp"
 #include "actors/runtime/detached_threads.hpp"
+#include "actors/runtime/hang_watchdog.hpp"
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
+#include "actors/trace/hang_error.hpp"
 #include "kernels/cpu/threads.hpp"
 #include "transport/rendezvous/error.hpp"
 #include "transport/rendezvous/liveness_watch.hpp"
@@ -249,6 +253,10 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
         milliseconds(static_cast<std::int64_t>(resolved.collective_timeout_s * 1000)),
         groups_store, setup.advertise_host);
   }
+  // The hang watchdog runs on node 0 over every rank: this node's stages publish here, and
+  // node k > 0 reports its own to node 0 (progress_reporter.hpp).
+  if (resolved.watchdog_timeout_s > 0 && !resolved.progress)
+    resolved.progress = std::make_shared<trace::ProgressBoard>(ranks);
   auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);
   if (static_cast<int>(setup.node_of_rank.size()) != ranks)
@@ -350,7 +358,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
       rebuild_nccl_edges(*job, setup, store, *links, generation);
     };
   auto directory = system.spawn(node_directory, ranks, mine, reconnect, respawn_local, rebuild,
-                                setup.node == 0 ? PeerStop(setup.peer_stop) : PeerStop());
+                                setup.node == 0 ? PeerStop(setup.peer_stop) : PeerStop(),
+                                setup.node == 0 ? job->progress : nullptr);
   mine.directory = directory;
   end.actors.push_back(directory);
   auto port = system.middleman().publish(directory, 0, setup.advertise_host.c_str());
@@ -384,6 +393,10 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
       throw std::runtime_error(fmt::format("node 0 did not take this node's stages: {}", refused));
     if (!setup.rejoining) store.barrier("stages", setup.rendezvous_timeout);
     relay.deliver_to(caf::actor_cast<caf::actor>(self.ptr()));
+    if (job->progress)
+      end.actors.push_back(system.spawn(progress_reporter, std::shared_ptr<const trace::ProgressBoard>(job->progress),
+                                        local_ranks, setup.node, directories[0],
+                                        progress_report_interval(job->watchdog_timeout_s)));
     // Once node 0 is gone nothing can end these stages normally: a short grace covers
     // exits still in flight behind its last messages.
     const auto forward_stop = [&]() -> bool {
@@ -430,15 +443,34 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     }
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
   }
+  // The coordinator rearms the watchdog after each recovery; the watchdog is made after
+  // the coordinator, which reaches it through `armed`.
+  auto armed = std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
+  restarts.recovered = [armed] {
+    if (auto* w = armed->load()) w->rearm();
+  };
+  restarts.waiting_for_replacement = [armed] {
+    if (auto* w = armed->load()) w->pause();
+  };
   auto coordinator = system.spawn(coordinator_actor, job, stages, observer, restarts);
   end.actors.push_back(coordinator);
   self->send(directory, coordinator_atom::value, coordinator);
   relay.deliver_to(coordinator);
+  auto diagnosis = std::make_shared<std::string>();
+  auto watchdog = start_hang_watchdog(job, coordinator, diagnosis);
+  armed->store(watchdog.get());
   TrainResult result;
   self->request(coordinator, caf::infinite, train_atom::value)
       .receive([&](TrainResult& r) { result = std::move(r); },
                [&](caf::error& e) { failed = error_text(system, e); });
-  watch.stop();  // the other nodes leave now
+  const bool hung = watchdog && watchdog->fired();
+  armed->store(nullptr);
+  watchdog.reset();  // stops it (a fired one is waiting out its grace period)
+  watch.stop();      // the other nodes leave now
+  if (hung) {
+    await_actors.limit_wait(kFailedJobGrace);
+    throw HangError(*diagnosis);
+  }
   if (!failed.empty()) {
     await_actors.limit_wait(kFailedJobGrace);
     throw std::runtime_error(failed);

@@ -428,8 +428,20 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
 // be stuck waiting for a message that will never come), every stage rolls back.
 void on_hang(Self* self, int culprit, const std::string& verdict) {
   auto& st = self->state;
-  if (st.recovering || st.finishing) return;
+  if (st.finishing) return;
   const auto why = "hang: " + verdict;
+  if (st.recovering) {
+    // Waiting for a lost node's replacement is bounded by fault.rejoin_timeout_s, not by
+    // the watchdog (a diagnosis made just before the wait began): it looks again from now.
+    // Any other recovery that stalls this long (a restore never answered) is a hang of its
+    // own.
+    if (!st.awaiting.empty() && st.restarts.recovered) {
+      st.restarts.recovered();
+      return;
+    }
+    fail(self, why + " (during a recovery)");
+    return;
+  }
   std::vector<int> blamed;
   if (culprit >= 0 && culprit < static_cast<int>(st.stages.size())) blamed.push_back(culprit);
   if (!(st.started && try_recover(self, Failure{"hang", blamed, blamed, why}))) fail(self, why);

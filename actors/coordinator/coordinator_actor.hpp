@@ -45,6 +45,9 @@ struct StageRestarts {
   std::function<caf::actor(int rank, std::int64_t round_fence)> respawn;
   /// After every recovery, before the replay (re-arms the hang watchdog).
   std::function<void()> recovered;
+  /// A recovery began to wait for a lost node's replacement, a wait that
+  /// fault.rejoin_timeout_s bounds (pauses the hang watchdog until `recovered`).
+  std::function<void()> waiting_for_replacement;
   /// Multi-process runs: the node that runs each rank (the coordinator's is node 0);
   /// empty when every stage runs in this process.
   std::vector<int> node_of_rank;

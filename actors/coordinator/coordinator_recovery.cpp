@@ -117,6 +117,7 @@ void replace_stage(Self* self, int rank, const std::string* lost_why) {
                        st.generation);
     st.observer->on_node_lost(node, it->second.why,
                               std::chrono::duration<double>(st.restarts.rejoin_timeout).count());
+    if (st.restarts.waiting_for_replacement) st.restarts.waiting_for_replacement();
   }
 }
 

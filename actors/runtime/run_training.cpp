@@ -16,60 +16,14 @@
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/runtime/detached_threads.hpp"
+#include "actors/runtime/hang_watchdog.hpp"
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/runtime/scheduler_polling.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "actors/trace/hang_error.hpp"
-#include "actors/trace/watchdog.hpp"
 #include "kernels/cpu/threads.hpp"
 
 namespace conveyor {
-namespace {
-
-trace::WaitForContext wait_for_context(const TrainingJob& job) {
-  trace::WaitForContext c;
-  c.placement = job.placement;
-  // As the coordinator sends them: every replica its stage's train list, replica 0 alone
-  // the eval list.
-  const auto layout = job.replica_layout();
-  for (int a = 0; a < layout.actors(); ++a) {
-    const auto& rank = job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
-    c.train_plans.push_back(job.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
-    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.eval_batches)
-                                                     : std::vector<sched::Action>{});
-  }
-  c.eval_wave = job.eval_wave();
-  return c;
-}
-
-// A hang: print the diagnosis; under fault.policy restart hand it to the coordinator to
-// recover from (it rearms the watchdog when done), else ask it to fail the run (it stops
-// every stage). If the run has neither recovered nor ended a few seconds later (a stage
-// stuck inside a kernel never reads its mailbox) exit hard.
-std::unique_ptr<trace::Watchdog> start_watchdog(const std::shared_ptr<const TrainingJob>& job,
-                                                const caf::actor& coordinator,
-                                                std::shared_ptr<std::string> diagnosis) {
-  if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
-  const bool restart = job->recovery.policy == FaultPolicy::restart && job->recovers_in_place();
-  return std::make_unique<trace::Watchdog>(
-      job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
-      [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {
-        *diagnosis = d.text();
-        std::fputs(diagnosis->c_str(), stderr);
-        if (restart)
-          caf::anon_send(coordinator, stage_hang_atom::value, d.graph.culprit, d.graph.verdict);
-        else
-          caf::anon_send(coordinator, stop_run_atom::value, "hang: " + d.graph.verdict);
-      },
-      [] {
-        std::fputs("watchdog: the run did not stop after the diagnosis; exiting\n", stderr);
-        std::fflush(stderr);
-        std::_Exit(kExitHang);
-      },
-      std::max(2.0, job->watchdog_timeout_s));
-}
-
-}  // namespace
 
 TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) {
   TrainingJob resolved = job_in;
@@ -124,7 +78,7 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   auto coordinator = system->spawn(coordinator_actor, job, stages, &observer, restarts);
 
   auto diagnosis = std::make_shared<std::string>();
-  auto watchdog = start_watchdog(job, coordinator, diagnosis);
+  auto watchdog = start_hang_watchdog(job, coordinator, diagnosis);
   armed->store(watchdog.get());
 
   TrainResult result;

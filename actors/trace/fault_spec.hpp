@@ -18,7 +18,7 @@
 //       it is respawned
 //   hang:stage=S:step=N
 //       stage S never starts train step N (its plan is lost on the way in): its peers wait
-//       for it until the watchdog (trace.watchdog_s) diagnoses the hang
+//       for it until the watchdog (watchdog.timeout_s) diagnoses the hang
 //   slow:stage=S:ms=D[:step=N]
 //       every compute action (F, B, I, W) of stage S in a train step (step N when given)
 //       takes D milliseconds longer: the stage sleeps inside the action, so the time counts

@@ -74,6 +74,7 @@ void Watchdog::loop() {
   while (!stopping_) {
     wake_.wait_for(lock, period);
     if (stopping_) return;
+    if (paused_) continue;
     const auto stages = board_->snapshot();
     const std::int64_t now = now_ns();
     if (!overdue(stages, now)) continue;
@@ -103,8 +104,17 @@ void Watchdog::rearm() {
   {
     std::lock_guard lock(mutex_);
     rearmed_ = true;
+    if (paused_) {  // deadlines count from the end of the wait
+      paused_ = false;
+      started_ns_ = now_ns();
+    }
   }
   wake_.notify_all();
+}
+
+void Watchdog::pause() {
+  std::lock_guard lock(mutex_);
+  paused_ = true;
 }
 
 }  // namespace conveyor::trace

@@ -6,7 +6,8 @@
 // `on_fire`, and stops looking. What happens next (abort, restart) is the caller's
 // policy: after a restart, rearm() makes it look again; if the run has neither stopped
 // nor been rearmed `grace_s` after the diagnosis (a stage stuck in a kernel never reads
-// its mailbox), `on_stuck` runs (say, exit the process).
+// its mailbox), `on_stuck` runs (say, exit the process). pause() stops the looking
+// without a diagnosis until rearm() (a wait the run bounds itself).
 // CAF-free: the caller's callbacks do the actor work.
 #include <atomic>
 #include <chrono>
@@ -54,9 +55,13 @@ class Watchdog {
   void stop();
   /// True from a diagnosis until the run recovered from it (rearm()).
   bool fired() const { return fired_.load(); }
-  /// The run recovered from the hang it diagnosed (a restart): look again, with every
-  /// deadline counted from now. Without it, on_stuck runs grace_s after the diagnosis.
+  /// The run recovered from the hang it diagnosed (a restart), or from a wait it paused
+  /// for: look again, with every deadline counted from now. Without it, on_stuck runs
+  /// grace_s after a diagnosis.
   void rearm();
+  /// The run waits on purpose for something with a deadline of its own (a lost node's
+  /// replacement): no diagnosis until rearm().
+  void pause();
 
  private:
   void loop();
@@ -75,6 +80,7 @@ class Watchdog {
   std::condition_variable wake_;
   bool stopping_ = false;
   bool rearmed_ = false;
+  bool paused_ = false;
   std::thread thread_;
 };
 

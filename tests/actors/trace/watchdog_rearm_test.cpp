@@ -49,3 +49,22 @@ TEST_CASE("a rearmed watchdog looks again instead of giving up; without rearm on
   // ...and, not rearmed this time, gives up after the grace period.
   CHECK(eventually([&] { return stuck.load() == 1; }));
 }
+
+TEST_CASE("a paused watchdog makes no diagnosis however long the wait; rearmed, it counts from then") {
+  auto board = std::make_shared<ProgressBoard>(1);
+  board->stage(0).publish(StageState::idle, 1, 0, false, 0, now_ns());
+  std::atomic<int> fired{0};
+  std::atomic<std::int64_t> fired_at{0};
+  Watchdog dog(board, empty_context(), 0.1, nullptr, [&](const HangDiagnosis&) {
+    fired_at = now_ns();
+    ++fired;
+  });
+  dog.pause();
+  std::this_thread::sleep_for(400ms);  // four timeouts with the stage idle
+  CHECK(fired.load() == 0);
+  const std::int64_t rearmed_at = now_ns();
+  dog.rearm();
+  REQUIRE(eventually([&] { return fired.load() == 1; }));
+  // Not at once (the stage has been idle 0.4 s): a full timeout after the rearm.
+  CHECK(fired_at.load() - rearmed_at >= 100'000'000);
+}

@@ -1,0 +1,57 @@
+#include "actors/runtime/hang_watchdog.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "actors/eval_plan.hpp"
+#include "actors/fault/recovery_messages.hpp"
+#include "actors/messages.hpp"
+#include "actors/trace/hang_error.hpp"
+
+namespace conveyor {
+namespace {
+
+trace::WaitForContext wait_for_context(const TrainingJob& job) {
+  trace::WaitForContext c;
+  c.placement = job.placement;
+  // As the coordinator sends them: every replica its stage's train list, replica 0 alone
+  // the eval list.
+  const auto layout = job.replica_layout();
+  for (int a = 0; a < layout.actors(); ++a) {
+    const auto& rank = job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
+    c.train_plans.push_back(job.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
+    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.eval_batches)
+                                                     : std::vector<sched::Action>{});
+  }
+  c.eval_wave = job.eval_wave();
+  return c;
+}
+
+}  // namespace
+
+std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const TrainingJob>& job,
+                                                     const caf::actor& coordinator,
+                                                     std::shared_ptr<std::string> diagnosis) {
+  if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
+  const bool restart = job->recovery.policy == FaultPolicy::restart && job->recovers_in_place();
+  return std::make_unique<trace::Watchdog>(
+      job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
+      [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {
+        *diagnosis = d.text();
+        std::fputs(diagnosis->c_str(), stderr);
+        if (restart)
+          caf::anon_send(coordinator, stage_hang_atom::value, d.graph.culprit, d.graph.verdict);
+        else
+          caf::anon_send(coordinator, stop_run_atom::value, "hang: " + d.graph.verdict);
+      },
+      [] {
+        std::fputs("watchdog: the run did not stop after the diagnosis; exiting\n", stderr);
+        std::fflush(stderr);
+        std::_Exit(kExitHang);
+      },
+      std::max(2.0, job->watchdog_timeout_s));
+}
+
+}  // namespace conveyor

@@ -54,8 +54,9 @@ struct NodeSetup {
   /// The store as the liveness watch reaches it (a connection of its own; short connect
   /// and io timeouts: an unreachable store is how node 0's death shows).
   RendezvousClientOptions store;
-  /// Every node heartbeats this often; a node silent for peer_silence is lost, and the
-  /// job fails naming its stages instead of waiting out transport.timeout_s.
+  /// Every node heartbeats this often; a node silent for peer_silence
+  /// (rendezvous.peer_silence_s, at least 4 heartbeats) is lost, and the job fails naming
+  /// its stages instead of waiting out transport.timeout_s.
   std::chrono::milliseconds heartbeat_interval{250};
   std::chrono::milliseconds peer_silence{std::chrono::seconds(5)};
   /// How long the job waits for a lost node's replacement (fault.rejoin_timeout_s); 0:

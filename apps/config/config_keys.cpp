@@ -140,6 +140,15 @@ std::vector<ConfigKey> build_keys() {
           "seconds a multi-process job waits at the rendezvous for every node (join, keys, "
           "barriers) before failing with the missing ranks",
           greater_than(0), at_most_a_week()),
+      KEY(rendezvous.peer_silence_s,
+          "seconds a node of a multi-process job may go without a heartbeat through the "
+          "rendezvous store (each node sends one every 250 ms) before it is lost: the job "
+          "fails naming its stages, or waits for its replacement (fault.rejoin_timeout_s); "
+          "raise it on loaded hosts or slow networks, lower it to notice a frozen node sooner",
+          at_least(kMinPeerSilenceS,
+                   "nodes heartbeat every 250 ms: a silence shorter than 4 of them would "
+                   "declare healthy nodes lost"),
+          at_most_a_week()),
       KEY(transport.kind,
           "channel for tensors between stages: auto (hand-off inside a process, UCX between "
           "processes) or ucx (UCX on every edge, even inside one process)",

@@ -17,4 +17,9 @@ inline constexpr std::int64_t kMaxThreadsPerStage = 1024;
 /// Seconds of any deadline (a week): longer ones overflow the steady clock's arithmetic.
 inline constexpr double kMaxDeadlineS = 604800.0;
 
+/// The shortest rendezvous.peer_silence_s: every node heartbeats every 250 ms
+/// (NodeSetup::heartbeat_interval), and a silence of fewer than 4 of them would declare a
+/// healthy node lost over one late heartbeat (a busy host, a slow store round trip).
+inline constexpr double kMinPeerSilenceS = 1.0;
+
 }  // namespace conveyor

@@ -46,12 +46,13 @@ std::optional<std::string> each(const T& v, One one) {
 template <class B>
 struct AtLeast {
   B min;
+  std::string why;  // appended in parentheses, e.g. "nodes heartbeat every 250 ms"
   std::string describe() const { return ">= " + show(min); }
   template <class T>
   std::optional<std::string> check(const T& value) const {
     return each(value, [&](auto v) -> std::optional<std::string> {
       if (v >= min) return std::nullopt;
-      return "must be >= " + show(min) + ", got " + show(v);
+      return "must be >= " + show(min) + ", got " + show(v) + (why.empty() ? "" : " (" + why + ")");
     });
   }
 };
@@ -124,7 +125,7 @@ struct Distinct {
 };
 
 template <class B>
-AtLeast<B> at_least(B min) { return {min}; }
+AtLeast<B> at_least(B min, std::string why = "") { return {min, std::move(why)}; }
 template <class B>
 AtMost<B> at_most(B max, std::string why = "") { return {max, std::move(why)}; }
 inline Interval open_interval(double lo, double hi) { return {lo, hi, true, true}; }

@@ -78,6 +78,7 @@ struct WatchdogSection {
 
 struct RendezvousSection {
   double timeout_s = 60;                     // rendezvous.timeout_s: join, keys, barriers
+  double peer_silence_s = 5;                 // rendezvous.peer_silence_s: no heartbeat this long = node lost
 };
 
 struct TransportSection {

@@ -112,6 +112,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   setup_.node_of_rank = node_of_rank_;
   setup_.advertise_host = address_towards(spec.rdzv_host, c.port);
   setup_.rendezvous_timeout = rdzv_timeout;
+  setup_.peer_silence = ms_of(config.rendezvous.peer_silence_s);
   setup_.transport_timeout = ms_of(config.transport.timeout_s);
   setup_.rejoin_timeout = config.fault.policy == "restart" ? ms_of(config.fault.rejoin_timeout_s)
                                                            : milliseconds(0);

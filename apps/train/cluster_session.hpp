@@ -1,6 +1,7 @@
 #pragma once
 // This process's place in a multi-process `conveyor train`: node 0 hosts the rendezvous
-// store; every node joins it (rendezvous.timeout_s), reports its identity
+// store; every node joins it (rendezvous.timeout_s), heartbeats through it (a node silent
+// for rendezvous.peer_silence_s is lost), reports its identity
 // (node_identity.hpp) and checks it against node 0's, then runs its part of the job
 // (actors/cluster/run_node.hpp). Everything that can fail before training starts fails
 // here, before any file is written, with an InputError naming the address, the missing

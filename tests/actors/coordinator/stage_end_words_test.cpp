@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ TEST_CASE("CAF's codes for a stage's end become words; a stage's own message pas
   // One process: no node to name.
   CHECK(stage_end_text(system, caf::exit_reason::user_shutdown, 1, {}, 0) ==
         "it was shut down while the job still needed it");
+}
+
+TEST_CASE("a node told its stages were taken away hears the job's peer silence, not a fixed 5 s") {
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  const std::vector<int> node_of_rank{0, 0, 1, 1};
+  using std::chrono::milliseconds;
+  CHECK(has(stage_end_text(system, caf::exit_reason::kill, 2, node_of_rank, 1, milliseconds(2000)),
+            "stopped answering (for 2 s: frozen, stopped or cut off)"));
+  const auto short_silence = stage_end_text(system, caf::exit_reason::kill, 2, node_of_rank, 1, milliseconds(1500));
+  CHECK(has(short_silence, "stopped answering (for 1500 ms: frozen, stopped or cut off)"));
+  CHECK_FALSE(has(short_silence, "5 s"));
 }
 
 TEST_CASE("a failed job's exit reason carries its cause and is no other reason") {

@@ -59,7 +59,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format",
         "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
-        "rendezvous.timeout_s", "transport.kind", "transport.timeout_s", "fault.inject",
+        "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
         "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
@@ -69,7 +69,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 57);
+  CHECK(config_keys().size() == 58);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

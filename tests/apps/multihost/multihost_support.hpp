@@ -72,6 +72,9 @@ struct NodeRun {
   // Once the killed node has exited, start it again with the same arguments and
   // environment (a replacement that rejoins the running job).
   bool restart_after_kill = false;
+  // Not empty: NodeResult::said_at is when this node's stderr first held this text (read
+  // every 20 ms, so up to that much late).
+  std::string time_when_says;
 };
 
 struct NodeResult {
@@ -81,6 +84,9 @@ struct NodeResult {
   // A node restarted after its kill: the killed process's exit code and stderr.
   int killed_exit_code = -1;
   std::string killed_err;
+  // When the node was sent kill_signal, and when its stderr first held time_when_says;
+  // nullopt: never.
+  std::optional<std::chrono::steady_clock::time_point> signalled_at, said_at;
 };
 
 /// Starts every node, waits for all (at most timeout_s), returns their results in order.
@@ -139,7 +145,13 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
         ::kill(pids[i], nodes[i].kill_signal);
         signalled[i] = true;
         signalled_at[i] = std::chrono::steady_clock::now();
+        results[i].signalled_at = signalled_at[i];
       }
+      // Read before waitpid: a node that said it and exited since is timed no later than
+      // its reaping.
+      if (!results[i].said_at && !nodes[i].time_when_says.empty() &&
+          read_text(errs[i]).find(nodes[i].time_when_says) != std::string::npos)
+        results[i].said_at = std::chrono::steady_clock::now();
       if (signalled[i] && !continued[i] && nodes[i].continue_after.count() > 0 &&
           std::chrono::steady_clock::now() - signalled_at[i] >= nodes[i].continue_after) {
         ::kill(pids[i], SIGCONT);

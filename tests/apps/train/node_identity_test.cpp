@@ -40,6 +40,15 @@ TEST_CASE("a differing config names each differing key with both values and both
   CHECK(why->find("devices.ids is [0, 1] on node 2, [] on node 0") != std::string::npos);
 }
 
+TEST_CASE("nodes with different peer silences do not start, naming rendezvous.peer_silence_s") {
+  // Each node's liveness watch judges the others by its own value: they must agree.
+  const auto a = identity_of(load_run_config("", {"rendezvous.peer_silence_s=2"}));
+  const auto b = identity_of(load_run_config("", {}));
+  const auto why = identity_mismatch(1, a, b);
+  REQUIRE(why);
+  CHECK(why->find("rendezvous.peer_silence_s is 2 on node 1, 5 on node 0") != std::string::npos);
+}
+
 TEST_CASE("nodes resuming from different checkpoints (or one not resuming) stop the job naming both") {
   RunConfig c;
   const auto a = identity_of(c, 10), b = identity_of(c, 5), none = identity_of(c);

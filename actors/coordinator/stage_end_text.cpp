@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "actors/error_text.hpp"
+#include "transport/rendezvous/error.hpp"
 
 namespace conveyor {
 
@@ -19,7 +20,8 @@ std::string node_and_stages(int node, const std::vector<int>& node_of_rank) {
 }
 
 std::string stage_end_text(const caf::actor_system& system, const caf::error& e, int rank,
-                           const std::vector<int>& node_of_rank, int here) {
+                           const std::vector<int>& node_of_rank, int here,
+                           std::chrono::milliseconds peer_silence) {
   const bool known = rank >= 0 && static_cast<std::size_t>(rank) < node_of_rank.size();
   const int node = known ? node_of_rank[static_cast<std::size_t>(rank)] : here;
   const bool remote = known && node != here;
@@ -28,9 +30,9 @@ std::string stage_end_text(const caf::actor_system& system, const caf::error& e,
   if (e == caf::exit_reason::kill) {
     words = here != 0 && !remote
                 ? fmt::format("node 0 ended it to replace it: node 0 takes a stage away from a node "
-                              "that stopped answering (for 5 s: frozen, stopped or cut off) or from a "
+                              "that stopped answering (for {}: frozen, stopped or cut off) or from a "
                               "stage that hung, and {} was not asked for a replacement",
-                              where)
+                              rendezvous::describe_duration(peer_silence), where)
                 : "it was ended to be replaced (its node stopped answering, or it hung)";
   } else if (e == caf::exit_reason::user_shutdown) {
     words = remote ? fmt::format("{} stopped answering: that process ended its stages (its own "

@@ -5,6 +5,7 @@
 // "system_error(request_receiver_down)" for a stage of a process that was gone). Errors
 // with a message of their own (a stage's exception, a transfer's failure) pass through.
 #include <caf/all.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,11 @@ namespace conveyor {
 std::string node_and_stages(int node, const std::vector<int>& node_of_rank);
 
 /// Why stage `rank` ended (a down message's reason) or did not answer a request, seen
-/// from process `here`; node_of_rank empty: a job of one process.
+/// from process `here`; node_of_rank empty: a job of one process. `peer_silence`: how
+/// long a node may go without a heartbeat before node 0 takes its stages away
+/// (rendezvous.peer_silence_s, NodeSetup::peer_silence), which the words quote.
 std::string stage_end_text(const caf::actor_system& system, const caf::error& e, int rank,
-                           const std::vector<int>& node_of_rank, int here = 0);
+                           const std::vector<int>& node_of_rank, int here = 0,
+                           std::chrono::milliseconds peer_silence = std::chrono::seconds(5));
 
 }  // namespace conveyor

@@ -107,7 +107,8 @@ using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::vector<int>& node_of_rank,
                   const caf::actor& node0,
                   const LossRelay& relay, milliseconds grace, bool respawns,
-                  const std::function<bool()>& forward_stop, milliseconds poll) {
+                  const std::function<bool()>& forward_stop, milliseconds poll,
+                  milliseconds peer_silence) {
   std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
   for (std::size_t i = 0; i < mine.actors.size(); ++i) {
     self->monitor(mine.actors[i]);
@@ -138,7 +139,7 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
     ++unresolved[it->second];
     failed.try_emplace(it->second, fmt::format("stage {} failed: {}", it->second,
                                                stage_end_text(self->system(), d.reason, it->second,
-                                                              node_of_rank, mine.node)));
+                                                              node_of_rank, mine.node, peer_silence)));
   };
   auto on_replaced = [&](stage_replaced_atom, int rank, caf::actor& fresh) {
     self->monitor(fresh);
@@ -410,7 +411,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     try {
       watch_stages(self, mine, setup.node_of_rank, directories[0], relay,
                    std::min(setup.transport_timeout, milliseconds(2000)),
-                   static_cast<bool>(respawn_local), forward_stop, setup.stop_poll);
+                   static_cast<bool>(respawn_local), forward_stop, setup.stop_poll,
+                   setup.peer_silence);
     } catch (...) {
       await_actors.limit_wait(kFailedJobGrace);
       throw;

@@ -24,15 +24,16 @@ TEST_CASE("a node frozen until node 0 took its stages away says so in words when
   std::vector<NodeRun> nodes;
   for (int n = 0; n < 2; ++n)
     nodes.push_back(NodeRun{tiny_job({"--set", "train.steps=2000", "--set", "rendezvous.timeout_s=10",
-                                      "--set", "fault.rejoin_timeout_s=3", "--nnodes", "2",
+                                      "--set", "fault.rejoin_timeout_s=3", "--set",
+                                      "rendezvous.peer_silence_s=2", "--nnodes", "2",
                                       "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out",
                                       dir / "run"}),
                             {}, {}});
-  // Frozen past the 5 s silence that makes node 0 declare it lost and end its stages,
+  // Frozen past the 2 s silence that makes node 0 declare it lost and end its stages,
   // then running again while node 0 still waits for a replacement (3 s).
   nodes[1].kill_when_node0_says = "step 1/";
   nodes[1].kill_signal = SIGSTOP;
-  nodes[1].continue_after = std::chrono::milliseconds(6500);
+  nodes[1].continue_after = std::chrono::milliseconds(3500);
   const auto results = run_nodes(dir, nodes, 60);
   INFO("node 0: " << results[0].err);
   INFO("node 1: " << results[1].err);
@@ -41,6 +42,8 @@ TEST_CASE("a node frozen until node 0 took its stages away says so in words when
   CHECK(results[1].exit_code == 1);
   // Before: "error: stage 2 failed: exit_reason(kill)".
   CHECK(results[1].err.find("node 0 ended it to replace it") != std::string::npos);
+  // The job's own silence bound, not a fixed 5 s.
+  CHECK(results[1].err.find("stopped answering (for 2 s:") != std::string::npos);
   CHECK(results[1].err.find("node 1 (stages 2-3)") != std::string::npos);
   CHECK_FALSE(has_caf_code(results[0].err));
   CHECK_FALSE(has_caf_code(results[1].err));

@@ -58,13 +58,9 @@ struct TrainOptions {
 // --supervise (apps/train/supervisor.hpp): this process restarts the training process it
 // starts until it succeeds. In a job over several processes, a node other than 0 that is
 // restarted rejoins the running job (fault.rejoin_timeout_s); node 0 hosts the store and
-// the coordinator, which do not outlive it.
+// the coordinator, so when it is lost the whole job starts again from the newest checkpoint.
 [[noreturn]] void run_supervised(const TrainOptions& opt) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  if (spec.nnodes > 1 && spec.node_rank == 0)
-    throw InputError("--supervise: not on node 0 of a job over several processes (node 0 hosts "
-                     "the rendezvous store and the coordinator: the job ends with it); "
-                     "supervise the other nodes, whose restarted processes rejoin the job");
   const RunConfig config = load_run_config(opt.config, opt.overrides);  // bad input: exit 2 now
   SupervisedRun run;
   run.out = opt.out ? std::filesystem::path(*opt.out) : unused_run_dir();
@@ -78,7 +74,7 @@ struct TrainOptions {
   if (opt.launch.node_rank) run.args.insert(run.args.end(), {"--node-rank", *opt.launch.node_rank});
   if (opt.launch.rdzv) run.args.insert(run.args.end(), {"--rdzv", *opt.launch.rdzv});
   if (opt.token) run.args.insert(run.args.end(), {"--token", *opt.token});
-  run.rejoins = spec.nnodes > 1;
+  run.rejoins = spec.nnodes > 1 && spec.node_rank != 0;
   throw ExitStatus{supervise(run)};
 }
 
@@ -373,7 +369,8 @@ void add_train_command(CLI::App& app) {
                  "Run the training as a child process and start it again from the newest "
                  "checkpoint when it dies (killed, crashed, hung in a kernel), up to "
                  "fault.max_restarts times; on a node other than 0 of a job over several "
-                 "processes, the restarted process rejoins the running job");
+                 "processes, the restarted process rejoins the running job, and when node 0 "
+                 "is lost every supervised node starts again from the newest checkpoint");
   cmd->callback([opt] { run_train(*opt); });
 }
 

@@ -94,7 +94,16 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
       for (int n = 1; n < spec.nnodes && !mismatch; ++n)
         mismatch = identity_mismatch(n, identity(n), mine);
     } else {
-      mismatch = identity_mismatch(spec.node_rank, mine, identity(0));
+      const NodeIdentity node0 = identity(0);
+      NodeIdentity compared = mine;
+      // A replacement's stages take their state from node 0's copies of their snapshots:
+      // what it would resume from does not matter (a supervised node passes --resume latest
+      // in case the whole job starts again, apps/train/supervisor.hpp).
+      if (setup_.rejoining) {
+        resume_unused_ = mine.resume_step >= 0;
+        compared.resume_step = node0.resume_step;
+      }
+      mismatch = identity_mismatch(spec.node_rank, compared, node0);
     }
     // Node 0 hosts the store: it stays until every node has compared, so that each one
     // can say why the job does not start (a node that never arrives only delays that).
@@ -142,9 +151,10 @@ std::string ClusterSession::describe() const {
   std::vector<int> mine;
   for (int r = 0; r < static_cast<int>(node_of_rank_.size()); ++r)
     if (node_of_rank_[r] == spec_.node_rank) mine.push_back(r);
-  return fmt::format("{}; stages {} here, reached at {}{}", conveyor::describe(spec_),
+  return fmt::format("{}; stages {} here, reached at {}{}{}", conveyor::describe(spec_),
                      fmt::join(mine, " "), setup_.advertise_host,
-                     setup_.rejoining ? "; the job is running: this process replaces the lost node" : "");
+                     setup_.rejoining ? "; the job is running: this process replaces the lost node" : "",
+                     resume_unused_ ? " (it takes its stages' state from node 0, not from --resume)" : "");
 }
 
 std::int64_t ClusterSession::clock_offset_ns() const { return setup_.steady_clock_offset.count(); }

@@ -42,6 +42,7 @@ class ClusterSession {
  private:
   LaunchSpec spec_;
   NodeSetup setup_;
+  bool resume_unused_ = false;  // a replacement given --resume: its stages restore from node 0
   std::vector<int> node_of_rank_;
   std::unique_ptr<RendezvousServer> server_;
   std::unique_ptr<RendezvousClient> client_;

@@ -113,14 +113,16 @@ int supervise(const SupervisedRun& run) {
     std::vector<std::string> args = run.args;
     args.insert(args.end(), {"--out", run.out.string()});
     std::string from = "the start";
-    if (run.rejoins) {
-      from = "the running job, which it rejoins";
-    } else if (attempt == 1 && run.first_resume) {
+    const std::string rejoin = "the running job, which it rejoins";
+    if (attempt == 1 && run.first_resume) {
       args.insert(args.end(), {"--resume", *run.first_resume});
       from = *run.first_resume;
     } else if (attempt > 1 && holds_checkpoint(run.checkpoint_dir)) {
       args.insert(args.end(), {"--resume", "latest"});
       from = "the newest checkpoint in " + run.checkpoint_dir.string();
+      if (run.rejoins) from = rejoin + ", or else (the whole job starts again) " + from;
+    } else if (attempt > 1 && run.rejoins) {
+      from = rejoin + ", or else the start";
     } else if (attempt > 1) {
       set_aside(run.out, attempt - 1);
     }

@@ -8,8 +8,12 @@
 // supervisor with the same code. SIGTERM (or SIGHUP) to the supervisor goes to the child (which
 // writes a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
 //
-// A node other than 0 of a job over several processes is started again as it was: it
-// rejoins the running job (actors/cluster/run_node.hpp).
+// A job over several processes: a node other than 0 is started again as it was and
+// rejoins the running job (actors/cluster/run_node.hpp). Node 0 hosts the rendezvous store
+// and the coordinator, so the job ends with it and every other node then fails; under
+// supervisors the whole job starts again: node 0 from its newest checkpoint, every other
+// node with `--resume latest` too (the same checkpoint where the folder is shared, which
+// the rendezvous checks; a node that finds the job running rejoins and does not use it).
 // The child learns its attempt from CONVEYOR_SUPERVISED_ATTEMPT (1, 2, ...): a fault
 // injected with `exit:` fires in the first attempt only.
 #include <filesystem>
@@ -25,8 +29,8 @@ struct SupervisedRun {
   std::filesystem::path checkpoint_dir;   // where `--resume latest` looks
   std::optional<std::string> first_resume;  // the user's --resume, for the first attempt
   int max_restarts = 3;
-  /// A node other than 0 of a job over several processes: every attempt joins the job
-  /// that is running (it never resumes from a checkpoint of its own).
+  /// A node other than 0 of a job over several processes: a restarted attempt rejoins
+  /// the job if it is running, else (node 0 was lost too) resumes with the others.
   bool rejoins = false;
 };
 

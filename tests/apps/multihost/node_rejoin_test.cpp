@@ -139,8 +139,11 @@ TEST_CASE("a supervised node that dies is started again by its supervisor and re
   reference.erase(reference.begin());
   train_ok(reference, 120);
 
-  // exit: kills node 1's process at the start of step 12 in its first attempt only.
-  auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[exit:node=1:step=12]"});
+  // exit: kills node 1's process at the start of step 12 in its first attempt only. With
+  // checkpoints written by then, its supervisor passes --resume latest too (for a job that
+  // starts again whole), which a replacement does not use.
+  auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[exit:node=1:step=12]", "--set",
+                                   "checkpoint.every=5"});
   nodes[1].args.push_back("--supervise");
   const auto results = run_nodes(dir, nodes, 120);
   INFO("node 0:\n" << results[0].err);
@@ -148,6 +151,8 @@ TEST_CASE("a supervised node that dies is started again by its supervisor and re
   require_all_ok(results);
   CHECK(results[1].err.find("starting attempt 2 of 4 from the running job, which it rejoins") !=
         std::string::npos);
+  CHECK(results[1].err.find("this process replaces the lost node (it takes its stages' state "
+                            "from node 0, not from --resume)") != std::string::npos);
   const auto rows = recoveries(dir.path() / "run");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["fault"] == "node");
@@ -222,6 +227,32 @@ TEST_CASE("a node lost and a stage of another node crashing in the same step mak
   MESSAGE("respawned: " << rows[0]["respawned"].dump());
   CHECK(std::ranges::includes(respawned, std::vector<int>{1, 2}));
   CHECK(std::ranges::includes(std::vector<int>{0, 1, 2}, respawned));
+  CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
+        read_text(dir.path() / "one" / "weights.safetensors"));
+}
+
+TEST_CASE("node 0 killed under supervisors: the whole job starts again from the newest checkpoint and ends with the same weights") {
+  TempDir dir;
+  auto reference = rejoin_job({"--out", dir / "one"});
+  reference.erase(reference.begin());
+  train_ok(reference, 120);
+
+  // exit: kills node 0's process (the store, the coordinator) at the start of step 12 in
+  // its first attempt. Node 1 loses the job and fails; both supervisors start their node
+  // again with --resume latest (one folder here, as on a shared file system).
+  auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[exit:node=0:step=12]", "--set",
+                                   "checkpoint.every=5", "--supervise"});
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  CHECK(results[0].err.find("attempt 1 ended with signal 9") != std::string::npos);
+  CHECK(results[0].err.find("starting attempt 2 of 4 from the newest checkpoint") != std::string::npos);
+  CHECK(results[0].err.find("resuming from") != std::string::npos);
+  CHECK(results[1].err.find("node 0 ended or became unreachable") != std::string::npos);
+  CHECK(results[1].err.find("starting attempt 2 of 4 from the running job, which it rejoins, or "
+                            "else (the whole job starts again) the newest checkpoint") !=
+        std::string::npos);
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
         read_text(dir.path() / "one" / "weights.safetensors"));
 }

@@ -91,6 +91,7 @@ std::unique_ptr<GradientAllReduce> ReplicaGroups::make_group(const StageGroup& g
   o.reduction = reduction;
   o.listen_address = listen_address_;
   o.timeout = timeout_;
+  o.cancellation = &cancellation_;
   return std::make_unique<GlooGradientAllReduce>(*client_, std::move(o));
 }
 

@@ -67,8 +67,8 @@ class ReplicaGroups {
   int replicas() const { return replicas_; }
 
   /// A recovery began: every group of a generation below `generation` (the one the groups
-  /// are rebuilt with) stops waiting for its buckets (group_cancellation.hpp; GPU groups —
-  /// a Gloo group fails at once when a peer's group closes its connections).
+  /// are rebuilt with) stops waiting for its buckets (group_cancellation.hpp): an NCCL
+  /// group aborts its communicator, a Gloo group shuts its connections down.
   void cancel_below(std::uint32_t generation) { cancellation_.cancel_below(generation); }
 
  private:

@@ -8,6 +8,7 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +20,7 @@
 
 #include "transport/collective/collective_error.hpp"
 #include "transport/collective/completion.hpp"
+#include "transport/collective/gloo/gloo_peer_sockets.hpp"
 #include "transport/collective/gloo/gloo_rendezvous_store.hpp"
 #include "transport/collective/gloo/host_bucket_staging.hpp"
 #include "transport/collective/gloo/sigpipe_block.hpp"
@@ -28,6 +30,10 @@ namespace conveyor {
 namespace {
 
 constexpr const char* kRebuild = "; the group is broken: rebuild it (next generation) on every rank";
+constexpr const char* kCancelled =
+    "cancelled: a recovery began (a replica failed or left), every stage group is rebuilt";
+// How often the watcher looks at the cancellation while an operation is in flight.
+constexpr std::chrono::milliseconds kWatchEvery{50};
 
 // Gloo reports a peer that did not take part in time as an IoException whose text says so;
 // its other failures (a closed connection, a protocol error) are plain errors.
@@ -66,14 +72,24 @@ struct GlooGradientAllReduce::Impl {
   // The flat array of each bucket of several buffers, made on its first use; touched by
   // the worker thread only.
   std::vector<std::vector<float>> staging;
+  // Duplicates of the connections' sockets (size > 1): shut down to end the operation in
+  // flight when the generation is cancelled, and whenever the group breaks.
+  GlooPeerSockets sockets;
 
   std::mutex mu;  // guards the members below
-  std::condition_variable work;
+  std::condition_variable work;     // the worker: a bucket queued, or stopping
+  std::condition_variable watched;  // the watcher: an operation began or ended, or stopping
   std::deque<Operation> queue;
   std::vector<bool> in_flight;  // per bucket: started and not yet finished
-  std::string broken;           // the failure that broke the group; empty while healthy
+  bool gathering = false;       // an all-gather runs (on its caller's thread)
+  // The output buffer of the operation now inside Gloo (null: none); its owner clears it
+  // before destroying it.
+  gloo::transport::UnboundBuffer* in_gloo = nullptr;
+  bool cancelled = false;  // the watcher saw the cancellation and ended the connections
+  std::string broken;      // the failure that broke the group; empty while healthy
   bool stopping = false;
   std::thread worker;
+  std::thread watcher;  // only with options.cancellation and size > 1
 
   Impl(RendezvousClient& store, GlooGroupOptions o) : options(std::move(o)) {
     const StageGroup& group = options.group;
@@ -91,6 +107,7 @@ struct GlooGradientAllReduce::Impl {
     agree_on_layout(store, group, options.layout, options.reduction, options.timeout);
     if (group.size > 1) connect(store);
     worker = std::thread([this] { run(); });
+    if (options.cancellation && group.size > 1) watcher = std::thread([this] { watch(); });
   }
 
   ~Impl() {
@@ -99,7 +116,10 @@ struct GlooGradientAllReduce::Impl {
       stopping = true;
     }
     work.notify_all();
-    worker.join();
+    watched.notify_all();
+    worker.join();  // the watcher still ends a running bucket of a cancelled generation
+    if (watcher.joinable()) watcher.join();
+    sockets = GlooPeerSockets();  // so that the pairs' close below ends the connections
     context.reset();  // closes the pairs: peers still waiting on this rank fail at once
     device.reset();
   }
@@ -115,6 +135,7 @@ struct GlooGradientAllReduce::Impl {
       context->setTimeout(options.timeout);
       GlooRendezvousStore addresses(store, group.store_prefix() + "gloo/", options.timeout);
       context->connectFullMesh(addresses, device);
+      sockets = GlooPeerSockets::take(*context);
     } catch (const CollectiveTimeout& e) {
       throw CollectiveTimeout(group.describe() + ": connecting to the peers: " + e.what());
     } catch (const std::exception& e) {
@@ -130,12 +151,23 @@ struct GlooGradientAllReduce::Impl {
            std::to_string(bucket.elements()) + " f32)";
   }
 
+  bool generation_cancelled() const {
+    return options.cancellation && options.cancellation->cancelled(options.group.generation);
+  }
+
+  // REQUIRES: mu held. A cancelled generation breaks the group before anything is sent.
+  void refuse_if_cancelled() {
+    if (broken.empty() && generation_cancelled())
+      broken = std::string("the generation was ") + kCancelled;
+  }
+
   std::unique_ptr<AllReduceHandle> start(const GradientBucket& bucket) {
     check_bucket(bucket, options.layout, options.group.describe());
     auto completion = std::make_shared<Completion>();
     auto elapsed_ms = std::make_shared<std::atomic<double>>(0.0);
     {
       std::lock_guard lock(mu);
+      refuse_if_cancelled();
       if (!broken.empty())
         throw CollectiveError(describe(bucket) + ": not started: " + broken);
       if (in_flight[bucket.index])
@@ -145,7 +177,70 @@ struct GlooGradientAllReduce::Impl {
       queue.push_back({bucket, completion, elapsed_ms});
     }
     work.notify_one();
+    watched.notify_one();
     return std::make_unique<GlooPendingBucket>(std::move(completion), std::move(elapsed_ms));
+  }
+
+  // REQUIRES: mu held.
+  bool busy() const {
+    return gathering || std::find(in_flight.begin(), in_flight.end(), true) != in_flight.end();
+  }
+
+  // The watcher thread: while an operation is queued or running, looks at the cancellation
+  // every kWatchEvery. Once the generation is cancelled it shuts the connections down:
+  // Gloo then fails the pending operations of every pair at once (gloo_peer_sockets.hpp).
+  // Gloo misses one kind (a send of ours still being written to the socket, found in
+  // scratch runs where both ends were mid-transfer): its wait on the operation's output
+  // buffer is ended with abortWaitSend/abortWaitRecv, from then on at every look while
+  // the operation stays inside Gloo; Gloo then fails at its next send or receive, on the
+  // closed pair. The operation fails as cancelled however Gloo returns (was_cancelled).
+  void watch() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      if (!busy()) {
+        if (stopping) return;
+        watched.wait(lock);
+        continue;
+      }
+      if (!cancelled && generation_cancelled()) {
+        cancelled = true;
+        if (broken.empty()) broken = std::string("the generation was ") + kCancelled;
+        lock.unlock();
+        sockets.shut_down();
+        lock.lock();
+      } else if (cancelled && in_gloo) {
+        in_gloo->abortWaitSend();
+        in_gloo->abortWaitRecv();
+      }
+      watched.wait_for(lock, kWatchEvery);
+    }
+  }
+
+  // Publishes `buffer` (the output of the operation about to enter Gloo) to the watcher
+  // until destroyed. REQUIRES: destroyed before the buffer.
+  class InGloo {
+   public:
+    InGloo(Impl& impl, gloo::transport::UnboundBuffer* buffer) : impl_(impl) {
+      std::lock_guard lock(impl_.mu);
+      impl_.in_gloo = buffer;
+    }
+    ~InGloo() {
+      std::lock_guard lock(impl_.mu);
+      impl_.in_gloo = nullptr;
+    }
+    InGloo(const InGloo&) = delete;
+    InGloo& operator=(const InGloo&) = delete;
+
+   private:
+    Impl& impl_;
+  };
+
+  // After an operation left Gloo: whether the watcher cancelled it, in which case it fails
+  // as cancelled even if Gloo returned normally (an aborted wait lets Gloo go on, and the
+  // peers may not have their part).
+  bool was_cancelled() {
+    std::lock_guard lock(mu);
+    return cancelled;
   }
 
   void run() {
@@ -159,7 +254,8 @@ struct GlooGradientAllReduce::Impl {
         if (queue.empty()) return;  // stopping, nothing left
         op = std::move(queue.front());
         queue.pop_front();
-        broken_by = stopping ? "the group was destroyed before it ran" : broken;
+        refuse_if_cancelled();
+        broken_by = !broken.empty() ? broken : stopping ? "the group was destroyed before it ran" : "";
       }
       if (!broken_by.empty()) {
         finish(op, std::make_exception_ptr(
@@ -176,6 +272,7 @@ struct GlooGradientAllReduce::Impl {
       } catch (const std::exception& e) {
         error = break_group(describe(op.bucket), "bucket " + std::to_string(op.bucket.index), e);
       }
+      if (was_cancelled()) error = cancelled_error(describe(op.bucket));
       finish(op, error);
     }
   }
@@ -186,11 +283,17 @@ struct GlooGradientAllReduce::Impl {
                                  const std::exception& e) {
     {
       std::lock_guard lock(mu);
-      broken = short_name + " failed earlier (" + e.what() + ")";
+      if (broken.empty()) broken = short_name + " failed earlier (" + e.what() + ")";
     }
+    sockets.shut_down();  // Gloo closed its descriptors; our duplicates keep the sockets
     const std::string text = what + ": " + e.what() + kRebuild;
     return is_gloo_timeout(e) ? std::make_exception_ptr(CollectiveTimeout(text))
                               : std::make_exception_ptr(CollectiveError(text));
+  }
+
+  // The failure of an operation that was in flight when its generation was cancelled.
+  static std::exception_ptr cancelled_error(const std::string& what) {
+    return std::make_exception_ptr(CollectiveError(what + ": " + kCancelled + kRebuild));
   }
 
   // The bucket is free for the next start() before its waiter wakes up.
@@ -199,6 +302,7 @@ struct GlooGradientAllReduce::Impl {
       std::lock_guard lock(mu);
       in_flight[op.bucket.index] = false;
     }
+    watched.notify_one();
     if (error) {
       op.completion->fail(std::move(error));
     } else {
@@ -220,31 +324,49 @@ struct GlooGradientAllReduce::Impl {
       if (b.dtype != DType::f32 || (b.count > 0 && !b.data))
         throw std::invalid_argument(group.describe() +
                                     ": the all-gather takes f32 host buffers only");
+    const std::string what = group.describe() + ": all-gather of " + std::to_string(n) + " f32";
     {
       std::lock_guard lock(mu);
+      refuse_if_cancelled();
       if (!broken.empty())
         throw CollectiveError(group.describe() + ": all-gather not started: " + broken);
       // The worker thread uses the context for buckets: it must be idle.
-      if (!queue.empty() || std::find(in_flight.begin(), in_flight.end(), true) != in_flight.end())
+      if (busy())
         throw std::logic_error(group.describe() + ": all-gather while buckets are in flight");
+      if (group.size > 1 && n > 0) gathering = true;
     }
     if (group.size == 1 || n == 0) return;
+    watched.notify_one();
+    struct Gathered {  // the watcher stops watching when the all-gather ends, however
+      Impl& impl;
+      ~Gathered() {
+        {
+          std::lock_guard lock(impl.mu);
+          impl.gathering = false;
+        }
+        impl.watched.notify_one();
+      }
+    } gathered_guard{*this};
     SigpipeBlock no_sigpipe;
     std::vector<float> flat(n), gathered(n);
     pack_bucket(all, flat);
     const std::size_t mine =
         std::accumulate(counts.begin(), counts.begin() + group.rank, std::size_t{0});
+    std::exception_ptr error;
     try {
       gloo::AllgathervOptions gather(context);
       gather.setInput(flat.data() + mine, counts[static_cast<std::size_t>(group.rank)]);
-      gather.setOutput(gathered.data(), counts);
+      auto output = context->createUnboundBuffer(gathered.data(), n * sizeof(float));
+      InGloo published(*this, output.get());  // declared after `gather`: destroyed first
+      gather.setOutput<float>(std::move(output), counts);
       gather.setTag(static_cast<std::uint32_t>(options.layout.size()));
       gather.setTimeout(options.timeout);
       gloo::allgatherv(gather);
     } catch (const std::exception& e) {
-      std::rethrow_exception(break_group(
-          group.describe() + ": all-gather of " + std::to_string(n) + " f32", "an all-gather", e));
+      error = break_group(what, "an all-gather", e);
     }
+    if (was_cancelled()) error = cancelled_error(what);
+    if (error) std::rethrow_exception(error);
     unpack_bucket(gathered, all, 1.0f);
   }
 
@@ -264,7 +386,9 @@ struct GlooGradientAllReduce::Impl {
       values = flat.data();
     }
     gloo::AllreduceOptions all_reduce(context);
-    all_reduce.setOutput(values, n);  // no input: the output is reduced in place
+    auto output = context->createUnboundBuffer(values, n * sizeof(float));
+    InGloo published(*this, output.get());  // declared after all_reduce: destroyed first
+    all_reduce.setOutput<float>(std::move(output));  // no input: reduced in place
     all_reduce.setReduceFunction(
         static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&gloo::sum<float>));
     // Ring, named rather than left to Gloo's choice: its summation order is fixed by R and

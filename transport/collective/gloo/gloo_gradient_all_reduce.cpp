@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <numeric>
 #include <stdexcept>
@@ -135,7 +136,7 @@ struct GlooGradientAllReduce::Impl {
       context->setTimeout(options.timeout);
       GlooRendezvousStore addresses(store, group.store_prefix() + "gloo/", options.timeout);
       context->connectFullMesh(addresses, device);
-      sockets = GlooPeerSockets::take(*context);
+      take_sockets();
     } catch (const CollectiveTimeout& e) {
       throw CollectiveTimeout(group.describe() + ": connecting to the peers: " + e.what());
     } catch (const std::exception& e) {
@@ -143,6 +144,18 @@ struct GlooGradientAllReduce::Impl {
                                options.listen_address + ": " + e.what();
       if (is_gloo_timeout(e)) throw CollectiveTimeout(text);
       throw CollectiveError(text);
+    }
+  }
+
+  // The group works without its sockets' duplicates, only not cancellable: a bucket
+  // waiting for a frozen peer then waits out its timeout, as before cancellation existed.
+  void take_sockets() {
+    try {
+      sockets = GlooPeerSockets::take(*context);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "conveyor: %s: %s; a recovery cannot cancel this group's buckets (they "
+                           "end at transport.timeout_s)\n",
+                   options.group.describe().c_str(), e.what());
     }
   }
 

@@ -73,6 +73,18 @@ WaitForGraph build_wait_for_graph(const std::vector<StageSnapshot>& stages,
       continue;
     }
     const auto plan = plan_of(c, s);
+    // Past its last action, a train step's stage finishes the step before it reports: with
+    // data-parallel replicas that is the gradient all-reduce with them, which waits for
+    // every replica of its stage.
+    if (plan && !s.eval && s.state == StageState::waiting &&
+        s.slot == static_cast<std::int64_t>(plan->size())) {
+      const bool replicas = n > static_cast<int>(c.placement.ranks.size());
+      g.lines.push_back(fmt::format("stage {} ran every action of {} and finishes it{} for {:.1f} s",
+                                    s.rank, phase_step(s),
+                                    replicas ? " (its gradients' all-reduce with its replicas)" : "",
+                                    for_s));
+      continue;
+    }
     if (!plan || s.slot < 0 || s.slot >= static_cast<std::int64_t>(plan->size())) {
       g.lines.push_back(fmt::format("stage {} is at action {} of a plan it does not have", s.rank, s.slot));
       continue;

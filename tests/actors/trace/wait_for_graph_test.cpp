@@ -110,4 +110,20 @@ TEST_CASE("the wait-for graph says when stages wait for a plan the coordinator n
   CHECK(g.culprit == -1);
 }
 
+TEST_CASE("the wait-for graph says a stage past its last action is finishing its step, not at an action it does not have") {
+  const auto c = context();
+  const auto done = static_cast<std::int64_t>(c.train_plans[1].size());
+  // Stage 1 ran all its actions; stage 2 is stuck.
+  std::vector<StageSnapshot> s{at(0, StageState::idle, 0), at(1, StageState::waiting, done),
+                               at(2, StageState::running, slot_of(c, 2, "2B3"))};
+  auto g = trace::build_wait_for_graph(s, c, 4 * kSecond);
+  CHECK(g.lines[1] == "stage 1 ran every action of step 2 and finishes it for 4.0 s");
+  CHECK(g.culprit == 2);
+  // With a second replica (ranks 3-5) such a stage waits in its gradients' all-reduce.
+  for (int r = 3; r < 6; ++r) s.push_back(at(r, StageState::idle, 0));
+  g = trace::build_wait_for_graph(s, c, 4 * kSecond);
+  CHECK(g.lines[1] == "stage 1 ran every action of step 2 and finishes it (its gradients' "
+                      "all-reduce with its replicas) for 4.0 s");
+}
+
 }  // namespace conveyor::testing

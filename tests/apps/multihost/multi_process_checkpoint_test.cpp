@@ -73,10 +73,15 @@ TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 proce
     CHECK(manifest.shards.size() == 4);  // stages 2 and 3 ran on node 1
   }
 
-  // Resumed after step 10, over 2 processes again (each node reads its own stages).
+  // Resumed after step 10, over 2 processes again (each node reads its own stages); node 1
+  // supervised, whose supervisor used to drop the --resume of its first attempt (node 1
+  // then started from scratch and the nodes refused each other).
   const fs::path again = dir.path() / "again";
   const std::string from = (run / "checkpoints" / "step-000010").string();
-  results = run_nodes(dir, two_nodes(again, {"--resume", from}), 120);
+  auto resumed = two_nodes(again, {"--resume", from});
+  resumed[1].args.push_back("--supervise");
+  results = run_nodes(dir, resumed, 120);
+  INFO("node 1:\n" << results[1].err);
   require_all_ok(results);
   CHECK(read_text(again / "weights.safetensors") == want);
 

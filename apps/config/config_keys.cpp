@@ -117,8 +117,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(devices.per_node,
           "stage actors (parallel.data × pipeline.stages) per node of a multi-process job, nodes in "
           "rank order: N > 0 gives every node but the last N and the last the rest, which must be 1 "
-          "to N; 0 gives every node an equal share, so the stage actors must divide evenly over the "
-          "nodes",
+          "to N; 0 shares them as evenly as possible (the first nodes one more when they do not "
+          "divide: 6 on 4 nodes is 2, 2, 1, 1)",
           at_least(0)),
 
       KEY(runtime.threads_per_stage, "CPU threads per stage for kernels", at_least(1),

@@ -17,12 +17,10 @@ std::vector<int> node_of_actor(const ReplicaLayout& layout, int nnodes,
           ? fmt::format("pipeline.stages={}", layout.stages)
           : fmt::format("parallel.data={} × pipeline.stages={} = {} stages", layout.replicas,
                         layout.stages, actors);
-  const std::string keys = layout.replicas == 1 ? "pipeline.stages"
-                                                : "pipeline.stages or parallel.data";
   std::vector<int> node(static_cast<std::size_t>(std::max(actors, 0)), -1);
   // max: a bad nnodes reaches split_over_nodes, whose error names it.
   for (int n = 0; n < std::max(nnodes, 1); ++n)
-    for (int a : split_over_nodes(actors, what, keys, nnodes, n, per_node))
+    for (int a : split_over_nodes(actors, what, nnodes, n, per_node))
       node.at(static_cast<std::size_t>(a)) = n;
   return node;
 }

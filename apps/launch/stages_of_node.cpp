@@ -15,17 +15,19 @@ namespace {
 std::string per_node_values(int count, int nnodes) {
   const int low = (count + nnodes - 1) / nnodes;
   const int high = (count - 1) / (nnodes - 1);
+  const std::string balanced = "devices.per_node 0 shares them as evenly as possible";
   if (low > high)
-    return "no devices.per_node splits them either (it gives every node but the last the same count, the last "
-           "the rest, at least one)";
+    return "no devices.per_node > 0 splits them (it gives every node but the last the same count, the last "
+           "the rest, at least one); " + balanced;
   const std::string values = low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high);
-  return "devices.per_node " + values + " splits them (every node but the last that many, the last the rest)";
+  return "devices.per_node " + values + " splits them (every node but the last that many, the last the rest), "
+         "or " + balanced;
 }
 
 }  // namespace
 
-std::vector<int> split_over_nodes(int count, const std::string& what, const std::string& keys,
-                                  int nnodes, int node_rank, std::optional<int> per_node) {
+std::vector<int> split_over_nodes(int count, const std::string& what, int nnodes, int node_rank,
+                                  std::optional<int> per_node) {
   const std::string job =
       what + " on " + std::to_string(nnodes) + (nnodes == 1 ? " node" : " nodes");
   if (count < 1) throw InputError("launch: " + what + " must be at least 1");
@@ -35,23 +37,24 @@ std::vector<int> split_over_nodes(int count, const std::string& what, const std:
                      std::to_string(nnodes - 1));
   if (count < nnodes)
     throw InputError("launch: " + job + ": every node needs at least one stage");
-  int each = count / nnodes;
-  if (per_node) {
-    each = *per_node;
-    const std::string with = job + " with " + std::to_string(each) + " stages per node";
-    if (each < 1) throw InputError("launch: " + with + ": stages per node must be at least 1");
-    if (static_cast<long long>(each) * nnodes < count)
-      throw InputError("launch: " + with + ": the nodes hold only " +
-                       std::to_string(static_cast<long long>(each) * nnodes) + " stages; " +
-                       per_node_values(count, nnodes));
-    if (static_cast<long long>(each) * (nnodes - 1) >= count)
-      throw InputError("launch: " + with + ": node " + std::to_string(nnodes - 1) +
-                       " would get no stage; " + per_node_values(count, nnodes));
-  } else if (count % nnodes != 0) {
-    throw InputError("launch: " + job + ": the stages do not divide evenly (" +
-                     std::to_string(count % nnodes) + " left over): " + per_node_values(count, nnodes) +
-                     ", or change " + keys);
+  if (!per_node) {
+    // As evenly as possible: the first count % nnodes nodes take one more (6 on 4: 2 2 1 1).
+    const int base = count / nnodes, extra = count % nnodes;
+    const int first = node_rank * base + std::min(node_rank, extra);
+    std::vector<int> out;
+    for (int s = first; s < first + base + (node_rank < extra ? 1 : 0); ++s) out.push_back(s);
+    return out;
   }
+  const int each = *per_node;
+  const std::string with = job + " with " + std::to_string(each) + " stages per node";
+  if (each < 1) throw InputError("launch: " + with + ": stages per node must be at least 1");
+  if (static_cast<long long>(each) * nnodes < count)
+    throw InputError("launch: " + with + ": the nodes hold only " +
+                     std::to_string(static_cast<long long>(each) * nnodes) + " stages; " +
+                     per_node_values(count, nnodes));
+  if (static_cast<long long>(each) * (nnodes - 1) >= count)
+    throw InputError("launch: " + with + ": node " + std::to_string(nnodes - 1) +
+                     " would get no stage; " + per_node_values(count, nnodes));
   const int first = node_rank * each;
   const int last = std::min(count, first + each);  // exclusive
   std::vector<int> out;
@@ -60,8 +63,8 @@ std::vector<int> split_over_nodes(int count, const std::string& what, const std:
 }
 
 std::vector<int> stages_of_node(int stages, int nnodes, int node_rank, std::optional<int> per_node) {
-  return split_over_nodes(stages, "pipeline.stages=" + std::to_string(stages), "pipeline.stages",
-                          nnodes, node_rank, per_node);
+  return split_over_nodes(stages, "pipeline.stages=" + std::to_string(stages), nnodes, node_rank,
+                          per_node);
 }
 
 }  // namespace conveyor

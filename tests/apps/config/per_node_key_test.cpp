@@ -12,16 +12,16 @@
 
 using namespace conveyor;
 
-TEST_CASE("devices.per_node's description says what the node assignment accepts: an even share at 0, else N each and the rest on the last node") {
+TEST_CASE("devices.per_node's description says what the node assignment does: as even a share as possible at 0, else N each and the rest on the last node") {
   const ConfigKey* key = find_config_key("devices.per_node");
   REQUIRE(key != nullptr);
   CAPTURE(key->help);
   CHECK(key->help.find("stage actors (parallel.data × pipeline.stages) per node") != std::string::npos);
-  // 0: an equal share, refused when it does not divide.
-  CHECK(key->help.find("0 gives every node an equal share, so the stage actors must divide evenly over the nodes") !=
-        std::string::npos);
+  // 0: as even a share as possible, the first nodes one more.
+  CHECK(key->help.find("0 shares them as evenly as possible (the first nodes one more when they do "
+                       "not divide: 6 on 4 nodes is 2, 2, 1, 1)") != std::string::npos);
   CHECK(stages_of_node(6, 2, 1, std::nullopt) == std::vector<int>{3, 4, 5});
-  CHECK_THROWS_AS(stages_of_node(5, 2, 1, std::nullopt), InputError);
+  CHECK(stages_of_node(5, 2, 1, std::nullopt) == std::vector<int>{3, 4});
   // N > 0: N on every node but the last, which takes the rest, 1 to N of them.
   CHECK(key->help.find("N > 0 gives every node but the last N and the last the rest, which must be 1 to N") !=
         std::string::npos);

@@ -44,14 +44,20 @@ TEST_CASE("one replica is the pipeline's split of its stages, stages per node in
   CHECK(node_of_actor(ReplicaLayout{2, 3}, 2, 4) == Nodes{0, 0, 0, 0, 1, 1});
 }
 
-TEST_CASE("stage actors that do not split over the nodes are an error naming the keys") {
+TEST_CASE("stage actors that do not divide over the nodes go as evenly as possible, in actor order") {
+  CHECK(node_of_actor(ReplicaLayout{3, 1}, 2, std::nullopt) == Nodes{0, 0, 1});
+  CHECK(node_of_actor(ReplicaLayout{1, 6}, 4, std::nullopt) == Nodes{0, 0, 1, 1, 2, 3});
+  CHECK(node_of_actor(ReplicaLayout{2, 3}, 4, std::nullopt) == Nodes{0, 0, 1, 1, 2, 3});
+}
+
+TEST_CASE("stage actors that cannot split over the nodes are an error naming the keys") {
   const auto error = [](ReplicaLayout layout, int nnodes, std::optional<int> per) {
     return input_error([&] { node_of_actor(layout, nnodes, per); });
   };
-  check_message(error({3, 1}, 2, std::nullopt),
-                {"parallel.data=3 × pipeline.stages=1 = 3 stages on 2 nodes", "do not divide",
-                 "pipeline.stages or parallel.data"});
+  check_message(error({3, 1}, 2, 1),
+                {"parallel.data=3 × pipeline.stages=1 = 3 stages on 2 nodes with 1 stages per node",
+                 "devices.per_node 2 splits them"});
   check_message(error({2, 1}, 4, std::nullopt), {"parallel.data=2", "at least one stage"});
-  check_message(error({1, 6}, 4, std::nullopt), {"pipeline.stages=6 on 4 nodes", "do not divide"});
+  check_message(error({1, 6}, 4, 2), {"pipeline.stages=6 on 4 nodes", "node 3 would get no stage"});
   check_message(error({2, 2}, 0, std::nullopt), {"nnodes=0"});
 }

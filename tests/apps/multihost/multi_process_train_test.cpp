@@ -87,6 +87,22 @@ TEST_CASE("devices.per_node puts 3 stages on node 0 and 1 on node 1 with the sam
   CHECK(results[1].err.find("stages 3 here") != std::string::npos);
 }
 
+TEST_CASE("4 stages over 3 processes, which no devices.per_node splits, go 2, 1, 1 and keep the weights") {
+  TempDir dir;
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 3; ++n)
+    nodes.push_back(NodeRun{tiny_job({"--nnodes", "3", "--node-rank", std::to_string(n), "--rdzv",
+                                      rdzv, "--out", dir / "run"}),
+                            {}, {}});
+  const auto results = run_nodes(dir, nodes);
+  require_all_ok(results);
+  require_reference(dir.path() / "run");
+  CHECK(results[0].err.find("stages 0 1 here") != std::string::npos);
+  CHECK(results[1].err.find("stages 2 here") != std::string::npos);
+  CHECK(results[2].err.find("stages 3 here") != std::string::npos);
+}
+
 TEST_CASE("transport.kind ucx sends every edge of one process over UCX and keeps the weights") {
   TempDir dir;
   auto args = tiny_job({"--set", "transport.kind=ucx", "--out", dir / "run"});

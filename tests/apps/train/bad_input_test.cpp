@@ -151,12 +151,12 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
                  "fault.snapshot_every must be > 0"};
        }},
       // Checked before the rendezvous: a wrong split never waits for the other nodes.
-      {"replicas whose stages do not split over the nodes",
+      {"fewer stage actors than nodes",
        [](const TempDir&, auto& args, auto& want) {
          args.insert(args.end(), {"--set", "parallel.data=2", "--set", "fault.policy=abort",
-                                  "--set", "pipeline.stages=3", "--nnodes", "4",
+                                  "--set", "pipeline.stages=1", "--nnodes", "4",
                                   "--node-rank", "0", "--rdzv", "127.0.0.1:1"});
-         want = {"parallel.data=2", "pipeline.stages=3", "4 nodes", "do not divide"};
+         want = {"parallel.data=2", "pipeline.stages=1", "4 nodes", "at least one stage"};
        }},
       {"checkpoints of replicas whose replica 0 spans nodes",
        [](const TempDir&, auto& args, auto& want) {

@@ -445,33 +445,22 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     }
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
   }
-  // The coordinator rearms the watchdog after each recovery; the watchdog is made after
-  // the coordinator, which reaches it through `armed`.
-  auto armed = std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
-  restarts.recovered = [armed] {
-    if (auto* w = armed->load()) w->rearm();
-  };
-  restarts.waiting_for_replacement = [armed] {
-    if (auto* w = armed->load()) w->pause();
-  };
+  RunWatchdog watchdog;
+  watchdog.wire(restarts);
   auto coordinator = system.spawn(coordinator_actor, job, stages, observer, restarts);
   end.actors.push_back(coordinator);
   self->send(directory, coordinator_atom::value, coordinator);
   relay.deliver_to(coordinator);
-  auto diagnosis = std::make_shared<std::string>();
-  auto watchdog = start_hang_watchdog(job, coordinator, diagnosis);
-  armed->store(watchdog.get());
+  watchdog.start(job, coordinator);
   TrainResult result;
   self->request(coordinator, caf::infinite, train_atom::value)
       .receive([&](TrainResult& r) { result = std::move(r); },
                [&](caf::error& e) { failed = error_text(system, e); });
-  const bool hung = watchdog && watchdog->fired();
-  armed->store(nullptr);
-  watchdog.reset();  // stops it (a fired one is waiting out its grace period)
+  const bool hung = watchdog.stop();
   watch.stop();      // the other nodes leave now
   if (hung) {
     await_actors.limit_wait(kFailedJobGrace);
-    throw HangError(*diagnosis);
+    throw HangError(watchdog.diagnosis());
   }
   if (!failed.empty()) {
     await_actors.limit_wait(kFailedJobGrace);

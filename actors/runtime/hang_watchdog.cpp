@@ -55,3 +55,28 @@ std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const
 }
 
 }  // namespace conveyor
+
+namespace conveyor {
+
+void RunWatchdog::wire(StageRestarts& restarts) const {
+  restarts.recovered = [armed = armed_] {
+    if (auto* w = armed->load()) w->rearm();
+  };
+  restarts.waiting_for_replacement = [armed = armed_] {
+    if (auto* w = armed->load()) w->pause();
+  };
+}
+
+void RunWatchdog::start(const std::shared_ptr<const TrainingJob>& job, const caf::actor& coordinator) {
+  watchdog_ = start_hang_watchdog(job, coordinator, diagnosis_);
+  armed_->store(watchdog_.get());
+}
+
+bool RunWatchdog::stop() {
+  const bool hung = watchdog_ && watchdog_->fired();
+  armed_->store(nullptr);
+  watchdog_.reset();  // stops it (a fired one is waiting out its grace period)
+  return hung;
+}
+
+}  // namespace conveyor

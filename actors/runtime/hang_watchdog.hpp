@@ -11,9 +11,11 @@
 //  - if the run has neither recovered nor ended a grace period later (a stage stuck inside
 //    a kernel never reads its mailbox), ends the process with exit code kExitHang.
 #include <caf/all.hpp>
+#include <atomic>
 #include <memory>
 #include <string>
 
+#include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/runtime/training_job.hpp"
 #include "actors/trace/watchdog.hpp"
 
@@ -24,5 +26,36 @@ namespace conveyor {
 std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const TrainingJob>& job,
                                                      const caf::actor& coordinator,
                                                      std::shared_ptr<std::string> diagnosis);
+
+/// The watchdog of one run, wired to its coordinator. The coordinator is spawned before
+/// the watchdog (which needs its handle) but must rearm it after each recovery and pause
+/// it while waiting for a lost node's replacement: `wire` fills those StageRestarts hooks,
+/// which reach the watchdog through a pointer that is null before `start` and after
+/// `stop`. Use: wire(restarts); spawn the coordinator; start(job, coordinator); run;
+/// stop().
+class RunWatchdog {
+ public:
+  RunWatchdog() = default;
+  RunWatchdog(const RunWatchdog&) = delete;
+  RunWatchdog& operator=(const RunWatchdog&) = delete;
+  /// Stops it, so the hooks never reach a destroyed watchdog (a run that threw).
+  ~RunWatchdog() { stop(); }
+
+  /// Sets restarts.recovered (rearm) and restarts.waiting_for_replacement (pause).
+  void wire(StageRestarts& restarts) const;
+  /// Starts the watchdog if the job has one (start_hang_watchdog).
+  void start(const std::shared_ptr<const TrainingJob>& job, const caf::actor& coordinator);
+  /// Stops it; true when it diagnosed a hang the run did not recover from (the caller
+  /// throws HangError(diagnosis())).
+  bool stop();
+  /// The text of the last hang diagnosed.
+  const std::string& diagnosis() const { return *diagnosis_; }
+
+ private:
+  std::shared_ptr<std::atomic<trace::Watchdog*>> armed_ =
+      std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
+  std::shared_ptr<std::string> diagnosis_ = std::make_shared<std::string>();
+  std::unique_ptr<trace::Watchdog> watchdog_;
+};
 
 }  // namespace conveyor

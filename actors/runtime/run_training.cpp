@@ -66,20 +66,14 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
   };
   for (int r = 0; r < job->stage_actors(); ++r) stages.push_back(spawn_stage(stage_actor, job, r, epoch));
   // Replacements are spawned like the originals; the watchdog is rearmed after a recovery.
-  // It is created after the coordinator, so the coordinator reaches it through `armed`.
-  auto armed = std::make_shared<std::atomic<trace::Watchdog*>>(nullptr);
+  RunWatchdog watchdog;
   StageRestarts restarts;
   restarts.respawn = [spawn_stage, job, epoch](int rank, std::int64_t fence) {
     return spawn_stage(restarted_stage_actor, job, rank, epoch, fence);
   };
-  restarts.recovered = [armed] {
-    if (auto* w = armed->load()) w->rearm();
-  };
+  watchdog.wire(restarts);
   auto coordinator = system->spawn(coordinator_actor, job, stages, &observer, restarts);
-
-  auto diagnosis = std::make_shared<std::string>();
-  auto watchdog = start_hang_watchdog(job, coordinator, diagnosis);
-  armed->store(watchdog.get());
+  watchdog.start(job, coordinator);
 
   TrainResult result;
   std::string failed;
@@ -89,15 +83,12 @@ TrainResult run_training(const TrainingJob& job_in, TrainingObserver& observer) 
         .receive([&](TrainResult& r) { result = std::move(r); },
                  [&](caf::error& e) { failed = error_text(*system, e); });
   }
-  const bool hung = watchdog && watchdog->fired();
-  armed->store(nullptr);
-  watchdog.reset();  // stops it (a fired one is waiting out its grace period)
-  if (hung) {
+  if (watchdog.stop()) {
     // The stage the diagnosis names may be stuck in its compute for good: wait for the
     // threads as long as the watchdog's grace period, not the default minute.
     await_stage_threads.limit_wait(std::chrono::milliseconds(
         static_cast<std::int64_t>(1000 * std::max(5.0, job->watchdog_timeout_s))));
-    throw HangError(*diagnosis);
+    throw HangError(watchdog.diagnosis());
   }
   if (!failed.empty()) throw std::runtime_error(failed);
   return result;

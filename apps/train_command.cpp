@@ -25,6 +25,7 @@
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
 #include "apps/train/cross_process_checkpoints.hpp"
+#include "apps/train/node_replacement.hpp"
 #include "apps/train/folder_lock.hpp"
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
@@ -57,8 +58,9 @@ struct TrainOptions {
 
 // --supervise (apps/train/supervisor.hpp): this process restarts the training process it
 // starts until it succeeds. In a job over several processes, a node other than 0 that is
-// restarted rejoins the running job (fault.rejoin_timeout_s); node 0 hosts the store and
-// the coordinator, so when it is lost the whole job starts again from the newest checkpoint.
+// restarted rejoins the running job where the job takes replacements (node_replacement.hpp);
+// node 0 hosts the store and the coordinator, so when it is lost (or a node that cannot
+// rejoin) the whole job starts again from the newest checkpoint.
 [[noreturn]] void run_supervised(const TrainOptions& opt) {
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   const RunConfig config = load_run_config(opt.config, opt.overrides);  // bad input: exit 2 now
@@ -74,7 +76,7 @@ struct TrainOptions {
   if (opt.launch.node_rank) run.args.insert(run.args.end(), {"--node-rank", *opt.launch.node_rank});
   if (opt.launch.rdzv) run.args.insert(run.args.end(), {"--rdzv", *opt.launch.rdzv});
   if (opt.token) run.args.insert(run.args.end(), {"--token", *opt.token});
-  run.rejoins = spec.nnodes > 1 && spec.node_rank != 0;
+  run.rejoins = spec.nnodes > 1 && spec.node_rank != 0 && takes_replacements(config);
   throw ExitStatus{supervise(run)};
 }
 
@@ -166,7 +168,7 @@ void run_train(const TrainOptions& opt) {
   refuse_non_utf8_paths(opt, config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   TrainingJob job = build_training_job(config, spec.nnodes);
-  check_checkpoints_across_processes(config, spec, opt.resume.has_value());
+  check_checkpoints_across_processes(config, spec);
   refuse_groups_across_processes(spec, config);
   refuse_exits_of_absent_nodes(spec, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything

@@ -202,13 +202,28 @@ std::string describe_loss(const LivenessLoss& loss, const NodeSetup& setup, bool
                      fmt::join(loss.silent_ranks, ", "), loss.detail);
 }
 
-// Buddy copies of snapshots on node 0, and with them the rejoin of a lost process, cover
-// host-memory stages: a GPU stage's state is too large to copy every step. GPU stages
-// recover in place (their NCCL edges rebuilt), from their own process's snapshots.
 bool all_cpu(const TrainingJob& job) {
   for (const auto& r : job.placement.ranks)
     if (!r.device.is_cpu()) return false;
   return true;
+}
+
+// Buddy copies of snapshots on node 0 (fault.buddy_copies), and with them the rejoin of a
+// lost process, cover host-memory stages: a GPU stage's state is too large to copy every
+// step. Without them stages recover in place (GPU stages' NCCL edges rebuilt) from their
+// own process's snapshots, and a checkpoint asks for copies of the step it writes.
+bool buddy_copies(const TrainingJob& job) {
+  switch (job.recovery.buddy_copies) {
+    case BuddyCopies::off: return false;
+    case BuddyCopies::automatic: return all_cpu(job);
+    case BuddyCopies::on:
+      if (!all_cpu(job))
+        throw std::invalid_argument(
+            "fault.buddy_copies: on needs every stage on the CPU (node 0 keeps copies of "
+            "host-memory stages only)");
+      return true;
+  }
+  return false;
 }
 
 bool keeps_snapshots(const TrainingJob& job) {
@@ -223,7 +238,8 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   TrainingJob resolved = job_in;
   const int ranks = resolved.stage_actors();  // every replica's stages (replica-major)
   const bool snapshots = keeps_snapshots(resolved);
-  const bool copies = snapshots && all_cpu(resolved);  // node 0 keeps every node's snapshots
+  const bool copies = snapshots && buddy_copies(resolved);  // node 0 keeps every node's snapshots
+  resolved.recovery.buddy_copies = copies ? BuddyCopies::on : BuddyCopies::off;  // for the stages
   // With copies, node 0 keeps one more than the minimum (the copies of other nodes'
   // snapshots arrive a little after its own stages' snapshots) and the others a margin
   // beyond that. Without (GPU stages: node 0 notes their steps as they reply, no lag) the
@@ -238,9 +254,9 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
         "node {} joins a job that is running already, as a replacement, but this job does not "
         "take replacements ({}): restart the whole job",
         setup.node,
-        all_cpu(resolved) ? "it needs fault.policy restart, fault.snapshot_every > 0 and "
-                            "fault.rejoin_timeout_s > 0"
-                          : "recovery across processes covers CPU stages only"));
+        all_cpu(resolved) ? "it needs fault.policy restart, fault.snapshot_every > 0, "
+                            "fault.rejoin_timeout_s > 0 and fault.buddy_copies auto or on"
+                          : "the rejoin of a lost process covers CPU stages only"));
   // Data parallelism: each stage's replicas, on whichever nodes, average their gradients
   // in a Gloo group that forms over the job's store (replica_groups.hpp); so do the two
   // holders of the tied embedding (model.tie_embeddings). A stage actor joins its groups
@@ -438,11 +454,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     restarts.directory = directory;
     restarts.rebuild_channels = static_cast<bool>(rebuild);  // the job has NCCL edges
     restarts.remote_markers = !copies;
-    if (copies) {
-      auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
-      end.actors.push_back(keeper);
-      restarts.keeper = keeper;
-    }
+    // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
+    // else those a checkpoint asks for (CopySnapshot).
+    auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
+    end.actors.push_back(keeper);
+    restarts.keeper = keeper;
+    // A copy's tensors may each take up to transport.timeout_s.
+    restarts.copy_wait = std::max<std::chrono::milliseconds>(restarts.copy_wait, 2 * setup.transport_timeout);
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
   }
   RunWatchdog watchdog;

@@ -162,13 +162,32 @@ void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::Stag
     next_after_step(self);
 }
 
-// How long a checkpoint waits for the copies of other nodes' snapshots to arrive.
-constexpr auto kCopyWait = std::chrono::seconds(30);
 constexpr auto kCopyPoll = std::chrono::milliseconds(1);
+
+// Without buddy copies (remote_markers): node 0 holds only markers of the other nodes'
+// snapshots; their stages are asked for copies of the step a checkpoint writes. A stage
+// that cannot send one fails (and is recovered, or ends the run, as any failure).
+void ask_for_copies(Self* self, std::int64_t steps_done) {
+  auto& st = self->state;
+  const auto generation = st.generation;
+  for (std::size_t r = 0; r < st.stages.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    const auto held = st.job->snapshots->get(rank, steps_done);
+    if (!is_remote(st, rank) || (held && !held->marker)) continue;
+    self->request(st.stages[r], caf::infinite, CopySnapshot{steps_done})
+        .then([](const SnapshotTaken&) {},
+              [=](caf::error& e) {
+                if (self->state.generation != generation || self->state.budget) return;
+                fail(self, fmt::format("checkpoint after step {}: stage {}: copying its snapshot "
+                                       "to node 0: {}",
+                                       steps_done, rank, stage_text(self, e, rank)));
+              });
+  }
+}
 
 // Every stage's state after `steps_done` steps, to the hook: from the in-memory snapshots
 // when every stage holds that step (across processes: once the copies arrived, polled
-// every kCopyPoll), else asked of the stages.
+// every kCopyPoll, asked for first without buddy copies), else asked of the stages.
 void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0) {
   auto& st = self->state;
   if (st.job->snapshots)
@@ -177,6 +196,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
       return;
     }
   if (st.job->snapshots && spans_processes(st)) {
+    if (polls == 0 && st.restarts.remote_markers) ask_for_copies(self, steps_done);
+    const auto kCopyWait = st.restarts.copy_wait;
     if (polls * kCopyPoll < kCopyWait) {
       self->delayed_send(self, kCopyPoll, capture_retry_atom::value, steps_done, stop, polls + 1,
                          st.generation);

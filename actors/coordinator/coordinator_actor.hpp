@@ -51,16 +51,21 @@ struct StageRestarts {
   /// Multi-process runs: the node that runs each rank (the coordinator's is node 0);
   /// empty when every stage runs in this process.
   std::vector<int> node_of_rank;
-  /// Node 0's snapshot keeper: restores the ranks of a rejoined node. Null: lost nodes
-  /// end the run.
+  /// Node 0's snapshot keeper: takes the other nodes' snapshot copies and restores the
+  /// ranks of a rejoined node. Null in one process.
   caf::actor keeper;
-  /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s).
+  /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s); 0 (no
+  /// buddy copies to restore it from, or the key's 0): lost nodes end the run.
   std::chrono::milliseconds rejoin_timeout{0};
+  /// How long a checkpoint waits for the copies of other nodes' snapshots of its step.
+  std::chrono::milliseconds copy_wait{std::chrono::seconds(30)};
   /// Node 0's directory: respawns a failed stage of another node whose process lives on
   /// (RespawnStage). Null: such a failure ends the run.
   caf::actor directory;
-  /// The stages of other nodes keep their snapshots to themselves (GPU stages: no copy to
-  /// node 0): the coordinator notes the steps they hold (SnapshotStore::put_marker).
+  /// The stages of other nodes keep their snapshots to themselves (fault.buddy_copies
+  /// off, the default for GPU stages): the coordinator notes the steps they hold
+  /// (SnapshotStore::put_marker) and asks for copies of those a checkpoint writes
+  /// (CopySnapshot).
   bool remote_markers = false;
   /// NCCL edges join stages of different nodes: every recovery rebuilds them on every
   /// node (RebuildChannels through the directory) before the stages restore.

@@ -9,6 +9,10 @@
 // Across processes (actors/cluster/snapshot_keeper.hpp; node 0 is every stage's buddy):
 //   S_r → K0  SnapshotCopy             a stage of node k > 0 after each snapshot: node 0
 //                                      keeps a copy (the tensors' bytes on the channel)
+//                                      (fault.buddy_copies on)
+//   C → S_r   CopySnapshot{S}          fault.buddy_copies off: a checkpoint of step S
+//                                      asks a stage of node k > 0 for the SnapshotCopy of
+//   S_r → C   SnapshotTaken            its snapshot S (it answers once the copy is sent)
 //   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
 //   K0 → S_r  RestoreFromCopy          ... from node 0's copy (delegated: S_r answers C)
 //   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
@@ -16,7 +20,7 @@
 //   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
 //   C → D0 → Dk  RebuildChannels{g}    GPU stages across processes: every node's NCCL
 //                                      edges get new communicators before the restore
-// The first four and the copies cross processes: they are wire types (wire_format.hpp).
+// The first four, CopySnapshot and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
 #include <string>
@@ -54,6 +58,14 @@ struct SnapshotCopy {
   std::int64_t steps_done = 0;
   std::int64_t optimizer_steps = 0;
   std::vector<NamedTensor> tensors;
+};
+
+/// To a stage of a node other than 0 whose snapshots node 0 does not copy as they are
+/// taken (fault.buddy_copies off): send node 0's keeper a SnapshotCopy of the snapshot
+/// after `steps_done` steps, which it holds in its own process. The reply, a
+/// SnapshotTaken, comes once the copy is on its way; the keeper stores it once it arrived.
+struct CopySnapshot {
+  std::int64_t steps_done = 0;
 };
 
 /// To a stage of a process that rejoined: abort as RestoreStage does, then load `copy`.
@@ -105,6 +117,11 @@ wire::both_t<Inspector, T, TakeSnapshot> inspect(Inspector& f, T& x) {
 template <class Inspector, class T>
 wire::both_t<Inspector, T, SnapshotTaken> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("SnapshotTaken"), x.rank, x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, CopySnapshot> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("CopySnapshot"), x.steps_done);
 }
 
 template <class Inspector, class T>

@@ -72,6 +72,9 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> Snap
 }
 
 void SnapshotStore::put_marker(int rank, std::int64_t steps_done) {
+  // A copy of that step that arrived first (fault.buddy_copies off: asked for by a
+  // checkpoint) is worth more than the note.
+  if (auto held = get(rank, steps_done); held && !held->marker) return;
   StageStateSnapshot marker;
   marker.steps_done = steps_done;
   marker.marker = true;

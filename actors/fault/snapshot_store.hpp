@@ -49,6 +49,7 @@ class SnapshotStore {
   /// Notes that `rank` holds its snapshot of `steps_done` in its own process (a GPU stage
   /// of another node: node 0 keeps no copy): it counts for consistent_step(), it cannot be
   /// restored from here (get() returns it with no chunks), and no checkpoint is made of it.
+  /// A copy of that step held already stays (a put() of the copy replaces the marker).
   void put_marker(int rank, std::int64_t steps_done);
   /// The newest steps_done that every stage holds; nullopt when some stage has none.
   std::optional<std::int64_t> consistent_step() const;

@@ -128,15 +128,34 @@ void drive(Self* self) {
 }
 
 // The stage's state after `steps_done` steps into the process's snapshot store, and on
-// a node other than 0 (when `copy`) a copy to node 0's keeper (snapshot_keeper.hpp).
+// a node other than 0 (when `copy`, with buddy copies) a copy to node 0's keeper
+// (snapshot_keeper.hpp).
 void put_snapshot(Self* self, std::int64_t steps_done, bool copy = true) {
   auto& st = self->state;
   StageStateSnapshot snapshot{steps_done, st.worker->snapshot()};
-  const bool copied = copy && st.links && st.links->node != 0 && st.peers.keeper;
+  const bool copied = copy && st.job->recovery.buddy_copies == BuddyCopies::on && st.links &&
+                      st.links->node != 0 && st.peers.keeper;
   auto tensors = copied ? snapshot.tensors() : std::vector<NamedTensor>{};
   const auto optimizer_steps = snapshot.optimizer_steps();
   st.job->snapshots->put(st.worker->rank(), std::move(snapshot));
   if (copied) send_snapshot_copy(self, steps_done, tensors, optimizer_steps);
+}
+
+// Without buddy copies: the copy of its snapshot after `steps_done` steps that a
+// checkpoint of node 0 asks for (CopySnapshot).
+void copy_snapshot_to_node0(Self* self, std::int64_t steps_done) {
+  auto& st = self->state;
+  const int rank = st.worker->rank();
+  if (!st.links || st.links->node == 0 || !st.peers.keeper)
+    throw std::logic_error(fmt::format("stage {}: asked for a copy of its snapshot, but it runs "
+                                       "on node 0 or knows no keeper",
+                                       rank));
+  const auto snap = st.job->snapshots ? st.job->snapshots->get(rank, steps_done) : nullptr;
+  if (!snap || snap->marker)
+    throw std::runtime_error(fmt::format("stage {} holds no snapshot after step {} to copy to "
+                                         "node 0",
+                                         rank, steps_done));
+  send_snapshot_copy(self, steps_done, snap->tensors(), snap->optimizer_steps());
 }
 
 bool snapshot_due(const TrainingJob& job, std::int64_t steps_done) {
@@ -255,6 +274,12 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
         return replying<SnapshotTaken>(self, [&] {
           put_snapshot(self, take.steps_done);
           return SnapshotTaken{self->state.worker->rank(), take.steps_done};
+        });
+      },
+      [=](const CopySnapshot& ask) {
+        return replying<SnapshotTaken>(self, [&] {
+          copy_snapshot_to_node0(self, ask.steps_done);
+          return SnapshotTaken{self->state.worker->rank(), ask.steps_done};
         });
       },
       [=](const RestoreStage& restore) {

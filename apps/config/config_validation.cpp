@@ -100,6 +100,12 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "replica cannot copy its part of the AdamW state from a twin, only "
                          "from a snapshot: set fault.snapshot_every >= 1, or fault.policy: abort)",
                          "fault.snapshot_every"};
+  if (cuda && c.fault.buddy_copies == "on")
+    return ConfigProblem{"fault.buddy_copies",
+                         "'on' on devices.kind cuda (node 0 keeps copies of host-memory "
+                         "stages' snapshots only: a GPU stage's whole state each snapshot step "
+                         "is too much to send; set fault.buddy_copies: auto or off)",
+                         "devices.kind"};
   if (cuda && c.transport.kind == "ucx")
     return ConfigProblem{"transport.kind",
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "

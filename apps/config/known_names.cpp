@@ -48,6 +48,11 @@ const std::vector<std::string>& known_nan_policies() {
   return names;
 }
 
+const std::vector<std::string>& known_buddy_copies() {
+  static const std::vector<std::string> names = {"auto", "on", "off"};
+  return names;
+}
+
 const std::vector<std::string>& known_fault_policies() {
   static const std::vector<std::string> names = {"restart", "abort"};
   return names;

@@ -25,6 +25,7 @@ const std::vector<std::string>& known_attention_backends();
 const std::vector<std::string>& known_transport_kinds();
 /// fault.policy values.
 const std::vector<std::string>& known_fault_policies();
+const std::vector<std::string>& known_buddy_copies();
 /// fault.on_nan values.
 const std::vector<std::string>& known_nan_policies();
 

@@ -15,14 +15,6 @@ bool spans_processes(const RunConfig& config, const LaunchSpec& spec) {
   return spec.nnodes > 1 || config.transport.kind == "ucx";
 }
 
-// Every way of writing them needs CPU stages so far.
-std::optional<std::string> device_refusal(const RunConfig& config) {
-  if (config.devices.kind == "cpu") return std::nullopt;
-  return fmt::format("checkpoints of a job over several processes need CPU stages so far "
-                     "(devices.kind is {})",
-                     config.devices.kind);
-}
-
 bool keeps_snapshots(const RunConfig& config) {
   return config.fault.snapshot_every > 0 &&
          (config.fault.policy == "restart" || config.fault.on_nan == "rollback");
@@ -48,7 +40,6 @@ std::optional<std::string> cross_process_checkpoint_refusal(const RunConfig& con
                                                             const LaunchSpec& spec,
                                                             bool with_every) {
   if (!spans_processes(config, spec)) return std::nullopt;
-  if (auto refusal = device_refusal(config)) return refusal;
   if (config.parallel.data > 1 && !config.optim.shard_state)
     return replica_refusal(config, spec.nnodes);
   const bool every_ok = !with_every || (config.fault.snapshot_every > 0 &&
@@ -65,18 +56,12 @@ std::optional<std::string> cross_process_checkpoint_refusal(const RunConfig& con
           : "");
 }
 
-void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec,
-                                        bool resuming) {
-  const bool every = config.checkpoint.every > 0;
-  if (!every && !resuming) return;
-  // --resume alone needs only the stages' kind: each node loads its own stages.
-  const auto refusal = every ? cross_process_checkpoint_refusal(config, spec, true)
-                       : spans_processes(config, spec) ? device_refusal(config)
-                                                       : std::nullopt;
+void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec) {
+  // --resume needs nothing of this: each node loads its own stages.
+  if (config.checkpoint.every <= 0) return;
+  const auto refusal = cross_process_checkpoint_refusal(config, spec, true);
   if (!refusal) return;
-  throw InputError(fmt::format("{} with {}: {}",
-                               every ? fmt::format("checkpoint.every: {}", config.checkpoint.every)
-                                     : std::string("--resume"),
+  throw InputError(fmt::format("checkpoint.every: {} with {}: {}", config.checkpoint.every,
                                spec.nnodes > 1 ? fmt::format("nnodes {}", spec.nnodes)
                                                : std::string("transport.kind ucx"),
                                *refusal));

@@ -1,11 +1,12 @@
 #pragma once
 // Whether a job over several processes can write checkpoints, and what a stop (SIGTERM,
 // a first Ctrl-C) does there. Node 0 writes every checkpoint: from its snapshot store,
-// which holds a copy of every other node's in-memory snapshots
-// (actors/cluster/snapshot_keeper.hpp), so CPU stages and snapshots at the checkpoint's
-// step are needed; or, for data-parallel replicas (which keep no snapshots across
-// processes), by asking replica 0's stages, which must then all run on node 0 (a stage in
-// another process cannot hand its tensors over CAF).
+// which holds a copy of every other node's in-memory snapshot of the checkpoint's step
+// (actors/cluster/snapshot_keeper.hpp: sent as each snapshot is taken with
+// fault.buddy_copies, else asked for at the checkpoint's step), so snapshots at that step
+// are needed; or, for data-parallel replicas without sharded optimizer state (which keep
+// no snapshots across processes), by asking replica 0's stages, which must then all run
+// on node 0 (a stage in another process cannot hand its tensors over CAF).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,10 +23,9 @@ std::optional<std::string> cross_process_checkpoint_refusal(const RunConfig& con
                                                             const LaunchSpec& spec,
                                                             bool with_every);
 
-/// Refuses (InputError) checkpoint.every > 0 or --resume (`resuming`) in a job over
-/// several processes that cannot write them, before anything starts.
-void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec,
-                                        bool resuming);
+/// Refuses (InputError) checkpoint.every > 0 in a job over several processes that cannot
+/// write them, before anything starts.
+void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec);
 
 /// What a stop does in this job. One process: a checkpoint at the next step boundary.
 /// Several: the same when they can checkpoint, at the next boundary that every node has

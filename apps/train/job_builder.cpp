@@ -64,6 +64,9 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
                                                    : NanPolicy::abort;
   job.recovery.policy = config.fault.policy == "restart" ? FaultPolicy::restart : FaultPolicy::abort;
   job.recovery.snapshot_every = static_cast<int>(config.fault.snapshot_every);
+  job.recovery.buddy_copies = config.fault.buddy_copies == "on"    ? BuddyCopies::on
+                              : config.fault.buddy_copies == "off" ? BuddyCopies::off
+                                                                   : BuddyCopies::automatic;
   job.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);
   job.recovery.window_s = config.fault.window_s;
   if (!config.fault.inject.empty()) {

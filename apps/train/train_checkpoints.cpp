@@ -104,7 +104,7 @@ void TrainCheckpoints::note_deferred_stop(std::int64_t steps_done) {
                                       steps_done, settings_.total_steps, every);
   else
     checkpoint::checkpoint_log().warn("stop requested after step {}: the job stops with a checkpoint after step {}, "
-                                      "the next one with every node's snapshot on node 0 (fault.snapshot_every {})",
+                                      "the next one every node snapshots (fault.snapshot_every {})",
                                       steps_done, at, every);
 }
 

@@ -130,6 +130,7 @@ TEST_CASE("recovery messages cross the wire; a snapshot copy's tensors arrive as
   const auto respawn = round_trip(system, RespawnStage{2, 40});
   CHECK(respawn.rank == 2);
   CHECK(respawn.round_fence == 40);
+  CHECK(round_trip(system, CopySnapshot{25}).steps_done == 25);  // fault.buddy_copies off
   const auto rejoined = round_trip(system, PeerRejoined{1, {7, 8, 9}});
   CHECK(rejoined.node == 1);
   CHECK(rejoined.ucx_address == std::vector<std::uint8_t>{7, 8, 9});

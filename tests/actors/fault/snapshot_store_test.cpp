@@ -56,3 +56,17 @@ TEST_CASE("shards of a step come in rank order only when every stage holds it") 
   CHECK(shards->second == 5);
   CHECK_THROWS_AS(store.put(2, snap(5, 0.0f)), std::out_of_range);
 }
+
+TEST_CASE("a marker counts for the consistent step but makes no shard; a copy replaces it, and a later marker does not replace the copy") {
+  SnapshotStore store(2);
+  store.put(0, snap(5, 1.0f));
+  store.put_marker(1, 5);  // rank 1 holds step 5 in its own process
+  CHECK(store.consistent_step() == 5);
+  CHECK_FALSE(store.shards(5));
+  store.put(1, snap(5, 2.0f));  // its copy, asked for by a checkpoint
+  REQUIRE(store.shards(5));
+  store.put_marker(1, 5);
+  auto shards = store.shards(5);
+  REQUIRE(shards);
+  CHECK(shards->first[1].produce()[0].tensor.f32()[0] == 2.0f);
+}

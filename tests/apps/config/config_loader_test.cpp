@@ -61,7 +61,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
-        "fault.window_s", "fault.rejoin_timeout_s", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
+        "fault.window_s", "fault.rejoin_timeout_s", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
         "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention"}) {
     INFO(name);
@@ -69,7 +69,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 58);
+  CHECK(config_keys().size() == 59);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -286,6 +286,17 @@ TEST_CASE("optim.shard_state is off by default, and refused where it cannot hold
   CHECK(load_run_config("", {"parallel.data=2", "optim.shard_state=true", "fault.snapshot_every=0",
                              "fault.policy=abort"})
             .optim.shard_state);
+}
+
+TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses on for GPU stages naming why") {
+  CHECK(RunConfig{}.fault.buddy_copies == "auto");
+  CHECK(load_run_config("", {"fault.buddy_copies=on"}).fault.buddy_copies == "on");
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=off"})
+            .fault.buddy_copies == "off");
+  check_message(set_error({"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=on"}),
+                {"fault.buddy_copies", "'on' on devices.kind cuda", "fault.buddy_copies: auto or off"});
+  check_message(set_error({"fault.buddy_copies=yes"}),
+                {"fault.buddy_copies", "'yes' is not one of auto, on, off"});
 }
 
 TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <random>
-#include <thread>
 
 #include "apps/launch/replica_nodes.hpp"
+#include "apps/train/job_end_wait.hpp"
 #include "apps/train/node_identity.hpp"
 #include "apps/train/node_replacement.hpp"
 #include "apps/train/preemption.hpp"
@@ -40,33 +40,6 @@ std::string address_towards(const std::string& host, int port) {
     throw InputError(fmt::format("launch: rendezvous host '{}' is not reachable from this node: {}",
                                  host, e.what()));
   }
-}
-
-// A supervised node other than 0, started again, that finds the job still running when
-// the job takes no replacements (node_replacement.hpp): node 0 fails the job once it
-// notices this node's loss (within rendezvous.peer_silence_s), and its supervisor starts
-// the whole job again from the newest checkpoint. Waiting for that here keeps this node's
-// supervisor from spending its restarts while the old job is ending; the attempt then
-// ends (exit 1) and the next one joins the new job.
-[[noreturn]] void await_job_end(RendezvousClient& client, int node, const RunConfig& config) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto limit = ms_of(config.rendezvous.peer_silence_s + config.rendezvous.timeout_s);
-  bool ended = false;
-  while (!ended && std::chrono::steady_clock::now() - start < limit) {
-    try {
-      ended = !client.get(kJobRunningKey).has_value();
-    } catch (const RendezvousError&) {
-      ended = true;  // node 0, which hosts the store, is gone
-    }
-    if (!ended) std::this_thread::sleep_for(milliseconds(250));
-  }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  throw std::runtime_error(fmt::format(
-      "node {} was started again while the job still ran, and this job takes no replacements "
-      "(a lost node rejoins with fault.buddy_copies on, CPU stages, fault.policy restart and "
-      "fault.rejoin_timeout_s > 0): {} after {:.1f} s; the supervisor starts this node again "
-      "to join the whole job's new start",
-      node, ended ? "the job ended" : "the job did not end", waited));
 }
 
 }  // namespace
@@ -116,7 +89,8 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     // after that replaces a lost one (run_node.hpp) and compares itself with node 0 only.
     setup_.rejoining = spec.node_rank != 0 && client_->get(kJobRunningKey).has_value();
     if (setup_.rejoining && supervised() && !takes_replacements(config))
-      await_job_end(*client_, spec.node_rank, config);
+      await_job_end(*client_, spec.node_rank,
+                    ms_of(config.rendezvous.peer_silence_s + config.rendezvous.timeout_s));
     auto identity = [&](int n) {
       return NodeIdentity::from_json(
           rendezvous::to_text(client_->wait(fmt::format("identity/{}", n), rdzv_timeout)), n);

@@ -231,6 +231,20 @@ bool keeps_snapshots(const TrainingJob& job) {
          (job.recovery.policy == FaultPolicy::restart || job.on_nan == NanPolicy::rollback);
 }
 
+// Why a lost node k > 0 cannot be replaced in the running job (its replacement rejoins
+// and restores node 0's copies of its stages' snapshots); empty when it can.
+std::string no_rejoin_reason(const TrainingJob& job, const NodeSetup& setup, bool snapshots,
+                             bool copies) {
+  if (setup.nnodes <= 1) return "it runs in one process";
+  if (job.recovery.policy != FaultPolicy::restart) return "fault.policy is abort";
+  if (!snapshots) return "fault.snapshot_every is 0: no snapshots to restore";
+  if (!copies)
+    return all_cpu(job) ? "node 0 keeps no copy of the other nodes' snapshots: fault.buddy_copies is off"
+                        : "node 0 keeps no copy of GPU stages' snapshots (fault.buddy_copies)";
+  if (setup.rejoin_timeout.count() <= 0) return "fault.rejoin_timeout_s is 0";
+  return "";
+}
+
 }  // namespace
 
 std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& setup,
@@ -247,16 +261,13 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   if (snapshots && !resolved.snapshots)
     resolved.snapshots =
         std::make_shared<SnapshotStore>(ranks, !copies ? 2 : setup.node == 0 ? 3 : 4);
-  const bool rejoin = copies && resolved.recovery.policy == FaultPolicy::restart &&
-                      setup.rejoin_timeout.count() > 0 && setup.nnodes > 1;
+  const std::string no_rejoin = no_rejoin_reason(resolved, setup, snapshots, copies);
+  const bool rejoin = no_rejoin.empty();
   if (setup.rejoining && !rejoin)
     throw std::runtime_error(fmt::format(
         "node {} joins a job that is running already, as a replacement, but this job does not "
         "take replacements ({}): restart the whole job",
-        setup.node,
-        all_cpu(resolved) ? "it needs fault.policy restart, fault.snapshot_every > 0, "
-                            "fault.rejoin_timeout_s > 0 and fault.buddy_copies auto or on"
-                          : "the rejoin of a lost process covers CPU stages only"));
+        setup.node, no_rejoin));
   // Data parallelism: each stage's replicas, on whichever nodes, average their gradients
   // in a Gloo group that forms over the job's store (replica_groups.hpp); so do the two
   // holders of the tied embedding (model.tie_embeddings). A stage actor joins its groups
@@ -317,9 +328,11 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   liveness.interval = setup.heartbeat_interval;
   liveness.max_silence = setup.peer_silence;
   liveness.keep_watching = rejoin;
-  LivenessWatch watch(liveness, [&relay, &setup, rejoin](const LivenessLoss& loss) {
+  LivenessWatch watch(liveness, [&relay, &setup, rejoin, no_rejoin](const LivenessLoss& loss) {
     bool node0_lost = false;
     auto why = describe_loss(loss, setup, &node0_lost);
+    if (!rejoin && !node0_lost)
+      why += fmt::format("; the job takes no replacement for a lost node ({})", no_rejoin);
     if (!rejoin || node0_lost) {
       relay.report(caf::make_message(stop_run_atom::value, std::move(why)), node0_lost);
       return;
@@ -462,6 +475,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     // A copy's tensors may each take up to transport.timeout_s.
     restarts.copy_wait = std::max<std::chrono::milliseconds>(restarts.copy_wait, 2 * setup.transport_timeout);
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
+    restarts.no_rejoin = no_rejoin;
   }
   RunWatchdog watchdog;
   watchdog.wire(restarts);

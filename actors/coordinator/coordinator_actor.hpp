@@ -57,6 +57,9 @@ struct StageRestarts {
   /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s); 0 (no
   /// buddy copies to restore it from, or the key's 0): lost nodes end the run.
   std::chrono::milliseconds rejoin_timeout{0};
+  /// Why a lost node cannot be replaced (run_node.cpp), said when one ends the run; empty
+  /// when it can be.
+  std::string no_rejoin;
   /// How long a checkpoint waits for the copies of other nodes' snapshots of its step.
   std::chrono::milliseconds copy_wait{std::chrono::seconds(30)};
   /// Node 0's directory: respawns a failed stage of another node whose process lives on

@@ -43,7 +43,11 @@ void on_node_lost(Self* self, int node, const std::string& why) {
     }
     return;
   }
-  if (!try_recover(self, Failure{"node", ranks, ranks, why})) fail(self, why);
+  if (try_recover(self, Failure{"node", ranks, ranks, why})) return;
+  fail(self, st.restarts.no_rejoin.empty()
+                 ? why
+                 : fmt::format("{}; the job takes no replacement for a lost node ({})", why,
+                               st.restarts.no_rejoin));
 }
 
 void on_node_rejoined(Self* self, NodeStages& stages) {

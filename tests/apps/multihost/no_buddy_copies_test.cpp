@@ -128,6 +128,9 @@ TEST_CASE("without buddy copies a lost node ends the job at once instead of wait
   CHECK(results[0].exit_code == 1);
   CHECK(results[0].err.find("node 1") != std::string::npos);
   CHECK(results[0].err.find("waiting up to") == std::string::npos);
+  CHECK(results[0].err.find("the job takes no replacement for a lost node (node 0 keeps no copy "
+                            "of the other nodes' snapshots: fault.buddy_copies is off)") !=
+        std::string::npos);
   CHECK(seconds < 60);
   CHECK_FALSE(fs::exists(run / "weights.safetensors"));
 }

@@ -26,15 +26,7 @@ std::vector<std::string> job(const std::vector<std::string>& extra) {
 }
 
 std::vector<NodeRun> two_nodes(const fs::path& out, const std::vector<std::string>& extra) {
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n) {
-    auto args = job(extra);
-    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
-                             "--out", out.string()});
-    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "checkpoint-test"}}, {}});
-  }
-  return nodes;
+  return job_on_nodes(2, job(extra), out, "checkpoint-test");
 }
 
 const std::string& reference_weights(const TempDir& dir) {

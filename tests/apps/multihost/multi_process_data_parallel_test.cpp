@@ -68,15 +68,7 @@ std::vector<std::string> three_replicas(std::vector<std::string> extra) {
 // The job plus `extra` on 2 nodes over loopback, writing to `out`; every node must succeed.
 void run_on_two_nodes(const TempDir& dir, const std::vector<std::string>& extra,
                       const fs::path& out) {
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n) {
-    auto args = job(extra);
-    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv,
-                             "--out", out.string()});
-    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "data-parallel-test"}}, {}});
-  }
-  require_all_ok(run_nodes(dir, nodes, 120));
+  require_all_ok(run_nodes(dir, job_on_nodes(2, job(extra), out, "data-parallel-test"), 120));
 }
 
 }  // namespace

@@ -214,4 +214,19 @@ inline std::vector<std::string> tiny_job(const std::vector<std::string>& extra =
   return a;
 }
 
+/// `count` nodes of one job over loopback: each runs `args` with its launch flags (one
+/// fresh rendezvous port) and --out `out`, CONVEYOR_TOKEN `token` in its environment.
+inline std::vector<NodeRun> job_on_nodes(int count, const std::vector<std::string>& args,
+                                         const fs::path& out, const std::string& token) {
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < count; ++n) {
+    auto node_args = args;
+    node_args.insert(node_args.end(), {"--nnodes", std::to_string(count), "--node-rank",
+                                       std::to_string(n), "--rdzv", rdzv, "--out", out.string()});
+    nodes.push_back(NodeRun{node_args, {{"CONVEYOR_TOKEN", token}}, {}});
+  }
+  return nodes;
+}
+
 }  // namespace conveyor::testing

@@ -8,15 +8,21 @@
 # script prints every recovery's time and their median and worst, and exits 1 otherwise.
 # Then (KILLS > 0) the same job over 2 processes: node 1 is killed with SIGKILL KILLS times
 # at random steps and started again at once each time (it rejoins the running job); its
-# weights must equal the one-process run's too. Not part of CI (about 3 minutes, 2 cores).
+# weights must equal the one-process run's too. Then (NOBUDDY=1) the job over 2 processes
+# the way GPU stages run there, without buddy copies (fault.buddy_copies off) and under
+# --supervise on both nodes: the in-place faults above spread over both nodes' stages,
+# recovered from each process's own snapshots, checkpoints every 10 steps written by node 0
+# from copies it asks for, and node 1's process killed once (exit:), which no replacement
+# can rejoin: the whole job resumes from its newest checkpoint. Its weights must equal the
+# one-process run's too. Not part of CI (about 4 minutes, 2 cores).
 #
-#   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 SEED=1 OUT=runs/soak
-#   SEED=7 STEPS=400 FAULTS=40 KILLS=0 scripts/soak.sh
+#   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 NOBUDDY=1 SEED=1 OUT=runs/soak
+#   SEED=7 STEPS=400 FAULTS=40 KILLS=0 NOBUDDY=0 scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BIN=${CONVEYOR:-build/conveyor}
@@ -24,6 +30,7 @@ STEPS=${STEPS:-200}
 FAULTS=${FAULTS:-20}
 SEED=${SEED:-1}
 KILLS=${KILLS:-5}
+NOBUDDY=${NOBUDDY:-1}
 OUT=${OUT:-runs/soak}
 [[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
 (( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
@@ -74,7 +81,6 @@ inject=$(IFS=,; echo "${specs[*]}")
 
 base=(configs/tiny.yaml --set pipeline.stages=4 --set "train.steps=$STEPS"
       --set train.eval_every=0 --set fault.on_nan=rollback --set fault.max_restarts=100)
-# The hang watchdog and checkpoints work in one process only (so far).
 common=("${base[@]}" --set watchdog.timeout_s=1 --set checkpoint.every=10)
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -110,7 +116,7 @@ else
   echo "weights: DIFFERENT from the run without faults (see $OUT/faulted.log)"
   exit 1
 fi
-(( KILLS > 0 )) || exit 0
+if (( KILLS > 0 )); then
 
 # Two processes, node 1 killed KILLS times at random steps and started again each time.
 kill_steps=()
@@ -150,5 +156,44 @@ if (( status0 == 0 )) && cmp -s "$OUT/reference/weights.safetensors" "$OUT/two/w
   echo "weights (2 processes, node 1 killed $KILLS times): identical to the run without faults"
 else
   echo "weights (2 processes): DIFFERENT or missing (see $OUT/two-node*.log)"
+  exit 1
+fi
+fi
+(( NOBUDDY > 0 )) || exit 0
+
+# Two processes without buddy copies, supervised: the in-place faults of the one-process
+# run (not its corrupted checkpoint), and node 1's process killed where node 0's was.
+nobuddy_specs=()
+for spec in "${specs[@]}"; do
+  case $spec in
+    corrupt-checkpoint:*) ;;
+    exit:node=0:*) nobuddy_specs+=("exit:node=1:${spec#exit:node=0:}") ;;
+    *) nobuddy_specs+=("$spec") ;;
+  esac
+done
+nobuddy_inject=$(IFS=,; echo "${nobuddy_specs[*]}")
+port=$(( 28700 + RANDOM % 1000 ))
+nobuddy=("${common[@]}" --set fault.buddy_copies=off --set "fault.inject=[$nobuddy_inject]"
+         --nnodes 2 --rdzv "127.0.0.1:$port" --out "$OUT/nobuddy" --supervise)
+export CONVEYOR_TOKEN=soak-nobuddy-$SEED
+echo "soak: 2 processes without buddy copies, supervised: $nobuddy_inject" >&2
+start=$SECONDS
+"$BIN" train "${nobuddy[@]}" --node-rank 0 2> "$OUT/nobuddy-node0.log" > /dev/null &
+node0=$!
+status1=0
+"$BIN" train "${nobuddy[@]}" --node-rank 1 2> "$OUT/nobuddy-node1.log" > /dev/null || status1=$?
+status0=0; wait $node0 || status0=$?
+elapsed=$(( SECONDS - start ))
+grep -h '"event":"recovery"' "$OUT"/nobuddy*/metrics.jsonl > "$OUT/nobuddy-recoveries.jsonl" 2>/dev/null || true
+report_recoveries "$OUT/nobuddy-recoveries.jsonl"
+restarts=$(grep -c "starting attempt" "$OUT/nobuddy-node0.log" || true)
+resumed=$(grep -oE "resuming from [^ ]+" "$OUT/nobuddy-node0.log" | tail -1 || true)
+echo "recoveries in place: $(wc -l < "$OUT/nobuddy-recoveries.jsonl") ($summary); whole-job restarts:" \
+     "$restarts (${resumed:-none}); node 0 exit $status0, node 1 exit $status1; ${elapsed} s"
+if (( status0 == 0 && status1 == 0 )) &&
+   cmp -s "$OUT/reference/weights.safetensors" "$OUT/nobuddy/weights.safetensors"; then
+  echo "weights (2 processes without buddy copies): identical to the run without faults"
+else
+  echo "weights (2 processes without buddy copies): DIFFERENT or missing (see $OUT/nobuddy-node*.log)"
   exit 1
 fi

@@ -166,6 +166,13 @@ void give_up(Self* self, const Failure& f) {
       } catch (const std::exception& e) {
         why += fmt::format("; writing the checkpoint after step {} failed too: {}", *step, e.what());
       }
+    } else if (st.restarts.remote_markers) {
+      // The other nodes' stages hold step `step` in their own processes, which cannot be
+      // asked now (one of them may be the failure).
+      why += fmt::format("; no checkpoint of step {}: node 0 keeps no copy of the other "
+                         "nodes' snapshots (fault.buddy_copies off), the newest checkpoint "
+                         "written stays the one to resume from",
+                         *step);
     }
   fail(self, why);
 }

@@ -147,3 +147,15 @@ TEST_CASE("without buddy copies a node lost under supervisors makes the whole jo
   CHECK(results[1].err.find("which it rejoins") == std::string::npos);
   CHECK(read_text(run / "weights.safetensors") == want);
 }
+
+TEST_CASE("without buddy copies a run that gives up (fault.max_restarts) says it wrote no checkpoint of the newest snapshot") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  auto nodes = two_nodes(run, {"--set", "fault.max_restarts=0", "--set", "fault.inject=[crash:stage=2:step=7]"});
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  CHECK(results[0].exit_code != 0);
+  CHECK(results[0].err.find("giving up") != std::string::npos);
+  CHECK(results[0].err.find("no checkpoint of step 7: node 0 keeps no copy of the other nodes' "
+                            "snapshots (fault.buddy_copies off)") != std::string::npos);
+}

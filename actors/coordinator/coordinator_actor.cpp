@@ -197,15 +197,15 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
     }
   if (st.job->snapshots && spans_processes(st)) {
     if (polls == 0 && st.restarts.remote_markers) ask_for_copies(self, steps_done);
-    const auto kCopyWait = st.restarts.copy_wait;
-    if (polls * kCopyPoll < kCopyWait) {
+    const auto copy_wait = st.restarts.copy_wait;
+    if (polls * kCopyPoll < copy_wait) {
       self->delayed_send(self, kCopyPoll, capture_retry_atom::value, steps_done, stop, polls + 1,
                          st.generation);
       return;
     }
     fail(self, fmt::format("checkpoint after step {}: node 0 did not receive every other "
                            "node's snapshot of that step within {} s",
-                           steps_done, std::chrono::duration<double>(kCopyWait).count()));
+                           steps_done, std::chrono::duration<double>(copy_wait).count()));
     return;
   }
   // Replica 0's stages (actors 0 … P−1): replicas are identical, a checkpoint holds one copy.

@@ -54,10 +54,6 @@ std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const
       std::max(2.0, job->watchdog_timeout_s));
 }
 
-}  // namespace conveyor
-
-namespace conveyor {
-
 void RunWatchdog::wire(StageRestarts& restarts) const {
   restarts.recovered = [armed = armed_] {
     if (auto* w = armed->load()) w->rearm();

@@ -22,6 +22,7 @@
 #include "apps/config/config_loader.hpp"
 #include "apps/config/config_path.hpp"
 #include "apps/launch/launch_spec.hpp"
+#include "apps/launch/replica_nodes.hpp"
 #include "apps/trace/trace_setup.hpp"
 #include "apps/train/cluster_session.hpp"
 #include "apps/train/cross_process_checkpoints.hpp"
@@ -175,7 +176,9 @@ void run_train(const TrainOptions& opt) {
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;
   if (opt.resume) {
-    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job);
+    // Each process reads the tensors of its own stages only (the whole is verified).
+    const auto here = local_model_stages(job, node_of_actor(config, spec.nnodes), spec.node_rank);
+    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job, here);
     if (opt.out) check_resume_continues(*opt.out, resume->path);
     fmt::print(stderr, "conveyor train: {}\n", resume->description);
     job.make_model = restoring_models(job.make_model, resume);

@@ -41,25 +41,61 @@ Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
   return m;
 }
 
+namespace {
+
+// A shard that verification passed and that still cannot be read (a file changed since,
+// or a writer's bug): a CheckpointError naming it.
+template <class Read>
+auto read_shard(const std::string& path, Read read) {
+  try {
+    return read();
+  } catch (const std::exception& e) {
+    throw CheckpointError(path, std::string("shard cannot be read: ") + e.what());
+  }
+}
+
+}  // namespace
+
+CheckpointIndex index_checkpoint(const std::string& step_dir, const Manifest& manifest) {
+  CheckpointIndex out;
+  for (std::size_t i = 0; i < manifest.shards.size(); ++i) {
+    const auto& shard = manifest.shards[i];
+    const std::string path = step_dir + "/" + shard.file;
+    const auto header = read_shard(path, [&] { return read_safetensors_index(path); });
+    std::vector<std::string> names;
+    for (const auto& t : header.tensors) names.push_back(t.name);
+    if (names != shard.tensors)
+      throw CheckpointError(path, "shard holds " + std::to_string(names.size()) + " tensors that differ from the " +
+                                      std::to_string(shard.tensors.size()) + " " + kManifestFile + " lists");
+    for (const auto& t : header.tensors) {
+      out.tensors.emplace(t.name, TensorSpec{t.name, t.shape, t.dtype});
+      out.shard_of.emplace(t.name, i);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> load_tensors(const std::string& step_dir, const Manifest& manifest,
+                                           const CheckpointIndex& index, const std::set<std::string>& names) {
+  std::map<std::size_t, std::set<std::string>> by_shard;
+  for (const auto& name : names) by_shard[index.shard_of.at(name)].insert(name);
+  std::map<std::string, Tensor> out;
+  for (const auto& [shard, wanted] : by_shard) {
+    const std::string path = step_dir + "/" + manifest.shards.at(shard).file;
+    for (auto& t : read_shard(path, [&] { return read_safetensors_subset(path, wanted); }))
+      out.emplace(std::move(t.name), std::move(t.tensor));
+  }
+  return out;
+}
+
 LoadedCheckpoint load_checkpoint(Filesystem& fs, const std::string& step_dir) {
   LoadedCheckpoint out;
   out.path = step_dir;
   out.manifest = verify_checkpoint(fs, step_dir);
-  for (const auto& shard : out.manifest.shards) {
-    const std::string path = step_dir + "/" + shard.file;
-    std::vector<NamedTensor> tensors;
-    try {
-      tensors = read_safetensors(path);
-    } catch (const std::exception& e) {
-      throw CheckpointError(path, std::string("shard cannot be read: ") + e.what());
-    }
-    std::vector<std::string> names;
-    for (const auto& t : tensors) names.push_back(t.name);
-    if (names != shard.tensors)
-      throw CheckpointError(path, "shard holds " + std::to_string(names.size()) + " tensors that differ from the " +
-                                      std::to_string(shard.tensors.size()) + " " + kManifestFile + " lists");
-    for (auto& t : tensors) out.tensors.emplace(std::move(t.name), std::move(t.tensor));
-  }
+  const CheckpointIndex index = index_checkpoint(step_dir, out.manifest);
+  std::set<std::string> all;
+  for (const auto& [name, spec] : index.tensors) all.insert(name);
+  out.tensors = load_tensors(step_dir, out.manifest, index, all);
   return out;
 }
 

@@ -5,10 +5,12 @@
 // differs. (Tensor bytes are then read with kernels' read_safetensors, which checks the
 // safetensors structure; shards are immutable once their manifest exists.)
 #include <map>
+#include <set>
 #include <string>
 
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/manifest.hpp"
+#include "actors/checkpoint/reshard.hpp"
 #include "kernels/tensor/tensor.hpp"
 
 namespace conveyor::checkpoint {
@@ -26,8 +28,21 @@ struct LoadedCheckpoint {
   std::map<std::string, Tensor> tensors;  // every tensor of every shard, by global name
 };
 
-/// verify_checkpoint, then every shard's tensors, each checked to be exactly the list the
-/// manifest gives for it.
+/// verify_checkpoint, then every shard's tensors (index_checkpoint, load_tensors).
 LoadedCheckpoint load_checkpoint(Filesystem& fs, const std::string& step_dir);
+
+/// What a checkpoint holds without its bytes: each shard's header alone is read, and must
+/// list exactly the tensors (in order) that `manifest` gives for that shard.
+struct CheckpointIndex {
+  TensorCatalog tensors;                        // by global name: shape and dtype
+  std::map<std::string, std::size_t> shard_of;  // by global name: index into manifest.shards
+};
+CheckpointIndex index_checkpoint(const std::string& step_dir, const Manifest& manifest);
+
+/// The tensors named in `names` (each in `index`), by name: only the shards that hold them
+/// are opened, and of those only the named tensors read. For a checkpoint that was
+/// verified (resolve_resume): no shard is hashed again.
+std::map<std::string, Tensor> load_tensors(const std::string& step_dir, const Manifest& manifest,
+                                           const CheckpointIndex& index, const std::set<std::string>& names);
 
 }  // namespace conveyor::checkpoint

@@ -8,12 +8,15 @@
 // - every tensor of the checkpoint is taken by exactly one new stage ("extra": a
 //   checkpoint of another model must not load silently into this one);
 // - no parameter is asked for by two new stages.
+// The check needs names, shapes and dtypes only (plan_reshard): a process checks the whole
+// checkpoint against every stage of the job and then reads the bytes of its own stages.
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kernels/io/safetensors.hpp"
 #include "kernels/model/param.hpp"
+#include "kernels/model/param_layout.hpp"
 #include "kernels/tensor/dtype.hpp"
 #include "kernels/tensor/shape.hpp"
 
@@ -27,10 +30,21 @@ struct TensorSpec {
 
 /// The names and shapes of a stage's parameters (e.g. GptStage::params()).
 std::vector<TensorSpec> specs_of(const std::vector<Param>& params);
+/// The same from the layout alone (stage_param_layout): nothing allocated.
+std::vector<TensorSpec> specs_of(const std::vector<ParamLayout>& layout);
 
-/// Each new stage's tensors, in its parameter order, each followed by its state tensors
-/// in the order opt.m, opt.v, master. Tensors share bytes with `tensors`.
+/// What a checkpoint holds, by tensor name.
+using TensorCatalog = std::map<std::string, TensorSpec>;
+
+/// Each new stage's tensor names, in its parameter order, each followed by its state
+/// tensors in the order opt.m, opt.v, master, checked against `catalog`.
 /// Throws CheckpointError(`where`, list of problems) on any violation above.
+std::vector<std::vector<std::string>> plan_reshard(const TensorCatalog& catalog,
+                                                   const std::vector<std::vector<TensorSpec>>& stages,
+                                                   const std::string& where);
+
+/// plan_reshard against `tensors`, then each new stage's tensors in that order. Tensors
+/// share bytes with `tensors`.
 std::vector<std::vector<NamedTensor>> reshard(const std::map<std::string, Tensor>& tensors,
                                               const std::vector<std::vector<TensorSpec>>& stages,
                                               const std::string& where);

@@ -14,7 +14,7 @@
 #include "apps/config/config_loader.hpp"
 #include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
-#include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/param_layout.hpp"
 #include "kernels/model/state_names.hpp"
 
 namespace conveyor {
@@ -52,7 +52,8 @@ void check_same_model(const checkpoint::Manifest& m, const GptConfig& now, const
 
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
-                                                const RunConfig& config, const TrainingJob& job) {
+                                                const RunConfig& config, const TrainingJob& job,
+                                                const std::set<int>& here) {
   auto& fs = checkpoint::posix_filesystem();
   const checkpoint::ResumePoint point = checkpoint::resolve_resume(fs, arg, checkpoint_dir);
   auto out = std::make_shared<ResumeSource>();
@@ -82,12 +83,13 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
     for (const auto& c : rank.chunks) out->slices.at(static_cast<std::size_t>(c.model_stage)) = c.slice;
   std::vector<std::vector<checkpoint::TensorSpec>> specs;
   for (const auto& slice : out->slices)
-    specs.push_back(checkpoint::specs_of(GptStage(job.model, slice, job.data.seed).params()));
+    specs.push_back(checkpoint::specs_of(stage_param_layout(job.model, slice)));
   try {
-    auto loaded = checkpoint::load_checkpoint(fs, point.path);
+    // resolve_resume verified every shard: from here on, headers, then this process's bytes.
+    const auto index = checkpoint::index_checkpoint(point.path, m);
     // AdamW's moments come with every checkpoint conveyor writes after a step: without
     // them the run would restart its optimizer (t = 0) and not continue the one it resumes.
-    const bool has_moments = std::any_of(loaded.tensors.begin(), loaded.tensors.end(), [](const auto& kv) {
+    const bool has_moments = std::any_of(index.tensors.begin(), index.tensors.end(), [](const auto& kv) {
       return std::string_view(kv.first).starts_with(kOptMPrefix);
     });
     if (m.optimizer_steps > 0 && !has_moments)
@@ -95,10 +97,25 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
           point.path, fmt::format("the manifest records {} optimizer steps but the shards hold no optimizer "
                                   "state ({}* and {}* tensors): resuming would restart AdamW",
                                   m.optimizer_steps, kOptMPrefix, kOptVPrefix));
-    out->tensors = checkpoint::reshard(loaded.tensors, specs, point.path);
+    const auto plan = checkpoint::plan_reshard(index.tensors, specs, point.path);
+    std::set<std::string> wanted;
+    for (int s : here) wanted.insert(plan.at(static_cast<std::size_t>(s)).begin(), plan.at(static_cast<std::size_t>(s)).end());
+    auto tensors = checkpoint::load_tensors(point.path, m, index, wanted);
+    out->tensors.resize(plan.size());
+    for (int s : here)
+      for (const auto& name : plan.at(static_cast<std::size_t>(s)))
+        out->tensors[static_cast<std::size_t>(s)].push_back({name, tensors.at(name)});
   } catch (const checkpoint::CheckpointError& e) {
     throw InputError(fmt::format("--resume {}: {}", arg, e.what()));
   }
+  return out;
+}
+
+std::set<int> local_model_stages(const TrainingJob& job, const std::vector<int>& node_of_actor, int node) {
+  std::set<int> out;
+  for (std::size_t a = 0; a < node_of_actor.size(); ++a)
+    if (node_of_actor[a] == node)
+      for (const auto& c : job.actor_placement(static_cast<int>(a)).chunks) out.insert(c.model_stage);
   return out;
 }
 
@@ -131,6 +148,9 @@ StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const
     if (!resume) return m;
     for (std::size_t s = 0; s < resume->slices.size(); ++s)
       if (resume->slices[s] == slice) {
+        if (resume->tensors[s].empty())  // local_model_stages and the nodes' stages disagree
+          throw std::logic_error(fmt::format("--resume {}: model stage {} was not loaded in this process",
+                                             resume->path, s));
         try {
           m->restore_state(resume->tensors[s], resume->manifest.optimizer_steps);
         } catch (const StateMismatch& e) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct ResumeSource {
   checkpoint::Manifest manifest;
   std::string description;   // what was chosen and what was skipped, for the log
   std::vector<StageSlice> slices;                      // by model stage of this run
-  std::vector<std::vector<NamedTensor>> tensors;       // by model stage: reshard()'s result
+  /// By model stage, in reshard()'s order; empty for a stage this process does not build.
+  std::vector<std::vector<NamedTensor>> tensors;
 };
 
 /// Resolves ARG (latest, a run folder, a checkpoint.dir, a step folder) under
@@ -28,10 +30,17 @@ struct ResumeSource {
 /// --resume and the reason: nothing usable, another model (missing, extra or reshaped
 /// tensors, or another model.* shape or tying in the manifest's config), another
 /// train.seed (the data order would differ), or train.steps not beyond the checkpoint's
-/// step.
+/// step. The whole checkpoint is verified (every shard's sha256, once) and checked against
+/// every model stage of the job; tensor bytes are read for `here` only: the model stages
+/// this process builds (local_model_stages).
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
-                                                const RunConfig& config, const TrainingJob& job);
+                                                const RunConfig& config, const TrainingJob& job,
+                                                const std::set<int>& here);
+
+/// The model stages that node `node` builds, for any replica, given every stage actor's
+/// node (apps/launch/replica_nodes.hpp); all of them for a job of one process.
+std::set<int> local_model_stages(const TrainingJob& job, const std::vector<int>& node_of_actor, int node);
 
 /// A resumed run appends to --out's metrics.jsonl: when `out` already holds a run, the
 /// checkpoint at `step_folder` must be one of that run's own (in out/checkpoints, or in the

@@ -195,8 +195,17 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   }
 }
 
-SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
-  const InputFile file(path, "safetensors file");
+namespace {
+
+// A checked header: entries in file order (by offset), every data byte covered once.
+struct Header {
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0;
+};
+
+Header read_header(const InputFile& file) {
+  const std::string& path = file.path();
   if (file.size() < 8)
     bad_file(path, "file is " + std::to_string(file.size()) +
                        " bytes, too short for the 8-byte header length");
@@ -209,8 +218,9 @@ SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
     bad_file(path, "header length " + std::to_string(n) + " is over the 100 MB limit");
   std::string text(n, '\0');
   file.read_at(text.data(), text.size(), 8);
-  const std::uint64_t data_start = 8 + n;
-  const std::uint64_t data_bytes = file.size() - data_start;
+  Header out;
+  out.data_start = 8 + n;
+  const std::uint64_t data_bytes = file.size() - out.data_start;
 
   nlohmann::json header;
   // JSON parsers keep the last of a repeated key: a tensor named twice would silently be
@@ -232,8 +242,7 @@ SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
   if (!header.is_object()) bad_file(path, "header is not a JSON object");
   if (!repeated.empty()) bad_file(path, "the header names '" + repeated + "' twice");
 
-  SafetensorsContents out;
-  std::vector<Entry> entries;
+  auto& entries = out.entries;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object()) bad_file(path, "__metadata__ is not a JSON object");
@@ -270,13 +279,50 @@ SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
   if (covered != data_bytes)
     bad_file(path, std::to_string(data_bytes - covered) + " data bytes after the last tensor belong to none "
                                                           "(the format allows no trailing bytes)");
+  return out;
+}
 
-  out.tensors.reserve(entries.size());
-  for (const auto& e : entries) {
-    Tensor t = Tensor::zeros(Shape(e.shape), e.dtype);
-    file.read_at(t.raw(), t.bytes(), data_start + e.begin);
-    out.tensors.push_back({e.name, std::move(t)});
-  }
+NamedTensor read_entry(const InputFile& file, const Header& header, const Entry& e) {
+  // Every byte is overwritten by the read: no zero fill first (a checkpoint's shards are
+  // gigabytes).
+  Tensor t = Tensor::uninitialized(Shape(e.shape), e.dtype);
+  if (t.bytes() > 0) file.read_at(t.raw(), t.bytes(), header.data_start + e.begin);
+  return {e.name, std::move(t)};
+}
+
+}  // namespace
+
+SafetensorsContents read_safetensors_with_metadata(const std::string& path) {
+  const InputFile file(path, "safetensors file");
+  const Header header = read_header(file);
+  SafetensorsContents out;
+  out.metadata = header.metadata;
+  out.tensors.reserve(header.entries.size());
+  for (const auto& e : header.entries) out.tensors.push_back(read_entry(file, header, e));
+  return out;
+}
+
+SafetensorsIndex read_safetensors_index(const std::string& path) {
+  const InputFile file(path, "safetensors file");
+  const Header header = read_header(file);
+  SafetensorsIndex out;
+  out.metadata = header.metadata;
+  for (const auto& e : header.entries) out.tensors.push_back({e.name, e.dtype, Shape(e.shape)});
+  return out;
+}
+
+std::vector<NamedTensor> read_safetensors_subset(const std::string& path, const std::set<std::string>& names) {
+  const InputFile file(path, "safetensors file");
+  const Header header = read_header(file);
+  std::vector<NamedTensor> out;
+  std::set<std::string> found;
+  for (const auto& e : header.entries)
+    if (names.count(e.name)) {
+      out.push_back(read_entry(file, header, e));
+      found.insert(e.name);
+    }
+  for (const auto& name : names)
+    if (!found.count(name)) throw InputError(path + ": holds no tensor '" + name + "'");
   return out;
 }
 

@@ -6,6 +6,7 @@
 // in the order written) and may hold "__metadata__": {string: string}. The header is
 // padded with spaces to a multiple of 8 bytes.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,24 @@ struct SafetensorsContents {
   std::map<std::string, std::string> metadata;
 };
 SafetensorsContents read_safetensors_with_metadata(const std::string& path);
+
+/// A tensor's entry in a header: what it is, without its bytes.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+};
+struct SafetensorsIndex {
+  std::vector<SafetensorsEntry> tensors;  // file order
+  std::map<std::string, std::string> metadata;
+};
+
+/// The header alone, checked as read_safetensors checks it (the file's size included), no
+/// tensor bytes read: names, dtypes and shapes of a file too large to load for a look.
+SafetensorsIndex read_safetensors_index(const std::string& path);
+
+/// read_safetensors of the tensors named in `names` only, in file order; the others' bytes
+/// are not read. The whole header is checked; a name the file lacks is an InputError.
+std::vector<NamedTensor> read_safetensors_subset(const std::string& path, const std::set<std::string>& names);
 
 }  // namespace conveyor

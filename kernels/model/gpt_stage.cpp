@@ -31,12 +31,11 @@
 #include "kernels/cpu/residual.hpp"
 #include "kernels/model/block_params.hpp"
 #include "kernels/model/param_init.hpp"
+#include "kernels/model/param_layout.hpp"
 #include "kernels/model/stash_phase.hpp"
 
 namespace conveyor {
 namespace {
-
-constexpr double kInitStd = 0.02;
 
 // What one block keeps between forward, backward_input and backward_weight.
 // Shapes: x, ln1, atty, res2, ln2 and every d_* except d_qkv, d_fc1 are (B, T, C).
@@ -93,10 +92,6 @@ struct GptStash final : StageStash {
   HeadActs head;
 };
 
-std::string block_name(int block, const char* rest) {
-  return "blocks." + std::to_string(block) + "." + rest;
-}
-
 }  // namespace
 
 struct GptStage::Impl {
@@ -107,49 +102,10 @@ struct GptStage::Impl {
 
   Impl(const GptConfig& c, const StageSlice& s, std::uint64_t seed) : config(c), slice(s) {
     validate();
-    const std::int64_t C = c.d_model, V = c.vocab, H = c.mlp_hidden();
-    const double resid_std = kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers));
-    auto normal = [&](std::string name, Shape shape, double std, bool decay) {
-      Param& p = add(std::move(name), std::move(shape), decay);
-      fill_normal(p.value, param_stream_key(seed, p.name), std);
-    };
-    auto constant = [&](std::string name, Shape shape, float value) {
-      Param& p = add(std::move(name), std::move(shape), false);
-      fill_constant(p.value, value);
-    };
-    if (s.has_embedding) {
-      normal("wte.weight", {V, C}, kInitStd, false);
-      normal("wpe.weight", {c.seq_len, C}, kInitStd, false);
-    }
-    for (int b = s.first_block; b < s.end_block(); ++b) {
-      if (s.holds_attention(b)) {
-        constant(block_name(b, "ln1.weight"), {C}, 1.0f);
-        constant(block_name(b, "ln1.bias"), {C}, 0.0f);
-        normal(block_name(b, "attn.qkv.weight"), {3 * C, C}, kInitStd, true);
-        constant(block_name(b, "attn.qkv.bias"), {3 * C}, 0.0f);
-        normal(block_name(b, "attn.proj.weight"), {C, C}, resid_std, true);
-        constant(block_name(b, "attn.proj.bias"), {C}, 0.0f);
-      }
-      if (s.holds_mlp(b)) {
-        constant(block_name(b, "ln2.weight"), {C}, 1.0f);
-        constant(block_name(b, "ln2.bias"), {C}, 0.0f);
-        normal(block_name(b, "mlp.fc1.weight"), {H, C}, kInitStd, true);
-        constant(block_name(b, "mlp.fc1.bias"), {H}, 0.0f);
-        normal(block_name(b, "mlp.fc2.weight"), {C, H}, resid_std, true);
-        constant(block_name(b, "mlp.fc2.bias"), {C}, 0.0f);
-      }
-    }
-    if (s.has_head) {
-      constant("ln_f.weight", {C}, 1.0f);
-      constant("ln_f.bias", {C}, 0.0f);
-      if (c.tie_embeddings) {
-        // The embedding's copy: its values (its stream), and no weight decay, as wte —
-        // AdamW must treat both copies alike for them to stay equal.
-        Param& p = add("lm_head.weight", {V, C}, false);
-        fill_normal(p.value, param_stream_key(seed, "wte.weight"), kInitStd);
-      } else {
-        normal("lm_head.weight", {V, C}, kInitStd, true);
-      }
+    for (auto& l : stage_param_layout(c, s)) {
+      Param& p = add(std::move(l.name), std::move(l.shape), l.decay);
+      if (l.init == ParamLayout::Init::normal) fill_normal(p.value, param_stream_key(seed, l.stream), l.stddev);
+      else fill_constant(p.value, l.value);
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "actors/checkpoint/checkpoint_writer.hpp"
@@ -132,6 +133,45 @@ TEST_CASE("a checkpoint of 4 stages loads into 2 stages with every weight and mo
 
 TEST_CASE("a checkpoint of 2 stages loads into 3 stages with every weight and moment bit for bit") {
   check_reshard({2, 2}, {2, 1, 1});
+}
+
+TEST_CASE("one new stage's tensors load alone: the other shards are checked by their headers, never opened for bytes") {
+  ScratchDir dir("reshard_here");
+  Pipeline from = make_pipeline(tiny_gpt(), {1, 1, 1, 1}, 1);
+  train_one_step(from);
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), snapshot_of(from, 1), 1);
+  const std::string step = dir / "step-000001";
+  const auto manifest = checkpoint::verify_checkpoint(posix_filesystem(), step);
+  const auto index = checkpoint::index_checkpoint(step, manifest);
+  CHECK(index.tensors.size() == state_by_name(from).size());
+  CHECK(index.tensors.at("wte.weight").shape == Shape{32, 16});
+
+  // New stage 0 of two holds old stages 0 and 1: with shards 2 and 3 gone, it still loads.
+  Pipeline to = make_pipeline(tiny_gpt(), {2, 2}, 2);
+  const auto plan = checkpoint::plan_reshard(index.tensors, specs_of(to), step);
+  REQUIRE(plan.size() == 2);
+  std::filesystem::remove(dir / ("step-000001/" + manifest.shards[2].file));
+  std::filesystem::remove(dir / ("step-000001/" + manifest.shards[3].file));
+  const auto loaded = checkpoint::load_tensors(step, manifest, index, {plan[0].begin(), plan[0].end()});
+  CHECK(loaded.size() == plan[0].size());
+  const auto want = state_by_name(from);
+  for (const auto& [name, t] : loaded) {
+    CAPTURE(name);
+    CHECK(std::memcmp(t.raw(), want.at(name).raw(), t.bytes()) == 0);
+  }
+  CHECK_THROWS_WITH_AS(checkpoint::load_tensors(step, manifest, index, {plan[1].begin(), plan[1].end()}),
+                       doctest::Contains("shard cannot be read"), checkpoint::CheckpointError);
+}
+
+TEST_CASE("a shard whose header lists other tensors than the manifest is refused when indexed") {
+  ScratchDir dir("reshard_index");
+  Pipeline from = make_pipeline(tiny_gpt(), {2, 2}, 1);
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), snapshot_of(from, 0), 1);
+  const std::string step = dir / "step-000000";
+  auto manifest = checkpoint::verify_checkpoint(posix_filesystem(), step);
+  std::swap(manifest.shards[0].tensors[0], manifest.shards[0].tensors[1]);
+  CHECK_THROWS_WITH_AS(checkpoint::index_checkpoint(step, manifest),
+                       doctest::Contains("tensors that differ from the"), checkpoint::CheckpointError);
 }
 
 TEST_CASE("resharding a checkpoint names missing and extra tensors and shape mismatches") {

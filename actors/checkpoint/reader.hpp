@@ -19,7 +19,8 @@ namespace conveyor::checkpoint {
 Manifest read_manifest(Filesystem& fs, const std::string& step_dir);
 
 /// read_manifest, its partition against the tensors its shards list (partition_check.hpp),
-/// and every shard's size and sha256.
+/// every shard's size, then every shard's sha256 (shards hashed on parallel threads; the
+/// first failure in shard order is the one thrown).
 Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir);
 
 struct LoadedCheckpoint {

@@ -69,6 +69,24 @@ TEST_CASE("one corrupt shard byte is detected and resume falls back to the previ
   CHECK(explicit_resume.skipped.size() == 1);
 }
 
+TEST_CASE("shards are hashed side by side, and of several corrupt ones the first in shard order is named") {
+  ScratchDir dir("corrupt_many");
+  // 8 stages of 1 MiB each: more shards than this machine's cores, so threads take turns.
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(10, 8, 4096), 1);
+  CHECK(checkpoint::verify_checkpoint(posix_filesystem(), dir / "step-000010").shards.size() == 8);
+  for (int run = 0; run < 5; ++run) {  // whichever thread finishes first
+    for (int k : {6, 3, 7}) flip_byte(dir / ("step-000010/stage-" + std::to_string(k) + ".safetensors"), -9);
+    const std::string error = verify_error(dir / "step-000010");
+    CHECK(error.find("stage-3.safetensors: shard's sha256") != std::string::npos);
+    for (int k : {6, 3, 7}) flip_byte(dir / ("step-000010/stage-" + std::to_string(k) + ".safetensors"), -9);
+    CHECK(verify_error(dir / "step-000010").empty());  // flipped back: intact again
+  }
+  // A size is checked for every shard before any is hashed.
+  flip_byte(dir / "step-000010/stage-1.safetensors", -9);
+  fs::resize_file(dir / "step-000010/stage-5.safetensors", 100);
+  CHECK(verify_error(dir / "step-000010").find("stage-5.safetensors: shard is 100 bytes") != std::string::npos);
+}
+
 TEST_CASE("a truncated checkpoint shard is detected by its size and skipped") {
   ScratchDir dir("truncated");
   write_steps(dir.path(), {10, 20});

@@ -26,7 +26,7 @@ int gpu_count() { return testing::cuda_device_count(); }
   do {                                                                         \
     const int gpus = gpu_count();                                              \
     if (gpus < 2) {                                                            \
-      MESSAGE((gpus == 0 ? "skipped: no GPU" : "skipped: needs 2 GPUs, found 1")); \
+      MESSAGE(std::string(gpus == 0 ? "skipped: no GPU" : "skipped: needs 2 GPUs, found 1")); \
       return;                                                                  \
     }                                                                          \
   } while (0)

@@ -90,7 +90,8 @@ inline std::vector<int> wait_all(const std::vector<pid_t>& pids, std::chrono::se
 inline fs::path two_gpus_and_binary() {
   const int gpus = gpu_count();
   if (gpus < 2) {
-    MESSAGE((gpus == 0 ? "skipped: no GPU" : "skipped: needs 2 GPUs, found 1"));
+    // A std::string: doctest prints a bare const char* (the ternary's type) as a pointer.
+    MESSAGE(std::string(gpus == 0 ? "skipped: no GPU" : "skipped: needs 2 GPUs, found 1"));
     return {};
   }
   fs::path bin = conveyor_binary();

@@ -137,7 +137,7 @@ TEST_CASE("cuda stage model loss and every gradient are close to the CPU GptStag
   // Both attention backends (runtime.attention); the options set it process-wide, so the
   // default (cudnn) is set again at the end.
   for (const AttentionBackend attention : {AttentionBackend::cudnn, AttentionBackend::kernels}) {
-    INFO("attention " << (attention == AttentionBackend::cudnn ? "cudnn" : "kernels"));
+    INFO("attention " << std::string(attention == AttentionBackend::cudnn ? "cudnn" : "kernels"));
     CudaStageOptions options = on_device(0);
     options.attention = attention;
     auto gpu = make_cuda_stage_model(kConfig, kFull, kSeed, options);

@@ -11,5 +11,6 @@ void add_bench_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_sched_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
+void add_checkpoint_command(CLI::App& app);
 
 }  // namespace conveyor

@@ -55,6 +55,7 @@ int run_command(int argc, char** argv) {
   conveyor::add_config_command(app);
   conveyor::add_sched_command(app);
   conveyor::add_trace_command(app);
+  conveyor::add_checkpoint_command(app);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "error: %s\n", unknown.c_str());
     return conveyor::kExitBadInput;

@@ -39,9 +39,9 @@
 #include "apps/train/supervisor.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/train/train_checkpoints.hpp"
+#include "apps/train/weights_file.hpp"
 #include "actors/trace/fault_spec.hpp"
 #include "kernels/common/error.hpp"
-#include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
 namespace {
@@ -295,8 +295,7 @@ void run_train(const TrainOptions& opt) {
     return;
   }
 
-  write_safetensors((dir / "weights.safetensors").string(), result.weights,
-                    {{"format", "pt"}, {"producer", "conveyor"}});
+  write_weights_file((dir / kWeightsFile).string(), result.weights);
   if (result.final_eval_dropped)
     fmt::print(stderr, "conveyor train: {} during the evaluation after the last step: "
                        "it was dropped ({}); the weights are written\n",

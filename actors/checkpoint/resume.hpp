@@ -23,8 +23,10 @@ struct ResumePoint {
   std::vector<std::string> skipped;  // "<path>: <reason>" of each newer one not used
 };
 
-/// Throws InputError (kernels/common/error.hpp) naming ARG or the folder when nothing
-/// usable is found, with the reason of every candidate that failed.
-ResumePoint resolve_resume(Filesystem& fs, const std::string& arg, const std::string& checkpoint_dir);
+/// Throws InputError (kernels/common/error.hpp) naming `flag` (the option or command that
+/// gave ARG), ARG or the folder when nothing usable is found, with the reason of every
+/// candidate that failed.
+ResumePoint resolve_resume(Filesystem& fs, const std::string& arg, const std::string& checkpoint_dir,
+                           const std::string& flag = "--resume");
 
 }  // namespace conveyor::checkpoint

@@ -19,7 +19,8 @@
 #      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves, and
 #      a traced ZBV run on that cut unless TARGETS_TRACE=0);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
-#      TWO_GPU_IDS (targets): devices.ids of its two-stage runs, e.g. [0,0] on one GPU.
+#      TWO_GPU_IDS (targets): devices.ids of its two-stage runs, e.g. [0,0] on one GPU;
+#      TARGETS_TORCH=0 skips its PyTorch runs.
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
 # (the host gradient all-reduce of parallel.data; the GPU machine has neither).
@@ -326,6 +327,7 @@ if want targets; then
   big targets-zbv-b "${e2e[@]}" --set pipeline.schedule=zbv
   big targets-zbvhalf-b "${e2e[@]}" "${half[@]}"
   for run in zbv:ScheduleZBVZeroBubble:2 1f1b:Schedule1F1B:1; do
+    [ "${TARGETS_TORCH:-1}" = 0 ] && break  # PyTorch's pipeline needs two GPUs
     IFS=: read -r name schedule chunks <<< "$run"
     STEPS=6 WARM=3 MASTER=bf16 timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
       .gpu/torch_pp_bench.py "$schedule:$chunks" > "$OUT/targets-torch-$name.json" 2> "$OUT/targets-torch-$name.log"

@@ -161,10 +161,11 @@ ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& pa
   if (path == "latest")
     throw InputError(flag + ": give a folder (a step-* folder, a checkpoint.dir or a run folder), not 'latest'");
   const auto point = checkpoint::resolve_resume(fs, path, "", flag);
+  // Nothing is written into a checkpoint: its files are immutable once its manifest exists.
   std::error_code ec;
-  for (const auto& shard : point.manifest.shards)
-    if (std::filesystem::equivalent(out, point.path + "/" + shard.file, ec))
-      throw InputError(fmt::format("--out {}: is one of the checkpoint's shards: choose another file", out));
+  const auto parent = std::filesystem::absolute(out, ec).parent_path();
+  if (std::filesystem::equivalent(parent, point.path, ec))
+    throw InputError(fmt::format("--out {}: is inside the checkpoint {}: choose a file elsewhere", out, point.path));
   if (std::filesystem::exists(out) && !overwrite)
     throw InputError(fmt::format("--out {}: already exists (--force replaces it)", out));
   const auto index = checkpoint::index_checkpoint(point.path, point.manifest);

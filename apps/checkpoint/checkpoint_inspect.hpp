@@ -51,7 +51,7 @@ struct ExportedWeights {
 /// the newest intact one of a checkpoint.dir or run folder) written to `out` atomically,
 /// in model order (the manifest's model config; shard order when it has none). Only the
 /// weights' bytes are read. InputError when nothing intact is there, `out` exists and
-/// `overwrite` is false, or `out` is one of the checkpoint's files.
+/// `overwrite` is false, or `out` is inside the checkpoint's folder.
 ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& path, const std::string& out,
                                bool overwrite);
 

@@ -90,5 +90,13 @@ TEST_CASE("checkpoint export of a run's last checkpoint is its weights.safetenso
                       "--force"});
     CHECK(r.exit_code == 0);
     CHECK(read_text(out) != read_text(run / "weights.safetensors"));
+
+    // Nothing is ever written into a checkpoint's folder, not even with --force.
+    const fs::path manifest = run / "checkpoints/step-000004/manifest.json";
+    const std::string before = read_text(manifest);
+    r = run_conveyor({"checkpoint", "export", run.string(), "--out", manifest.string(), "--force"});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "is inside the checkpoint"));
+    CHECK(read_text(manifest) == before);
   }
 }

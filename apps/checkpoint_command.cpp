@@ -27,7 +27,9 @@ struct CheckpointOptions {
 };
 
 void run_verify(const CheckpointOptions& o) {
-  const auto reports = verify_checkpoints(checkpoint::posix_filesystem(), o.path);
+  const auto reports = verify_checkpoints(checkpoint::posix_filesystem(), o.path, [](const auto& folder) {
+    fmt::print(stderr, "conveyor checkpoint: verifying {}\n", folder.path);
+  });
   const auto json = reports_json(reports);
   if (o.format == "json")
     fmt::print("{}\n", json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -104,9 +104,14 @@ std::vector<std::string> weight_order(const checkpoint::Manifest& m, const check
 
 }  // namespace
 
-std::vector<CheckpointReport> verify_checkpoints(checkpoint::Filesystem& fs, const std::string& path) {
+std::vector<CheckpointReport> verify_checkpoints(
+    checkpoint::Filesystem& fs, const std::string& path,
+    const std::function<void(const checkpoint::CheckpointFolder&)>& starting) {
   std::vector<CheckpointReport> out;
-  for (const auto& folder : folders_at(fs, path)) out.push_back(report_on(fs, folder));
+  for (const auto& folder : folders_at(fs, path)) {
+    if (starting && folder.complete) starting(folder);
+    out.push_back(report_on(fs, folder));
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 // weights.safetensors: the same names, order, dtype and metadata, so the export of a run's
 // last checkpoint is byte for byte its weights.safetensors.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/checkpoint/filesystem.hpp"
+#include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/manifest.hpp"
 
 namespace conveyor {
@@ -32,8 +34,11 @@ struct CheckpointReport {
 /// `path`: one checkpoint (a step-* folder, or any folder holding manifest.json), a
 /// checkpoint.dir (step-* folders) or a run folder (checkpoints/): each checkpoint there,
 /// newest first, verified (sizes, sha256, the shards' headers against the manifest).
-/// InputError when `path` is none of these.
-std::vector<CheckpointReport> verify_checkpoints(checkpoint::Filesystem& fs, const std::string& path);
+/// InputError when `path` is none of these. `starting` (optional) is told of each
+/// complete one before its shards are hashed: progress for folders of many gigabytes.
+std::vector<CheckpointReport> verify_checkpoints(
+    checkpoint::Filesystem& fs, const std::string& path,
+    const std::function<void(const checkpoint::CheckpointFolder&)>& starting = {});
 
 nlohmann::json reports_json(const std::vector<CheckpointReport>& reports);
 std::string reports_text(const std::vector<CheckpointReport>& reports);

@@ -1,5 +1,5 @@
 // conveyor checkpoint verify PATH [--format text|json]
-// conveyor checkpoint export PATH --out FILE [--force] [--format text|json]
+// conveyor checkpoint export PATH --out FILE [--force] [--dtype f32|bf16] [--format text|json]
 // PATH is a checkpoint (step-* folder), a checkpoint.dir or a run folder. verify checks
 // every checkpoint there (sizes, sha256, headers) and exits 1 when one that is complete
 // fails, or none is intact; export writes one checkpoint's weights as weights.safetensors
@@ -23,6 +23,7 @@ struct CheckpointOptions {
   std::string path;
   std::string out;
   std::string format = "text";
+  std::string dtype = "f32";
   bool force = false;
 };
 
@@ -43,7 +44,7 @@ void run_verify(const CheckpointOptions& o) {
 
 void run_export(const CheckpointOptions& o) {
   fmt::print(stderr, "conveyor checkpoint: verifying {}\n", o.path);
-  const auto e = export_weights(checkpoint::posix_filesystem(), o.path, o.out, o.force);
+  const auto e = export_weights(checkpoint::posix_filesystem(), o.path, o.out, o.force, o.dtype == "bf16");
   fmt::print(stderr, "conveyor checkpoint: {} (step {}): {} weights, {:.1f}M parameters → {} ({:.2f} GB)\n", e.from,
              e.step, e.tensors, static_cast<double>(e.parameters) / 1e6, e.out, static_cast<double>(e.bytes) / 1e9);
   if (o.format == "json")
@@ -52,6 +53,7 @@ void run_export(const CheckpointOptions& o) {
                                       {"out", e.out},
                                       {"tensors", e.tensors},
                                       {"parameters", e.parameters},
+                                      {"dtype", o.dtype},
                                       {"bytes", e.bytes}}
                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
@@ -80,6 +82,9 @@ void add_checkpoint_command(CLI::App& app) {
   add_common(exp);
   exp->add_option("--out", opt->out, "The safetensors file to write (atomically)")->required();
   exp->add_flag("--force", opt->force, "Replace --out when it exists");
+  exp->add_option("--dtype", opt->dtype, "f32 (as the run's weights.safetensors), or bf16 (rounded to nearest even: half the size)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   exp->callback([opt] { run_export(*opt); });
 }
 

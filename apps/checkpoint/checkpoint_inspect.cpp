@@ -15,6 +15,7 @@
 #include "kernels/common/error.hpp"
 #include "kernels/model/param_layout.hpp"
 #include "kernels/model/state_names.hpp"
+#include "kernels/tensor/bf16.hpp"
 
 namespace conveyor {
 namespace {
@@ -67,6 +68,15 @@ CheckpointReport report_on(checkpoint::Filesystem& fs, const checkpoint::Checkpo
     r.error = e.what();
   }
   return r;
+}
+
+// Checkpoints hold f32 (capture_state).
+Tensor to_bf16(const Tensor& f32) {
+  Tensor out = Tensor::uninitialized(f32.shape(), DType::bf16);
+  auto* bits = static_cast<std::uint16_t*>(out.raw());
+  const float* values = f32.f32();
+  for (std::int64_t i = 0; i < f32.numel(); ++i) bits[i] = float_to_bf16_bits(values[i]);
+  return out;
 }
 
 std::string gigabytes(std::uint64_t bytes) { return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9); }
@@ -161,7 +171,7 @@ std::string reports_text(const std::vector<CheckpointReport>& reports) {
 }
 
 ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& path, const std::string& out,
-                               bool overwrite) {
+                               bool overwrite, bool bf16) {
   const std::string flag = "checkpoint export";
   if (path == "latest")
     throw InputError(flag + ": give a folder (a step-* folder, a checkpoint.dir or a run folder), not 'latest'");
@@ -180,7 +190,7 @@ ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& pa
   ExportedWeights result{point.path, point.manifest.step, out, order.size()};
   for (const auto& name : order) {
     result.parameters += static_cast<std::uint64_t>(loaded.at(name).numel());
-    weights.push_back({name, std::move(loaded.at(name))});
+    weights.push_back({name, bf16 ? to_bf16(loaded.at(name)) : std::move(loaded.at(name))});
   }
   try {
     write_weights_file(out, weights);

@@ -55,9 +55,10 @@ struct ExportedWeights {
 /// The weights of the checkpoint `path` names (as --resume resolves it: a step folder, or
 /// the newest intact one of a checkpoint.dir or run folder) written to `out` atomically,
 /// in model order (the manifest's model config; shard order when it has none). Only the
-/// weights' bytes are read. InputError when nothing intact is there, `out` exists and
-/// `overwrite` is false, or `out` is inside the checkpoint's folder.
+/// weights' bytes are read. With `bf16` every weight is rounded to bfloat16 (nearest even,
+/// as the GPU rounds) for a file half the size. InputError when nothing intact is there,
+/// `out` exists and `overwrite` is false, or `out` is inside the checkpoint's folder.
 ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& path, const std::string& out,
-                               bool overwrite);
+                               bool overwrite, bool bf16 = false);
 
 }  // namespace conveyor

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/device_guard.hpp"
 #include "kernels/cuda/device_storage.hpp"

@@ -11,7 +11,7 @@
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/bench/gpu_spin.hpp"
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cross_entropy.hpp"
 #include "kernels/cuda/device_guard.hpp"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/device_guard.hpp"
 #include "kernels/model/state_names.hpp"

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "kernels/cuda/adamw.hpp"
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/cast.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/device_storage.hpp"

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernels/io/safetensors.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "tests/apps/train/train_test_support.hpp"
 
 using namespace conveyor::testing;
@@ -99,4 +101,34 @@ TEST_CASE("checkpoint export of a run's last checkpoint is its weights.safetenso
     CHECK(contains(r.err, "is inside the checkpoint"));
     CHECK(read_text(manifest) == before);
   }
+}
+
+TEST_CASE("checkpoint export --dtype bf16 rounds every weight to nearest even, half the bytes") {
+  TempDir dir;
+  const fs::path run = run_with_checkpoints(dir, "run");
+  const std::string f32 = dir / "w32.safetensors", bf16 = dir / "w16.safetensors";
+  REQUIRE(run_conveyor({"checkpoint", "export", run.string(), "--out", f32}).exit_code == 0);
+  auto r = run_conveyor({"checkpoint", "export", run.string(), "--out", bf16, "--dtype", "bf16", "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("dtype") == "bf16");
+  const auto wide = conveyor::read_safetensors(f32);
+  const auto narrow = conveyor::read_safetensors(bf16);
+  REQUIRE(wide.size() == narrow.size());
+  std::size_t rounded = 0;
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    CAPTURE(wide[i].name);
+    CHECK(narrow[i].name == wide[i].name);
+    REQUIRE(narrow[i].tensor.dtype() == conveyor::DType::bf16);
+    CHECK(narrow[i].tensor.shape() == wide[i].tensor.shape());
+    const auto* bits = static_cast<const std::uint16_t*>(narrow[i].tensor.raw());
+    for (std::int64_t j = 0; j < wide[i].tensor.numel(); ++j) {
+      const float v = wide[i].tensor.f32()[j];
+      if (bits[j] != conveyor::float_to_bf16_bits(v)) FAIL_CHECK("element " << j);
+      rounded += conveyor::bf16_bits_to_float(bits[j]) != v;
+    }
+  }
+  CHECK(rounded > 0);  // trained weights are not all bf16 values already
+  CHECK(fs::file_size(bf16) < fs::file_size(f32) / 2 + 8192);
+  r = run_conveyor({"checkpoint", "export", run.string(), "--out", bf16, "--dtype", "fp8"});
+  CHECK(r.exit_code == 2);
 }

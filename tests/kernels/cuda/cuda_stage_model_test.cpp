@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/copy.hpp"
 #include "kernels/cuda/device_guard.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/allocator.hpp"
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/types.hpp"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <thread>
 
-#include "kernels/cuda/bf16.hpp"
+#include "kernels/tensor/bf16.hpp"
 #include "kernels/cuda/check.hpp"
 #include "tests/transport/collective/collective_test_support.hpp"
 #include "tests/transport/nccl/nccl_test_support.hpp"

@@ -53,6 +53,17 @@ std::vector<FileDigest> digests_of(Filesystem& fs, const std::string& step_dir, 
   return out;
 }
 
+// A shard that verification passed and that still cannot be read (a file changed since,
+// or a writer's bug): a CheckpointError naming it.
+template <class Read>
+auto read_shard(const std::string& path, Read read) {
+  try {
+    return read();
+  } catch (const std::exception& e) {
+    throw CheckpointError(path, std::string("shard cannot be read: ") + e.what());
+  }
+}
+
 }  // namespace
 
 Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
@@ -82,21 +93,6 @@ Manifest verify_checkpoint(Filesystem& fs, const std::string& step_dir) {
   }
   return m;
 }
-
-namespace {
-
-// A shard that verification passed and that still cannot be read (a file changed since,
-// or a writer's bug): a CheckpointError naming it.
-template <class Read>
-auto read_shard(const std::string& path, Read read) {
-  try {
-    return read();
-  } catch (const std::exception& e) {
-    throw CheckpointError(path, std::string("shard cannot be read: ") + e.what());
-  }
-}
-
-}  // namespace
 
 CheckpointIndex index_checkpoint(const std::string& step_dir, const Manifest& manifest) {
   CheckpointIndex out;

@@ -1,10 +1,11 @@
 // conveyor checkpoint verify PATH [--format text|json]
 // conveyor checkpoint export PATH --out FILE [--force] [--dtype f32|bf16] [--format text|json]
+// conveyor checkpoint diff A B [--format text|json]
 // PATH is a checkpoint (step-* folder), a checkpoint.dir or a run folder. verify checks
 // every checkpoint there (sizes, sha256, headers) and exits 1 when one that is complete
 // fails, or none is intact; export writes one checkpoint's weights as weights.safetensors
 // is written. Bad input (no such folder, no checkpoint, an existing --out) is one `error:`
-// line and exit code 2.
+// line and exit code 2. diff exits 1 when A and B differ, as diff(1) does.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "actors/checkpoint/filesystem.hpp"
+#include "apps/checkpoint/checkpoint_diff.hpp"
 #include "apps/checkpoint/checkpoint_inspect.hpp"
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
@@ -21,6 +23,7 @@ namespace {
 
 struct CheckpointOptions {
   std::string path;
+  std::string other;  // diff's B
   std::string out;
   std::string format = "text";
   std::string dtype = "f32";
@@ -58,10 +61,22 @@ void run_export(const CheckpointOptions& o) {
                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+void run_diff(const CheckpointOptions& o) {
+  const auto diff = diff_checkpoints(checkpoint::posix_filesystem(), o.path, o.other);
+  if (o.format == "json")
+    fmt::print("{}\n", diff_json(diff).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  else
+    fmt::print("{}", diff_text(diff));
+  if (!diff.identical()) {
+    std::fflush(stdout);
+    throw ExitStatus{kExitFailed};
+  }
+}
+
 }  // namespace
 
 void add_checkpoint_command(CLI::App& app) {
-  auto* ckpt = app.add_subcommand("checkpoint", "Verify checkpoints, or export one's weights");
+  auto* ckpt = app.add_subcommand("checkpoint", "Verify checkpoints, export one's weights, or compare two");
   ckpt->require_subcommand(1);
   auto opt = std::make_shared<CheckpointOptions>();
   auto add_common = [&](CLI::App* cmd) {
@@ -86,6 +101,17 @@ void add_checkpoint_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   exp->callback([opt] { run_export(*opt); });
+
+  auto* diff = ckpt->add_subcommand(
+      "diff", "Compare two checkpoints or weights files tensor by tensor, bit for bit: which differ, in how many "
+              "elements, by how much; exit 1 when they differ");
+  diff->add_option("a", opt->path, "A checkpoint (or checkpoint.dir, run folder) or a safetensors weights file")
+      ->required();
+  diff->add_option("b", opt->other, "The other, of either kind")->required();
+  diff->add_option("--format", opt->format, "text, or json (alone on stdout)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  diff->callback([opt] { run_diff(*opt); });
 }
 
 }  // namespace conveyor

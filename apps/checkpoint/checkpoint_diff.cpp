@@ -61,11 +61,6 @@ Side open_side(checkpoint::Filesystem& fs, const std::string& arg, const std::st
   return s;
 }
 
-bool is_state(std::string_view name) {
-  return std::any_of(kStatePrefixes.begin(), kStatePrefixes.end(),
-                     [&](std::string_view p) { return name.starts_with(p); });
-}
-
 double element(const Tensor& t, std::int64_t i) {
   switch (t.dtype()) {
     case DType::f32: return t.f32()[i];
@@ -101,8 +96,8 @@ CheckpointDiff diff_checkpoints(checkpoint::Filesystem& fs, const std::string& a
   out.weights_only = A.step < 0 || B.step < 0;
   if (out.weights_only)
     for (Side* side : {&A, &B}) {
-      std::erase_if(side->catalog, [](const auto& kv) { return is_state(kv.first); });
-      for (auto& group : side->groups) std::erase_if(group, [](const std::string& n) { return is_state(n); });
+      std::erase_if(side->catalog, [](const auto& kv) { return is_state_name(kv.first); });
+      for (auto& group : side->groups) std::erase_if(group, [](const std::string& n) { return is_state_name(n); });
     }
   out.a = A.path;
   out.b = B.path;

@@ -20,11 +20,6 @@
 namespace conveyor {
 namespace {
 
-bool is_state(std::string_view name) {
-  return std::any_of(kStatePrefixes.begin(), kStatePrefixes.end(),
-                     [&](std::string_view p) { return name.starts_with(p); });
-}
-
 std::string without_trailing_slashes(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return path;
@@ -62,7 +57,7 @@ CheckpointReport report_on(checkpoint::Filesystem& fs, const checkpoint::Checkpo
     for (const auto& shard : m.shards) r.bytes += shard.bytes;
     r.tensors = index.tensors.size();
     for (const auto& [name, spec] : index.tensors)
-      if (!is_state(name)) r.parameters += static_cast<std::uint64_t>(spec.shape.numel());
+      if (!is_state_name(name)) r.parameters += static_cast<std::uint64_t>(spec.shape.numel());
     r.manifest = std::move(m);
   } catch (const std::exception& e) {
     r.error = e.what();
@@ -88,14 +83,14 @@ std::vector<std::string> weight_order(const checkpoint::Manifest& m, const check
                                       const std::string& path) {
   std::set<std::string> held;
   for (const auto& [name, spec] : index.tensors)
-    if (!is_state(name)) held.insert(name);
+    if (!is_state_name(name)) held.insert(name);
   std::vector<std::string> order;
   if (m.config.empty()) {  // written without its config: stage, then file order
     auto shards = m.shards;
     std::stable_sort(shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.stage < b.stage; });
     for (const auto& shard : shards)
       for (const auto& name : shard.tensors)
-        if (!is_state(name)) order.push_back(name);
+        if (!is_state_name(name)) order.push_back(name);
     return order;
   }
   GptConfig model;

@@ -20,6 +20,13 @@ inline constexpr std::string_view kMasterPrefix = "master.";
 /// The per-parameter state kinds, besides the weight itself.
 inline constexpr std::array<std::string_view, 3> kStatePrefixes = {kOptMPrefix, kOptVPrefix, kMasterPrefix};
 
+/// Whether `name` is a state tensor (opt.m., opt.v., master.) rather than a weight.
+inline bool is_state_name(std::string_view name) {
+  for (auto prefix : kStatePrefixes)
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
 inline std::string opt_m_name(std::string_view param) { return std::string(kOptMPrefix) + std::string(param); }
 inline std::string opt_v_name(std::string_view param) { return std::string(kOptVPrefix) + std::string(param); }
 inline std::string master_name(std::string_view param) { return std::string(kMasterPrefix) + std::string(param); }

@@ -113,6 +113,8 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StageRestored>("conveyor::StageRestored");
   cfg.add_message_type<SnapshotCopy>("conveyor::SnapshotCopy");
   cfg.add_message_type<CopySnapshot>("conveyor::CopySnapshot");
+  cfg.add_message_type<WriteShard>("conveyor::WriteShard");
+  cfg.add_message_type<ShardWritten>("conveyor::ShardWritten");
   cfg.add_message_type<RespawnStage>("conveyor::RespawnStage");
   cfg.add_message_type<trace::RemoteStageProgress>("conveyor::RemoteStageProgress");
   cfg.add_message_type<ProgressReport>("conveyor::ProgressReport");

@@ -79,8 +79,9 @@ struct PipeHeader {
 // 6: StageReport::allreduce_busy_ms/allreduce_exposed_ms, tags of the final weights by
 // stage actor, of activations and gradients by replica (edge_tags.hpp);
 // 7: OptimizerDone::allgather_ms (optim.shard_state); 8: ProgressReport (the hang
-// watchdog across processes); 9: CopySnapshot (checkpoints without buddy copies)
-inline constexpr int kProtocolVersion = 9;
+// watchdog across processes); 9: CopySnapshot (checkpoints without buddy copies); 10: WriteShard, ShardWritten
+// (checkpoint.writers every_node)
+inline constexpr int kProtocolVersion = 10;
 
 /// Start and end of one executed action, nanoseconds since the run's epoch.
 struct ActionTiming {

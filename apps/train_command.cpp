@@ -192,7 +192,11 @@ void run_train(const TrainOptions& opt) {
   if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.fault))
     scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
   if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
+  // Each node writes its own shards into node 0's checkpoint folder: every node must see it.
+  const bool shares_checkpoint_folder =
+      cluster && config.checkpoint.writers == "every_node" && stop_plan(config, spec).checkpoints;
   if (cluster && cluster->node() != 0) {
+    if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder("");
     // Node k writes no run folder of its own, only its trace file when traced: into
     // --out/trace/ (one folder for the whole job when --out is shared or on one host).
     if (config.trace.enabled)
@@ -224,6 +228,8 @@ void run_train(const TrainOptions& opt) {
   const auto dir = create_run_dir(opt.out, resume != nullptr);
   const FolderLock run_lock(dir, "--out");
   if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
+  CheckpointSettings settings = checkpoint_settings(config, job, dir, resume.get(), stops);
+  if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
   write_file_atomically(dir / "config.yaml", to_yaml(config));
@@ -248,8 +254,7 @@ void run_train(const TrainOptions& opt) {
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
-  TrainCheckpoints checkpoints(log, checkpoint_settings(config, job, dir, resume.get(), stops),
-                               [] { return stop_signal() != 0; });
+  TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
   job.checkpoints = &checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
   progress.finish();

@@ -8,6 +8,7 @@
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/shard_writer.hpp"
+#include "actors/checkpoint/staged_shards.hpp"
 
 namespace conveyor::checkpoint {
 namespace {
@@ -19,7 +20,7 @@ void check_snapshot(const Snapshot& snapshot, int keep) {
   for (const auto& s : snapshot.shards) {
     if (!stages.insert(s.stage).second)
       throw std::invalid_argument("write_checkpoint: two shards for stage " + std::to_string(s.stage));
-    if (s.produce)
+    if (s.produce && !s.place)
       throw std::invalid_argument("write_checkpoint: stage " + std::to_string(s.stage) +
                                   "'s shard is not produced yet (Snapshot::materialize)");
   }
@@ -86,8 +87,10 @@ WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
     manifest.format_version = kManifestVersion;
     manifest.shards.clear();
     for (const auto& shard : snapshot.shards) {
-      manifest.shards.push_back(write_shard(fs, result.path, shard.stage, shard.tensors));
+      manifest.shards.push_back(shard.place ? shard.place(fs, result.path)
+                                            : write_shard(fs, result.path, shard.stage, shard.tensors));
       result.bytes += manifest.shards.back().bytes;
+      if (shard.place) result.placed_bytes += manifest.shards.back().bytes;
     }
     fs.sync_dir(result.path);
 
@@ -101,8 +104,11 @@ WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
                                         " failed; earlier checkpoints are untouched");
   }
 
-  // 5. only now may older checkpoints go
+  // 5. only now may older checkpoints go, and the staging folders of this step and
+  // earlier ones (shards other processes wrote, all placed or abandoned by now)
   prune(fs, checkpoint_dir, result.step, keep, result);
+  for (auto& w : remove_staging_before(fs, checkpoint_dir, result.step, /*inclusive=*/true))
+    result.warnings.push_back(std::move(w));
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

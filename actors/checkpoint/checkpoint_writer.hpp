@@ -27,6 +27,7 @@ struct WriteResult {
   std::string path;                  // the step folder written
   std::int64_t step = 0;
   std::uint64_t bytes = 0;           // shard and manifest bytes written
+  std::uint64_t placed_bytes = 0;    // of those, shards other processes wrote (StageShard::place)
   double seconds = 0.0;
   std::vector<std::string> pruned;   // folders removed
   std::vector<std::string> warnings; // pruning failures: the new checkpoint is complete

@@ -12,9 +12,11 @@
 #include <memory>
 #include <stdexcept>
 
+#include "actors/checkpoint/remote_shards.hpp"
 #include "actors/cluster/channel_setup.hpp"
 #include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
+#include "actors/cluster/own_shard_write.hpp"
 #include "actors/cluster/peer_values.hpp"
 #include "actors/cluster/progress_reporter.hpp"
 #include "actors/cluster/remote_weights.hpp"
@@ -285,6 +287,10 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   // node k > 0 reports its own to node 0 (progress_reporter.hpp).
   if (resolved.watchdog_timeout_s > 0 && !resolved.progress)
     resolved.progress = std::make_shared<trace::ProgressBoard>(ranks);
+  // checkpoint.writers every_node: this node writes its own stages' shards (node k > 0),
+  // or keeps the book of those the others write (node 0).
+  const bool nodes_write = resolved.nodes_write_shards && snapshots && setup.nnodes > 1;
+  if (nodes_write && setup.node != 0) resolved.shard_writes = std::make_shared<NodeShardWrites>();
   auto job = std::make_shared<const TrainingJob>(std::move(resolved));
   set_cpu_kernel_threads(job->threads_per_stage);
   if (static_cast<int>(setup.node_of_rank.size()) != ranks)
@@ -312,6 +318,25 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   // actor, and a handle that outlived it would keep one alive forever. A stage stuck in
   // its compute would too: past a minute the system is left alive (detached_threads.hpp).
   AwaitDetachedThreads await_actors{detached, system_owner};
+  // Node k's shard writes report to node 0 through this system: before it ends, every
+  // write accepted is finished, and none starts later (own_shard_write.hpp).
+  struct CloseShardWrites {
+    NodeShardWrites* writes;
+    ~CloseShardWrites() {
+      if (!writes) return;
+      writes->queue().close();
+      writes->detach();
+    }
+  } close_shard_writes{job->shard_writes.get()};
+  // Node 0: whatever the other nodes have not reported when this run ends fails, so that
+  // the checkpoint writer waiting for it ends too.
+  auto shard_book = nodes_write && setup.node == 0 ? std::make_shared<checkpoint::RemoteShards>() : nullptr;
+  struct FailPendingShards {
+    checkpoint::RemoteShards* book;
+    ~FailPendingShards() {
+      if (book) book->fail_pending("the job ended before its node reported it");
+    }
+  } fail_pending_shards{shard_book.get()};
   EndActors end;
   NodeStages mine{setup.node, local_ranks, {}, {}, {}};
   // A process that dies is seen through its silence at the store, whatever state its
@@ -358,6 +383,12 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   const auto epoch = shared_epoch(setup, store);
   mine.ucx_address = ucx_address(*hub);
 
+  caf::actor shard_reports;
+  if (job->shard_writes) {
+    shard_reports = system.spawn(shard_reporter, setup.transport_timeout);
+    end.actors.push_back(shard_reports);
+    job->shard_writes->attach(shard_reports);
+  }
   for (int r : local_ranks) {
     auto a = system.spawn(linked_stage_actor, job, r, epoch, links, !setup.rejoining);
     mine.actors.push_back(a);
@@ -446,6 +477,12 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
       await_actors.limit_wait(kFailedJobGrace);
       throw;
     }
+    if (job->shard_writes) {
+      // The last checkpoint's shards may still be on their way: node 0 waits for them
+      // before it ends the job, so this node leaves only once they are written and noted.
+      job->shard_writes->queue().close();
+      self->request(shard_reports, caf::infinite, flush_shard_reports_atom::value).receive([](bool) {}, [](caf::error&) {});
+    }
     watch.stop();
     hub->drain_sends(setup.transport_timeout);
     return std::nullopt;
@@ -469,9 +506,11 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     restarts.remote_markers = !copies;
     // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
     // else those a checkpoint asks for (CopySnapshot).
-    auto keeper = system.spawn(snapshot_keeper, job->snapshots, links);
+    auto keeper = system.spawn(snapshot_keeper, job->snapshots, links, shard_book);
     end.actors.push_back(keeper);
     restarts.keeper = keeper;
+    restarts.remote_shards = shard_book;
+    restarts.remote_shard_timeout = job->remote_shard_timeout;
     // A copy's tensors may each take up to transport.timeout_s.
     restarts.copy_wait = std::max<std::chrono::milliseconds>(restarts.copy_wait, 2 * setup.transport_timeout);
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
@@ -489,6 +528,15 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
       .receive([&](TrainResult& r) { result = std::move(r); },
                [&](caf::error& e) { failed = error_text(system, e); });
   const bool hung = watchdog.stop();
+  // The shards the other nodes are still writing (the last checkpoint's) are reported to
+  // the keeper, which ends with this function: the writer waits for them, so must this.
+  if (shard_book && failed.empty() && !hung && shard_book->pending() > 0) {
+    fmt::print(stderr, "conveyor train: waiting for the other nodes to write {} shard(s) of the last checkpoint\n",
+               shard_book->pending());
+    if (!shard_book->wait_all(job->remote_shard_timeout))
+      fmt::print(stderr, "conveyor train: the other nodes did not report every shard within "
+                         "checkpoint.remote_timeout_s\n");
+  }
   watch.stop();      // the other nodes leave now
   if (hung) {
     await_actors.limit_wait(kFailedJobGrace);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "actors/checkpoint/layout.hpp"
 #include "actors/cluster/edge_tags.hpp"
 #include "actors/cluster/payload_transfer.hpp"
 #include "actors/error_text.hpp"
@@ -60,14 +61,43 @@ caf::result<StageRestored> restore(Self* self, const RestoreRejoined& r) {
   return promise;
 }
 
+// A node's report of a shard it wrote: checked as any message from a peer (a rank of that
+// node's, the file name its stage's, a well-formed digest) before the book takes it.
+bool note_shard(Self* self, ShardWritten& w) {
+  const auto& st = self->state;
+  const auto drop = [&](const std::string& why) {
+    log_transfer_error(fmt::format("a report of stage {}'s shard was dropped: {}", w.rank, why));
+    return false;
+  };
+  if (!st.shards) return drop("this job's node 0 writes every shard (checkpoint.writers node0)");
+  const int ranks = static_cast<int>(st.links->node_of_rank.size());
+  if (w.rank < 0 || w.rank >= ranks || st.links->node_of_rank[w.rank] == st.links->node)
+    return drop("not a stage of another node");
+  std::optional<checkpoint::ShardEntry> entry;
+  if (w.error.empty()) {
+    const bool hex = w.sha256.size() == 64 && w.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (w.file != checkpoint::shard_file_name(w.rank)) {
+      w.error = fmt::format("it named the file '{}', not {}", w.file, checkpoint::shard_file_name(w.rank));
+    } else if (!hex || w.tensors.empty()) {
+      w.error = "it sent a malformed entry (sha256, tensor names)";
+    } else {
+      entry = checkpoint::ShardEntry{w.file, w.rank, w.bytes, w.sha256, std::move(w.tensors)};
+    }
+  }
+  return st.shards->report(w.token, w.rank, std::move(entry), std::move(w.error));
+}
+
 }  // namespace
 
 caf::behavior snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
-                              std::shared_ptr<const StageLinks> links) {
+                              std::shared_ptr<const StageLinks> links,
+                              std::shared_ptr<checkpoint::RemoteShards> shards) {
   self->state.store = std::move(store);
   self->state.links = std::move(links);
+  self->state.shards = std::move(shards);
   return {
       [=](SnapshotCopy& copy) { keep(self, std::move(copy)); },
+      [=](ShardWritten& w) { return note_shard(self, w); },
       [=](const RestoreRejoined& r) { return restore(self, r); },
   };
 }

@@ -13,10 +13,14 @@
 //                                                 coordinator with StageRestored)
 // A copy enters the store only once all its bytes arrived (a copy that fails is logged
 // and dropped: the store keeps the older ones).
+// With checkpoint.writers every_node it also takes the other nodes' reports of the shards
+// they wrote themselves (ShardWritten) into node 0's book (remote_shards.hpp): here, not at
+// the coordinator, whose thread may be the one waiting for them (a stop's checkpoint).
 #include <caf/all.hpp>
 #include <chrono>
 #include <memory>
 
+#include "actors/checkpoint/remote_shards.hpp"
 #include "actors/cluster/stage_links.hpp"
 #include "actors/fault/snapshot_store.hpp"
 
@@ -25,11 +29,13 @@ namespace conveyor {
 struct SnapshotKeeperState {
   std::shared_ptr<SnapshotStore> store;   // node 0's: its own stages' snapshots and the copies
   std::shared_ptr<const StageLinks> links;
+  std::shared_ptr<checkpoint::RemoteShards> shards;  // null: node 0 writes every shard
   static inline const char* name = "snapshot-keeper";
 };
 
 caf::behavior snapshot_keeper(caf::stateful_actor<SnapshotKeeperState>* self,
                               std::shared_ptr<SnapshotStore> store,
-                              std::shared_ptr<const StageLinks> links);
+                              std::shared_ptr<const StageLinks> links,
+                              std::shared_ptr<checkpoint::RemoteShards> shards);
 
 }  // namespace conveyor

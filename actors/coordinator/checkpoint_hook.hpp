@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/checkpoint/snapshot.hpp"
+#include "actors/checkpoint/staged_shards.hpp"
 
 namespace conveyor {
 
@@ -36,9 +37,18 @@ class CheckpointHook {
   /// AdamW's step count then (fewer than steps_done after skipped steps). With `stop` it
   /// must not return before the checkpoint is durable; it may follow a take() of the same
   /// `steps_done` without `stop` (a stop during the evaluation after a checkpointed
-  /// boundary), which it must then make durable. Throwing fails the run.
+  /// boundary), which it must then make durable (the repeat's `shards` may then be empty:
+  /// the first take's are the ones written). Throwing fails the run.
   virtual void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
                     std::int64_t optimizer_steps, bool stop) = 0;
+  /// checkpoint.writers every_node, across processes: before the take() of `steps_done`,
+  /// prepares the folder where the other processes write their own stages' shards of that
+  /// step (actors/checkpoint/staged_shards.hpp) and names the attempt. Never throws: a
+  /// folder it cannot prepare comes back as `error`, and that checkpoint fails as a write.
+  /// The default (a hook of runs in one process) refuses.
+  virtual checkpoint::StagingTarget stage_remote_shards(std::int64_t /*steps_done*/) {
+    return {"", "", "this run's checkpoints take no shards written by other processes"};
+  }
 };
 
 }  // namespace conveyor

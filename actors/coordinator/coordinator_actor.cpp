@@ -151,6 +151,7 @@ void finish_stopped(Self* self) {
 void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
                std::int64_t optimizer_steps, bool stop) {
   try {
+    self->state.handed_over = steps_done;
     self->state.checkpoints->take(steps_done, std::move(shards), optimizer_steps, stop);
   } catch (const std::exception& e) {
     fail(self, fmt::format("checkpoint after step {}: {}", steps_done, e.what()));
@@ -190,13 +191,25 @@ void ask_for_copies(Self* self, std::int64_t steps_done) {
 // every kCopyPoll, asked for first without buddy copies), else asked of the stages.
 void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0) {
   auto& st = self->state;
-  if (st.job->snapshots)
+  const bool nodes_write = spans_processes(st) && remote_shards_written_by_nodes(st);
+  if (nodes_write && stop && st.handed_over == steps_done) {
+    // A stop during the evaluation after this boundary's checkpoint: the hook makes that
+    // one durable; the other nodes are not asked to write their shards a second time.
+    hand_over(self, steps_done, {}, 0, stop);
+    return;
+  }
+  if (nodes_write)
+    if (auto held = shards_written_by_nodes(self, steps_done)) {
+      hand_over(self, steps_done, std::move(held->first), held->second, stop);
+      return;
+    }
+  if (st.job->snapshots && !nodes_write)
     if (auto held = snapshot_shards(st, steps_done)) {
       hand_over(self, steps_done, std::move(held->first), held->second, stop);
       return;
     }
   if (st.job->snapshots && spans_processes(st)) {
-    if (polls == 0 && st.restarts.remote_markers) ask_for_copies(self, steps_done);
+    if (polls == 0 && st.restarts.remote_markers && !nodes_write) ask_for_copies(self, steps_done);
     const auto copy_wait = st.restarts.copy_wait;
     if (polls * kCopyPoll < copy_wait) {
       self->delayed_send(self, kCopyPoll, capture_retry_atom::value, steps_done, stop, polls + 1,
@@ -204,8 +217,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
       return;
     }
     fail(self, fmt::format("checkpoint after step {}: node 0 did not receive every other "
-                           "node's snapshot of that step within {} s",
-                           steps_done, std::chrono::duration<double>(copy_wait).count()));
+                           "node's snapshot {} of that step within {} s",
+                           steps_done, nodes_write ? "note" : "copy", std::chrono::duration<double>(copy_wait).count()));
     return;
   }
   // Replica 0's stages (actors 0 … P−1): replicas are identical, a checkpoint holds one copy.

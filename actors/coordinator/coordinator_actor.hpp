@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/checkpoint/remote_shards.hpp"
 #include "actors/coordinator/checkpoint_hook.hpp"
 #include "actors/fault/restart_budget.hpp"
 #include "actors/messages.hpp"
@@ -70,6 +71,12 @@ struct StageRestarts {
   /// (SnapshotStore::put_marker) and asks for copies of those a checkpoint writes
   /// (CopySnapshot).
   bool remote_markers = false;
+  /// checkpoint.writers every_node: node 0's book of the shards that the other nodes
+  /// write themselves (their stages are sent WriteShard, the keeper notes their reports);
+  /// null: node 0 writes every shard.
+  std::shared_ptr<checkpoint::RemoteShards> remote_shards;
+  /// How long node 0's writer waits for one of those (checkpoint.remote_timeout_s).
+  std::chrono::milliseconds remote_shard_timeout{std::chrono::minutes(10)};
   /// NCCL edges join stages of different nodes: every recovery rebuilds them on every
   /// node (RebuildChannels through the directory) before the stages restore.
   bool rebuild_channels = false;
@@ -89,6 +96,7 @@ struct CoordinatorState {
   std::shared_ptr<const TrainingJob> job;
   TrainingObserver* observer = nullptr;
   CheckpointHook* checkpoints = nullptr;  // job->checkpoints
+  std::optional<std::int64_t> handed_over;  // the step of the last state given to checkpoints->take
   std::vector<caf::actor> stages;
   std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans;
 

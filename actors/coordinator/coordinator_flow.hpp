@@ -68,6 +68,16 @@ void on_group_failed(Self* self, int rank, std::int64_t round, const std::string
 /// first P actors): a checkpoint holds one copy of each pipeline stage.
 std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snapshot_shards(
     const CoordinatorState& st, std::int64_t steps_done);
+/// checkpoint.writers every_node across processes (coordinator_shard_writes.cpp): whether
+/// the other nodes write their own stages' shards of a checkpoint.
+bool remote_shards_written_by_nodes(const CoordinatorState& st);
+/// Such a checkpoint's shards: node 0's stages' from its snapshots, every other node's
+/// awaited (each of those stages is sent WriteShard now); nullopt, with nothing sent,
+/// until every stage of replica 0 holds the step (a marker or a copy for another node's).
+std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards_written_by_nodes(
+    Self* self, std::int64_t steps_done);
+/// Node `node` is lost: the shards its stages were writing fail now, not at the wait's end.
+void fail_remote_shards_of_node(CoordinatorState& st, int node, const std::string& why);
 /// Beyond fault.max_restarts within fault.window_s: a checkpoint of the newest state every
 /// stage holds (when the run checkpoints), then the run stops with the reason.
 void give_up(Self* self, const Failure& f);

@@ -17,6 +17,7 @@ namespace conveyor::coordinator_flow {
 void on_node_lost(Self* self, int node, const std::string& why) {
   auto& st = self->state;
   if (st.awaiting.count(node)) return;  // known already
+  fail_remote_shards_of_node(st, node, why);
   std::vector<int> ranks;
   for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
     if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));

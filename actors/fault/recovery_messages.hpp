@@ -13,6 +13,11 @@
 //   C → S_r   CopySnapshot{S}          fault.buddy_copies off: a checkpoint of step S
 //                                      asks a stage of node k > 0 for the SnapshotCopy of
 //   S_r → C   SnapshotTaken            its snapshot S (it answers once the copy is sent)
+//   C → S_r   WriteShard{S, folder, token}   checkpoint.writers every_node: a stage of node
+//                                      k > 0 writes its shard of snapshot S itself, into
+//                                      node 0's staging folder, on its node's write queue
+//   Q_k → K0  ShardWritten             ... and the queue reports it (its manifest entry,
+//                                      or why it failed); K0 answers once it noted it
 //   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
 //   K0 → S_r  RestoreFromCopy          ... from node 0's copy (delegated: S_r answers C)
 //   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
@@ -20,7 +25,7 @@
 //   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
 //   C → D0 → Dk  RebuildChannels{g}    GPU stages across processes: every node's NCCL
 //                                      edges get new communicators before the restore
-// The first four, CopySnapshot and the copies cross processes: they are wire types (wire_format.hpp).
+// The first four, CopySnapshot, WriteShard, ShardWritten and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
 #include <string>
@@ -66,6 +71,29 @@ struct SnapshotCopy {
 /// SnapshotTaken, comes once the copy is on its way; the keeper stores it once it arrived.
 struct CopySnapshot {
   std::int64_t steps_done = 0;
+};
+
+/// To a stage of a node other than 0 (checkpoint.writers every_node): write your shard
+/// of the snapshot after `steps_done` steps into `staging` (actors/checkpoint/
+/// staged_shards.hpp) for the attempt `token`. No reply: the write runs on the node's
+/// queue, which reports to node 0's keeper (ShardWritten), failures included.
+struct WriteShard {
+  std::int64_t steps_done = 0;
+  std::string staging;
+  std::string token;
+};
+
+/// A node's report of one shard it wrote (or could not write) for WriteShard: the
+/// manifest entry's fields, or `error`. To node 0's keeper, which answers `true` once it
+/// noted it (false: nobody expected that shard).
+struct ShardWritten {
+  int rank = 0;
+  std::string token;
+  std::string error;  // empty when written
+  std::string file;
+  std::uint64_t bytes = 0;
+  std::string sha256;
+  std::vector<std::string> tensors;
 };
 
 /// To a stage of a process that rejoined: abort as RestoreStage does, then load `copy`.
@@ -122,6 +150,17 @@ wire::both_t<Inspector, T, SnapshotTaken> inspect(Inspector& f, T& x) {
 template <class Inspector, class T>
 wire::both_t<Inspector, T, CopySnapshot> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("CopySnapshot"), x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, WriteShard> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("WriteShard"), x.steps_done, x.staging, x.token);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, ShardWritten> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("ShardWritten"), x.rank, x.token, x.error, x.file, x.bytes, x.sha256,
+           x.tensors);
 }
 
 template <class Inspector, class T>

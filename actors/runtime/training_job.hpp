@@ -1,6 +1,7 @@
 #pragma once
 // Everything one training run needs, resolved from the config: the model, where each
 // piece runs, the schedule, the data and the optimizer. Plain data, built by the app.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,7 +24,8 @@
 
 namespace conveyor {
 
-class ReplicaGroups;  // actors/runtime/replica_groups.hpp
+class ReplicaGroups;    // actors/runtime/replica_groups.hpp
+class NodeShardWrites;  // actors/cluster/own_shard_write.hpp
 
 /// fault.on_nan: what a step whose loss or gradient norm is not finite does: stop the run,
 /// drop that step's update, or restore every stage to its last snapshot and replay the
@@ -87,6 +89,13 @@ struct TrainingJob {
   // Checkpoints (actors/coordinator/checkpoint_hook.hpp): asked at every step boundary;
   // null: none. Not owned: it outlives the run.
   CheckpointHook* checkpoints = nullptr;
+  // checkpoint.writers every_node: across processes each node writes its own stages'
+  // shards of a checkpoint (actors/checkpoint/staged_shards.hpp), node 0 waiting at most
+  // remote_shard_timeout for each (checkpoint.remote_timeout_s). run_node makes node k's
+  // queue for those writes (shard_writes) and node 0's book of them.
+  bool nodes_write_shards = false;
+  std::chrono::milliseconds remote_shard_timeout{std::chrono::minutes(10)};
+  std::shared_ptr<NodeShardWrites> shard_writes;
   NanPolicy on_nan = NanPolicy::abort;
   RecoverySettings recovery;
   // In-memory snapshots (actors/fault/snapshot_store.hpp): made by run_training when

@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 
+#include "actors/cluster/own_shard_write.hpp"
 #include "actors/cluster/stage_remote.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
@@ -282,6 +283,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
           return SnapshotTaken{self->state.worker->rank(), ask.steps_done};
         });
       },
+      [=](const WriteShard& ask) { guarded(self, [&] { write_own_shard(self, ask); }); },
       [=](const RestoreStage& restore) {
         return replying<StageRestored>(self, [&] {
           auto& st = self->state;

@@ -249,6 +249,16 @@ std::vector<ConfigKey> build_keys() {
           at_least(0)),
       KEY(checkpoint.keep, "newest complete checkpoints kept; older ones are removed",
           at_least(1)),
+      KEY(checkpoint.writers,
+          "a run over several processes: node0 (node 0 writes every shard, from copies of the "
+          "other nodes' snapshots sent to it) or every_node (each process writes its own stages' "
+          "shards, no state crosses the network; checkpoint.dir must then be one folder every "
+          "node sees, a shared filesystem)",
+          one_of(&known_checkpoint_writers)),
+      KEY(checkpoint.remote_timeout_s,
+          "with checkpoint.writers every_node: how long node 0 waits for another node's shard "
+          "of a checkpoint, once its own are written, before that checkpoint fails",
+          greater_than(0.0), at_most_a_week()),
   };
 }
 

@@ -53,6 +53,11 @@ const std::vector<std::string>& known_buddy_copies() {
   return names;
 }
 
+const std::vector<std::string>& known_checkpoint_writers() {
+  static const std::vector<std::string> names = {"node0", "every_node"};
+  return names;
+}
+
 const std::vector<std::string>& known_fault_policies() {
   static const std::vector<std::string> names = {"restart", "abort"};
   return names;

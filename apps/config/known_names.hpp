@@ -26,6 +26,7 @@ const std::vector<std::string>& known_transport_kinds();
 /// fault.policy values.
 const std::vector<std::string>& known_fault_policies();
 const std::vector<std::string>& known_buddy_copies();
+const std::vector<std::string>& known_checkpoint_writers();
 /// fault.on_nan values.
 const std::vector<std::string>& known_nan_policies();
 

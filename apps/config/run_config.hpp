@@ -103,6 +103,8 @@ struct CheckpointSection {
   std::string dir;                           // checkpoint.dir (empty: <run folder>/checkpoints)
   std::int64_t every = 0;                    // checkpoint.every: steps between checkpoints (0: off)
   std::int64_t keep = 3;                     // checkpoint.keep: newest complete checkpoints kept
+  std::string writers = "node0";             // checkpoint.writers: node0 | every_node (who writes a shard)
+  double remote_timeout_s = 600;             // checkpoint.remote_timeout_s: node 0's wait for another node's shard
 };
 
 struct RunConfig {

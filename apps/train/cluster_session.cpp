@@ -15,6 +15,7 @@
 #include "apps/train/node_identity.hpp"
 #include "apps/train/node_replacement.hpp"
 #include "apps/train/preemption.hpp"
+#include "apps/train/shared_folder_check.hpp"
 #include "apps/train/supervisor.hpp"
 #include "kernels/common/error.hpp"
 
@@ -152,6 +153,12 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
 }
 
 ClusterSession::~ClusterSession() = default;
+
+void ClusterSession::check_shared_checkpoint_folder(const std::string& folder) {
+  if (setup_.rejoining || spec_.nnodes <= 1) return;
+  check_shared_folder(*client_, spec_.node_rank, spec_.nnodes, folder, checkpoint::posix_filesystem(),
+                      setup_.rendezvous_timeout);
+}
 
 std::string ClusterSession::describe() const {
   std::vector<int> mine;

@@ -35,6 +35,11 @@ class ClusterSession {
   /// node 0. Measured once at the rendezvous (NodeSetup::steady_clock_offset).
   std::int64_t clock_offset_ns() const;
 
+  /// checkpoint.writers every_node: every node proves that it sees node 0's checkpoint
+  /// folder, `folder` on node 0 (shared_folder_check.hpp); a replacement joining a running
+  /// job does not take part. Throws InputError.
+  void check_shared_checkpoint_folder(const std::string& folder);
+
   /// Runs this node's stages (and on node 0 the coordinator): node 0 returns the result,
   /// the others std::nullopt.
   std::optional<TrainResult> run(const TrainingJob& job, TrainingObserver* observer);

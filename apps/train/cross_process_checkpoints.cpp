@@ -57,6 +57,13 @@ std::optional<std::string> cross_process_checkpoint_refusal(const RunConfig& con
 }
 
 void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec) {
+  if (config.checkpoint.writers == "every_node" && spans_processes(config, spec) && config.parallel.data > 1 &&
+      config.optim.shard_state)
+    throw InputError(fmt::format(
+        "checkpoint.writers: every_node cannot be used with optim.shard_state and parallel.data {}: each "
+        "stage's AdamW state is split over its replicas, and node 0 merges the parts into one shard "
+        "(use checkpoint.writers: node0)",
+        config.parallel.data));
   // --resume needs nothing of this: each node loads its own stages.
   if (config.checkpoint.every <= 0) return;
   const auto refusal = cross_process_checkpoint_refusal(config, spec, true);

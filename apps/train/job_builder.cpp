@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -67,6 +69,9 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
   job.recovery.buddy_copies = config.fault.buddy_copies == "on"    ? BuddyCopies::on
                               : config.fault.buddy_copies == "off" ? BuddyCopies::off
                                                                    : BuddyCopies::automatic;
+  job.nodes_write_shards = config.checkpoint.writers == "every_node";
+  job.remote_shard_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));
   job.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);
   job.recovery.window_s = config.fault.window_s;
   if (!config.fault.inject.empty()) {

@@ -1,10 +1,14 @@
 #include "apps/train/train_checkpoints.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
+#include "actors/checkpoint/staged_shards.hpp"
 #include "apps/train/run_dir.hpp"
 #include "kernels/common/error.hpp"
 
@@ -63,8 +67,8 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
     : metrics_(metrics),
       settings_(with_stop_every_at_least_1(std::move(settings))),
       stop_requested_(std::move(stop_requested)),
-      writer_(pick_filesystem(corrupting_, settings_.corrupt_steps),
-              checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
+      fs_(pick_filesystem(corrupting_, settings_.corrupt_steps)),
+      writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
 
 BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
   const bool requested = stop_requested_ && stop_requested_();
@@ -128,6 +132,23 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
   if (!stop) return;
   writer_.flush();  // a preempted process may be killed soon: the checkpoint must be on disk
   stopped_at_ = steps_done;
+}
+
+checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t steps_done) {
+  checkpoint::StagingTarget target;
+  target.token = checkpoint::make_staging_token();
+  // The other nodes are sent this path: absolute, so that it does not depend on their
+  // working directories (the folder must be the same on every node anyway).
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(settings_.dir, ec);
+  const std::string dir = ec ? settings_.dir : absolute.lexically_normal().string();
+  target.staging = checkpoint::staging_dir(dir, steps_done);
+  try {
+    checkpoint::prepare_staging(fs_, dir, steps_done, target.token);
+  } catch (const std::exception& e) {
+    target.error = fmt::format("preparing the folder for the other nodes' shards of step {}: {}", steps_done, e.what());
+  }
+  return target;
 }
 
 void TrainCheckpoints::note_failed_writes() {

@@ -76,6 +76,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   bool stop_during_eval(std::int64_t steps_done) override;
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
+  checkpoint::StagingTarget stage_remote_shards(std::int64_t steps_done) override;
 
   /// Waits for the background writes; throws CheckpointError naming every write of the
   /// run that failed (the run went on after each: its later checkpoints and final weights
@@ -95,6 +96,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   CheckpointSettings settings_;
   std::function<bool()> stop_requested_;
   std::unique_ptr<checkpoint::CorruptingFilesystem> corrupting_;  // when faults are injected
+  checkpoint::Filesystem& fs_;
   checkpoint::BackgroundWriter writer_;
   std::optional<std::int64_t> stopped_at_;
   std::optional<std::int64_t> last_taken_;  // steps_done of the newest take()

@@ -62,14 +62,14 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
-        "checkpoint.every", "checkpoint.keep", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
+        "checkpoint.every", "checkpoint.keep", "checkpoint.writers", "checkpoint.remote_timeout_s", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 59);
+  CHECK(config_keys().size() == 61);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

@@ -131,6 +131,10 @@ TEST_CASE("a bad config key or value exits 2 with one error line naming it, and 
       bad_set("unknown schedule", {"pipeline.schedule=zigzag"},
               {"pipeline.schedule", "zigzag", "gpipe", "1f1b"}),
       bad_set("unknown data format", {"data.format=csv"}, {"data.format", "csv", "text", "tokens"}),
+      bad_set("unknown checkpoint writers", {"checkpoint.writers=all"},
+              {"checkpoint.writers", "all", "node0", "every_node"}),
+      bad_set("a zero wait for other nodes' shards", {"checkpoint.remote_timeout_s=0"},
+              {"checkpoint.remote_timeout_s", "0"}),
   });
 }
 
@@ -165,6 +169,14 @@ TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and w
                                   "--nnodes", "4", "--node-rank", "0", "--rdzv",
                                   "127.0.0.1:1"});
          want = {"checkpoint.every", "parallel.data: 2", "replica 0", "nodes 0, 1"};
+       }},
+      // Each stage's AdamW state is split over its replicas: only node 0 merges the parts.
+      {"nodes writing their own shards of split optimizer state",
+       [](const TempDir&, auto& args, auto& want) {
+         args.insert(args.end(), {"--set", "parallel.data=2", "--set", "optim.shard_state=true", "--set",
+                                  "checkpoint.writers=every_node", "--nnodes", "2", "--node-rank", "0",
+                                  "--rdzv", "127.0.0.1:1"});
+         want = {"checkpoint.writers: every_node", "optim.shard_state", "checkpoint.writers: node0"};
        }},
   });
 }

@@ -1,0 +1,73 @@
+// checkpoint.writers every_node: a checkpoint across processes for which every node
+// writes its own stages' shards. Node 0's coordinator needs no copy of another node's
+// state, only to know that node holds the step (its snapshot's marker, or a buddy copy):
+// it prepares the staging folder (the hook), sends each remote stage WriteShard, and
+// hands the writer a snapshot whose remote shards it awaits (remote_shards.hpp). The
+// replies go to node 0's keeper, not here: a checkpoint at a stop is made durable on this
+// actor's thread (CheckpointHook::take), which must not wait for messages to itself.
+#include <fmt/format.h>
+
+#include "actors/checkpoint/remote_shards.hpp"
+#include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/fault/recovery_messages.hpp"
+
+namespace conveyor::coordinator_flow {
+
+bool remote_shards_written_by_nodes(const CoordinatorState& st) {
+  if (!st.restarts.remote_shards || !st.job->snapshots || st.job->shards_optimizer_state()) return false;
+  // Replica 0's stages hold the checkpoint: some of them on another node.
+  for (std::size_t r = 0; r < st.job->placement.ranks.size(); ++r)
+    if (is_remote(st, static_cast<int>(r))) return true;
+  return false;
+}
+
+std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards_written_by_nodes(
+    Self* self, std::int64_t steps_done) {
+  auto& st = self->state;
+  const int ranks = static_cast<int>(st.job->placement.ranks.size());  // replica 0's
+  std::vector<int> remote;
+  std::optional<std::int64_t> optimizer_steps;
+  for (int r = 0; r < ranks; ++r) {
+    const auto held = st.job->snapshots->get(r, steps_done);
+    if (!held) return std::nullopt;  // not every node has reported this step yet
+    if (is_remote(st, r))
+      remote.push_back(r);
+    else if (held->marker)
+      return std::nullopt;
+    else
+      optimizer_steps = held->optimizer_steps();
+  }
+  if (!optimizer_steps) {
+    // Node 0 holds none of replica 0's stages: the count comes from a copy, if any.
+    for (int r : remote)
+      if (const auto held = st.job->snapshots->get(r, steps_done); held && !held->marker)
+        optimizer_steps = held->optimizer_steps();
+    if (!optimizer_steps) return std::nullopt;
+  }
+  const auto target = st.checkpoints->stage_remote_shards(steps_done);
+  std::vector<checkpoint::StageShard> shards;
+  for (int r = 0; r < ranks; ++r) {
+    if (is_remote(st, r)) {
+      shards.push_back(checkpoint::awaited_shard(st.restarts.remote_shards, target, r,
+                                                 st.restarts.remote_shard_timeout));
+      if (target.error.empty())
+        self->send(st.stages.at(static_cast<std::size_t>(r)), WriteShard{steps_done, target.staging, target.token});
+      continue;
+    }
+    const auto held = st.job->snapshots->get(r, steps_done);
+    checkpoint::StageShard local;
+    local.stage = r;
+    local.produce = [held] { return held->tensors(); };
+    shards.push_back(std::move(local));
+  }
+  return std::make_pair(std::move(shards), *optimizer_steps);
+}
+
+void fail_remote_shards_of_node(CoordinatorState& st, int node, const std::string& why) {
+  if (!st.restarts.remote_shards) return;
+  for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
+    if (st.restarts.node_of_rank[r] == node)
+      st.restarts.remote_shards->fail_stage(static_cast<int>(r), fmt::format("node {} was lost: {}", node, why));
+}
+
+}  // namespace conveyor::coordinator_flow

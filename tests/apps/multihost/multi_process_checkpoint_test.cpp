@@ -29,16 +29,7 @@ std::vector<NodeRun> two_nodes(const fs::path& out, const std::vector<std::strin
   return job_on_nodes(2, job(extra), out, "checkpoint-test");
 }
 
-const std::string& reference_weights(const TempDir& dir) {
-  static std::string weights;
-  if (weights.empty()) {
-    auto args = job({"--out", dir / "one"});
-    args.erase(args.begin());  // train_ok adds "train"
-    train_ok(args, 120);
-    weights = read_text(dir.path() / "one" / "weights.safetensors");
-  }
-  return weights;
-}
+const std::string& reference_weights(const TempDir& dir) { return one_process_weights(dir, job({})); }
 
 // The run's last metrics row, which a stopped run ends with.
 nlohmann::json stopped_row(const fs::path& run) {

@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "actors/checkpoint/filesystem.hpp"
+#include "actors/checkpoint/layout.hpp"
+#include "actors/checkpoint/reader.hpp"
 #include "tests/apps/train/train_test_support.hpp"
 
 extern char** environ;
@@ -212,6 +215,28 @@ inline std::vector<std::string> tiny_job(const std::vector<std::string>& extra =
                              "--set", "train.steps=5", "--set", "train.eval_every=0"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
+}
+
+/// The weights `job_args` (a job as tiny_job gives it, "train" first) end with in one
+/// process, run into dir/one once per test binary and job: the reference a job over
+/// processes must end with bit for bit.
+inline const std::string& one_process_weights(const TempDir& dir, std::vector<std::string> job_args) {
+  static std::map<std::vector<std::string>, std::string> done;
+  auto& weights = done[job_args];
+  if (weights.empty()) {
+    job_args.erase(job_args.begin());  // train_ok adds "train"
+    job_args.insert(job_args.end(), {"--out", dir / "one"});
+    train_ok(job_args, 120);
+    weights = read_text(dir.path() / "one" / "weights.safetensors");
+  }
+  return weights;
+}
+
+/// How many shards run/checkpoints/step-N holds, once verified whole (sha256 of each).
+inline std::size_t verified_shards(const fs::path& run, int step) {
+  const auto dir = run / "checkpoints" / checkpoint::step_dir_name(step);
+  INFO(dir.string());
+  return checkpoint::verify_checkpoint(checkpoint::posix_filesystem(), dir.string()).shards.size();
 }
 
 /// `count` nodes of one job over loopback: each runs `args` with its launch flags (one

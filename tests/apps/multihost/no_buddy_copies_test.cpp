@@ -11,8 +11,6 @@
 
 #include <chrono>
 
-#include "actors/checkpoint/filesystem.hpp"
-#include "actors/checkpoint/reader.hpp"
 #include "tests/apps/multihost/multihost_support.hpp"
 
 using namespace conveyor::testing;
@@ -33,23 +31,7 @@ std::vector<NodeRun> two_nodes(const fs::path& out, const std::vector<std::strin
 }
 
 // The weights of the same job in one process, without faults (buddy copies do not apply).
-const std::string& reference_weights(const TempDir& dir) {
-  static std::string weights;
-  if (weights.empty()) {
-    auto args = job({"--out", dir / "one"});
-    args.erase(args.begin());  // train_ok adds "train"
-    train_ok(args, 120);
-    weights = read_text(dir.path() / "one" / "weights.safetensors");
-  }
-  return weights;
-}
-
-std::size_t shards_of(const fs::path& run, int step) {
-  const auto dir = run / "checkpoints" / fmt::format("step-{:06d}", step);
-  INFO(dir.string());
-  return conveyor::checkpoint::verify_checkpoint(conveyor::checkpoint::posix_filesystem(), dir.string())
-      .shards.size();
-}
+const std::string& reference_weights(const TempDir& dir) { return one_process_weights(dir, job({})); }
 
 }  // namespace
 
@@ -71,7 +53,7 @@ TEST_CASE("without buddy copies node 0 still checkpoints node 1's stages, a fail
   CHECK(results[0].err.find("recovered from a crash at step 7") != std::string::npos);
   CHECK(results[0].err.find("recovered from a hang at step 12") != std::string::npos);
   CHECK(read_text(run / "weights.safetensors") == want);
-  for (int step : {5, 10, 15, 20}) CHECK(shards_of(run, step) == 4);  // stages 2, 3: node 1
+  for (int step : {5, 10, 15, 20}) CHECK(verified_shards(run, step) == 4);  // stages 2, 3: node 1
 
   // Resumed after step 10 over 2 processes, and in one.
   const std::string from = (run / "checkpoints" / "step-000010").string();
@@ -100,7 +82,7 @@ TEST_CASE("without buddy copies a SIGTERM to node 1 checkpoints the whole job an
   const auto rows = read_jsonl(run / "metrics.jsonl");
   REQUIRE(rows.back().at("event") == "stopped");
   const int step = rows.back().at("after_step").get<int>();
-  CHECK(shards_of(run, step) == 4);
+  CHECK(verified_shards(run, step) == 4);
 
   results = run_nodes(dir, two_nodes(run, {"--resume", "latest"}), 120);
   require_all_ok(results);

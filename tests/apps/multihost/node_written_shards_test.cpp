@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 
-#include "actors/checkpoint/filesystem.hpp"
-#include "actors/checkpoint/reader.hpp"
 #include "tests/apps/multihost/multihost_support.hpp"
 
 using namespace conveyor::testing;
@@ -28,23 +26,7 @@ std::vector<NodeRun> two_nodes(const fs::path& out, const std::vector<std::strin
   return job_on_nodes(2, job(extra), out, "node-shards-test");
 }
 
-const std::string& reference_weights(const TempDir& dir) {
-  static std::string weights;
-  if (weights.empty()) {
-    auto args = job({"--out", dir / "one"});
-    args.erase(args.begin());  // train_ok adds "train"
-    train_ok(args, 120);
-    weights = read_text(dir.path() / "one" / "weights.safetensors");
-  }
-  return weights;
-}
-
-std::size_t shards_of(const fs::path& run, int step) {
-  const auto dir = run / "checkpoints" / fmt::format("step-{:06d}", step);
-  INFO(dir.string());
-  return conveyor::checkpoint::verify_checkpoint(conveyor::checkpoint::posix_filesystem(), dir.string())
-      .shards.size();
-}
+const std::string& reference_weights(const TempDir& dir) { return one_process_weights(dir, job({})); }
 
 bool wrote(const std::string& log, int stage, int step) {
   return log.find(fmt::format("node 1 wrote stage {}'s shard of step {} (", stage, step)) != std::string::npos;
@@ -68,7 +50,7 @@ TEST_CASE("with checkpoint.writers every_node node 1 writes its stages' shards i
   CHECK(results[0].err.find("recovered from a crash at step 7") != std::string::npos);
   CHECK(read_text(run / "weights.safetensors") == want);
   for (int step : {5, 10, 15, 20}) {
-    CHECK(shards_of(run, step) == 4);
+    CHECK(verified_shards(run, step) == 4);
     CHECK(wrote(results[1].err, 2, step));  // stages 2 and 3 run on node 1
     CHECK(wrote(results[1].err, 3, step));
   }
@@ -96,7 +78,7 @@ TEST_CASE("with checkpoint.writers every_node a SIGTERM to node 1 stops the job 
   const auto rows = read_jsonl(run / "metrics.jsonl");
   REQUIRE(rows.back().at("event") == "stopped");
   const int step = rows.back().at("after_step").get<int>();
-  CHECK(shards_of(run, step) == 4);
+  CHECK(verified_shards(run, step) == 4);
   CHECK(wrote(results[1].err, 2, step));
 
   results = run_nodes(dir, two_nodes(run, {"--resume", "latest"}), 120);

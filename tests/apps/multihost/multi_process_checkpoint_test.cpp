@@ -69,10 +69,7 @@ TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 proce
   CHECK(read_text(again / "weights.safetensors") == want);
 
   // ... and in one process.
-  auto one = job({"--resume", from, "--out", dir / "one-resumed"});
-  one.erase(one.begin());
-  train_ok(one, 120);
-  CHECK(read_text(dir.path() / "one-resumed" / "weights.safetensors") == want);
+  CHECK(resumed_in_one_process(dir, job({}), from) == want);
 }
 
 TEST_CASE("SIGTERM to either node of 2 processes checkpoints, ends both with exit 0, and the resumed run ends bitwise identical") {

@@ -232,6 +232,16 @@ inline const std::string& one_process_weights(const TempDir& dir, std::vector<st
   return weights;
 }
 
+/// The weights `job_args` (tiny_job's form) end with in one process resumed from the
+/// checkpoint `from`, run into dir/one-resumed.
+inline std::string resumed_in_one_process(const TempDir& dir, std::vector<std::string> job_args,
+                                          const std::string& from) {
+  job_args.erase(job_args.begin());  // train_ok adds "train"
+  job_args.insert(job_args.end(), {"--resume", from, "--out", dir / "one-resumed"});
+  train_ok(job_args, 120);
+  return read_text(dir.path() / "one-resumed" / "weights.safetensors");
+}
+
 /// How many shards run/checkpoints/step-N holds, once verified whole (sha256 of each).
 inline std::size_t verified_shards(const fs::path& run, int step) {
   const auto dir = run / "checkpoints" / checkpoint::step_dir_name(step);

@@ -60,10 +60,7 @@ TEST_CASE("without buddy copies node 0 still checkpoints node 1's stages, a fail
   results = run_nodes(dir, two_nodes(dir.path() / "again", {"--resume", from}), 120);
   require_all_ok(results);
   CHECK(read_text(dir.path() / "again" / "weights.safetensors") == want);
-  auto one = job({"--resume", from, "--out", dir / "one-resumed"});
-  one.erase(one.begin());
-  train_ok(one, 120);
-  CHECK(read_text(dir.path() / "one-resumed" / "weights.safetensors") == want);
+  CHECK(resumed_in_one_process(dir, job({}), from) == want);
 }
 
 TEST_CASE("without buddy copies a SIGTERM to node 1 checkpoints the whole job and the resumed run ends bitwise identical") {

@@ -57,10 +57,7 @@ TEST_CASE("with checkpoint.writers every_node node 1 writes its stages' shards i
   CHECK_FALSE(fs::exists(run / "checkpoints" / ".incoming" / "step-000020"));  // placed and cleaned
 
   const std::string from = (run / "checkpoints" / "step-000010").string();
-  auto one = job({"--resume", from, "--out", dir / "one-resumed"});
-  one.erase(one.begin());
-  train_ok(one, 120);
-  CHECK(read_text(dir.path() / "one-resumed" / "weights.safetensors") == want);
+  CHECK(resumed_in_one_process(dir, job({}), from) == want);
 }
 
 TEST_CASE("with checkpoint.writers every_node a SIGTERM to node 1 stops the job with a checkpoint node 1 wrote its part of") {

@@ -19,8 +19,9 @@
 #      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves, and
 #      a traced ZBV run on that cut unless TARGETS_TRACE=0);
 #      TORCH_RUNS: PyTorch pipeline runs as name:MASTER:Schedule:chunks (default: three).
-#      TWO_GPU_IDS (targets): devices.ids of its two-stage runs, e.g. [0,0] on one GPU;
-#      TARGETS_TORCH=0 skips its PyTorch runs.
+#      TARGETS_TORCH=0 skips its PyTorch runs. (Its two-stage rows need two GPUs: a
+#      config may not name one device twice. Every run's config is checked on the CPU by
+#      `conveyor sched configs/gpt-1b-2gpu.yaml` with the same --set arguments.)
 #      STEPS (default 10) steps per training benchmark.
 # Carry in .gpu/lib, besides CAF, yaml-cpp and spdlog: libgloo.so.0 and libhiredis.so.0.14
 # (the host gradient all-reduce of parallel.data; the GPU machine has neither).
@@ -314,9 +315,6 @@ fi
 #     call, pipeline efficiency, MFU against the 790 TFLOP/s ceiling, first-stage memory
 if want targets; then
   e2e=(--set optim.master=bf16 --set optim.grad_dtype=bf16)
-  # TWO_GPU_IDS=[0,0] runs the two-stage rows on one GPU: a check of this section itself
-  # when only one GPU is lent (its figures are not the targets')
-  [ -n "${TWO_GPU_IDS:-}" ] && e2e+=(--set "devices.ids=$TWO_GPU_IDS")
   half=(--set pipeline.schedule=zbv --set "pipeline.partition=${HALF_PARTITION:-[6,6,6.5,5.5]}")
   big targets-zbv-a "${e2e[@]}" --set pipeline.schedule=zbv
   big targets-zbvhalf-a "${e2e[@]}" "${half[@]}"

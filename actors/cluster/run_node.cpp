@@ -353,9 +353,16 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   liveness.interval = setup.heartbeat_interval;
   liveness.max_silence = setup.peer_silence;
   liveness.keep_watching = rejoin;
-  LivenessWatch watch(liveness, [&relay, &setup, rejoin, no_rejoin](const LivenessLoss& loss) {
+  LivenessWatch watch(liveness, [&relay, &setup, rejoin, no_rejoin, shard_book](const LivenessLoss& loss) {
     bool node0_lost = false;
     auto why = describe_loss(loss, setup, &node0_lost);
+    // The shards a lost node was writing fail now: a stop's checkpoint may be waiting for
+    // them on the coordinator's thread, which cannot hear of the loss meanwhile.
+    if (shard_book)
+      for (auto n : loss.silent_ranks)
+        for (std::size_t r = 0; r < setup.node_of_rank.size(); ++r)
+          if (setup.node_of_rank[r] == static_cast<int>(n))
+            shard_book->fail_stage(static_cast<int>(r), fmt::format("node {} was lost: {}", n, why));
     if (!rejoin && !node0_lost)
       why += fmt::format("; the job takes no replacement for a lost node ({})", no_rejoin);
     if (!rejoin || node0_lost) {

@@ -82,3 +82,22 @@ TEST_CASE("with checkpoint.writers every_node a SIGTERM to node 1 stops the job 
   require_all_ok(results);
   CHECK(read_text(run / "weights.safetensors") == want);
 }
+
+TEST_CASE("with checkpoint.writers every_node a node lost under supervisors makes the whole job resume from the checkpoint both nodes wrote, with the same weights") {
+  TempDir dir;
+  const auto& want = reference_weights(dir);
+  const fs::path run = dir.path() / "run";
+  // Node 1's process is killed as step 12 starts (its first attempt only): without buddy
+  // copies it cannot rejoin, so both supervisors start their node again with --resume
+  // latest, step 10, whose shards of stages 2 and 3 node 1 wrote itself.
+  auto nodes = two_nodes(run, {"--set", "checkpoint.every=5", "--set", "fault.buddy_copies=off", "--set",
+                               "fault.inject=[exit:node=1:step=12]", "--supervise"});
+  const auto results = run_nodes(dir, nodes, 120);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  require_all_ok(results);
+  CHECK(results[0].err.find("starting attempt 2 of 4 from the newest checkpoint") != std::string::npos);
+  CHECK(results[0].err.find("(step 10,") != std::string::npos);
+  CHECK(wrote(results[1].err, 2, 10));
+  CHECK(read_text(run / "weights.safetensors") == want);
+}

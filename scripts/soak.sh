@@ -14,7 +14,8 @@
 # recovered from each process's own snapshots, checkpoints every 10 steps written by node 0
 # from copies it asks for, and node 1's process killed once (exit:), which no replacement
 # can rejoin: the whole job resumes from its newest checkpoint. Its weights must equal the
-# one-process run's too. Not part of CI (about 4 minutes, 2 cores).
+# one-process run's too. WRITERS=every_node has each node write its own stages' shards of
+# those checkpoints (checkpoint.writers). Not part of CI (about 4 minutes, 2 cores).
 #
 #   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 NOBUDDY=1 SEED=1 OUT=runs/soak
 #   SEED=7 STEPS=400 FAULTS=40 KILLS=0 NOBUDDY=0 scripts/soak.sh
@@ -31,6 +32,7 @@ FAULTS=${FAULTS:-20}
 SEED=${SEED:-1}
 KILLS=${KILLS:-5}
 NOBUDDY=${NOBUDDY:-1}
+WRITERS=${WRITERS:-node0}
 OUT=${OUT:-runs/soak}
 [[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
 (( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
@@ -173,10 +175,11 @@ for spec in "${specs[@]}"; do
 done
 nobuddy_inject=$(IFS=,; echo "${nobuddy_specs[*]}")
 port=$(( 28700 + RANDOM % 1000 ))
-nobuddy=("${common[@]}" --set fault.buddy_copies=off --set "fault.inject=[$nobuddy_inject]"
+nobuddy=("${common[@]}" --set fault.buddy_copies=off --set "checkpoint.writers=$WRITERS"
+         --set "fault.inject=[$nobuddy_inject]"
          --nnodes 2 --rdzv "127.0.0.1:$port" --out "$OUT/nobuddy" --supervise)
 export CONVEYOR_TOKEN=soak-nobuddy-$SEED
-echo "soak: 2 processes without buddy copies, supervised: $nobuddy_inject" >&2
+echo "soak: 2 processes without buddy copies, supervised, checkpoint.writers $WRITERS: $nobuddy_inject" >&2
 start=$SECONDS
 "$BIN" train "${nobuddy[@]}" --node-rank 0 2> "$OUT/nobuddy-node0.log" > /dev/null &
 node0=$!

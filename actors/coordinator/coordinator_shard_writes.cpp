@@ -50,8 +50,17 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
     if (is_remote(st, r)) {
       shards.push_back(checkpoint::awaited_shard(st.restarts.remote_shards, target, r,
                                                  st.restarts.remote_shard_timeout));
+      // The stage answers once it queued the write; a stage that cannot (gone, or it
+      // failed) fails its shard now rather than at the end of node 0's wait.
       if (target.error.empty())
-        self->send(st.stages.at(static_cast<std::size_t>(r)), WriteShard{steps_done, target.staging, target.token});
+        self->request(st.stages.at(static_cast<std::size_t>(r)), caf::infinite,
+                      WriteShard{steps_done, target.staging, target.token})
+            .then([](bool) {},
+                  [book = st.restarts.remote_shards, token = target.token, r, self](caf::error& e) {
+                    book->report(token, r, std::nullopt,
+                                 fmt::format("stage {} did not take the request: {}", r,
+                                             stage_text(self, e, r)));
+                  });
       continue;
     }
     const auto held = st.job->snapshots->get(r, steps_done);

@@ -16,6 +16,7 @@
 //   C → S_r   WriteShard{S, folder, token}   checkpoint.writers every_node: a stage of node
 //                                      k > 0 writes its shard of snapshot S itself, into
 //                                      node 0's staging folder, on its node's write queue
+//                                      (it answers `true` once the write is queued)
 //   Q_k → K0  ShardWritten             ... and the queue reports it (its manifest entry,
 //                                      or why it failed); K0 answers once it noted it
 //   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
@@ -75,8 +76,9 @@ struct CopySnapshot {
 
 /// To a stage of a node other than 0 (checkpoint.writers every_node): write your shard
 /// of the snapshot after `steps_done` steps into `staging` (actors/checkpoint/
-/// staged_shards.hpp) for the attempt `token`. No reply: the write runs on the node's
-/// queue, which reports to node 0's keeper (ShardWritten), failures included.
+/// staged_shards.hpp) for the attempt `token`. The reply, `true`, comes once the write is
+/// queued: it runs on the node's queue, which reports to node 0's keeper (ShardWritten),
+/// failures included.
 struct WriteShard {
   std::int64_t steps_done = 0;
   std::string staging;

@@ -283,7 +283,12 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
           return SnapshotTaken{self->state.worker->rank(), ask.steps_done};
         });
       },
-      [=](const WriteShard& ask) { guarded(self, [&] { write_own_shard(self, ask); }); },
+      [=](const WriteShard& ask) {
+        return replying<bool>(self, [&] {
+          write_own_shard(self, ask);
+          return true;
+        });
+      },
       [=](const RestoreStage& restore) {
         return replying<StageRestored>(self, [&] {
           auto& st = self->state;

@@ -104,20 +104,17 @@ void BackgroundWriter::run() {
     }
     snapshot = Snapshot{};  // free the host copy before reporting
 
-    if (result && result->placed_bytes > 0) {
-      const double here = static_cast<double>(result->bytes - result->placed_bytes) / 1e6;
-      checkpoint_log().info("step {} written to {} ({:.1f} MB here and {:.1f} MB by the other nodes, in "
-                            "{:.2f} s)",
-                            step, result->path, here, static_cast<double>(result->placed_bytes) / 1e6,
-                            result->seconds);
-    } else if (result) {
-      checkpoint_log().info("step {} written to {} ({:.1f} MB in {:.2f} s, {:.0f} MB/s)", step,
-                   result->path, mb, result->seconds, result->seconds > 0 ? mb / result->seconds : 0.0);
-    }
-    if (result) {
-      for (const auto& w : result->warnings) checkpoint_log().warn("{}", w);
-    } else {
+    if (!result) {
       checkpoint_log().error("{}", error);
+    } else {
+      if (result->placed_bytes > 0)
+        checkpoint_log().info("step {} written to {} ({:.1f} MB here and {:.1f} MB by the other nodes, in {:.2f} s)",
+                              step, result->path, static_cast<double>(result->bytes - result->placed_bytes) / 1e6,
+                              static_cast<double>(result->placed_bytes) / 1e6, result->seconds);
+      else
+        checkpoint_log().info("step {} written to {} ({:.1f} MB in {:.2f} s, {:.0f} MB/s)", step, result->path, mb,
+                              result->seconds, result->seconds > 0 ? mb / result->seconds : 0.0);
+      for (const auto& w : result->warnings) checkpoint_log().warn("{}", w);
     }
     {
       std::lock_guard lock(mutex_);

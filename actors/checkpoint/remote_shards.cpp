@@ -29,22 +29,31 @@ bool RemoteShards::report(const std::string& token, int stage, std::optional<Sha
   return true;
 }
 
-void RemoteShards::fail_stage(int stage, const std::string& why) {
+template <class Which>
+void RemoteShards::fail_where(Which which, const std::string& why) {
   {
     std::lock_guard lock(mutex_);
     for (auto& [key, slot] : slots_)
-      if (key.second == stage && !slot.done) slot = Slot{true, std::nullopt, why};
+      if (!slot.done && which(key)) slot = Slot{true, std::nullopt, why};
   }
   changed_.notify_all();
 }
 
+void RemoteShards::fail_stage(int stage, const std::string& why) {
+  fail_where([stage](const Key& key) { return key.second == stage; }, why);
+}
+
+void RemoteShards::fail_node(int node, const std::vector<int>& node_of_stage, const std::string& why) {
+  fail_where(
+      [&](const Key& key) {
+        return key.second >= 0 && key.second < static_cast<int>(node_of_stage.size()) &&
+               node_of_stage[static_cast<std::size_t>(key.second)] == node;
+      },
+      fmt::format("node {} was lost: {}", node, why));
+}
+
 void RemoteShards::fail_pending(const std::string& why) {
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& [key, slot] : slots_)
-      if (!slot.done) slot = Slot{true, std::nullopt, why};
-  }
-  changed_.notify_all();
+  fail_where([](const Key&) { return true; }, why);
 }
 
 ShardEntry RemoteShards::wait(const std::string& token, int stage, std::chrono::milliseconds timeout,

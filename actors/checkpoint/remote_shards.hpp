@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "actors/checkpoint/manifest.hpp"
 #include "actors/checkpoint/snapshot.hpp"
@@ -33,6 +34,9 @@ class RemoteShards {
   bool report(const std::string& token, int stage, std::optional<ShardEntry> entry, std::string error);
   /// Fails every shard of `stage` still pending with `why` (its process is gone).
   void fail_stage(int stage, const std::string& why);
+  /// Fails the pending shards of every stage that `node` runs (node_of_stage[s] == node):
+  /// "node N was lost: why".
+  void fail_node(int node, const std::vector<int>& node_of_stage, const std::string& why);
   /// The entry of that shard once reported; forgets it. Throws CheckpointError naming
   /// `where` (the staging folder) when it failed, was never expected, or did not come
   /// within `timeout`.
@@ -53,6 +57,9 @@ class RemoteShards {
     std::string error;
   };
   using Key = std::pair<std::string, int>;
+  /// Fails, with `why`, every pending shard whose key `which` accepts.
+  template <class Which>
+  void fail_where(Which which, const std::string& why);
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<Key, Slot> slots_;

@@ -8,11 +8,6 @@ ShardWriteQueue::ShardWriteQueue() : thread_([this] { run(); }) {}
 
 ShardWriteQueue::~ShardWriteQueue() {
   close();
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
   thread_.join();
 }
 
@@ -29,6 +24,7 @@ bool ShardWriteQueue::submit(Task task) {
 void ShardWriteQueue::close() {
   std::unique_lock lock(mutex_);
   closed_ = true;
+  changed_.notify_all();  // an idle thread ends now
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
 
@@ -40,8 +36,8 @@ bool ShardWriteQueue::drain(std::chrono::milliseconds timeout) {
 void ShardWriteQueue::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
+    changed_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closed, nothing left: nothing can come any more
     Task task = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;

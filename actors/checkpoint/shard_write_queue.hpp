@@ -42,7 +42,6 @@ class ShardWriteQueue {
   std::deque<Task> queue_;
   bool busy_ = false;
   bool closed_ = false;
-  bool stopping_ = false;
   std::thread thread_;  // last: started once everything above is initialised
 };
 

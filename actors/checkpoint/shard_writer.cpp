@@ -12,13 +12,18 @@ std::string encode_shard_header(const std::vector<NamedTensor>& tensors) {
 
 ShardEntry write_shard(Filesystem& fs, const std::string& dir, int stage,
                        const std::vector<NamedTensor>& tensors) {
+  return write_shard_to(fs, dir + "/" + shard_file_name(stage), stage, tensors);
+}
+
+ShardEntry write_shard_to(Filesystem& fs, const std::string& path, int stage,
+                          const std::vector<NamedTensor>& tensors) {
   const std::string header = encode_shard_header(tensors);
   ShardEntry entry;
   entry.file = shard_file_name(stage);
   entry.stage = stage;
   for (const auto& t : tensors) entry.tensors.push_back(t.name);
   Sha256 sha;
-  entry.bytes = write_file_atomically(fs, dir + "/" + entry.file, [&](const ByteSink& sink) {
+  entry.bytes = write_file_atomically(fs, path, [&](const ByteSink& sink) {
     auto emit = [&](const void* data, std::size_t bytes) {
       sha.update(data, bytes);
       sink(data, bytes);

@@ -22,4 +22,9 @@ std::string encode_shard_header(const std::vector<NamedTensor>& tensors);
 ShardEntry write_shard(Filesystem& fs, const std::string& dir, int stage,
                        const std::vector<NamedTensor>& tensors);
 
+/// The same shard written atomically to `path` (a name other than its final one: a
+/// staged shard, staged_shards.hpp); the entry still names stage-<stage>.safetensors.
+ShardEntry write_shard_to(Filesystem& fs, const std::string& path, int stage,
+                          const std::vector<NamedTensor>& tensors);
+
 }  // namespace conveyor::checkpoint

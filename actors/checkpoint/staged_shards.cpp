@@ -50,14 +50,8 @@ ShardEntry write_staged_shard(Filesystem& fs, const std::string& staging, const 
     throw CheckpointError(staging, "node 0 prepared this folder for the checkpoint, but this node does not see "
                                    "it: checkpoint.writers every_node needs checkpoint.dir to be one folder that "
                                    "every node sees (a shared filesystem, the same path on every host)");
-  // Written under its final name into a scratch folder of its own, then renamed to the
-  // attempt's name: the entry (file name, sha256) is the one the manifest will hold.
-  const std::string scratch = staging + "/." + token + "-stage-" + std::to_string(stage);
-  fs.remove_all(scratch);
-  fs.make_dirs(scratch);
-  ShardEntry entry = write_shard(fs, scratch, stage, tensors);
-  fs.rename(scratch + "/" + entry.file, staging + "/" + staged_name(entry.file, token));
-  fs.remove_all(scratch);
+  // The entry (file name, sha256) is the one the manifest will hold.
+  ShardEntry entry = write_shard_to(fs, staging + "/" + staged_name(shard_file_name(stage), token), stage, tensors);
   fs.sync_dir(staging);
   return entry;
 }

@@ -359,10 +359,7 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     // The shards a lost node was writing fail now: a stop's checkpoint may be waiting for
     // them on the coordinator's thread, which cannot hear of the loss meanwhile.
     if (shard_book)
-      for (auto n : loss.silent_ranks)
-        for (std::size_t r = 0; r < setup.node_of_rank.size(); ++r)
-          if (setup.node_of_rank[r] == static_cast<int>(n))
-            shard_book->fail_stage(static_cast<int>(r), fmt::format("node {} was lost: {}", n, why));
+      for (auto n : loss.silent_ranks) shard_book->fail_node(static_cast<int>(n), setup.node_of_rank, why);
     if (!rejoin && !node0_lost)
       why += fmt::format("; the job takes no replacement for a lost node ({})", no_rejoin);
     if (!rejoin || node0_lost) {
@@ -517,7 +514,6 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
     end.actors.push_back(keeper);
     restarts.keeper = keeper;
     restarts.remote_shards = shard_book;
-    restarts.remote_shard_timeout = job->remote_shard_timeout;
     // A copy's tensors may each take up to transport.timeout_s.
     restarts.copy_wait = std::max<std::chrono::milliseconds>(restarts.copy_wait, 2 * setup.transport_timeout);
     if (rejoin) restarts.rejoin_timeout = setup.rejoin_timeout;
@@ -537,9 +533,9 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   const bool hung = watchdog.stop();
   // The shards the other nodes are still writing (the last checkpoint's) are reported to
   // the keeper, which ends with this function: the writer waits for them, so must this.
-  if (shard_book && failed.empty() && !hung && shard_book->pending() > 0) {
+  if (const auto pending = shard_book ? shard_book->pending() : 0; pending > 0 && failed.empty() && !hung) {
     fmt::print(stderr, "conveyor train: waiting for the other nodes to write {} shard(s) of the last checkpoint\n",
-               shard_book->pending());
+               pending);
     if (!shard_book->wait_all(job->remote_shard_timeout))
       fmt::print(stderr, "conveyor train: the other nodes did not report every shard within "
                          "checkpoint.remote_timeout_s\n");

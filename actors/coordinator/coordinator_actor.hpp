@@ -75,8 +75,6 @@ struct StageRestarts {
   /// write themselves (their stages are sent WriteShard, the keeper notes their reports);
   /// null: node 0 writes every shard.
   std::shared_ptr<checkpoint::RemoteShards> remote_shards;
-  /// How long node 0's writer waits for one of those (checkpoint.remote_timeout_s).
-  std::chrono::milliseconds remote_shard_timeout{std::chrono::minutes(10)};
   /// NCCL edges join stages of different nodes: every recovery rebuilds them on every
   /// node (RebuildChannels through the directory) before the stages restore.
   bool rebuild_channels = false;

@@ -76,8 +76,6 @@ bool remote_shards_written_by_nodes(const CoordinatorState& st);
 /// until every stage of replica 0 holds the step (a marker or a copy for another node's).
 std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards_written_by_nodes(
     Self* self, std::int64_t steps_done);
-/// Node `node` is lost: the shards its stages were writing fail now, not at the wait's end.
-void fail_remote_shards_of_node(CoordinatorState& st, int node, const std::string& why);
 /// Beyond fault.max_restarts within fault.window_s: a checkpoint of the newest state every
 /// stage holds (when the run checkpoints), then the run stops with the reason.
 void give_up(Self* self, const Failure& f);

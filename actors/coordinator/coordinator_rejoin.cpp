@@ -17,7 +17,8 @@ namespace conveyor::coordinator_flow {
 void on_node_lost(Self* self, int node, const std::string& why) {
   auto& st = self->state;
   if (st.awaiting.count(node)) return;  // known already
-  fail_remote_shards_of_node(st, node, why);
+  // The shards its stages were writing fail now, not at the end of node 0's wait.
+  if (st.restarts.remote_shards) st.restarts.remote_shards->fail_node(node, st.restarts.node_of_rank, why);
   std::vector<int> ranks;
   for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
     if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));

@@ -25,31 +25,19 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
     Self* self, std::int64_t steps_done) {
   auto& st = self->state;
   const int ranks = static_cast<int>(st.job->placement.ranks.size());  // replica 0's
-  std::vector<int> remote;
-  std::optional<std::int64_t> optimizer_steps;
-  for (int r = 0; r < ranks; ++r) {
-    const auto held = st.job->snapshots->get(r, steps_done);
-    if (!held) return std::nullopt;  // not every node has reported this step yet
-    if (is_remote(st, r))
-      remote.push_back(r);
-    else if (held->marker)
-      return std::nullopt;
-    else
-      optimizer_steps = held->optimizer_steps();
-  }
-  if (!optimizer_steps) {
-    // Node 0 holds none of replica 0's stages: the count comes from a copy, if any.
-    for (int r : remote)
-      if (const auto held = st.job->snapshots->get(r, steps_done); held && !held->marker)
-        optimizer_steps = held->optimizer_steps();
-    if (!optimizer_steps) return std::nullopt;
-  }
+  // Not every node has reported this step yet (a marker or a copy of another node's).
+  for (int r = 0; r < ranks; ++r)
+    if (!st.job->snapshots->get(r, steps_done)) return std::nullopt;
+  // AdamW's step count from rank 0's snapshot: stages go to nodes in order, so rank 0
+  // runs here, beside the coordinator.
+  const auto first = st.job->snapshots->get(0, steps_done);
+  if (is_remote(st, 0) || first->marker) return std::nullopt;
   const auto target = st.checkpoints->stage_remote_shards(steps_done);
   std::vector<checkpoint::StageShard> shards;
   for (int r = 0; r < ranks; ++r) {
     if (is_remote(st, r)) {
       shards.push_back(checkpoint::awaited_shard(st.restarts.remote_shards, target, r,
-                                                 st.restarts.remote_shard_timeout));
+                                                 st.job->remote_shard_timeout));
       // The stage answers once it queued the write; a stage that cannot (gone, or it
       // failed) fails its shard now rather than at the end of node 0's wait.
       if (target.error.empty())
@@ -69,14 +57,7 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
     local.produce = [held] { return held->tensors(); };
     shards.push_back(std::move(local));
   }
-  return std::make_pair(std::move(shards), *optimizer_steps);
-}
-
-void fail_remote_shards_of_node(CoordinatorState& st, int node, const std::string& why) {
-  if (!st.restarts.remote_shards) return;
-  for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
-    if (st.restarts.node_of_rank[r] == node)
-      st.restarts.remote_shards->fail_stage(static_cast<int>(r), fmt::format("node {} was lost: {}", node, why));
+  return std::make_pair(std::move(shards), first->optimizer_steps());
 }
 
 }  // namespace conveyor::coordinator_flow

@@ -48,6 +48,12 @@ void refuse_held_run(const fs::path& dir) {
                                  dir.string()));
 }
 
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const auto absolute = fs::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
+
 bool is_inside(const fs::path& inner, const fs::path& outer) {
   std::error_code ec;
   const fs::path a = fs::weakly_canonical(inner, ec), b = fs::weakly_canonical(outer, ec);

@@ -25,6 +25,10 @@ void refuse_held_run(const std::filesystem::path& dir);
 /// read-only mount, no permission).
 void refuse_unwritable(const std::filesystem::path& dir, const std::string& what);
 
+/// `path` absolute and normalised, as other processes of a job are told it (their working
+/// directories may differ); as given when it cannot be made absolute.
+std::string absolute_path(const std::string& path);
+
 /// True when `inner` is `outer` or lies below it (after resolving links and dots).
 bool is_inside(const std::filesystem::path& inner, const std::filesystem::path& outer);
 

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <vector>
 
 #include "actors/checkpoint/atomic_file.hpp"
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
+#include "apps/train/run_dir.hpp"
 #include "kernels/common/error.hpp"
 #include "transport/rendezvous/error.hpp"
 
@@ -39,9 +39,7 @@ void check_shared_folder(RendezvousClient& store, int node, int nnodes, const st
       if (!seen) throw InputError(not_seen(node, where));
       return;
     }
-    std::error_code ec;
-    const auto absolute = std::filesystem::absolute(folder, ec);
-    const std::string where = ec ? folder : absolute.lexically_normal().string();
+    const std::string where = absolute_path(folder);
     const std::string probe = ".probe-" + checkpoint::make_staging_token();
     fs.make_dirs(where);
     checkpoint::write_file_atomically(fs, where + "/" + probe, [](const checkpoint::ByteSink& sink) {

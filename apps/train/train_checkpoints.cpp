@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
@@ -139,9 +138,7 @@ checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t ste
   target.token = checkpoint::make_staging_token();
   // The other nodes are sent this path: absolute, so that it does not depend on their
   // working directories (the folder must be the same on every node anyway).
-  std::error_code ec;
-  const auto absolute = std::filesystem::absolute(settings_.dir, ec);
-  const std::string dir = ec ? settings_.dir : absolute.lexically_normal().string();
+  const std::string dir = absolute_path(settings_.dir);
   target.staging = checkpoint::staging_dir(dir, steps_done);
   try {
     checkpoint::prepare_staging(fs_, dir, steps_done, target.token);

@@ -12,18 +12,20 @@
 # the way GPU stages run there, without buddy copies (fault.buddy_copies off) and under
 # --supervise on both nodes: the in-place faults above spread over both nodes' stages,
 # recovered from each process's own snapshots, checkpoints every 10 steps written by node 0
-# from copies it asks for, and node 1's process killed once (exit:), which no replacement
-# can rejoin: the whole job resumes from its newest checkpoint. Its weights must equal the
-# one-process run's too. WRITERS=every_node has each node write its own stages' shards of
-# those checkpoints (checkpoint.writers). Not part of CI (about 4 minutes, 2 cores).
+# from copies it asks for, and node 1's process killed once (exit:), whose replacement
+# does not rejoin (fault.rejoin_timeout_s 0, as with GPU stages): the whole job resumes
+# from its newest checkpoint. REJOIN=1 lets the replacement rejoin instead, and every stage
+# goes back to the newest checkpoint in the running job (CPU stages). Its weights must
+# equal the one-process run's too. WRITERS=every_node has each node write its own stages'
+# shards of those checkpoints (checkpoint.writers). Not part of CI (about 4 minutes, 2 cores).
 #
-#   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 NOBUDDY=1 SEED=1 OUT=runs/soak
+#   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 NOBUDDY=1 REJOIN=0 SEED=1 OUT=runs/soak
 #   SEED=7 STEPS=400 FAULTS=40 KILLS=0 NOBUDDY=0 scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BIN=${CONVEYOR:-build/conveyor}
@@ -33,6 +35,7 @@ SEED=${SEED:-1}
 KILLS=${KILLS:-5}
 NOBUDDY=${NOBUDDY:-1}
 WRITERS=${WRITERS:-node0}
+REJOIN=${REJOIN:-0}
 OUT=${OUT:-runs/soak}
 [[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
 (( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
@@ -175,11 +178,13 @@ for spec in "${specs[@]}"; do
 done
 nobuddy_inject=$(IFS=,; echo "${nobuddy_specs[*]}")
 port=$(( 28700 + RANDOM % 1000 ))
+wait_s=0; (( REJOIN > 0 )) && wait_s=60
 nobuddy=("${common[@]}" --set fault.buddy_copies=off --set "checkpoint.writers=$WRITERS"
-         --set "fault.inject=[$nobuddy_inject]"
+         --set "fault.inject=[$nobuddy_inject]" --set "fault.rejoin_timeout_s=$wait_s"
          --nnodes 2 --rdzv "127.0.0.1:$port" --out "$OUT/nobuddy" --supervise)
 export CONVEYOR_TOKEN=soak-nobuddy-$SEED
-echo "soak: 2 processes without buddy copies, supervised, checkpoint.writers $WRITERS: $nobuddy_inject" >&2
+echo "soak: 2 processes without buddy copies, supervised, checkpoint.writers $WRITERS," \
+     "fault.rejoin_timeout_s $wait_s: $nobuddy_inject" >&2
 start=$SECONDS
 "$BIN" train "${nobuddy[@]}" --node-rank 0 2> "$OUT/nobuddy-node0.log" > /dev/null &
 node0=$!
@@ -191,8 +196,10 @@ grep -h '"event":"recovery"' "$OUT"/nobuddy*/metrics.jsonl > "$OUT/nobuddy-recov
 report_recoveries "$OUT/nobuddy-recoveries.jsonl"
 restarts=$(grep -c "starting attempt" "$OUT/nobuddy-node0.log" || true)
 resumed=$(grep -oE "resuming from [^ ]+" "$OUT/nobuddy-node0.log" | tail -1 || true)
-echo "recoveries in place: $(wc -l < "$OUT/nobuddy-recoveries.jsonl") ($summary); whole-job restarts:" \
-     "$restarts (${resumed:-none}); node 0 exit $status0, node 1 exit $status1; ${elapsed} s"
+rejoined=$(grep -oE "every stage loaded checkpoint [^)]+" "$OUT/nobuddy-node0.log" | tail -1 || true)
+echo "recoveries: $(wc -l < "$OUT/nobuddy-recoveries.jsonl") ($summary); rejoins:" \
+     "$(grep -c '"fault":"node"' "$OUT/nobuddy-recoveries.jsonl" || true) (${rejoined:-none});" \
+     "whole-job restarts: $restarts (${resumed:-none}); node 0 exit $status0, node 1 exit $status1; ${elapsed} s"
 if (( status0 == 0 && status1 == 0 )) &&
    cmp -s "$OUT/reference/weights.safetensors" "$OUT/nobuddy/weights.safetensors"; then
   echo "weights (2 processes without buddy copies): identical to the run without faults"

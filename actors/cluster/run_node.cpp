@@ -234,15 +234,23 @@ bool keeps_snapshots(const TrainingJob& job) {
 }
 
 // Why a lost node k > 0 cannot be replaced in the running job (its replacement rejoins
-// and restores node 0's copies of its stages' snapshots); empty when it can.
+// and restores node 0's copies of its stages' snapshots, or without them every stage goes
+// back to the newest checkpoint); empty when it can.
 std::string no_rejoin_reason(const TrainingJob& job, const NodeSetup& setup, bool snapshots,
                              bool copies) {
   if (setup.nnodes <= 1) return "it runs in one process";
   if (job.recovery.policy != FaultPolicy::restart) return "fault.policy is abort";
   if (!snapshots) return "fault.snapshot_every is 0: no snapshots to restore";
-  if (!copies)
-    return all_cpu(job) ? "node 0 keeps no copy of the other nodes' snapshots: fault.buddy_copies is off"
-                        : "node 0 keeps no copy of GPU stages' snapshots (fault.buddy_copies)";
+  if (!copies && !all_cpu(job))
+    return "node 0 keeps no copy of GPU stages' snapshots (fault.buddy_copies), and a "
+           "replacement process does not join the NCCL edges yet";
+  if (!copies && job.checkpoint_every <= 0)
+    return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies is off) "
+           "and no checkpoint is written to go back to (checkpoint.every is 0)";
+  if (!copies && job.shards_optimizer_state())
+    return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies is off) "
+           "and optim.shard_state splits AdamW's state over replicas, which a checkpoint "
+           "holds merged";
   if (setup.rejoin_timeout.count() <= 0) return "fault.rejoin_timeout_s is 0";
   return "";
 }

@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
+#include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/layout.hpp"
+#include "actors/checkpoint/reader.hpp"
 #include "actors/cluster/edge_tags.hpp"
 #include "actors/cluster/payload_transfer.hpp"
 #include "actors/error_text.hpp"
@@ -41,24 +45,57 @@ void keep(Self* self, SnapshotCopy copy) {
       });
 }
 
+// Has `stage` restore `copy`: its bytes go over the channel to a stage of another node;
+// a stage of this node takes the tensors with the message.
+caf::result<StageRestored> hand_copy(Self* self, const caf::actor& stage, std::int64_t round_fence,
+                                     SnapshotCopy copy) {
+  const auto& st = self->state;
+  const int node = st.links->node_of_rank.at(copy.rank);
+  if (node != st.links->node)
+    send_payloads(
+        st.links->channel_to(node), copy.tensors,
+        [rank = copy.rank, steps = copy.steps_done](int i) { return snapshot_tag(rank, steps, i); },
+        st.links->timeout, fmt::format("restoring stage {} on node {}", copy.rank, node));
+  auto promise = self->make_response_promise();
+  promise.delegate(stage, RestoreFromCopy{round_fence, std::move(copy)});
+  return promise;
+}
+
+bool known_rank(const Self* self, int rank) {
+  return rank >= 0 && rank < static_cast<int>(self->state.links->node_of_rank.size());
+}
+
 caf::result<StageRestored> restore(Self* self, const RestoreRejoined& r) {
   const auto& st = self->state;
   const auto steps = r.restore.steps_done;
-  if (r.rank < 0 || r.rank >= static_cast<int>(st.links->node_of_rank.size()))
-    return failure(fmt::format("no stage {} to restore", r.rank));
+  if (!known_rank(self, r.rank)) return failure(fmt::format("no stage {} to restore", r.rank));
   const auto snap = st.store->get(r.rank, steps);
   if (!snap)
     return failure(fmt::format("node 0 holds no copy of stage {}'s snapshot after step {}",
                                r.rank, steps));
-  SnapshotCopy copy{r.rank, steps, snap->optimizer_steps(), snap->tensors()};
-  const int node = st.links->node_of_rank.at(r.rank);
-  send_payloads(
-      st.links->channel_to(node), copy.tensors,
-      [rank = r.rank, steps](int i) { return snapshot_tag(rank, steps, i); }, st.links->timeout,
-      fmt::format("restoring stage {} on node {}", r.rank, node));
-  auto promise = self->make_response_promise();
-  promise.delegate(r.stage, RestoreFromCopy{r.restore.round_fence, std::move(copy)});
-  return promise;
+  return hand_copy(self, r.stage, r.restore.round_fence,
+                   SnapshotCopy{r.rank, steps, snap->optimizer_steps(), snap->tensors()});
+}
+
+// The rank's shard of a checkpoint the coordinator verified: its tensors are the stage's
+// snapshot tensors (global names, as SnapshotStore::shards hands them to the writer).
+caf::result<StageRestored> restore(Self* self, const RestoreFromCheckpoint& r) {
+  if (!known_rank(self, r.rank)) return failure(fmt::format("no stage {} to restore", r.rank));
+  try {
+    const auto manifest = checkpoint::read_manifest(checkpoint::posix_filesystem(), r.path);
+    const auto shard = std::find_if(manifest.shards.begin(), manifest.shards.end(),
+                                    [&](const checkpoint::ShardEntry& e) { return e.stage == r.shard; });
+    if (shard == manifest.shards.end())
+      return failure(fmt::format("checkpoint {} holds no shard of stage {}", r.path, r.shard));
+    if (manifest.step != r.restore.steps_done)
+      return failure(fmt::format("checkpoint {} holds step {}, not {}", r.path, manifest.step,
+                                 r.restore.steps_done));
+    auto tensors = read_safetensors((std::filesystem::path(r.path) / shard->file).string());
+    return hand_copy(self, r.stage, r.restore.round_fence,
+                     SnapshotCopy{r.rank, manifest.step, manifest.optimizer_steps, std::move(tensors)});
+  } catch (const std::exception& e) {
+    return failure(fmt::format("reading stage {}'s shard of checkpoint {}: {}", r.rank, r.path, e.what()));
+  }
 }
 
 // A node's report of a shard it wrote: checked as any message from a peer (a rank of that
@@ -99,6 +136,7 @@ caf::behavior snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
       [=](SnapshotCopy& copy) { keep(self, std::move(copy)); },
       [=](ShardWritten& w) { return note_shard(self, w); },
       [=](const RestoreRejoined& r) { return restore(self, r); },
+      [=](const RestoreFromCheckpoint& r) { return restore(self, r); },
   };
 }
 

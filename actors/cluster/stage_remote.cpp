@@ -128,6 +128,10 @@ void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
 void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy) {
   auto& st = self->state;
   if (!st.links) throw std::logic_error("a snapshot copy to restore, but this stage has no channels");
+  if (st.links->node == 0) {  // from node 0's keeper, in this process: the tensors came along
+    self->send(self, CopyArrived{std::move(copy), std::string()});
+    return;
+  }
   auto header = SnapshotCopy{copy.rank, copy.steps_done, copy.optimizer_steps, {}};
   receive_payloads(st.links->channel_to(0), std::move(copy.tensors), st.links->timeout,
                    [me = weak(self), header](std::vector<NamedTensor> tensors, std::exception_ptr e) {

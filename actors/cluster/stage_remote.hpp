@@ -37,7 +37,8 @@ struct CopyArrived {
   std::string error;
 };
 
-/// Posts the receives of `copy`'s bytes from node 0; CopyArrived comes back to the stage.
+/// Posts the receives of `copy`'s bytes from node 0; CopyArrived comes back to the stage
+/// (at once on node 0, where the keeper's copy holds the tensors themselves).
 void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy);
 
 }  // namespace conveyor

@@ -8,12 +8,21 @@
 // The hook reaches the coordinator through TrainingJob::checkpoints. All calls come from
 // the coordinator's thread, in step order.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "actors/checkpoint/snapshot.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
 
 namespace conveyor {
+
+/// A complete, verified checkpoint a recovery can go back to (CheckpointHook::
+/// newest_checkpoint), or why there is none.
+struct CheckpointRestorePoint {
+  std::string path;  // the step folder
+  std::int64_t step = 0;
+  std::string error;  // empty when found
+};
 
 struct BoundaryDecision {
   bool snapshot = false;  // capture every stage's state and hand it to take()
@@ -48,6 +57,13 @@ class CheckpointHook {
   /// The default (a hook of runs in one process) refuses.
   virtual checkpoint::StagingTarget stage_remote_shards(std::int64_t /*steps_done*/) {
     return {"", "", "this run's checkpoints take no shards written by other processes"};
+  }
+  /// The newest complete checkpoint of this run's checkpoint folder with at most
+  /// `steps_done` steps, verified (manifest, sizes, sha256), once the writes under way
+  /// have ended: where a lost node's replacement goes back to when node 0 keeps no copy
+  /// of its snapshots. Never throws. The default (no checkpoints) has none.
+  virtual CheckpointRestorePoint newest_checkpoint(std::int64_t /*steps_done*/) {
+    return {"", 0, "this run writes no checkpoints"};
   }
 };
 

@@ -239,6 +239,67 @@ void restore_when_replaced(Self* self) {
 
 namespace {
 
+// A stage's answer to a restore of this recovery's: once every stage answered, the stage
+// groups are rebuilt (with replicas) and the replay starts.
+void on_restored(Self* self, std::uint64_t generation, const std::shared_ptr<std::size_t>& pending) {
+  if (self->state.generation != generation || --*pending > 0) return;
+  rejoin_replica_groups(self);
+}
+
+// A restore that failed: a stage of another process that cannot answer means its process
+// is gone (a node recovery again); anything else fails the run.
+void on_restore_failed(Self* self, std::uint64_t generation, int rank, const caf::error& e) {
+  auto& st = self->state;
+  if (st.generation != generation || died_meanwhile(st, rank, e)) return;
+  if (is_remote(st, rank) && (e == caf::sec::request_receiver_down ||
+                              e == caf::exit_reason::remote_link_unreachable)) {
+    const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
+    on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable "
+                                         "while restoring", rank, node));
+    return;
+  }
+  fail(self, fmt::format("{}; recovering from it failed: restoring stage {} to step {}: {}",
+                         st.recovery->failure.reason, rank, st.recovery->restored,
+                         stage_text(self, e, rank)));
+}
+
+// Without buddy copies node 0 holds nothing of a rejoined node's stages: every stage goes
+// back to the newest checkpoint, whose shards node 0's keeper reads and hands out.
+void restore_checkpoint(Self* self) {
+  auto& st = self->state;
+  auto& pending = *st.recovery;
+  const auto point = st.checkpoints ? st.checkpoints->newest_checkpoint(pending.failed_step)
+                                    : CheckpointRestorePoint{"", 0, "this run writes no checkpoints"};
+  if (!point.error.empty()) {
+    fail(self, fmt::format("{}; recovering from it failed: node 0 keeps no copy of the other "
+                           "nodes' snapshots (fault.buddy_copies off), so the job goes back to "
+                           "its newest checkpoint, and there is none: {}",
+                           pending.failure.reason, point.error));
+    return;
+  }
+  pending.restored = point.step;
+  pending.restored_from = "checkpoint " + point.path;
+  // Newer snapshots belong to the steps replayed; gone first, so that the restored step
+  // each stage keeps is not the oldest beyond what the store holds.
+  st.job->snapshots->discard_after(point.step);
+  const auto generation = st.generation;
+  auto left = std::make_shared<std::size_t>(st.stages.size());
+  for (std::size_t r = 0; r < st.stages.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    self->request(st.restarts.keeper, caf::infinite,
+                  RestoreFromCheckpoint{rank, st.stages[r], RestoreStage{point.step, st.round}, point.path,
+                                        static_cast<int>(r % st.job->placement.ranks.size())})
+        .then(
+            [=](const StageRestored&) {
+              auto& st = self->state;
+              if (st.generation == generation && is_remote(st, rank))
+                st.job->snapshots->put_marker(rank, point.step);  // kept in its own process
+              on_restored(self, generation, left);
+            },
+            [=](caf::error& e) { on_restore_failed(self, generation, rank, e); });
+  }
+}
+
 // Every stage loads its snapshot of the step restored (a stage of a rejoined node: node 0's
 // copy of it); then, with replicas, every stage group is rebuilt.
 void restore_snapshots(Self* self) {
@@ -254,25 +315,8 @@ void restore_snapshots(Self* self) {
                        ? self->request(st.restarts.keeper, caf::infinite,
                                        RestoreRejoined{rank, st.stages[r], restore})
                        : self->request(st.stages[r], caf::infinite, restore);
-    std::move(request).then(
-        [=](const StageRestored&) {
-          if (self->state.generation != generation || --*pending > 0) return;
-          rejoin_replica_groups(self);
-        },
-        [=](caf::error& e) {
-          auto& st = self->state;
-          if (st.generation != generation || died_meanwhile(st, rank, e)) return;
-          // A stage of another process that cannot answer: its process is gone.
-          if (is_remote(st, rank) && (e == caf::sec::request_receiver_down ||
-                                      e == caf::exit_reason::remote_link_unreachable)) {
-            const int node = st.restarts.node_of_rank.at(r);
-            on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable "
-                                                 "while restoring", rank, node));
-            return;
-          }
-          fail(self, fmt::format("{}; recovering from it failed: restoring stage {} to step {}: {}",
-                                 st.recovery->failure.reason, r, restored, stage_text(self, e, rank)));
-        });
+    std::move(request).then([=](const StageRestored&) { on_restored(self, generation, pending); },
+                            [=](caf::error& e) { on_restore_failed(self, generation, rank, e); });
   }
 }
 
@@ -295,6 +339,10 @@ void send_restores(Self* self) {
       restore_from_replicas(self, source->sources);
       return;
     }
+  }
+  if (st.restarts.remote_markers && !st.rejoined.empty()) {
+    restore_checkpoint(self);
+    return;
   }
   restore_snapshots(self);
 }

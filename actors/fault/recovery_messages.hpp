@@ -21,6 +21,9 @@
 //                                      or why it failed); K0 answers once it noted it
 //   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
 //   K0 → S_r  RestoreFromCopy          ... from node 0's copy (delegated: S_r answers C)
+//   C → K0    RestoreFromCheckpoint{r, S, path}   fault.buddy_copies off: a lost node's
+//                                      replacement sends every rank back to checkpoint S,
+//   K0 → S_r  RestoreFromCopy          which the keeper reads (delegated: S_r answers C)
 //   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
 //                                      is respawned there (node directories)
 //   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
@@ -127,6 +130,19 @@ struct RestoreRejoined {
   RestoreStage restore;
 };
 
+/// To node 0's snapshot keeper (inside node 0), without buddy copies, when a lost node's
+/// replacement joined: have `stage`, which runs rank `rank`, restore the shard of
+/// pipeline stage `shard` (a checkpoint holds replica 0's: rank modulo the pipeline's
+/// stages) of the verified checkpoint in `path` (the step folder of `restore.steps_done`
+/// steps); `stage` answers the requester.
+struct RestoreFromCheckpoint {
+  int rank = 0;
+  caf::actor stage;
+  RestoreStage restore;
+  std::string path;
+  int shard = 0;
+};
+
 /// From the hang watchdog under fault.policy restart: the stage its verdict blames (-1:
 /// none in particular) and the verdict.
 using stage_hang_atom = caf::atom_constant<caf::atom("stagehang")>;
@@ -211,3 +227,4 @@ wire::both_t<Inspector, T, RestoreFromCopy> inspect(Inspector& f, T& x) {
 }  // namespace conveyor
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreRejoined)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreFromCheckpoint)

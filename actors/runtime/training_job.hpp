@@ -89,6 +89,10 @@ struct TrainingJob {
   // Checkpoints (actors/coordinator/checkpoint_hook.hpp): asked at every step boundary;
   // null: none. Not owned: it outlives the run.
   CheckpointHook* checkpoints = nullptr;
+  // checkpoint.every, known on every node (the hook is node 0's): without buddy copies a
+  // lost node's replacement goes back to the newest checkpoint, so it can rejoin only
+  // when checkpoints are written (actors/cluster/run_node.cpp).
+  std::int64_t checkpoint_every = 0;
   // checkpoint.writers every_node: across processes each node writes its own stages'
   // shards of a checkpoint (actors/checkpoint/staged_shards.hpp), node 0 waiting at most
   // remote_shard_timeout for each (checkpoint.remote_timeout_s). run_node makes node k's

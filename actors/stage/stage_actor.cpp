@@ -325,7 +325,10 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
                                                  st.worker->rank(), arrived.copy.steps_done,
                                                  arrived.error));
           st.worker->restore_state(arrived.copy.tensors, arrived.copy.optimizer_steps);
-          // Kept here too: the next recovery may restore this step again.
+          // Kept here too: the next recovery may restore this step again. Every stage of
+          // this process goes back to the same step (a rejoin, or a checkpoint): newer
+          // snapshots are the replay's, and must not push this one out of the store.
+          st.job->snapshots->discard_after(arrived.copy.steps_done);
           put_snapshot(self, arrived.copy.steps_done, /*copy=*/false);
           promise.deliver(StageRestored{st.worker->rank(), arrived.copy.steps_done});
         } catch (const std::exception& e) {

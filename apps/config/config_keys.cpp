@@ -217,17 +217,21 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.window_s, "the sliding window of fault.max_restarts, in seconds",
           greater_than(0.0), at_most_a_week()),
       KEY(fault.rejoin_timeout_s,
-          "how long the other processes of a multi-process run (with fault.buddy_copies on) "
-          "wait for a lost process (node rank > 0) to be started again with the same node "
-          "rank; it then rejoins, its stages restore node 0's copies of their snapshots and "
-          "the steps since are replayed (0: a lost process ends the run)",
+          "how long the other processes of a multi-process run wait for a lost process "
+          "(node rank > 0) to be started again with the same node rank; it then rejoins, its "
+          "stages restore node 0's copies of their snapshots (fault.buddy_copies on) or, "
+          "without them, every stage goes back to the newest checkpoint (CPU stages, "
+          "checkpoint.every > 0), and the steps since are replayed (0: a lost process ends "
+          "the run)",
           at_least(0.0), at_most_a_week()),
       KEY(fault.buddy_copies,
           "a run over several processes: on (node 0 keeps a copy of every other node's "
           "snapshots as they are taken, so a lost process can rejoin; CPU stages only), off "
           "(node 0 copies only the snapshots that a checkpoint or a stop writes, when it "
-          "writes them; a lost process ends the run, or under --supervise the job resumes "
-          "from its newest checkpoint) or auto (on when every stage runs on the CPU, else off)",
+          "writes them; a lost process rejoins and every stage goes back to the newest "
+          "checkpoint with CPU stages and checkpoint.every > 0, else it ends the run, or "
+          "under --supervise the job resumes from its newest checkpoint) or auto (on when "
+          "every stage runs on the CPU, else off)",
           one_of(&known_buddy_copies)),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "

@@ -70,6 +70,7 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
                               : config.fault.buddy_copies == "off" ? BuddyCopies::off
                                                                    : BuddyCopies::automatic;
   job.nodes_write_shards = config.checkpoint.writers == "every_node";
+  job.checkpoint_every = config.checkpoint.every;
   job.remote_shard_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));
   job.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);

@@ -24,8 +24,8 @@ void await_job_end(RendezvousClient& client, int node, std::chrono::milliseconds
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   throw std::runtime_error(fmt::format(
       "node {} was started again while the job still ran, and this job takes no replacements "
-      "(a lost node rejoins with fault.buddy_copies on, CPU stages, fault.policy restart and "
-      "fault.rejoin_timeout_s > 0): {} after {:.1f} s; the supervisor starts this node again "
+      "(a lost node rejoins with CPU stages, fault.buddy_copies on or checkpoint.every > 0, "
+      "fault.policy restart and fault.rejoin_timeout_s > 0): {} after {:.1f} s; the supervisor starts this node again "
       "to join the whole job's new start",
       node, ended ? "the job ended" : "the job did not end", waited));
 }

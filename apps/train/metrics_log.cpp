@@ -151,6 +151,8 @@ void MetricsLog::on_recovery(const RecoveryEvent& e) {
   // With replicas the state may come from a healthy replica instead of the snapshot.
   if (e.restored_from == "kept")
     replaced += " (every stage kept its state)";
+  else if (e.restored_from.starts_with("checkpoint "))  // a rejoin without buddy copies
+    replaced += " (every stage loaded " + e.restored_from + ")";
   else if (e.restored_from != "snapshot")
     replaced += " (its state copied from " + e.restored_from + ")";
   progress_.note(fmt::format(
@@ -163,7 +165,8 @@ void MetricsLog::on_node_lost(int node, const std::string& why, double wait_s) {
   append({{"event", "node_lost"}, {"node", node}, {"reason", why}, {"rejoin_timeout_s", wait_s}});
   progress_.note(fmt::format(
       "{}; waiting up to {:.0f} s (fault.rejoin_timeout_s) for node {} to be started again with "
-      "the same command: it rejoins, and the run goes on from the newest snapshot",
+      "the same command: it rejoins, and the run goes on from the newest snapshot node 0 "
+      "holds of every stage (without buddy copies: the newest checkpoint)",
       why, wait_s, node));
 }
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
+#include "actors/checkpoint/resume.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
 #include "apps/train/run_dir.hpp"
 #include "kernels/common/error.hpp"
@@ -146,6 +148,22 @@ checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t ste
     target.error = fmt::format("preparing the folder for the other nodes' shards of step {}: {}", steps_done, e.what());
   }
   return target;
+}
+
+CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_done) {
+  // A write under way may be the newest; one that fails is noted as at the run's end.
+  while (!writer_.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  note_failed_writes();
+  try {
+    const auto point = checkpoint::resolve_resume(fs_, "latest", settings_.dir, "checkpoint.dir");
+    if (point.manifest.step > steps_done)
+      return {"", 0, fmt::format("the newest checkpoint, {}, holds {} steps, more than the {} this run "
+                                 "has trained (a checkpoint of another run?)",
+                                 point.path, point.manifest.step, steps_done)};
+    return {point.path, point.manifest.step, ""};
+  } catch (const std::exception& e) {
+    return {"", 0, e.what()};
+  }
 }
 
 void TrainCheckpoints::note_failed_writes() {

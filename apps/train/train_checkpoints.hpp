@@ -77,6 +77,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
   checkpoint::StagingTarget stage_remote_shards(std::int64_t steps_done) override;
+  CheckpointRestorePoint newest_checkpoint(std::int64_t steps_done) override;
 
   /// Waits for the background writes; throws CheckpointError naming every write of the
   /// run that failed (the run went on after each: its later checkpoints and final weights

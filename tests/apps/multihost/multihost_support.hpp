@@ -209,6 +209,27 @@ inline void require_all_ok(const std::vector<NodeResult>& results) {
   }
 }
 
+/// Runs `nodes` with node 1 under --supervise, whose process an `exit:node=1:…` fault
+/// kills once: requires that its second attempt rejoined the running job and that every
+/// node ended well (their stderr printed otherwise).
+inline std::vector<NodeResult> run_with_node1_rejoining(const TempDir& dir, std::vector<NodeRun> nodes) {
+  nodes[1].args.push_back("--supervise");
+  auto results = run_nodes(dir, nodes, 120);
+  require_all_ok(results);
+  INFO("node 1 stderr:\n" << results[1].err);
+  REQUIRE(results[1].err.find("starting attempt 2 of 4 from the running job, which it rejoins") !=
+          std::string::npos);
+  return results;
+}
+
+/// The `recovery` rows of a run's metrics.jsonl, in order.
+inline std::vector<nlohmann::json> recovery_rows(const fs::path& run) {
+  std::vector<nlohmann::json> rows;
+  for (auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.value("event", "") == "recovery") rows.push_back(row);
+  return rows;
+}
+
 /// The small job of these tests: the tiny config, 4 stages, 5 steps, no intermediate eval.
 inline std::vector<std::string> tiny_job(const std::vector<std::string>& extra = {}) {
   std::vector<std::string> a{"train", "configs/tiny.yaml", "--set", "pipeline.stages=4",

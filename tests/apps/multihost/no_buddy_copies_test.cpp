@@ -2,8 +2,9 @@
 // (fault.buddy_copies off, the default for GPU stages, here on CPU stages so that the path
 // runs without a GPU): a checkpoint asks node 1's stages for copies of its step only
 // (CopySnapshot), a failed stage of node 1 recovers in place from its own process's
-// snapshots, a SIGTERM still stops the job with a checkpoint, and a lost node, which cannot
-// rejoin, ends the job, or under supervisors makes the whole job resume from its newest
+// snapshots, a SIGTERM still stops the job with a checkpoint, and a lost node rejoins with
+// every stage sent back to the newest checkpoint; without checkpoints it ends the job, and
+// without a wait for a replacement, supervisors make the whole job resume from the newest
 // checkpoint. Each ends with the one-process run's weights bit for bit.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -86,7 +87,7 @@ TEST_CASE("without buddy copies a SIGTERM to node 1 checkpoints the whole job an
   CHECK(read_text(run / "weights.safetensors") == want);
 }
 
-TEST_CASE("without buddy copies a lost node ends the job at once instead of waiting fault.rejoin_timeout_s for a replacement") {
+TEST_CASE("without buddy copies or checkpoints a lost node ends the job at once instead of waiting fault.rejoin_timeout_s for a replacement") {
   TempDir dir;
   const fs::path run = dir.path() / "run";
   // fault.rejoin_timeout_s is 300 s: with buddy copies node 0 would wait that long.
@@ -100,21 +101,45 @@ TEST_CASE("without buddy copies a lost node ends the job at once instead of wait
   CHECK(results[0].err.find("node 1") != std::string::npos);
   CHECK(results[0].err.find("waiting up to") == std::string::npos);
   CHECK(results[0].err.find("the job takes no replacement for a lost node (node 0 keeps no copy "
-                            "of the other nodes' snapshots: fault.buddy_copies is off)") !=
+                            "of the other nodes' snapshots (fault.buddy_copies is off) and no "
+                            "checkpoint is written to go back to (checkpoint.every is 0))") !=
         std::string::npos);
   CHECK(seconds < 60);
   CHECK_FALSE(fs::exists(run / "weights.safetensors"));
 }
 
-TEST_CASE("without buddy copies a node lost under supervisors makes the whole job resume from its newest checkpoint, with the same weights") {
+TEST_CASE("without buddy copies a supervised node that dies rejoins and every stage goes back to the newest checkpoint, with the same weights") {
+  TempDir dir;
+  const auto& want = reference_weights(dir);
+  const fs::path run = dir.path() / "run";
+  // exit: kills node 1's process at the start of step 12 in its first attempt; its
+  // supervisor starts it again, it rejoins, and node 0, which never exits, has every stage
+  // (its own too: they hold no copy of node 1's step) load the checkpoint of step 10.
+  auto nodes = two_nodes(run, {"--set", "checkpoint.every=5", "--set",
+                               "fault.inject=[exit:node=1:step=12]"});
+  const auto results = run_with_node1_rejoining(dir, nodes);
+  INFO("node 0:\n" << results[0].err);
+  CHECK(results[0].err.find("recovered from a lost process") != std::string::npos);
+  const auto recoveries = recovery_rows(run);
+  REQUIRE(recoveries.size() == 1);
+  CHECK(recoveries[0]["fault"] == "node");
+  CHECK(recoveries[0]["restored_step"] == 10);
+  CHECK(recoveries[0]["restored_from"] ==
+        "checkpoint " + (run / "checkpoints" / "step-000010").string());
+  // The stages lost: node 1's (every stage replays steps 11 and on).
+  CHECK(recoveries[0]["stages"] == nlohmann::json::array({2, 3}));
+  CHECK(read_text(run / "weights.safetensors") == want);
+}
+
+TEST_CASE("without buddy copies and without a wait for a replacement a node lost under supervisors makes the whole job resume from its newest checkpoint, with the same weights") {
   TempDir dir;
   const auto& want = reference_weights(dir);
   const fs::path run = dir.path() / "run";
   // exit: kills node 1's process at the start of step 12 in its first attempt. Node 0
-  // fails (node 1 cannot rejoin), and both supervisors start their node again with
-  // --resume latest: step 10.
-  auto nodes = two_nodes(run, {"--set", "checkpoint.every=5", "--set",
-                               "fault.inject=[exit:node=1:step=12]", "--supervise"});
+  // fails (fault.rejoin_timeout_s 0: node 1 cannot rejoin), and both supervisors start
+  // their node again with --resume latest: step 10.
+  auto nodes = two_nodes(run, {"--set", "checkpoint.every=5", "--set", "fault.rejoin_timeout_s=0",
+                               "--set", "fault.inject=[exit:node=1:step=12]", "--supervise"});
   const auto results = run_nodes(dir, nodes, 120);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);

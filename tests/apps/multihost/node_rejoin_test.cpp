@@ -39,13 +39,6 @@ std::vector<NodeRun> two_nodes(const TempDir& dir, const std::string& when,
   return nodes;
 }
 
-std::vector<nlohmann::json> recoveries(const fs::path& run) {
-  std::vector<nlohmann::json> rows;
-  for (auto& row : read_jsonl(run / "metrics.jsonl"))
-    if (row.value("event", "") == "recovery") rows.push_back(row);
-  return rows;
-}
-
 }  // namespace
 
 TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one-process weights bit for bit, node 0 never exits") {
@@ -73,7 +66,7 @@ TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one
       lost_row = row["node"] == 1 && row["rejoin_timeout_s"] == 60.0;
   CHECK(lost_row);
 
-  const auto rows = recoveries(dir.path() / "run");
+  const auto rows = recovery_rows(dir.path() / "run");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["fault"] == "node");
   // Node 1's stages, and maybe node 0's whose transfers to node 1 broke (respawned here).
@@ -123,7 +116,7 @@ TEST_CASE("a crashed stage of either process is respawned where it ran, with the
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);
   require_all_ok(results);
-  const auto rows = recoveries(dir.path() / "run");
+  const auto rows = recovery_rows(dir.path() / "run");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["fault"] == "crash");
   CHECK(rows[0]["respawned"] == nlohmann::json::array({1}));
@@ -144,16 +137,11 @@ TEST_CASE("a supervised node that dies is started again by its supervisor and re
   // starts again whole), which a replacement does not use.
   auto nodes = two_nodes(dir, "", {"--set", "fault.inject=[exit:node=1:step=12]", "--set",
                                    "checkpoint.every=5"});
-  nodes[1].args.push_back("--supervise");
-  const auto results = run_nodes(dir, nodes, 120);
-  INFO("node 0:\n" << results[0].err);
+  const auto results = run_with_node1_rejoining(dir, nodes);
   INFO("node 1:\n" << results[1].err);
-  require_all_ok(results);
-  CHECK(results[1].err.find("starting attempt 2 of 4 from the running job, which it rejoins") !=
-        std::string::npos);
   CHECK(results[1].err.find("this process replaces the lost node (it takes its stages' state "
                             "from node 0, not from --resume)") != std::string::npos);
-  const auto rows = recoveries(dir.path() / "run");
+  const auto rows = recovery_rows(dir.path() / "run");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["fault"] == "node");
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") ==
@@ -182,7 +170,7 @@ TEST_CASE("the middle node of 3 is killed and started again: node 2 reconnects t
   INFO("node 2:\n" << results[2].err);
   CHECK(results[1].killed_exit_code == 128 + SIGKILL);
   require_all_ok(results);
-  const auto rows = recoveries(dir.path() / "run");
+  const auto rows = recovery_rows(dir.path() / "run");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["fault"] == "node");
   CHECK(rows[0]["stages"] == nlohmann::json::array({1}));
@@ -215,7 +203,7 @@ TEST_CASE("a node lost and a stage of another node crashing in the same step mak
   INFO("node 1:\n" << results[1].err);
   INFO("node 2:\n" << results[2].err);
   require_all_ok(results);
-  const auto rows = recoveries(dir.path() / "run");
+  const auto rows = recovery_rows(dir.path() / "run");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["fault"] == "node");
   auto respawned = rows[0]["respawned"].get<std::vector<int>>();

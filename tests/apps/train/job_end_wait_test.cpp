@@ -67,11 +67,23 @@ TEST_CASE("a node that cannot rejoin stops waiting at its limit when the job goe
   CHECK(why.find("the job did not end after") != std::string::npos);
 }
 
-TEST_CASE("a job takes replacements with buddy copies of CPU stages, restarts and a rejoin wait only") {
+TEST_CASE("a job takes replacements with buddy copies or checkpoints of CPU stages, restarts and a rejoin wait only") {
   RunConfig c;
   CHECK(takes_replacements(c));  // the defaults: CPU stages, auto, restart, 300 s
   c.fault.buddy_copies = "off";
-  CHECK_FALSE(takes_replacements(c));
+  CHECK_FALSE(takes_replacements(c));  // and no checkpoints to go back to
+  c.checkpoint.every = 5;
+  CHECK(takes_replacements(c));  // every stage goes back to the newest checkpoint
+  c.optim.shard_state = true;
+  c.parallel.data = 2;
+  CHECK_FALSE(takes_replacements(c));  // AdamW's state is split over replicas
+  c.parallel.data = 1;
+  CHECK(takes_replacements(c));  // one replica: nothing split
+  c.devices.kind = "cuda";
+  CHECK_FALSE(takes_replacements(c));  // GPU stages do not rejoin without copies yet
+  c.devices.kind = "cpu";
+  c.optim.shard_state = false;
+  c.checkpoint.every = 0;
   c.fault.buddy_copies = "auto";
   c.devices.kind = "cuda";
   CHECK_FALSE(takes_replacements(c));

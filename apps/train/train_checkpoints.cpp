@@ -156,11 +156,18 @@ CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_do
   note_failed_writes();
   try {
     const auto point = checkpoint::resolve_resume(fs_, "latest", settings_.dir, "checkpoint.dir");
-    if (point.manifest.step > steps_done)
-      return {"", 0, fmt::format("the newest checkpoint, {}, holds {} steps, more than the {} this run "
-                                 "has trained (a checkpoint of another run?)",
-                                 point.path, point.manifest.step, steps_done)};
-    return {point.path, point.manifest.step, ""};
+    // checkpoint.dir may be shared: the newest must be this run's (or the one it resumed
+    // from), never an older one of another run taken instead.
+    const auto& m = point.manifest;
+    const auto& base = settings_.base;
+    if (m.step > steps_done || m.step < settings_.first_step)
+      return {"", 0, fmt::format("the newest checkpoint, {}, holds {} steps, outside the steps {} to {} "
+                                 "of this run (a checkpoint of another run?)",
+                                 point.path, m.step, settings_.first_step, steps_done)};
+    if (m.seed != base.seed || m.stages != base.stages || m.partition_halves != base.partition_halves)
+      return {"", 0, fmt::format("the newest checkpoint, {}, was written with another seed, stage "
+                                 "count or partition than this run's (another job's?)", point.path)};
+    return {point.path, m.step, ""};
   } catch (const std::exception& e) {
     return {"", 0, e.what()};
   }

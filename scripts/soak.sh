@@ -8,8 +8,9 @@
 # script prints every recovery's time and their median and worst, and exits 1 otherwise.
 # Then (KILLS > 0) the same job over 2 processes: node 1 is killed with SIGKILL KILLS times
 # at random steps and started again at once each time (it rejoins the running job); its
-# weights must equal the one-process run's too. Then (NOBUDDY=1) the job over 2 processes
-# the way GPU stages run there, without buddy copies (fault.buddy_copies off) and under
+# weights must equal the one-process run's too (KILL_COPIES=off: without buddy copies,
+# checkpoints every 10 steps, each replacement sending every stage back to the newest
+# checkpoint). Then (NOBUDDY=1) the job over 2 processes the way GPU stages run there, without buddy copies (fault.buddy_copies off) and under
 # --supervise on both nodes: the in-place faults above spread over both nodes' stages,
 # recovered from each process's own snapshots, checkpoints every 10 steps written by node 0
 # from copies it asks for, and node 1's process killed once (exit:), whose replacement
@@ -25,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BIN=${CONVEYOR:-build/conveyor}
@@ -36,6 +37,8 @@ KILLS=${KILLS:-5}
 NOBUDDY=${NOBUDDY:-1}
 WRITERS=${WRITERS:-node0}
 REJOIN=${REJOIN:-0}
+KILL_COPIES=${KILL_COPIES:-on}
+[[ $KILL_COPIES == on || $KILL_COPIES == off ]] || { echo "soak: KILL_COPIES must be on or off" >&2; exit 2; }
 OUT=${OUT:-runs/soak}
 [[ -x "$BIN" ]] || { echo "soak: $BIN is not built (scripts/bootstrap.sh builds it)" >&2; exit 2; }
 (( FAULTS >= 7 && FAULTS * 2 < STEPS )) || {
@@ -129,9 +132,11 @@ for ((k = 0; k < KILLS; ++k)); do
   kill_steps+=($(( (k + 1) * STEPS / (KILLS + 1) - 2 + RANDOM % 5 )))
 done
 port=$(( 29700 + RANDOM % 1000 ))
-two=("${base[@]}" --set fault.rejoin_timeout_s=60 --nnodes 2 --rdzv "127.0.0.1:$port")
+two=("${base[@]}" --set fault.rejoin_timeout_s=60 --set "fault.buddy_copies=$KILL_COPIES"
+     --nnodes 2 --rdzv "127.0.0.1:$port")
+[[ $KILL_COPIES == off ]] && two+=(--set checkpoint.every=10)
 export CONVEYOR_TOKEN=soak-$SEED
-echo "soak: 2 processes, node 1 killed at steps ${kill_steps[*]}" >&2
+echo "soak: 2 processes (fault.buddy_copies $KILL_COPIES), node 1 killed at steps ${kill_steps[*]}" >&2
 start=$SECONDS
 "$BIN" train "${two[@]}" --node-rank 0 --out "$OUT/two" 2> "$OUT/two-node0.log" > /dev/null &
 node0=$!

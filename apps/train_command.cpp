@@ -106,14 +106,24 @@ void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& con
 }
 
 // An injected process exit names a node of this launch (the config alone does not know
-// how many processes there are).
-void refuse_exits_of_absent_nodes(const LaunchSpec& spec, const RunConfig& config) {
+// how many processes there are), and one in a checkpoint write a write that happens: a
+// checkpoint after that step, of shards node k > 0 writes itself.
+void refuse_exits_that_cannot_happen(const LaunchSpec& spec, const RunConfig& config) {
   for (const auto& entry : config.fault.inject) {
     const FaultSpec f = parse_fault_spec(entry);
-    if (f.kind == FaultSpec::Kind::exit && f.node >= spec.nnodes)
+    if (f.kind != FaultSpec::Kind::exit) continue;
+    if (f.node >= spec.nnodes)
       throw InputError(fmt::format("fault.inject: entry '{}': node {} does not exist: this run has {} "
                                    "process{} (nnodes {}, node ranks from 0)",
                                    entry, f.node, spec.nnodes, spec.nnodes == 1 ? "" : "es", spec.nnodes));
+    if (!f.in_checkpoint) continue;
+    const auto& c = config.checkpoint;
+    if (f.node == 0 || c.writers != "every_node" || c.every <= 0 || *f.step % c.every != 0)
+      throw InputError(fmt::format("fault.inject: entry '{}': node {} writes no shard of a checkpoint after "
+                                   "step {} (it needs a node other than 0, checkpoint.writers: every_node "
+                                   "and a step that is a multiple of checkpoint.every; here writers {}, "
+                                   "every {})",
+                                   entry, f.node, *f.step, c.writers, c.every));
   }
 }
 
@@ -171,7 +181,7 @@ void run_train(const TrainOptions& opt) {
   TrainingJob job = build_training_job(config, spec.nnodes);
   check_checkpoints_across_processes(config, spec);
   refuse_groups_across_processes(spec, config);
-  refuse_exits_of_absent_nodes(spec, config);
+  refuse_exits_that_cannot_happen(spec, config);
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   std::shared_ptr<const ResumeSource> resume;
@@ -309,6 +319,12 @@ void run_train(const TrainOptions& opt) {
                                      : "no evaluation before it in this run: final_val_loss is null");
   // The weights are safe first; then a background write that failed fails the run (exit 1).
   checkpoints.flush();
+  nlohmann::json lost_checkpoints = nlohmann::json::array();
+  for (const auto& lost : checkpoints.lost_with_nodes()) {
+    lost_checkpoints.push_back({{"step", lost.step}, {"node", *lost.lost_node}});
+    fmt::print(stderr, "conveyor train: the checkpoint of step {} went down with node {} (recovered from); "
+                       "the later checkpoints and the weights hold its steps\n", lost.step, *lost.lost_node);
+  }
   if (checkpoints.taken() > 0)
     fmt::print(stderr,
                "conveyor train: {} checkpoints; the step loop spent {:.1f} ms on each (in-memory "
@@ -330,6 +346,7 @@ void run_train(const TrainOptions& opt) {
                                   {"bubble", or_null(bubble)},
                                   {"simulated_bubble", simulated},
                                   {"simulated_bubble_mean_durations", simulated_means},
+                                  {"lost_checkpoints", lost_checkpoints},
                                   {"run_dir", dir.string()}};
   log.event(summary);
   const std::string speed =

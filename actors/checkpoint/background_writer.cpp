@@ -30,15 +30,15 @@ BackgroundWriter::~BackgroundWriter() {
   }
   changed_.notify_all();
   thread_.join();
-  for (const auto& e : errors_) checkpoint_log().error("{} (reported at shutdown)", e);
+  for (const auto& e : errors_) checkpoint_log().error("{} (reported at shutdown)", e.message);
 }
 
 void BackgroundWriter::throw_pending_errors_locked(std::unique_lock<std::mutex>&) {
   if (errors_.empty()) return;
-  std::string message = errors_.front();
+  std::string message = errors_.front().message;
   if (errors_.size() > 1)
     message += " (and " + std::to_string(errors_.size() - 1) + " more failed checkpoint writes: ";
-  for (std::size_t i = 1; i < errors_.size(); ++i) message += (i > 1 ? "; " : "") + errors_[i];
+  for (std::size_t i = 1; i < errors_.size(); ++i) message += (i > 1 ? "; " : "") + errors_[i].message;
   if (errors_.size() > 1) message += ")";
   errors_.clear();
   throw CheckpointError(options_.checkpoint_dir, "background checkpoint write failed: " + message);
@@ -62,7 +62,12 @@ void BackgroundWriter::flush() {
   throw_pending_errors_locked(lock);
 }
 
-std::vector<std::string> BackgroundWriter::take_errors() {
+void BackgroundWriter::wait_idle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+std::vector<FailedWrite> BackgroundWriter::take_errors() {
   std::lock_guard lock(mutex_);
   return std::exchange(errors_, {});
 }
@@ -93,19 +98,22 @@ void BackgroundWriter::run() {
     const auto step = snapshot.manifest.step;
     double mb = 0;
     std::optional<WriteResult> result;
-    std::string error;
+    FailedWrite failed{step, "", std::nullopt};
     try {
       snapshot.materialize();  // here, not on the step loop's thread
       mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
       checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
       result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep);
+    } catch (const CheckpointError& e) {
+      failed.message = "step " + std::to_string(step) + ": " + e.what();
+      failed.lost_node = e.lost_node();
     } catch (const std::exception& e) {
-      error = "step " + std::to_string(step) + ": " + e.what();
+      failed.message = "step " + std::to_string(step) + ": " + e.what();
     }
     snapshot = Snapshot{};  // free the host copy before reporting
 
     if (!result) {
-      checkpoint_log().error("{}", error);
+      checkpoint_log().error("{}", failed.message);
     } else {
       if (result->placed_bytes > 0)
         checkpoint_log().info("step {} written to {} ({:.1f} MB here and {:.1f} MB by the other nodes, in {:.2f} s)",
@@ -119,7 +127,7 @@ void BackgroundWriter::run() {
     {
       std::lock_guard lock(mutex_);
       if (result) last_written_ = std::move(result);
-      else errors_.push_back(std::move(error));
+      else errors_.push_back(std::move(failed));
       busy_ = false;
     }
     changed_.notify_all();

@@ -23,6 +23,13 @@
 
 namespace conveyor::checkpoint {
 
+/// A write that failed, as take_errors() hands it over.
+struct FailedWrite {
+  std::int64_t step = 0;
+  std::string message;           // "step N: " and the CheckpointError's text
+  std::optional<int> lost_node;  // CheckpointError::lost_node: lost with that node
+};
+
 struct BackgroundWriterOptions {
   std::string checkpoint_dir;
   int keep = 3;
@@ -46,9 +53,13 @@ class BackgroundWriter {
   /// failed since the last submit()/flush(), if any.
   void flush();
 
+  /// Waits until every queued snapshot is written (or failed); throws nothing: the
+  /// failures stay for take_errors(), submit() or flush().
+  void wait_idle();
+
   /// The errors of writes that failed since the last call (or submit()/flush()), taken:
   /// for a caller that reports them and goes on.
-  std::vector<std::string> take_errors();
+  std::vector<FailedWrite> take_errors();
 
   /// True when nothing is queued or being written (a caller may skip a checkpoint rather
   /// than wait when this is false).
@@ -68,7 +79,7 @@ class BackgroundWriter {
   std::deque<Snapshot> queue_;
   bool busy_ = false;  // the thread holds a snapshot taken off the queue
   bool stopping_ = false;
-  std::vector<std::string> errors_;
+  std::vector<FailedWrite> errors_;
   std::optional<WriteResult> last_written_;
   std::thread thread_;  // last: started once everything above is initialised
 };

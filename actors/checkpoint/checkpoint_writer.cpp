@@ -101,7 +101,8 @@ WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
     fs.sync_dir(result.path);
   } catch (const CheckpointError& e) {
     throw CheckpointError(e.path(), e.reason() + "; checkpoint of step " + std::to_string(result.step) +
-                                        " failed; earlier checkpoints are untouched");
+                                        " failed; earlier checkpoints are untouched",
+                          e.lost_node());
   }
 
   // 5. only now may older checkpoints go, and the staging folders of this step and

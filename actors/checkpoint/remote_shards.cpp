@@ -23,24 +23,20 @@ bool RemoteShards::report(const std::string& token, int stage, std::optional<Sha
       entry.reset();
     }
     if (!entry && error.empty()) error = "reported neither a shard nor an error";
-    it->second = Slot{true, std::move(entry), std::move(error)};
+    it->second = Slot{true, std::move(entry), std::move(error), std::nullopt};
   }
   changed_.notify_all();
   return true;
 }
 
 template <class Which>
-void RemoteShards::fail_where(Which which, const std::string& why) {
+void RemoteShards::fail_where(Which which, const std::string& why, std::optional<int> lost_node) {
   {
     std::lock_guard lock(mutex_);
     for (auto& [key, slot] : slots_)
-      if (!slot.done && which(key)) slot = Slot{true, std::nullopt, why};
+      if (!slot.done && which(key)) slot = Slot{true, std::nullopt, why, lost_node};
   }
   changed_.notify_all();
-}
-
-void RemoteShards::fail_stage(int stage, const std::string& why) {
-  fail_where([stage](const Key& key) { return key.second == stage; }, why);
 }
 
 void RemoteShards::fail_node(int node, const std::vector<int>& node_of_stage, const std::string& why) {
@@ -49,11 +45,11 @@ void RemoteShards::fail_node(int node, const std::vector<int>& node_of_stage, co
         return key.second >= 0 && key.second < static_cast<int>(node_of_stage.size()) &&
                node_of_stage[static_cast<std::size_t>(key.second)] == node;
       },
-      fmt::format("node {} was lost: {}", node, why));
+      fmt::format("node {} was lost: {}", node, why), node);
 }
 
 void RemoteShards::fail_pending(const std::string& why) {
-  fail_where([](const Key&) { return true; }, why);
+  fail_where([](const Key&) { return true; }, why, std::nullopt);
 }
 
 ShardEntry RemoteShards::wait(const std::string& token, int stage, std::chrono::milliseconds timeout,
@@ -70,7 +66,8 @@ ShardEntry RemoteShards::wait(const std::string& token, int stage, std::chrono::
                                              "(checkpoint.remote_timeout_s)",
                                              stage, std::chrono::duration<double>(timeout).count()));
   if (!slot.entry)
-    throw CheckpointError(where, fmt::format("stage {}'s node could not write its shard: {}", stage, slot.error));
+    throw CheckpointError(where, fmt::format("stage {}'s node could not write its shard: {}", stage, slot.error),
+                          slot.lost_node);
   return std::move(*slot.entry);
 }
 

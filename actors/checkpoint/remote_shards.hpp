@@ -6,8 +6,10 @@
 //
 // An attempt is named by its staging token: a report for a token and stage nobody
 // expects (a late one of an earlier attempt, or a confused peer) is refused, never taken
-// for the current attempt's. Waits are bounded; a stage whose node is lost fails its
-// pending shards at once (fail_stage) rather than at the end of the wait.
+// for the current attempt's. Waits are bounded; a node that is lost fails its stages'
+// pending shards at once (fail_node) rather than at the end of the wait, and says so in
+// the error (CheckpointError::lost_node): that checkpoint is lost with the node, which a
+// run that recovers from the loss does not count as its own failure.
 // Thread-safety: every member locks; wait() and wait_all() may block several threads.
 #include <chrono>
 #include <condition_variable>
@@ -32,10 +34,8 @@ class RemoteShards {
   /// The report of that shard: its entry, or (entry empty) why it failed. False when no
   /// such shard is expected or it was reported already (the report is dropped).
   bool report(const std::string& token, int stage, std::optional<ShardEntry> entry, std::string error);
-  /// Fails every shard of `stage` still pending with `why` (its process is gone).
-  void fail_stage(int stage, const std::string& why);
   /// Fails the pending shards of every stage that `node` runs (node_of_stage[s] == node):
-  /// "node N was lost: why".
+  /// "node N was lost: why", and wait() names N as the failure's lost_node.
   void fail_node(int node, const std::vector<int>& node_of_stage, const std::string& why);
   /// The entry of that shard once reported; forgets it. Throws CheckpointError naming
   /// `where` (the staging folder) when it failed, was never expected, or did not come
@@ -55,11 +55,12 @@ class RemoteShards {
     bool done = false;
     std::optional<ShardEntry> entry;
     std::string error;
+    std::optional<int> lost_node;
   };
   using Key = std::pair<std::string, int>;
   /// Fails, with `why`, every pending shard whose key `which` accepts.
   template <class Which>
-  void fail_where(Which which, const std::string& why);
+  void fail_where(Which which, const std::string& why, std::optional<int> lost_node);
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<Key, Slot> slots_;

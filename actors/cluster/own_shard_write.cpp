@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -42,7 +44,13 @@ void write_own_shard(StageSelf* self, const WriteShard& ask) {
   auto snap = st.job->snapshots ? st.job->snapshots->get(rank, ask.steps_done) : nullptr;
   if (snap && snap->marker) snap = nullptr;
   const bool accepted = writes->queue().submit([writes, keeper = st.peers.keeper, snap, rank, ask,
-                                                node = st.links->node] {
+                                                node = st.links->node, fault = st.job->fault] {
+    if (fault && fault->exit_in_shard_write(ask.steps_done)) {
+      fmt::print(stderr, "stage {}: fault.inject exit: this process dies writing its shard of step {}\n", rank,
+                 ask.steps_done);
+      std::fflush(stderr);
+      std::raise(SIGKILL);
+    }
     ShardWritten report{rank, ask.token, {}, {}, 0, {}, {}};
     try {
       if (!snap)

@@ -157,7 +157,7 @@ void give_up(Self* self, const Failure& f) {
       "allows: giving up",
       f.reason, st.budget->max_restarts(), st.budget->window_s());
   const auto step = st.job->snapshots ? st.job->snapshots->consistent_step() : std::nullopt;
-  if (st.checkpoints && step)
+  if (st.checkpoints && step) {
     if (auto held = snapshot_shards(st, *step)) {
       try {
         st.checkpoints->take(*step, std::move(held->first), held->second, /*stop=*/true);
@@ -174,6 +174,7 @@ void give_up(Self* self, const Failure& f) {
                          "written stays the one to resume from",
                          *step);
     }
+  }
   fail(self, why);
 }
 

@@ -78,6 +78,10 @@ FaultSpec parse_fault_spec(const std::string& entry) {
         throw std::invalid_argument("fault '" + entry + "': when=" + value +
                                     " is not start or optimizer");
       spec.in_optimizer = value == "optimizer";
+    } else if (field == "when" && process) {
+      if (value != "start" && value != "checkpoint")
+        throw std::invalid_argument("fault '" + entry + "': when=" + value + " is not start or checkpoint");
+      spec.in_checkpoint = value == "checkpoint";
     } else if (field == "micro_batch" && spec.kind == FaultSpec::Kind::drop) {
       spec.micro_batch = static_cast<int>(number(entry, field, value));
     } else if (field == "kind" && spec.kind == FaultSpec::Kind::drop) {
@@ -149,7 +153,15 @@ bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, boo
 bool ScriptedFaults::exit_process(std::int64_t step) {
   if (!first_attempt_) return false;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && s.node == node_ && *s.step == step) return true;
+    if (s.kind == FaultSpec::Kind::exit && !s.in_checkpoint && s.node == node_ && *s.step == step) return true;
+  return false;
+}
+
+bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) {
+  if (!first_attempt_) return false;
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::exit && s.in_checkpoint && s.node == node_ && *s.step == steps_done)
+      return true;
   return false;
 }
 

@@ -51,6 +51,7 @@ struct FaultSpec {
   int stage = 0;
   int node = 0;  // exit: the process (node rank) that exits
   bool in_optimizer = false;  // crash ...:when=optimizer: in the step's optimizer step
+  bool in_checkpoint = false;  // exit ...:when=checkpoint: writing its shards of step N's checkpoint
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
@@ -76,6 +77,7 @@ class ScriptedFaults final : public MessageFault {
   bool hang(int rank, std::int64_t step) override;
   std::chrono::milliseconds action_delay(int rank, std::int64_t step, Phase phase) override;
   bool exit_process(std::int64_t step) override;
+  bool exit_in_shard_write(std::int64_t steps_done) override;
 
   /// The node this process is (exit specs name one) and whether this is the first attempt
   /// of the run: a process restarted by `conveyor train --supervise` (or by hand, after a

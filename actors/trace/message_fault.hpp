@@ -24,6 +24,9 @@ class MessageFault {
   virtual bool crash_in_optimizer(int /*rank*/, std::int64_t /*step*/) { return false; }
   /// True: this process exits hard (SIGKILL) as train step `step` starts on its stages.
   virtual bool exit_process(std::int64_t /*step*/) { return false; }
+  /// True: this process exits hard (SIGKILL) as it starts writing a shard of its own of
+  /// the checkpoint after `steps_done` steps (checkpoint.writers every_node).
+  virtual bool exit_in_shard_write(std::int64_t /*steps_done*/) { return false; }
   /// True: stage `rank` never starts train step `step` (a hung stage).
   virtual bool hang(int /*rank*/, std::int64_t /*step*/) { return false; }
   /// Extra time every compute action of stage `rank` in `step` (of `phase`) takes: it

@@ -29,7 +29,7 @@ struct FaultSpecsRule {
   std::string describe() const {
     return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
            "crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, slow:stage=S:ms=D[:step=N], "
-           "exit:node=R:step=N or corrupt-checkpoint:step=N";
+           "exit:node=R:step=N[:when=checkpoint] or corrupt-checkpoint:step=N";
   }
   std::optional<std::string> check(const std::vector<std::string>& entries) const {
     for (const auto& e : entries) try {
@@ -187,7 +187,8 @@ std::vector<ConfigKey> build_keys() {
           "(stage S fails as it starts train step N, or in its optimizer step), hang:stage=S:step=N (stage S never starts train "
           "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
           "stage S takes D ms longer, a straggler), exit:node=R:step=N (node R's process is "
-          "killed as step N starts; not again after a restart). nan, crash and hang fire once. S "
+          "killed as step N starts, or with :when=checkpoint as it starts writing its shards of the "
+          "checkpoint after step N (checkpoint.writers every_node); not again after a restart). nan, crash and hang fire once. S "
           "is the stage actor: with parallel.data R, replica r's pipeline stage s is "
           "r * pipeline.stages + s",
           FaultSpecsRule{}),

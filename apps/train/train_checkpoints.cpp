@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
@@ -152,7 +151,7 @@ checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t ste
 
 CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_done) {
   // A write under way may be the newest; one that fails is noted as at the run's end.
-  while (!writer_.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  writer_.wait_idle();
   note_failed_writes();
   try {
     const auto point = checkpoint::resolve_resume(fs_, "latest", settings_.dir, "checkpoint.dir");
@@ -175,19 +174,25 @@ CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_do
 
 void TrainCheckpoints::note_failed_writes() {
   for (auto& e : writer_.take_errors()) {
+    if (e.lost_node) {
+      // The node's loss is the run's to recover from (a replacement rejoins, or the job
+      // fails for it); its half-written checkpoint is no further fault of the run.
+      checkpoint::checkpoint_log().warn("the checkpoint of step {} went down with node {}, which was writing "
+                                        "some of its shards; once the run recovers from that loss, the next "
+                                        "checkpoint holds these steps",
+                                        e.step, *e.lost_node);
+      lost_.push_back(std::move(e));
+      continue;
+    }
     checkpoint::checkpoint_log().warn("training goes on after that failed checkpoint (the next ones are still "
                                       "tried); the run will exit 1 at its end");
-    failed_.push_back(std::move(e));
+    failed_.push_back(std::move(e.message));
   }
 }
 
 void TrainCheckpoints::flush() {
+  writer_.wait_idle();
   note_failed_writes();
-  try {
-    writer_.flush();
-  } catch (const checkpoint::CheckpointError& e) {  // those found only now
-    failed_.push_back(e.what());
-  }
   if (failed_.empty()) return;
   std::string message = failed_.front();
   for (std::size_t i = 1; i < failed_.size(); ++i) message += "; " + failed_[i];

@@ -81,8 +81,12 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
 
   /// Waits for the background writes; throws CheckpointError naming every write of the
   /// run that failed (the run went on after each: its later checkpoints and final weights
-  /// are written all the same).
+  /// are written all the same). A checkpoint lost with a node (a shard its process was
+  /// writing) is not among them: it is in lost_with_nodes().
   void flush();
+  /// Checkpoints that failed only because a node writing some of their shards was lost.
+  /// A run that ends (it recovered from each such loss) reports them, and exits 0 for them.
+  const std::vector<checkpoint::FailedWrite>& lost_with_nodes() const { return lost_; }
   /// The step the run stopped at after SIGTERM, if it did (with no checkpoint when the
   /// settings' `writes` is false).
   std::optional<std::int64_t> stopped_at() const { return stopped_at_; }
@@ -106,6 +110,7 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::int64_t taken_ = 0;
   double step_loop_ms_ = 0;
   std::vector<std::string> failed_;  // background writes that failed, reported as they were found
+  std::vector<checkpoint::FailedWrite> lost_;  // those lost with a node instead
   void note_failed_writes();
   void note_deferred_stop(std::int64_t steps_done);
 };

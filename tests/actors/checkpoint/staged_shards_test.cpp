@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <thread>
 
+#include "actors/checkpoint/background_writer.hpp"
+#include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_writer.hpp"
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/reader.hpp"
@@ -80,6 +83,39 @@ TEST_CASE("a shard its own node wrote ends up byte for byte where node 0 would h
   CHECK(checkpoint::verify_checkpoint(posix_filesystem(), result.path).shards.size() == 3);
   CHECK_FALSE(fs::exists(staged / ".incoming"));  // placed, then the staging folders removed
   CHECK(book->pending() == 0);
+}
+
+TEST_CASE("a checkpoint whose shard's node is lost fails as lost with that node, and the next one is written") {
+  ScratchDir dir("staged_lost_node");
+  auto book = std::make_shared<checkpoint::RemoteShards>();
+  checkpoint::BackgroundWriter writer(posix_filesystem(), {dir.path(), 3, 1});
+  checkpoint::StagingTarget target;
+  writer.submit(staged_snapshot(small_snapshot(4, 3), 2, dir.path(), book, target));
+  // Node 1 (stage 2) is lost before or while node 0's writer waits for its shard.
+  book->fail_node(1, {0, 0, 1}, "its connection closed");
+  writer.wait_idle();
+  auto failed = writer.take_errors();
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].step == 4);
+  CHECK(failed[0].lost_node == 1);
+  CHECK(failed[0].message.find("node 1 was lost: its connection closed") != std::string::npos);
+  CHECK(checkpoint::list_checkpoints(posix_filesystem(), dir.path()).size() == 1);  // step 4's, incomplete
+  CHECK_THROWS_AS(checkpoint::verify_checkpoint(posix_filesystem(), dir / "step-000004"),
+                  checkpoint::CheckpointError);
+
+  // A disk's failure is no node's: lost_node stays empty. Then the next write goes through
+  // and clears the lost one's leftovers.
+  writer.submit(staged_snapshot(small_snapshot(6, 3), 2, dir.path(), book, target));
+  book->fail_pending("the job ended");
+  writer.wait_idle();
+  failed = writer.take_errors();
+  REQUIRE(failed.size() == 1);
+  CHECK_FALSE(failed[0].lost_node);
+  writer.submit(small_snapshot(8, 3));
+  writer.flush();
+  CHECK(checkpoint::verify_checkpoint(posix_filesystem(), dir / "step-000008").shards.size() == 3);
+  CHECK_FALSE(fs::exists(dir / ".incoming"));
+  CHECK(checkpoint::list_checkpoints(posix_filesystem(), dir.path()).size() == 1);  // incomplete ones pruned
 }
 
 TEST_CASE("a node that does not see node 0's staging folder is told that checkpoint.dir must be shared") {
@@ -179,13 +215,28 @@ TEST_CASE("node 0's book of remote shards: attempts by token, bounded waits, los
   book.expect("t4", 3);
   book.expect("t4", 5);
   CHECK_FALSE(book.wait_all(10ms));
-  book.fail_stage(3, "node 1 was lost");
+  book.fail_node(1, {0, 0, 0, 1, 1, 2}, "its connection closed");  // stages 3 and 4 run there
   const auto start = std::chrono::steady_clock::now();
-  CHECK(error_of([&] { book.wait("t4", 3, 60s, "/x"); }).find("node 1 was lost") != std::string::npos);
+  std::optional<int> lost_node;
+  try {
+    book.wait("t4", 3, 60s, "/x");
+    FAIL("the shard of a lost node was taken");
+  } catch (const checkpoint::CheckpointError& e) {
+    CHECK(std::string(e.what()).find("node 1 was lost: its connection closed") != std::string::npos);
+    lost_node = e.lost_node();
+  }
+  CHECK(lost_node == 1);  // the checkpoint went down with node 1, the run may recover
   CHECK(std::chrono::steady_clock::now() - start < 10s);
+  CHECK(book.pending() == 1);  // stage 5 runs on node 2
   book.fail_pending("the job ended");
   CHECK(book.wait_all(10ms));
-  CHECK(error_of([&] { book.wait("t4", 5, 60s, "/x"); }).find("the job ended") != std::string::npos);
+  try {
+    book.wait("t4", 5, 60s, "/x");
+    FAIL("a shard failed at the job's end was taken");
+  } catch (const checkpoint::CheckpointError& e) {
+    CHECK(std::string(e.what()).find("the job ended") != std::string::npos);
+    CHECK_FALSE(e.lost_node());  // no node was lost: a failure of the checkpoint
+  }
   CHECK(error_of([&] { book.wait("t9", 5, 1s, "/x"); }).find("no shard of stage 5") != std::string::npos);
 }
 

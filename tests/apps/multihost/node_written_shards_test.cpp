@@ -102,3 +102,28 @@ TEST_CASE("with checkpoint.writers every_node a supervised node that dies rejoin
   CHECK(wrote(results[1].err, 2, 10));
   CHECK(read_text(run / "weights.safetensors") == want);
 }
+
+TEST_CASE("with checkpoint.writers every_node a node lost while it writes its shards takes that checkpoint down, not the run: it rejoins from the one before and the run exits 0 with the same weights") {
+  TempDir dir;
+  const auto& want = reference_weights(dir);
+  const fs::path run = dir.path() / "run";
+  // Node 1 is killed as it starts writing its shards of step 10's checkpoint (its first
+  // attempt only): that checkpoint cannot complete, so every stage goes back to step 5's
+  // and replays; step 10's checkpoint is then taken again.
+  auto nodes = two_nodes(run, {"--set", "checkpoint.every=5", "--set", "checkpoint.keep=10", "--set",
+                               "fault.buddy_copies=off", "--set", "fault.inject=[exit:node=1:step=10:when=checkpoint]"});
+  const auto results = run_with_node1_rejoining(dir, nodes);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  CHECK(results[1].err.find("this process dies writing its shard of step 10") != std::string::npos);
+  CHECK(results[0].err.find("the checkpoint of step 10 went down with node 1") != std::string::npos);
+  CHECK(results[0].err.find(fmt::format("(every stage loaded checkpoint {}), every stage back at step 5",
+                                        (run / "checkpoints" / "step-000005").string())) !=
+        std::string::npos);
+  const auto rows = read_jsonl(run / "metrics.jsonl");
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.back()["event"] == "summary");
+  CHECK(rows.back()["lost_checkpoints"] == nlohmann::json::parse(R"([{"step": 10, "node": 1}])"));
+  CHECK(read_text(run / "weights.safetensors") == want);
+  for (int step : {5, 10, 15, 20}) CHECK(verified_shards(run, step) == 4);  // step 10's taken again
+}

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/apps/train/train_test_support.hpp"
 
@@ -44,6 +47,21 @@ TEST_CASE("a malformed fault.inject entry exits 2 naming it") {
   const auto kind = run_conveyor({"train", "--set", "fault.inject=[explode:stage=1]"});
   CHECK(kind.exit_code == 2);
   CHECK(kind.err.find("'explode' is not a fault kind") != std::string::npos);
+  // A process exit in a checkpoint write that never happens (node 0 writes through its own
+  // writer; node 1 only with checkpoint.writers every_node, at a checkpoint's step).
+  for (const auto& [extra, what] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"fault.inject=[exit:node=1:step=4:when=checkpoint]", "checkpoint.every=2"}, "writers node0"},
+           {{"fault.inject=[exit:node=1:step=3:when=checkpoint]", "checkpoint.every=2", "checkpoint.writers=every_node"},
+            "every 2"},
+           {{"fault.inject=[exit:node=0:step=4:when=checkpoint]", "checkpoint.every=2", "checkpoint.writers=every_node"},
+            "node 0 writes no shard"}}) {
+    std::vector<std::string> args{"train", "--nnodes", "2", "--node-rank", "0", "--rdzv", "127.0.0.1:9"};
+    for (const auto& e : extra) args.insert(args.end(), {"--set", e});
+    const auto r = run_conveyor(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(what) != std::string::npos);
+  }
   const auto policy = run_conveyor({"train", "--set", "fault.policy=ignore"});
   CHECK(policy.exit_code == 2);
   CHECK(policy.err.find("fault.policy") != std::string::npos);

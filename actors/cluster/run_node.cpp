@@ -247,10 +247,6 @@ std::string no_rejoin_reason(const TrainingJob& job, const NodeSetup& setup, boo
   if (!copies && job.checkpoint_every <= 0)
     return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies is off) "
            "and no checkpoint is written to go back to (checkpoint.every is 0)";
-  if (!copies && job.shards_optimizer_state())
-    return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies is off) "
-           "and optim.shard_state splits AdamW's state over replicas, which a checkpoint "
-           "holds merged";
   if (setup.rejoin_timeout.count() <= 0) return "fault.rejoin_timeout_s is 0";
   return "";
 }

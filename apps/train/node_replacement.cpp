@@ -6,9 +6,9 @@ bool takes_replacements(const RunConfig& config) {
   const auto& f = config.fault;
   const bool cpu = config.devices.kind == "cpu";
   const bool copies = f.buddy_copies == "on" || (f.buddy_copies == "auto" && cpu);
-  // Without copies every stage goes back to the newest checkpoint (CPU stages so far).
-  const bool split_state = config.optim.shard_state && config.parallel.data > 1;
-  const bool from_checkpoint = cpu && config.checkpoint.every > 0 && !split_state;
+  // Without copies every stage goes back to the newest checkpoint (CPU stages so far);
+  // with optim.shard_state each replica cuts its part of the merged AdamW state.
+  const bool from_checkpoint = cpu && config.checkpoint.every > 0;
   return (copies || from_checkpoint) && f.policy == "restart" && f.snapshot_every > 0 &&
          f.rejoin_timeout_s > 0;
 }

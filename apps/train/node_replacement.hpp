@@ -3,7 +3,8 @@
 // the replacement rejoins the running job and its stages restore node 0's copies of their
 // snapshots, so node 0 must keep them (fault.buddy_copies on, or auto with CPU stages),
 // or, without them, every stage goes back to the newest checkpoint (CPU stages,
-// checkpoint.every > 0, no optim.shard_state over replicas); node 0 must wait for it
+// checkpoint.every > 0; with optim.shard_state each replica cuts its part of the merged
+// AdamW state); node 0 must wait for it
 // (fault.policy restart, fault.rejoin_timeout_s > 0), and snapshots must be taken
 // (fault.snapshot_every > 0). Must agree with run_node's `rejoin`
 // (actors/cluster/run_node.cpp), which decides on the resolved job.

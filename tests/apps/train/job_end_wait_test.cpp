@@ -76,13 +76,12 @@ TEST_CASE("a job takes replacements with buddy copies or checkpoints of CPU stag
   CHECK(takes_replacements(c));  // every stage goes back to the newest checkpoint
   c.optim.shard_state = true;
   c.parallel.data = 2;
-  CHECK_FALSE(takes_replacements(c));  // AdamW's state is split over replicas
-  c.parallel.data = 1;
-  CHECK(takes_replacements(c));  // one replica: nothing split
+  CHECK(takes_replacements(c));  // each replica restores its part of the merged state
   c.devices.kind = "cuda";
   CHECK_FALSE(takes_replacements(c));  // GPU stages do not rejoin without copies yet
   c.devices.kind = "cpu";
   c.optim.shard_state = false;
+  c.parallel.data = 1;
   c.checkpoint.every = 0;
   c.fault.buddy_copies = "auto";
   c.devices.kind = "cuda";

@@ -25,7 +25,7 @@ BackgroundWriter::BackgroundWriter(Filesystem& fs, BackgroundWriterOptions optio
 BackgroundWriter::~BackgroundWriter() {
   {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    wait_idle_locked(lock);
     stopping_ = true;
   }
   changed_.notify_all();
@@ -56,15 +56,19 @@ void BackgroundWriter::submit(Snapshot snapshot) {
   changed_.notify_all();
 }
 
+void BackgroundWriter::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
 void BackgroundWriter::flush() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  wait_idle_locked(lock);
   throw_pending_errors_locked(lock);
 }
 
 void BackgroundWriter::wait_idle() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  wait_idle_locked(lock);
 }
 
 std::vector<FailedWrite> BackgroundWriter::take_errors() {
@@ -104,11 +108,9 @@ void BackgroundWriter::run() {
       mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
       checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
       result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep);
-    } catch (const CheckpointError& e) {
-      failed.message = "step " + std::to_string(step) + ": " + e.what();
-      failed.lost_node = e.lost_node();
     } catch (const std::exception& e) {
       failed.message = "step " + std::to_string(step) + ": " + e.what();
+      if (const auto* c = dynamic_cast<const CheckpointError*>(&e)) failed.lost_node = c->lost_node();
     }
     snapshot = Snapshot{};  // free the host copy before reporting
 

@@ -71,6 +71,7 @@ class BackgroundWriter {
  private:
   void run();
   void throw_pending_errors_locked(std::unique_lock<std::mutex>& lock);
+  void wait_idle_locked(std::unique_lock<std::mutex>& lock);  // nothing queued, nothing being written
 
   Filesystem& fs_;
   BackgroundWriterOptions options_;

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
-#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -11,6 +9,7 @@
 #include "actors/checkpoint/checkpoint_log.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
 #include "actors/error_text.hpp"
+#include "actors/trace/fault_spec.hpp"
 
 namespace conveyor {
 
@@ -45,12 +44,9 @@ void write_own_shard(StageSelf* self, const WriteShard& ask) {
   if (snap && snap->marker) snap = nullptr;
   const bool accepted = writes->queue().submit([writes, keeper = st.peers.keeper, snap, rank, ask,
                                                 node = st.links->node, fault = st.job->fault] {
-    if (fault && fault->exit_in_shard_write(ask.steps_done)) {
-      fmt::print(stderr, "stage {}: fault.inject exit: this process dies writing its shard of step {}\n", rank,
-                 ask.steps_done);
-      std::fflush(stderr);
-      std::raise(SIGKILL);
-    }
+    if (fault && fault->exit_in_shard_write(ask.steps_done))
+      die_by_injected_exit(
+          fmt::format("stage {}: fault.inject exit: this process dies writing its shard of step {}", rank, ask.steps_done));
     ShardWritten report{rank, ask.token, {}, {}, 0, {}, {}};
     try {
       if (!snap)

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -16,6 +15,7 @@
 #include "actors/runtime/replica_groups.hpp"
 #include "actors/stage/replica_gradients.hpp"
 #include "actors/stage/stage_snapshot.hpp"
+#include "actors/trace/fault_spec.hpp"
 #include "transport/collective/collective_error.hpp"
 
 namespace conveyor {
@@ -216,10 +216,8 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
           self->state.round = plan.round;
           const auto& fault = self->state.job->fault;
           if (fault && plan.phase == Phase::train && fault->exit_process(plan.step)) {
-            fmt::print(stderr, "stage {}: fault.inject exit: this process dies at step {}\n",
-                       self->state.worker->rank(), plan.step);
-            std::fflush(stderr);
-            std::raise(SIGKILL);
+            die_by_injected_exit(fmt::format("stage {}: fault.inject exit: this process dies at step {}",
+                                             self->state.worker->rank(), plan.step));
           }
           if (fault && plan.phase == Phase::train && fault->hang(self->state.worker->rank(), plan.step)) {
             fmt::print(stderr, "stage {}: fault.inject hang: never starting step {}\n",

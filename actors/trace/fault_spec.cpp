@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -150,19 +153,23 @@ bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, boo
   return false;
 }
 
-bool ScriptedFaults::exit_process(std::int64_t step) {
+bool ScriptedFaults::exits_at(std::int64_t step, bool in_checkpoint) const {
   if (!first_attempt_) return false;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && !s.in_checkpoint && s.node == node_ && *s.step == step) return true;
+    if (s.kind == FaultSpec::Kind::exit && s.in_checkpoint == in_checkpoint && s.node == node_ && *s.step == step)
+      return true;
   return false;
 }
 
-bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) {
-  if (!first_attempt_) return false;
-  for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && s.in_checkpoint && s.node == node_ && *s.step == steps_done)
-      return true;
-  return false;
+bool ScriptedFaults::exit_process(std::int64_t step) { return exits_at(step, /*in_checkpoint=*/false); }
+
+bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) { return exits_at(steps_done, true); }
+
+void die_by_injected_exit(const std::string& what) {
+  std::fprintf(stderr, "%s\n", what.c_str());
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+  std::abort();  // SIGKILL cannot be caught: not reached
 }
 
 bool ScriptedFaults::crash(int rank, std::int64_t step) {

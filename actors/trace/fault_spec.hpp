@@ -61,6 +61,10 @@ struct FaultSpec {
 /// Parses one entry; throws std::invalid_argument naming the entry and what is wrong.
 FaultSpec parse_fault_spec(const std::string& entry);
 
+/// Ends this process as an exit fault says: `what` on stderr (flushed), then SIGKILL, as
+/// a machine that dies would (no destructors, no goodbye to the peers).
+[[noreturn]] void die_by_injected_exit(const std::string& what);
+
 /// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
 std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
 
@@ -88,6 +92,9 @@ class ScriptedFaults final : public MessageFault {
   }
 
  private:
+  /// An exit spec of this node for `step` (at its start, or in its checkpoint's shard
+  /// write), on the first attempt only.
+  bool exits_at(std::int64_t step, bool in_checkpoint) const;
   struct OneShot {
     FaultSpec::Kind kind;
     int stage = 0;

@@ -13,11 +13,18 @@
 #include "actors/trace/hang_error.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/standard_streams.hpp"
+#include "apps/text/message_text.hpp"
+#include "apps/train/self_rejoin.hpp"
 #include "apps/version_text.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/cpu/blas_core.hpp"
 
 namespace {
+
+// Every error is one line on stderr (scripts read the last one), whatever it quotes.
+void print_error(const char* prefix, const std::string& text, const char* suffix = "") {
+  std::fprintf(stderr, "%s: %s%s\n", prefix, conveyor::one_line_message(text).c_str(), suffix);
+}
 
 // CLI11 answers a mistyped command with "A subcommand is required" (and `bench foo --help`
 // with bench's help): name the word and the commands of its level instead. Descends while
@@ -57,7 +64,7 @@ int run_command(int argc, char** argv) {
   conveyor::add_trace_command(app);
   conveyor::add_checkpoint_command(app);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
-    std::fprintf(stderr, "error: %s\n", unknown.c_str());
+    print_error("error", unknown);
     return conveyor::kExitBadInput;
   }
   try {
@@ -69,12 +76,12 @@ int run_command(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    print_error("error", e.what(), " (see --help)");
     return conveyor::kExitBadInput;
   } catch (const conveyor::ExitStatus& e) {
     return e.code;
   } catch (const conveyor::InputError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    print_error("error", e.what());
     return conveyor::kExitBadInput;
   } catch (const conveyor::HangError&) {  // the watchdog printed the diagnosis
     std::fprintf(stderr, "error: the hang watchdog stopped the run (wait-for graph above)\n");
@@ -82,13 +89,13 @@ int run_command(int argc, char** argv) {
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave that loops on itself is bad input; other filesystem failures
     // (a disk, a permission) fail the run.
-    std::fprintf(stderr, "error: %s\n", e.what());
+    print_error("error", e.what());
     return e.code() == std::errc::too_many_symbolic_link_levels ? conveyor::kExitBadInput : conveyor::kExitFailed;
   } catch (const std::logic_error& e) {  // a broken invariant: a bug in conveyor
-    std::fprintf(stderr, "internal error: %s\n", e.what());
+    print_error("internal error", e.what());
     return conveyor::kExitInternal;
   } catch (const std::exception& e) {  // the run failed: a stage, a peer, a disk, a device
-    std::fprintf(stderr, "error: %s\n", e.what());
+    print_error("error", e.what());
     return conveyor::kExitFailed;
   }
   return conveyor::kExitOk;
@@ -100,6 +107,7 @@ int main(int argc, char** argv) {
   conveyor::reopen_closed_standard_streams();  // before anything opens a file
   conveyor::make_logging_unbreakable();
   conveyor::ensure_blas_core();  // while this process has one thread: it sets a variable
+  conveyor::remember_command_line(argc, argv);  // a node declared lost starts again with it
   const int code = conveyor::check_standard_output(run_command(argc, argv));
   if (conveyor::stage_threads_abandoned()) {
     // A stage thread stuck in its compute still uses the actor system and the model:

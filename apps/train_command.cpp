@@ -54,6 +54,7 @@ struct TrainOptions {
   LaunchFlags launch;                 // --nnodes, --node-rank, --rdzv
   std::optional<std::string> token;   // --token (else CONVEYOR_TOKEN)
   std::optional<std::string> resume;  // --resume PATH|latest
+  bool force = false;                 // --force: resume another run's checkpoint
   bool supervise = false;             // --supervise
 };
 
@@ -77,6 +78,7 @@ struct TrainOptions {
   if (opt.launch.node_rank) run.args.insert(run.args.end(), {"--node-rank", *opt.launch.node_rank});
   if (opt.launch.rdzv) run.args.insert(run.args.end(), {"--rdzv", *opt.launch.rdzv});
   if (opt.token) run.args.insert(run.args.end(), {"--token", *opt.token});
+  if (opt.force) run.args.push_back("--force");
   run.rejoins = spec.nnodes > 1 && spec.node_rank != 0 && takes_replacements(config);
   throw ExitStatus{supervise(run)};
 }
@@ -188,7 +190,8 @@ void run_train(const TrainOptions& opt) {
   if (opt.resume) {
     // Each process reads the tensors of its own stages only (the whole is verified).
     const auto here = local_model_stages(job, node_of_actor(config, spec.nnodes), spec.node_rank);
-    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job, here);
+    const ResumeIdentity who{opt.out ? "--out " + *opt.out : std::string("this config"), opt.force};
+    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job, here, who);
     if (opt.out) check_resume_continues(*opt.out, resume->path);
     fmt::print(stderr, "conveyor train: {}\n", resume->description);
     job.make_model = restoring_models(job.make_model, resume);
@@ -225,20 +228,27 @@ void run_train(const TrainOptions& opt) {
   // folder that cannot exist must fail now, not when the work would be saved.
   const StopPlan stops = stop_plan(config, spec);
   // The locks are held to the end of the run: another process fails here, naming the
-  // folder (one inside --out is covered by its lock).
+  // folder. The checkpoint folder is locked itself, whatever it is called and wherever it
+  // is (flock(2) locks the folder, not its name): the run folder's lock does not cover
+  // its checkpoints/, which another run may name as its checkpoint.dir.
   // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
   // that comes while the run folder is being written.
   catch_stop_signals();
   std::optional<FolderLock> checkpoint_lock;
   if (stops.checkpoints && !config.checkpoint.dir.empty()) {
     prepare_checkpoint_dir(config.checkpoint.dir);
-    if (!opt.out || !is_inside(config.checkpoint.dir, *opt.out))
-      checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
+    checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
   }
-  const auto dir = create_run_dir(opt.out, resume != nullptr);
+  UnstartedRunDir unstarted(opt.out, resume != nullptr);
+  const auto& dir = unstarted.path();
   const FolderLock run_lock(dir, "--out");
   if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
   CheckpointSettings settings = checkpoint_settings(config, job, dir, resume.get(), stops);
+  std::optional<DefaultCheckpointFolder> own_checkpoints;
+  if (stops.checkpoints && !checkpoint_lock) {
+    own_checkpoints.emplace(settings.dir);
+    checkpoint_lock.emplace(settings.dir, "checkpoint folder");
+  }
   if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
   if (config.trace.enabled)
     job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
@@ -259,6 +269,7 @@ void run_train(const TrainOptions& opt) {
   Progress progress(job.steps, stderr_is_terminal());
   MetricsLog log(dir / "metrics.jsonl", job.schedule, progress, config.fault.straggler_factor,
                  static_cast<int>(config.fault.straggler_steps));
+  unstarted.started();
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
@@ -310,15 +321,29 @@ void run_train(const TrainOptions& opt) {
     return;
   }
 
-  write_weights_file((dir / kWeightsFile).string(), result.weights);
-  if (result.final_eval_dropped)
+  // The weights first; a failure to write them (a full disk) is reported together with
+  // the checkpoints that failed, so the last line names every file that was lost.
+  std::optional<std::string> weights_failure;
+  try {
+    write_weights_file((dir / kWeightsFile).string(), result.weights);
+  } catch (const std::runtime_error& e) {
+    weights_failure = e.what();
+  }
+  if (result.final_eval_dropped && !weights_failure)
     fmt::print(stderr, "conveyor train: {} during the evaluation after the last step: "
                        "it was dropped ({}); the weights are written\n",
                stop_signal_name(stop_signal()),
                result.final_val_loss ? "final_val_loss is the one before it"
                                      : "no evaluation before it in this run: final_val_loss is null");
   // The weights are safe first; then a background write that failed fails the run (exit 1).
-  checkpoints.flush();
+  try {
+    checkpoints.flush();
+  } catch (const std::exception& e) {
+    if (!weights_failure) throw;
+    throw std::runtime_error(fmt::format("{}; and {}", *weights_failure, e.what()));
+  }
+  if (weights_failure)
+    throw std::runtime_error(fmt::format("{} (every checkpoint of this run was written)", *weights_failure));
   nlohmann::json lost_checkpoints = nlohmann::json::array();
   for (const auto& lost : checkpoints.lost_with_nodes()) {
     lost_checkpoints.push_back({{"step", lost.step}, {"node", *lost.lost_node}});
@@ -382,6 +407,10 @@ void add_train_command(CLI::App& app) {
                   "Continue from a checkpoint: latest (the newest under checkpoint.dir, by "
                   "default OUT/checkpoints), a run folder, a checkpoint.dir or one step-N "
                   "folder; a corrupt one is skipped for the previous one");
+  cmd->add_flag("--force", opt->force,
+                "With --resume: continue a checkpoint written by another run (another seed, "
+                "learning rate, data or batch; see docs/CHECKPOINTS.md), with this config")
+      ->needs("--resume");
   cmd->add_option("--nnodes", opt->launch.nnodes,
                   "Processes (nodes) of the job (default: from torchrun, Slurm or Open MPI "
                   "variables, else 1)");

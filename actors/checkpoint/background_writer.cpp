@@ -107,7 +107,7 @@ void BackgroundWriter::run() {
       snapshot.materialize();  // here, not on the step loop's thread
       mb = static_cast<double>(snapshot.tensor_bytes()) / 1e6;
       checkpoint_log().debug("writing step {} ({:.1f} MB) under {}", step, mb, options_.checkpoint_dir);
-      result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep);
+      result = write_checkpoint(fs_, options_.checkpoint_dir, snapshot, options_.keep, &verified_);
     } catch (const std::exception& e) {
       failed.message = "step " + std::to_string(step) + ": " + e.what();
       if (const auto* c = dynamic_cast<const CheckpointError*>(&e)) failed.lost_node = c->lost_node();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actors/checkpoint/checkpoint_writer.hpp"
+#include "actors/checkpoint/verified_checkpoints.hpp"
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/snapshot.hpp"
 
@@ -82,6 +83,7 @@ class BackgroundWriter {
   bool stopping_ = false;
   std::vector<FailedWrite> errors_;
   std::optional<WriteResult> last_written_;
+  VerifiedCheckpoints verified_;  // the writer thread's alone: what pruning found intact
   std::thread thread_;  // last: started once everything above is initialised
 };
 

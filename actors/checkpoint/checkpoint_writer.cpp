@@ -37,7 +37,7 @@ void remove_checkpoint_folder(Filesystem& fs, const std::string& path) {
 }
 
 void prune(Filesystem& fs, const std::string& checkpoint_dir, std::int64_t written_step, int keep,
-           WriteResult& result) {
+           VerifiedCheckpoints& verified, WriteResult& result) {
   std::vector<CheckpointFolder> all;
   try {
     all = list_checkpoints(fs, checkpoint_dir);
@@ -45,18 +45,36 @@ void prune(Filesystem& fs, const std::string& checkpoint_dir, std::int64_t writt
     result.warnings.push_back(std::string("pruning skipped: ") + e.what());
     return;
   }
-  int complete_seen = 0;
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (it->step == written_step) {
-      ++complete_seen;
-      continue;
-    }
-    if (it->complete && ++complete_seen <= keep) continue;
+  const auto remove = [&](const CheckpointFolder& folder) {
     try {
-      remove_checkpoint_folder(fs, it->path);
-      result.pruned.push_back(it->path);
+      remove_checkpoint_folder(fs, folder.path);
+      result.pruned.push_back(folder.path);
     } catch (const std::exception& e) {
       result.warnings.push_back(std::string("could not remove an old checkpoint: ") + e.what());
+    }
+  };
+  // Newest first: the `keep` newest checkpoints that verify stay (the one just written is
+  // one of them). One that does not verify never counts: older than every kept one it
+  // goes, newer it stays (it may be readable again later) with a warning.
+  int kept = 0;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (it->step == written_step) {
+      ++kept;
+      continue;
+    }
+    if (!it->complete) {
+      remove(*it);  // the leftover of a failed write
+      continue;
+    }
+    if (verified.intact(fs, it->path)) {
+      if (++kept > keep) remove(*it);
+      continue;
+    }
+    if (kept >= keep) {
+      remove(*it);
+    } else {
+      result.warnings.push_back("checkpoint " + it->path +
+                                " does not verify: not counted among the kept ones, left in place");
     }
   }
   try {
@@ -69,7 +87,7 @@ void prune(Filesystem& fs, const std::string& checkpoint_dir, std::int64_t writt
 }  // namespace
 
 WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
-                             const Snapshot& snapshot, int keep) {
+                             const Snapshot& snapshot, int keep, VerifiedCheckpoints* verified) {
   check_snapshot(snapshot, keep);
   const auto start = std::chrono::steady_clock::now();
   WriteResult result;
@@ -99,7 +117,15 @@ WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
     result.bytes += write_file_atomically(fs, result.path + "/" + kManifestFile,
                                           [&](const ByteSink& sink) { sink(text.data(), text.size()); });
     fs.sync_dir(result.path);
+    if (verified) verified->written(result.path, manifest);
   } catch (const CheckpointError& e) {
+    // What the failed write left (shards without a manifest, ignored by every reader) goes
+    // now, not at the next write: a run that ends here leaves no partial folder behind.
+    // Best effort: the write's own error is the one reported.
+    try {
+      remove_checkpoint_folder(fs, result.path);
+    } catch (const std::exception&) {
+    }
     throw CheckpointError(e.path(), e.reason() + "; checkpoint of step " + std::to_string(result.step) +
                                         " failed; earlier checkpoints are untouched",
                           e.lost_node());
@@ -107,7 +133,8 @@ WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
 
   // 5. only now may older checkpoints go, and the staging folders of this step and
   // earlier ones (shards other processes wrote, all placed or abandoned by now)
-  prune(fs, checkpoint_dir, result.step, keep, result);
+  VerifiedCheckpoints this_call;  // without a writer's memory: every checkpoint hashed now
+  prune(fs, checkpoint_dir, result.step, keep, verified ? *verified : this_call, result);
   for (auto& w : remove_staging_before(fs, checkpoint_dir, result.step, /*inclusive=*/true))
     result.warnings.push_back(std::move(w));
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

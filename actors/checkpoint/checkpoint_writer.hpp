@@ -9,10 +9,12 @@
 // every file the manifest names is complete and durable. A crash or error at any point
 // therefore leaves either the previous checkpoints alone (and an ignored folder) or a
 // complete new one.
-//   5. prune (only now, after the new one is complete): keep the `keep` newest complete
-//      checkpoints; remove older complete ones (manifest first, so a crash mid-removal
-//      leaves an incomplete folder, not a manifest pointing at missing shards) and every
-//      incomplete folder (leftovers of failed writes).
+//   5. prune (only now, after the new one is complete): keep the `keep` newest checkpoints
+//      that verify (verified_checkpoints.hpp; the new one is one of them); remove older
+//      ones (manifest first, so a crash mid-removal leaves an incomplete folder, not a
+//      manifest pointing at missing shards) and every incomplete folder (leftovers of
+//      failed writes). One that does not verify never counts among the kept: it is
+//      removed when older than all of them, else left with a warning.
 // REQUIRES: one writer per checkpoint folder at a time.
 #include <cstdint>
 #include <string>
@@ -20,6 +22,7 @@
 
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/snapshot.hpp"
+#include "actors/checkpoint/verified_checkpoints.hpp"
 
 namespace conveyor::checkpoint {
 
@@ -33,11 +36,13 @@ struct WriteResult {
   std::vector<std::string> warnings; // pruning failures: the new checkpoint is complete
 };
 
-/// Writes `snapshot` under `checkpoint_dir` and prunes to `keep` complete checkpoints.
+/// Writes `snapshot` under `checkpoint_dir` and prunes to `keep` verified checkpoints.
+/// `verified` is the writer's memory of what verified (null: every kept one is hashed).
 /// Throws CheckpointError naming the file and the reason (and the step) when the write
 /// fails; the previous checkpoints are then intact. Throws std::invalid_argument when
 /// keep < 1 or the snapshot has no shards or two shards for one stage.
 WriteResult write_checkpoint(Filesystem& fs, const std::string& checkpoint_dir,
-                             const Snapshot& snapshot, int keep);
+                             const Snapshot& snapshot, int keep,
+                             VerifiedCheckpoints* verified = nullptr);
 
 }  // namespace conveyor::checkpoint

@@ -357,6 +357,14 @@ std::optional<TrainResult> run_node(const TrainingJob& job_in, const NodeSetup& 
   liveness.interval = setup.heartbeat_interval;
   liveness.max_silence = setup.peer_silence;
   liveness.keep_watching = rejoin;
+  // Node 0 decides losses and marks them; another node hears of its own (a freeze of its
+  // process longer than peer_silence) instead of waiting on stages node 0 took away.
+  liveness.marks_losses = setup.node == 0;
+  if (setup.node != 0)
+    liveness.on_declared_lost = [&relay, &setup](const std::string& why) {
+      if (setup.on_declared_lost) setup.on_declared_lost(why);
+      relay.report(caf::make_message(stop_run_atom::value, why), false);
+    };
   LivenessWatch watch(liveness, [&relay, &setup, rejoin, no_rejoin, shard_book](const LivenessLoss& loss) {
     bool node0_lost = false;
     auto why = describe_loss(loss, setup, &node0_lost);

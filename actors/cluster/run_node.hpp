@@ -71,6 +71,11 @@ struct NodeSetup {
   std::function<int()> local_stop;
   std::function<void(int node, int signal)> peer_stop;
   std::chrono::milliseconds stop_poll{100};
+  /// Node k > 0: called (on the liveness watch's thread) when node 0 declared this node
+  /// lost while it did not run or answer (the store's lost mark changed). It may not
+  /// return (the process starts again as its own replacement); if it does, or is null,
+  /// the node ends its part of the job, saying why.
+  std::function<void(const std::string& why)> on_declared_lost;
 };
 
 /// The store key node 0 sets once every node's stages are known: a node that joins

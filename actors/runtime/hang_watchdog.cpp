@@ -36,7 +36,7 @@ std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const
                                                      std::shared_ptr<std::string> diagnosis) {
   if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
   const bool restart = job->recovery.policy == FaultPolicy::restart && job->recovers_in_place();
-  return std::make_unique<trace::Watchdog>(
+  auto watchdog = std::make_unique<trace::Watchdog>(
       job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
       [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {
         *diagnosis = d.text();
@@ -52,6 +52,13 @@ std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const
         std::_Exit(kExitHang);
       },
       std::max(2.0, job->watchdog_timeout_s));
+  watchdog->on_pause([](double seconds) {
+    std::fprintf(stderr,
+                 "watchdog: this process did not run for %.1f s (stopped, or starved of CPU): not a hang; "
+                 "every deadline counts again from now\n",
+                 seconds);
+  });
+  return watchdog;
 }
 
 void RunWatchdog::wire(StageRestarts& restarts) const {

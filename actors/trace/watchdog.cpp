@@ -1,6 +1,7 @@
 #include "actors/trace/watchdog.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <fmt/format.h>
 
 #include "actors/schedule/action.hpp"
@@ -48,6 +49,16 @@ Watchdog::Watchdog(std::shared_ptr<ProgressBoard> board, WaitForContext context,
       started_ns_(now_ns()),
       thread_([this] { loop(); }) {}
 
+void Watchdog::on_pause(std::function<void(double)> report) {
+  std::lock_guard lock(mutex_);
+  on_pause_ = std::move(report);
+}
+
+int Watchdog::pauses() const {
+  std::lock_guard lock(mutex_);
+  return pauses_;
+}
+
 Watchdog::~Watchdog() { stop(); }
 
 void Watchdog::stop() {
@@ -70,13 +81,27 @@ bool Watchdog::overdue(const std::vector<StageSnapshot>& stages, std::int64_t no
 void Watchdog::loop() {
   // Poll often enough that the diagnosis comes within a tenth of the timeout.
   const auto period = std::chrono::nanoseconds(std::clamp<std::int64_t>(timeout_ns_ / 10, 1'000'000, 200'000'000));
+  // A tick that comes much later than asked means this process did not run in between
+  // (SIGSTOP, a suspended VM, a machine starved of CPU): its stages did not either, so
+  // nothing overdue by then is a hang. The deadlines count again from the tick.
+  const std::int64_t frozen_ns = period.count() + kFrozenAfterNs;
+  std::int64_t last_tick = now_ns();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     wake_.wait_for(lock, period);
     if (stopping_) return;
+    const std::int64_t now = now_ns();
+    const std::int64_t gap = now - std::exchange(last_tick, now);
+    if (gap > frozen_ns) {
+      started_ns_ = now;
+      ++pauses_;
+      lock.unlock();
+      if (on_pause_) on_pause_(static_cast<double>(gap) / 1e9);
+      lock.lock();
+      continue;
+    }
     if (paused_) continue;
     const auto stages = board_->snapshot();
-    const std::int64_t now = now_ns();
     if (!overdue(stages, now)) continue;
     HangDiagnosis d;
     d.timeout_s = static_cast<double>(timeout_ns_) / 1e9;
@@ -91,7 +116,7 @@ void Watchdog::loop() {
                                          [this] { return stopping_ || rearmed_; });
     if (stopping_) return;
     if (answered) {  // recovered: deadlines start again now
-      started_ns_ = now_ns();
+      started_ns_ = last_tick = now_ns();
       fired_ = false;
       continue;
     }

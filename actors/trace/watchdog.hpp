@@ -8,6 +8,9 @@
 // nor been rearmed `grace_s` after the diagnosis (a stage stuck in a kernel never reads
 // its mailbox), `on_stuck` runs (say, exit the process). pause() stops the looking
 // without a diagnosis until rearm() (a wait the run bounds itself).
+// A process that did not run for a while (SIGSTOP and SIGCONT, a suspended machine) is
+// not hung: when the watchdog's own tick comes more than kFrozenAfterNs late, every
+// deadline counts again from that tick (on_pause hears of it).
 // CAF-free: the caller's callbacks do the actor work.
 #include <atomic>
 #include <chrono>
@@ -62,6 +65,14 @@ class Watchdog {
   /// The run waits on purpose for something with a deadline of its own (a lost node's
   /// replacement): no diagnosis until rearm().
   void pause();
+  /// `report(seconds)` is called (on the watchdog's thread) for each stretch of time in
+  /// which this process did not run; set it before such a stretch can come.
+  void on_pause(std::function<void(double)> report);
+  /// How many such stretches there were.
+  int pauses() const;
+
+  /// A tick this much later than asked is a process that did not run, not a slow one.
+  static constexpr std::int64_t kFrozenAfterNs = 1'000'000'000;
 
  private:
   void loop();
@@ -76,8 +87,10 @@ class Watchdog {
   double grace_s_;
   std::int64_t started_ns_;
   std::atomic<bool> fired_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
+  std::function<void(double)> on_pause_;
+  int pauses_ = 0;
   bool stopping_ = false;
   bool rearmed_ = false;
   bool paused_ = false;

@@ -165,17 +165,33 @@ std::string reports_text(const std::vector<CheckpointReport>& reports) {
   return out;
 }
 
+std::optional<std::string> checkpoint_folder_holding(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Links and dots resolved: a checkpoint reached through a link is still one.
+  fs::path folder = fs::weakly_canonical(fs::absolute(file, ec).parent_path(), ec);
+  if (ec) return std::nullopt;
+  for (;; folder = folder.parent_path()) {
+    const std::string name = folder.filename().string();
+    if (checkpoint::parse_step_dir_name(name) ||
+        fs::exists(folder / checkpoint::kManifestFile, ec))
+      return folder.string();
+    if (folder == folder.parent_path()) return std::nullopt;
+  }
+}
+
 ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& path, const std::string& out,
                                bool overwrite, bool bf16) {
   const std::string flag = "checkpoint export";
   if (path == "latest")
     throw InputError(flag + ": give a folder (a step-* folder, a checkpoint.dir or a run folder), not 'latest'");
   const auto point = checkpoint::resolve_resume(fs, path, "", flag);
-  // Nothing is written into a checkpoint: its files are immutable once its manifest exists.
-  std::error_code ec;
-  const auto parent = std::filesystem::absolute(out, ec).parent_path();
-  if (std::filesystem::equivalent(parent, point.path, ec))
-    throw InputError(fmt::format("--out {}: is inside the checkpoint {}: choose a file elsewhere", out, point.path));
+  // Nothing is written into a checkpoint, this one or any other: its files are immutable
+  // once its manifest exists (docs/CHECKPOINTS.md).
+  if (const auto inside = checkpoint_folder_holding(out))
+    throw InputError(fmt::format("--out {}: is inside the checkpoint folder {}: nothing is ever written into a "
+                                 "checkpoint; choose a file elsewhere",
+                                 out, *inside));
   if (std::filesystem::exists(out) && !overwrite)
     throw InputError(fmt::format("--out {}: already exists (--force replaces it)", out));
   const auto index = checkpoint::index_checkpoint(point.path, point.manifest);

@@ -52,6 +52,11 @@ struct ExportedWeights {
   std::uint64_t bytes = 0;  // of the file written
 };
 
+/// The checkpoint folder `file` would be written into: the nearest folder above it that
+/// holds a manifest or is named like a step folder (step-N, also a staging one); nullopt
+/// when there is none.
+std::optional<std::string> checkpoint_folder_holding(const std::string& file);
+
 /// The weights of the checkpoint `path` names (as --resume resolves it: a step folder, or
 /// the newest intact one of a checkpoint.dir or run folder) written to `out` atomically,
 /// in model order (the manifest's model config; shard order when it has none). Only the

@@ -7,6 +7,7 @@
 #include "apps/config/config_rules.hpp"
 #include "apps/config/known_names.hpp"
 #include "apps/config/partition_key.hpp"
+#include "apps/text/message_text.hpp"
 #include "actors/trace/fault_spec.hpp"
 #include "actors/trace/step_range.hpp"
 
@@ -20,7 +21,7 @@ struct StepRangeRule {
   std::string describe() const { return "all, N or A-B (0 <= A <= B)"; }
   std::optional<std::string> check(const std::string& v) const {
     if (trace::StepRange::parse(v)) return std::nullopt;
-    return "'" + v + "' is not all, a step N or a range A-B with 0 <= A <= B";
+    return "'" + printable_excerpt(v) + "' is not all, a step N or a range A-B with 0 <= A <= B";
   }
 };
 
@@ -317,7 +318,9 @@ bool is_config_section(std::string_view prefix) {
 }
 
 std::string unknown_key_message(std::string_view name) {
-  std::string msg = "unknown key '" + std::string(name) + "'";
+  std::string msg = "unknown key '" + printable_excerpt(name) + "'";
+  // No key is that long: no edit distance to compute (it is quadratic in the length).
+  if (name.size() > 200) return msg;
   const ConfigKey* best = nullptr;
   std::size_t best_d = 0;
   for (const auto& k : config_keys()) {

@@ -11,6 +11,8 @@
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_validation.hpp"
 #include "apps/config/config_value.hpp"
+#include "apps/config/yaml_size.hpp"
+#include "apps/text/message_text.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -128,7 +130,9 @@ YAML::Node load_file(const std::string& path) {
   if (documents.size() > 1)
     throw InputError(path + ":" + std::to_string(documents[1].Mark().line + 1) +
                      ": a second YAML document (after '---'): a config is one document");
-  return documents.empty() ? YAML::Node() : documents.front();
+  if (documents.empty()) return YAML::Node();
+  refuse_oversized_yaml(documents.front(), path);
+  return documents.front();
 }
 
 // Emits the keys under `prefix` as nested block mappings, each leaf with its help comment.
@@ -160,13 +164,17 @@ std::pair<std::string, YAML::Node> parse_set_argument(const std::string& assignm
   const auto eq = assignment.find('=');
   const std::string key = trim(assignment.substr(0, eq));
   if (eq == std::string::npos || key.empty())
-    throw InputError("--set '" + assignment + "': expected KEY=VALUE (e.g. --set model.layers=4)");
+    throw InputError("--set '" + printable_excerpt(assignment) + "': expected KEY=VALUE (e.g. --set model.layers=4)");
   const std::string value = assignment.substr(eq + 1);
+  YAML::Node node;
   try {
-    return {key, YAML::Load(value)};
+    node = YAML::Load(value);
   } catch (const YAML::ParserException& e) {
-    throw InputError("--set: " + key + ": value '" + value + "' is not valid YAML: " + e.msg);
+    throw InputError("--set: " + printable_excerpt(key) + ": value '" + printable_excerpt(value) +
+                     "' is not valid YAML: " + e.msg);
   }
+  refuse_oversized_yaml(node, "--set " + printable_excerpt(key));
+  return {key, node};
 }
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -181,6 +189,7 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 }
 
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
+  refuse_oversized_yaml(root, source);
   ConfigBuilder b;
   apply_root(b, root, source);
   b.validate();

@@ -18,6 +18,7 @@
 
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_value.hpp"
+#include "apps/text/message_text.hpp"
 
 namespace conveyor::config_rules {
 
@@ -100,7 +101,7 @@ struct OneOf {
   std::optional<std::string> check(const std::string& v) const {
     const auto& n = names();
     if (std::find(n.begin(), n.end(), v) != n.end()) return std::nullopt;
-    return "'" + v + "' is not one of " + join_names(n);
+    return "'" + printable_excerpt(v) + "' is not one of " + join_names(n);
   }
 };
 

@@ -6,6 +6,11 @@
 #include <string_view>
 #include <system_error>
 
+#include <fmt/format.h>
+
+#include "apps/config/yaml_size.hpp"
+#include "apps/text/message_text.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -24,18 +29,19 @@ void make_flow(YAML::Node node) {
   }
 }
 
-// One line: a message must never span lines, whatever the user wrote.
-std::string one_line(std::string s) {
-  for (std::size_t i = 0; (i = s.find('\n', i)) != std::string::npos;) s.replace(i, 1, "\\n");
-  return s;
-}
+// A value is printed whole only when it is small: Clone expands aliases, so a value made
+// of nested aliases would take exponential time and memory just to be shown.
+constexpr std::size_t kPrintedNodes = 64;
 
 std::string flow(const YAML::Node& node) {
+  const std::size_t nodes = expanded_node_count(node, kPrintedNodes);
+  if (nodes > kPrintedNodes)
+    return fmt::format("of more than {} values (not shown)", kPrintedNodes);
   YAML::Node copy = YAML::Clone(node);
   make_flow(copy);
   YAML::Emitter out;
   out << YAML::Flow << copy;
-  return one_line(out.c_str());
+  return printable_excerpt(out.c_str());
 }
 
 [[noreturn]] void expected(const std::string& what, const YAML::Node& node) {
@@ -76,7 +82,7 @@ std::string describe_yaml(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsScalar()) {
     std::string quoted = "'";  // appended piecewise: GCC 12 warns falsely on "'" + str
-    quoted += one_line(node.Scalar());
+    quoted += printable_excerpt(node.Scalar());
     return quoted += "'";
   }
   if (node.IsSequence()) return "the list " + flow(node);

@@ -16,6 +16,7 @@
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/recompute.hpp"
+#include "apps/text/message_text.hpp"
 
 namespace conveyor {
 
@@ -99,7 +100,7 @@ struct NamedEnumCodec {
   static E read(const YAML::Node& node) {
     const std::string name = ConfigCodec<std::string>::read(node);
     if (auto v = Parse(name)) return *v;
-    throw ConfigValueError("'" + name + "' is not one of " + join_names(Known()));
+    throw ConfigValueError("'" + printable_excerpt(name) + "' is not one of " + join_names(Known()));
   }
   static YAML::Node write(E v) { return YAML::Node(std::string(Name(v))); }
 };

@@ -4,6 +4,7 @@
 
 #include "actors/trace/fault_spec.hpp"
 #include "actors/trace/step_range.hpp"
+#include "apps/text/message_text.hpp"
 
 namespace conveyor {
 namespace {
@@ -23,7 +24,7 @@ std::optional<ConfigProblem> check_fault_entry(const RunConfig& c, const std::st
     return std::nullopt;  // the key's own rule reports it
   }
   const std::int64_t actors = c.pipeline.stages * c.parallel.data;
-  const std::string where = "entry '" + entry + "': ";
+  const std::string where = "entry '" + printable_excerpt(entry) + "': ";
   if (names_stage(f.kind) && f.stage >= actors)
     return ConfigProblem{
         "fault.inject",
@@ -63,7 +64,7 @@ std::optional<ConfigProblem> check_targets(const RunConfig& c) {
     if (const auto range = trace::StepRange::parse(c.trace.steps);
         range && range->first >= c.train.steps)
       return ConfigProblem{"trace.steps",
-                           "'" + c.trace.steps + "' starts after the last step: train.steps " +
+                           "'" + printable_excerpt(c.trace.steps) + "' starts after the last step: train.steps " +
                                to_string(c.train.steps) + " runs steps 0.." +
                                to_string(c.train.steps - 1) + " (numbered from 0)",
                            "train.steps"};

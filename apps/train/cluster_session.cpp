@@ -17,6 +17,7 @@
 #include "apps/train/preemption.hpp"
 #include "apps/train/shared_folder_check.hpp"
 #include "apps/train/supervisor.hpp"
+#include "apps/train/self_rejoin.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -136,6 +137,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   // A stop caught on any node stops the whole job at node 0's coordinator.
   setup_.local_stop = [] { return stop_signal(); };
   setup_.peer_stop = [](int node, int signal) { note_peer_stop(node, signal); };
+  // Node k > 0 declared lost while it did not run becomes its own replacement.
+  if (spec.node_rank != 0 && may_rejoin_itself(config))
+    setup_.on_declared_lost = [](const std::string& why) { rejoin_as_replacement(why); };
   // UCX_TLS when set; else TCP (and self for a process's own loopback), the transports
   // with which a dead peer fails the waits on it instead of aborting this process.
   const char* tls = std::getenv("UCX_TLS");

@@ -1,6 +1,7 @@
 #include "apps/train/resume_job.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
@@ -12,6 +13,7 @@
 #include "actors/checkpoint/resume.hpp"
 #include "actors/schedule/schedule.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/train/run_identity.hpp"
 #include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/param_layout.hpp"
@@ -20,19 +22,23 @@
 namespace conveyor {
 namespace {
 
-// The checkpoint's model against this run's: every key that changes what the weights mean
-// (tie_embeddings and heads change no tensor's shape, so the shards alone would not show
-// them). model.recompute changes no bit and may differ.
-void check_same_model(const checkpoint::Manifest& m, const GptConfig& now, const std::string& path) {
-  if (m.config.empty()) return;  // a checkpoint written without its config: shapes decide
-  RunConfig written;
+// The run that wrote the checkpoint, from the config its manifest holds; nullopt for a
+// checkpoint written without one (shapes and the seed then decide).
+std::optional<RunConfig> written_config(const checkpoint::Manifest& m, const std::string& path) {
+  if (m.config.empty()) return std::nullopt;
   try {
-    written = parse_run_config(YAML::Load(m.config), path + "/manifest.json \"config\"");
+    return parse_run_config(YAML::Load(m.config), path + "/manifest.json \"config\"");
   } catch (const std::exception& e) {
     throw InputError(fmt::format("--resume {}: the manifest's config is not a conveyor config: {}",
                                  path, e.what()));
   }
-  const GptConfig& then = written.model;
+}
+
+// The checkpoint's model against this run's: every key that changes what the weights mean
+// (tie_embeddings and heads change no tensor's shape, so the shards alone would not show
+// them). model.recompute changes no bit and may differ. Not even --force resumes another
+// model.
+void check_same_model(const GptConfig& then, const GptConfig& now, const std::string& path) {
   std::vector<std::string> diff;
   auto same = [&](const char* key, auto a, auto b) {
     if (a != b) diff.push_back(fmt::format("{} {} (checkpoint) vs {} (this run)", key, a, b));
@@ -48,12 +54,24 @@ void check_same_model(const checkpoint::Manifest& m, const GptConfig& now, const
                                  fmt::join(diff, ", ")));
 }
 
+// The checkpoint against this run's identity (run_identity.hpp): another run's checkpoint
+// in a shared folder must not be continued by mistake.
+void check_same_run(const RunConfig& then, const RunConfig& now, const ResumeIdentity& who,
+                    const std::string& path) {
+  const auto diff = identity_differences(then, now);
+  if (diff.empty()) return;
+  throw InputError(fmt::format(
+      "--resume {}: the checkpoint was written by another run than {}: {}; give --resume a "
+      "checkpoint of this run, or add --force to continue it with this config",
+      path, who.this_run, fmt::join(diff, ", ")));
+}
+
 }  // namespace
 
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
                                                 const RunConfig& config, const TrainingJob& job,
-                                                const std::set<int>& here) {
+                                                const std::set<int>& here, const ResumeIdentity& who) {
   auto& fs = checkpoint::posix_filesystem();
   const checkpoint::ResumePoint point = checkpoint::resolve_resume(fs, arg, checkpoint_dir);
   auto out = std::make_shared<ResumeSource>();
@@ -61,7 +79,7 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
   out->manifest = point.manifest;
   out->description = point.description;
   const auto& m = out->manifest;
-  if (m.seed != config.train.seed)
+  if (m.seed != config.train.seed && !who.force)
     throw InputError(fmt::format(
         "--resume {}: train.seed is {}, the checkpoint was written with {} (the data order "
         "and initialisation follow the seed: set --set train.seed={})",
@@ -70,7 +88,10 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
   if (std::find(names.begin(), names.end(), m.schedule) == names.end())
     throw InputError(fmt::format("--resume {}: the manifest's schedule \"{}\" is not one of {}",
                                  point.path, m.schedule, fmt::join(names, ", ")));
-  check_same_model(m, config.model, point.path);
+  if (const auto then = written_config(m, point.path)) {
+    check_same_model(then->model, config.model, point.path);
+    if (!who.force) check_same_run(*then, config, who, point.path);
+  }
   if (m.step >= config.train.steps)
     throw InputError(fmt::format(
         "--resume {}: train.steps is {}, the checkpoint already has {} steps (nothing left "

@@ -25,18 +25,25 @@ struct ResumeSource {
   std::vector<std::vector<NamedTensor>> tensors;
 };
 
+/// Whose checkpoint a resume may load: this run's (run_identity.hpp), or, with --force,
+/// any of the same model.
+struct ResumeIdentity {
+  std::string this_run;  // for messages: "--out runs/a" or "this config"
+  bool force = false;    // --force: another run's identity (or seed) is accepted
+};
+
 /// Resolves ARG (latest, a run folder, a checkpoint.dir, a step folder) under
 /// `checkpoint_dir`, verifies and loads it for `job`. Throws InputError (exit 2) naming
 /// --resume and the reason: nothing usable, another model (missing, extra or reshaped
 /// tensors, or another model.* shape or tying in the manifest's config), another
-/// train.seed (the data order would differ), or train.steps not beyond the checkpoint's
-/// step. The whole checkpoint is verified (every shard's sha256, once) and checked against
+/// train.seed (the data order would differ), another run's identity (run_identity.hpp;
+/// these two pass with who.force), or train.steps not beyond the checkpoint's step. The whole checkpoint is verified (every shard's sha256, once) and checked against
 /// every model stage of the job; tensor bytes are read for `here` only: the model stages
 /// this process builds (local_model_stages).
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
                                                 const RunConfig& config, const TrainingJob& job,
-                                                const std::set<int>& here);
+                                                const std::set<int>& here, const ResumeIdentity& who);
 
 /// The model stages that node `node` builds, for any replica, given every stage actor's
 /// node (apps/launch/replica_nodes.hpp); all of them for a job of one process.

@@ -64,7 +64,9 @@ bool is_inside(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) {
+namespace {
+
+fs::path create_run_dir_or_throw(const std::optional<std::string>& out, bool continuing) {
   fs::path dir;
   if (out) {
     dir = *out;
@@ -89,6 +91,30 @@ fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) 
                                  ec ? ec.message() : "not a directory"));
   refuse_unwritable(dir, "--out");
   return dir;
+}
+
+}  // namespace
+
+fs::path create_run_dir(const std::optional<std::string>& out, bool continuing) {
+  try {
+    return create_run_dir_or_throw(out, continuing);
+  } catch (const fs::filesystem_error& e) {
+    // A link that loops on itself, a name too long: the user's --out, named as such.
+    throw InputError(fmt::format("--out {}: {}", out ? *out : std::string(), e.code().message()));
+  }
+}
+
+UnstartedRunDir::UnstartedRunDir(const std::optional<std::string>& out, bool continuing) {
+  std::error_code ec;
+  const bool existed = out && fs::exists(fs::symlink_status(*out, ec));
+  dir_ = create_run_dir(out, continuing);
+  made_here_ = !existed;
+}
+
+UnstartedRunDir::~UnstartedRunDir() {
+  if (!made_here_) return;
+  std::error_code ec;
+  fs::remove_all(dir_, ec);  // best effort: the start's own error is the one to report
 }
 
 void write_file_atomically(const fs::path& path, const std::string& text) {

@@ -18,6 +18,25 @@ std::filesystem::path unused_run_dir();
 std::filesystem::path create_run_dir(const std::optional<std::string>& out,
                                      bool continuing = false);
 
+/// The run folder of a run that has not started yet (create_run_dir's): when the start
+/// fails before started() — a shared folder that is not shared, a trace file that cannot
+/// be opened — a folder this process made is removed again with what was written into
+/// it, so a failed start leaves nothing behind. A folder that existed is left as it is.
+class UnstartedRunDir {
+ public:
+  UnstartedRunDir(const std::optional<std::string>& out, bool continuing);
+  ~UnstartedRunDir();
+  UnstartedRunDir(const UnstartedRunDir&) = delete;
+  UnstartedRunDir& operator=(const UnstartedRunDir&) = delete;
+  const std::filesystem::path& path() const { return dir_; }
+  /// The run has begun (its metrics.jsonl exists): the folder is its record from now on.
+  void started() { made_here_ = false; }
+
+ private:
+  std::filesystem::path dir_;
+  bool made_here_ = false;
+};
+
 /// THROWS InputError when `dir` holds a run (a metrics.jsonl).
 void refuse_held_run(const std::filesystem::path& dir);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/checkpoint_log.hpp"
@@ -60,6 +61,11 @@ void prepare_checkpoint_dir(const std::string& dir) {
     throw InputError("checkpoint.dir: cannot create " + e.path() + " (" + e.reason() + ")");
   }
   refuse_unwritable(dir, "checkpoint.dir");
+}
+
+DefaultCheckpointFolder::~DefaultCheckpointFolder() {
+  std::error_code ec;
+  std::filesystem::remove(dir_, ec);  // removes an empty folder only
 }
 
 TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings settings,

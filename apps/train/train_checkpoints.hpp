@@ -56,6 +56,20 @@ checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& sc
 /// than at the first checkpoint.
 void prepare_checkpoint_dir(const std::string& dir);
 
+/// The run folder's own checkpoints/ (checkpoint.dir not set), made at start so that it
+/// can be locked before another run names it as its checkpoint.dir, and removed at the
+/// end if no checkpoint was written into it.
+class DefaultCheckpointFolder {
+ public:
+  explicit DefaultCheckpointFolder(std::string dir) : dir_(std::move(dir)) { prepare_checkpoint_dir(dir_); }
+  ~DefaultCheckpointFolder();
+  DefaultCheckpointFolder(const DefaultCheckpointFolder&) = delete;
+  DefaultCheckpointFolder& operator=(const DefaultCheckpointFolder&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
  public:
   /// `metrics` must outlive this object; `stop_requested` is polled at every boundary.

@@ -34,7 +34,17 @@ struct LivenessOptions {
   /// hiccups of a loaded machine.
   std::chrono::milliseconds max_silence{5000};
   bool keep_watching = false;
+  /// The rank that decides losses (node 0): it marks every rank it reports silent in the
+  /// store (lost_mark_key), so that rank learns it was declared lost when it runs again.
+  bool marks_losses = false;
+  /// Called once, on the watch's thread, when this rank finds it was declared lost after
+  /// it joined (its mark changed: it was frozen, stopped or cut off for longer than
+  /// max_silence); the watch then stops. Empty: not looked for.
+  std::function<void(const std::string& detail)> on_declared_lost;
 };
+
+/// "lost/<rank>": how many times the deciding rank declared `rank` lost.
+std::string lost_mark_key(std::uint32_t rank);
 
 struct LivenessLoss {
   /// Ranks silent longer than max_silence and not reported before, ascending; empty when

@@ -86,6 +86,7 @@ class FaultFilesystem final : public checkpoint::Filesystem {
   std::string fail_sync_to;      // file fsync throws
   std::string fail_dir_sync_to;  // folder fsync throws
   std::string fail_rename_to;    // rename() throws (matched against the target)
+  std::string fail_open_of;      // open() throws EACCES (a folder that cannot be read)
   long crash_after_ops = -1;     // mutating calls allowed before the "crash"; -1: never
   std::chrono::milliseconds write_delay{0};  // every write() sleeps this long (a slow disk)
   bool skip_fsync = false;  // fsyncs are counted and can fail, but do not reach the disk:
@@ -100,6 +101,7 @@ class FaultFilesystem final : public checkpoint::Filesystem {
   }
   std::unique_ptr<checkpoint::ReadableFile> open(const std::string& path) override {
     alive(path);
+    if (hit(fail_open_of, path)) fail(path, "open failed: injected EACCES");
     return real().open(path);
   }
   void rename(const std::string& from, const std::string& to) override {

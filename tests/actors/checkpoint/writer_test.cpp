@@ -103,6 +103,68 @@ TEST_CASE("a checkpoint step folder without a manifest is ignored, then removed 
   CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{10, 30});
 }
 
+// Flips one byte in the middle of `file`: its size stays, only its sha256 tells.
+void flip_a_byte(const std::string& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  REQUIRE(f);
+  const auto middle = static_cast<std::streamoff>(fs::file_size(file) / 2);
+  f.seekg(middle);
+  char c = 0;
+  f.get(c);
+  f.seekp(middle);
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+TEST_CASE("pruning keeps the newest checkpoints that verify: a damaged newer one never counts") {
+  ScratchDir dir("prune_damaged");
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(10), 2);
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(20), 2);
+  flip_a_byte(dir / "step-000020/stage-0.safetensors");  // same size: only its hash shows it
+  const auto r30 = checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(30), 2);
+  // keep 2: step 30 and the intact step 10; the damaged step 20 is left (newer than a kept
+  // one) with a warning naming it.
+  CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{10, 20, 30});
+  CHECK(checkpoint::verify_checkpoint(posix_filesystem(), dir / "step-000010").step == 10);
+  REQUIRE(r30.warnings.size() == 1);
+  CHECK(r30.warnings[0].find("step-000020 does not verify") != std::string::npos);
+  // Two intact ones newer than it: it goes, with the oldest.
+  const auto r40 = checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(40), 2);
+  CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{30, 40});
+  CHECK(r40.warnings.empty());
+}
+
+TEST_CASE("pruning keeps the newest checkpoints that verify: one that cannot be read never counts") {
+  ScratchDir dir("prune_unreadable");
+  FaultFilesystem unreadable;
+  checkpoint::write_checkpoint(unreadable, dir.path(), small_snapshot(10), 2);
+  checkpoint::write_checkpoint(unreadable, dir.path(), small_snapshot(20), 2);
+  checkpoint::write_checkpoint(unreadable, dir.path(), small_snapshot(30), 2);
+  CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{20, 30});
+  unreadable.fail_open_of = "step-000030/";  // as a folder without read permission
+  // The writer's memory: step 30 was verified once; it must still be readable to count.
+  checkpoint::VerifiedCheckpoints verified;
+  const auto r40 = checkpoint::write_checkpoint(unreadable, dir.path(), small_snapshot(40), 2, &verified);
+  CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{20, 30, 40});
+  REQUIRE(r40.warnings.size() == 1);
+  CHECK(r40.warnings[0].find("step-000030 does not verify") != std::string::npos);
+  CHECK(checkpoint::verify_checkpoint(posix_filesystem(), dir / "step-000020").step == 20);
+  // Readable again: it counts, and the oldest goes.
+  unreadable.fail_open_of.clear();
+  checkpoint::write_checkpoint(unreadable, dir.path(), small_snapshot(50), 2, &verified);
+  CHECK(complete_steps(dir.path()) == std::vector<std::int64_t>{40, 50});
+}
+
+TEST_CASE("a writer's memory of verified checkpoints hashes each once and notices a change") {
+  ScratchDir dir("verified_memory");
+  checkpoint::VerifiedCheckpoints verified;
+  checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(10), 3, &verified);
+  CHECK(verified.intact(posix_filesystem(), dir / "step-000010"));
+  // A shard cut short after it was verified: the re-inspection sees the size.
+  fs::resize_file(dir / "step-000010/stage-1.safetensors", 10);
+  CHECK_FALSE(verified.intact(posix_filesystem(), dir / "step-000010"));
+  CHECK_FALSE(verified.intact(posix_filesystem(), dir / "step-000099"));  // no such folder
+}
+
 TEST_CASE("writing a step that already has a checkpoint replaces it") {
   ScratchDir dir("rewrite");
   checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(10), 3);

@@ -132,3 +132,29 @@ TEST_CASE("checkpoint export --dtype bf16 rounds every weight to nearest even, h
   r = run_conveyor({"checkpoint", "export", run.string(), "--out", bf16, "--dtype", "fp8"});
   CHECK(r.exit_code == 2);
 }
+
+TEST_CASE("checkpoint export writes into no checkpoint's folder, the one exported or any other") {
+  TempDir dir;
+  const fs::path run = run_with_checkpoints(dir, "run");
+  // Another checkpoint's shard, with --force: refused, and that checkpoint still verifies.
+  const fs::path shard = run / "checkpoints/step-000002/stage-0.safetensors";
+  const std::string before = read_text(shard);
+  auto r = run_conveyor({"checkpoint", "export", (run / "checkpoints/step-000004").string(), "--out", shard.string(),
+                         "--force"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "is inside the checkpoint folder " + (run / "checkpoints/step-000002").string()));
+  CHECK(read_text(shard) == before);
+  CHECK(run_conveyor({"checkpoint", "verify", run.string()}).exit_code == 0);
+  // A new file in another checkpoint's folder, or below it, reached through a link.
+  fs::create_directory_symlink(run / "checkpoints/step-000002", dir.path() / "link");
+  for (const fs::path& out : {run / "checkpoints/step-000002/new.safetensors", dir.path() / "link/x.safetensors"}) {
+    CAPTURE(out);
+    r = run_conveyor({"checkpoint", "export", run.string(), "--out", out.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "is inside the checkpoint folder"));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // Beside the checkpoints, in their checkpoint.dir: allowed.
+  r = run_conveyor({"checkpoint", "export", run.string(), "--out", (run / "checkpoints/w.safetensors").string()});
+  CHECK(r.exit_code == 0);
+}

@@ -430,3 +430,31 @@ TEST_CASE("Ctrl-C stops like SIGTERM with a checkpoint (reason SIGINT); a second
     CHECK_FALSE(fs::exists(run / "checkpoints"));  // it did not wait for the boundary
   }
 }
+
+TEST_CASE("--resume refuses another run's checkpoint naming both and what differs, unless --force") {
+  Reference ref;
+  const std::string step4 = (ref.run / "checkpoints/step-000004").string();
+  // Another learning rate and seed: another run (two runs that shared a checkpoint.dir).
+  const fs::path other = ref.dir.path() / "other";
+  const auto refused = run_conveyor(plus({"train"}, plus(job_args(ref.data, other.string(), {"train.lr=0.001"}), {"--resume", step4})));
+  CHECK(refused.exit_code == 2);
+  INFO(refused.err);
+  CHECK(contains(refused.err, "--resume " + step4 + ": the checkpoint was written by another run than --out " +
+                                  other.string()));
+  CHECK(contains(refused.err, "train.lr 0.003 (checkpoint) vs 0.001 (this run)"));
+  CHECK(contains(refused.err, "add --force"));
+  CHECK_FALSE(fs::exists(other));
+  // The layout may change (resharding gives the same bits), and train.steps: the same run.
+  const auto same_run = run_conveyor(plus({"train"}, plus(job_args(ref.data, (ref.dir.path() / "two").string(),
+                                                   {"pipeline.stages=2", "train.steps=13"}),
+                                          {"--resume", step4})));
+  CHECK(same_run.exit_code == 0);
+  // --force: continued with this config.
+  const auto forced =
+      run_conveyor(plus({"train"}, plus(job_args(ref.data, other.string(), {"train.lr=0.001"}), {"--resume", step4, "--force"})));
+  CHECK(forced.exit_code == 0);
+  CHECK(fs::exists(other / "weights.safetensors"));
+  // --force means nothing without --resume.
+  const auto alone = run_conveyor(plus({"train"}, plus(job_args(ref.data, (ref.dir.path() / "alone").string(), {}), {"--force"})));
+  CHECK(alone.exit_code == 2);
+}

@@ -76,3 +76,54 @@ TEST_CASE("a folder lock is exclusive until its holder lets go") {
   CHECK_THROWS_WITH_AS(conveyor::FolderLock(dir.path() / "missing", "checkpoint.dir"),
                        doctest::Contains("cannot open the folder to lock it"), conveyor::InputError);
 }
+
+namespace {
+
+// Ends a run started by start_conveyor with SIGTERM and checks it stopped cleanly.
+void stop_run(pid_t pid, const std::string& log) {
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("run: " << read_text(log));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+void wait_for_steps(const fs::path& run, std::size_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (step_rows(run / "metrics.jsonl") < steps && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(step_rows(run / "metrics.jsonl") >= steps);
+}
+
+}  // namespace
+
+TEST_CASE("a run's own checkpoint folder is locked however another run names it, in either order") {
+  TempDir dir;
+  // A uses its default checkpoints/; B names it as its checkpoint.dir a moment later.
+  const fs::path a = dir.path() / "a";
+  const pid_t first = start_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2000", "--out", a.string()},
+                                     dir / "a.txt");
+  wait_for_steps(a, 2);
+  const auto b = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=3", "--set", "checkpoint.every=1",
+                               "--set", "checkpoint.dir=" + (a / "checkpoints").string(), "--out", dir / "b"});
+  CHECK(b.exit_code == 2);
+  CHECK(b.err.find("checkpoint.dir " + (a / "checkpoints").string() + ": in use by another conveyor process") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "b"));
+  stop_run(first, dir / "a.txt");
+
+  // The other order: B holds c/checkpoints as its checkpoint.dir, then C starts with --out c.
+  const fs::path c = dir.path() / "c";
+  const fs::path d = dir.path() / "d";
+  const pid_t holder = start_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2000", "--set",
+                                       "checkpoint.dir=" + (c / "checkpoints").string(), "--out", d.string()},
+                                      dir / "d.txt");
+  wait_for_steps(d, 2);
+  const auto own = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=3", "--out", c.string()});
+  CHECK(own.exit_code == 2);
+  CHECK(own.err.find("checkpoint folder " + (c / "checkpoints").string() + ": in use by another conveyor process") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(c / "metrics.jsonl"));
+  stop_run(holder, dir / "d.txt");
+}

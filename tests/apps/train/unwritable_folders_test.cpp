@@ -54,3 +54,56 @@ TEST_CASE("a checkpoint that fails to write (a full disk) does not end the run: 
   CHECK(fs::file_size(run / "weights.safetensors") > 0);  // trained to the end all the same
   CHECK(step_rows(run / "metrics.jsonl") == 6);
 }
+
+TEST_CASE("a full disk: the last line names the weights and every failed checkpoint, no partial folder is left") {
+  TempDir dir;
+  const std::string small = dir / "small";
+  fs::create_directories(small);
+  // 3.5 MiB: the step-2 checkpoint (2.8 MB) fits; the step-4 one and the weights do not.
+  if (std::system(("mount -t tmpfs -o size=3584k tmpfs " + small + " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("skipped: cannot mount a small tmpfs here (needs root)");
+    return;
+  }
+  const fs::path run = fs::path(small) / "run";
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=4", "--set", "checkpoint.every=2",
+                               "--out", run.string()});
+  const bool partial_left = fs::exists(run / "checkpoints/step-000004");
+  const bool first_kept = fs::exists(run / "checkpoints/step-000002/manifest.json");
+  std::system(("umount " + small).c_str());
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const auto lines = split_lines(r.err);
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.back().find("weights.safetensors") != std::string::npos);
+  CHECK(lines.back().find("checkpoint write(s) of this run failed: step 4:") != std::string::npos);
+  CHECK_FALSE(partial_left);
+  CHECK(first_kept);
+}
+
+TEST_CASE("a start that fails after the run folder was made leaves no folder behind") {
+  TempDir dir;
+  const std::string full = dir / "full";
+  fs::create_directories(full);
+  if (std::system(("mount -t tmpfs -o size=64k tmpfs " + full + " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("skipped: cannot mount a small tmpfs here (needs root)");
+    return;
+  }
+  // Fill it: the run folder can still be made, config.yaml cannot be written.
+  std::system(("dd if=/dev/zero of=" + full + "/filler bs=4k 2>/dev/null").c_str());
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2", "--out", full + "/run"});
+  const bool left = fs::exists(fs::path(full) / "run");
+  std::system(("umount " + full).c_str());
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("config.yaml") != std::string::npos);
+  CHECK_FALSE(left);
+}
+
+TEST_CASE("an --out that is a link looping on itself is refused naming --out") {
+  TempDir dir;
+  const fs::path loop = dir.path() / "loop";
+  fs::create_symlink(loop, loop);
+  const auto r = run_conveyor({"train", "configs/tiny.yaml", "--set", "train.steps=2", "--out", loop.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --out " + loop.string() + ": Too many levels of symbolic links\n");
+}

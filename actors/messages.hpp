@@ -1,5 +1,5 @@
 #pragma once
-// The pipeline protocol (actors/protocol.hpp) as CAF messages. Inside one process they
+// The pipeline protocol (actors/plan/protocol.hpp) as CAF messages. Inside one process they
 // travel as handles (copy-on-write messages, no serialisation); the ones that cross
 // processes serialize as wire_format.hpp describes and are registered by add_wire_types().
 // PipeMessage holds a tensor and stays local (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): across
@@ -10,7 +10,7 @@
 
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"
-#include "actors/protocol.hpp"
+#include "actors/plan/protocol.hpp"
 #include "actors/trace/remote_progress.hpp"
 #include "actors/wire_format.hpp"
 

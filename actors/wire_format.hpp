@@ -23,7 +23,7 @@
 
 #include "actors/cluster/edge_tags.hpp"
 #include "actors/cluster/pending_payload.hpp"
-#include "actors/protocol.hpp"
+#include "actors/plan/protocol.hpp"
 
 namespace conveyor {
 namespace wire {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <memory>
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/bench/e2e_bench.hpp"
 #include "apps/bench/kernel_bench.hpp"
 #include "apps/bench/model_bench.hpp"

@@ -24,13 +24,13 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/runtime/pipeline_layout.hpp"
-#include "actors/schedule/comm_pass.hpp"
-#include "actors/schedule/csv.hpp"
-#include "actors/schedule/grid.hpp"
-#include "actors/schedule/json.hpp"
-#include "actors/schedule/partitioner.hpp"
-#include "actors/schedule/simulator.hpp"
+#include "actors/plan/pipeline_layout.hpp"
+#include "actors/plan/schedule/comm_pass.hpp"
+#include "actors/plan/schedule/csv.hpp"
+#include "actors/plan/schedule/grid.hpp"
+#include "actors/plan/schedule/json.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
+#include "actors/plan/schedule/simulator.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_limits.hpp"
 #include "apps/config/config_loader.hpp"

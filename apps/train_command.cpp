@@ -68,8 +68,7 @@ struct TrainOptions {
   const RunConfig config = load_run_config(opt.config, opt.overrides);  // bad input: exit 2 now
   SupervisedRun run;
   run.out = opt.out ? std::filesystem::path(*opt.out) : unused_run_dir();
-  run.checkpoint_dir = config.checkpoint.dir.empty() ? run.out / "checkpoints"
-                                                     : std::filesystem::path(config.checkpoint.dir);
+  run.checkpoint_dir = checkpoint_folder(config.checkpoint.dir, run.out);
   run.first_resume = opt.resume;
   run.max_restarts = static_cast<int>(config.fault.max_restarts);
   run.args = {"train", opt.config, "--format", opt.format};
@@ -132,7 +131,7 @@ void refuse_exits_that_cannot_happen(const LaunchSpec& spec, const RunConfig& co
 // The folder `--resume latest` looks in, before the run folder exists.
 std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
-  if (opt.out) return (std::filesystem::path(*opt.out) / "checkpoints").string();
+  if (opt.out) return checkpoint_folder("", *opt.out).string();
   if (opt.resume == "latest")
     throw InputError("--resume latest: give --out RUN_DIR (the run to continue; its checkpoints/ "
                      "is searched) or set checkpoint.dir");
@@ -145,7 +144,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   CheckpointSettings s;
   s.stop_every = stops.every_steps;
   s.writes = stops.checkpoints;
-  s.dir = config.checkpoint.dir.empty() ? (dir / "checkpoints").string() : config.checkpoint.dir;
+  s.dir = checkpoint_folder(config.checkpoint.dir, dir).string();
   s.every = config.checkpoint.every;
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;

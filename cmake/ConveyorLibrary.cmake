@@ -1,7 +1,13 @@
-# conveyor_library(NAME DIR DEPS...): a static library of every .cpp under DIR
-# (sources under a cuda/ or nccl/ folder only when the CUDA backend is on).
+# conveyor_library(NAME DIR [EXCLUDE regex] DEPS...): a static library of every .cpp under
+# DIR but paths matching EXCLUDE (sources under a cuda/ or nccl/ folder only when the CUDA
+# backend is on).
 function(conveyor_library name dir)
+  cmake_parse_arguments(arg "" "EXCLUDE" "" ${ARGN})
+  set(ARGN ${arg_UNPARSED_ARGUMENTS})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  if(arg_EXCLUDE)
+    list(FILTER sources EXCLUDE REGEX "${arg_EXCLUDE}")
+  endif()
   if(CONVEYOR_WITH_CUDA)
     file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${dir}/*.cu)
     list(APPEND sources ${cuda_sources})
@@ -57,4 +63,23 @@ function(conveyor_test name dir)
     doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
       PROPERTIES TIMEOUT 600)
   endif()
+endfunction()
+
+# conveyor_layer(DIR ALLOW regex): the layering the build enforces. Every source and header
+# under DIR may include project headers ("kernels/...", "transport/...", "actors/...")
+# only where they match ALLOW, and no CAF header unless ALLOW lets "caf/" through; a
+# stray include stops the configure step naming the file and the include. (A library
+# that must not use CAF does not link it either, so a CAF symbol would not link.)
+function(conveyor_layer dir allow)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${dir}/*.cpp ${dir}/*.hpp)
+  foreach(f ${files})
+    file(STRINGS ${f} includes REGEX "^#include [<\"](caf|actors|transport|kernels|apps)/")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^#include [<\"]([^>\"]+)[>\"].*" "\\1" header "${line}")
+      if(NOT header MATCHES "${allow}")
+        file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${f})
+        message(FATAL_ERROR "layering: ${rel} includes ${header}, which its layer may not (allowed: ${allow})")
+      endif()
+    endforeach()
+  endforeach()
 endfunction()

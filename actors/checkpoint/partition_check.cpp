@@ -9,8 +9,8 @@
 
 #include "actors/checkpoint/checkpoint_error.hpp"
 #include "actors/checkpoint/tensor_names.hpp"
-#include "actors/schedule/partitioner.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 
 namespace conveyor::checkpoint {
 namespace {

@@ -3,7 +3,7 @@
 // half blocks each model stage held (prefix sums of its entries, model stages in order:
 // the embedding on the first, the final LayerNorm and LM head on the last); a shard is
 // one pipeline stage's, which holds model stage chunk·P + stage of each of its chunks
-// (zbv: stage and 2P−1−stage; actors/schedule/schedule.hpp). What must hold:
+// (zbv: stage and 2P−1−stage; actors/plan/schedule/schedule.hpp). What must hold:
 // - every block tensor a shard lists (blocks.B.ln1|attn.* is block B's attention half
 //   2B, blocks.B.ln2|mlp.* its MLP half 2B+1; with or without an opt.m., opt.v. or
 //   master. prefix) lies in a half block the partition gives that shard's stage;

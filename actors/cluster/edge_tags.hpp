@@ -5,7 +5,7 @@
 //                           ms, in both directions) of the sender's replica: replica r's
 //                           boundary ms is edge r·(model stages) + ms, so that replicas,
 //                           whose micro-batches are numbered from 0 each, never share a
-//                           tag (parallel.data, actors/replica_placement.hpp); step field =
+//                           tag (parallel.data, actors/plan/replica_placement.hpp); step field =
 //                           the plan's round (unique per plan, while a train step and its
 //                           evaluation share a step number), micro-batch
 //   final weights           kind control, edge = the sending stage actor's rank (unique

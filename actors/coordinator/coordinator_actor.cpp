@@ -12,7 +12,7 @@
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
 #include "actors/coordinator/step_accounting.hpp"
-#include "actors/eval_plan.hpp"
+#include "actors/plan/eval_plan.hpp"
 #include "actors/error_text.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/fault/replica_recovery_messages.hpp"

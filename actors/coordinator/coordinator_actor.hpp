@@ -2,7 +2,7 @@
 // The coordinator drives training: per step it sends every stage actor its action list,
 // gathers their reports, computes the loss, the global gradient norm and the clip scale,
 // has every stage take its optimizer step together (a step is atomic), evaluates on the
-// held-out split every `eval_every` steps (in waves: actors/eval_plan.hpp), and finally
+// held-out split every `eval_every` steps (in waves: actors/plan/eval_plan.hpp), and finally
 // gathers the weights. It monitors
 // every stage: a stage failure ends the run with that stage's reason.
 // With a CheckpointHook in the job, at every step boundary it asks the hook whether to
@@ -129,7 +129,7 @@ struct CoordinatorState {
   std::optional<std::int64_t> boundary;
   std::int64_t rolled_back_step = -1;   // the step a NaN rollback last replayed
   std::int64_t evaluated_through = -1;  // the train step the last finished eval followed
-  // The evaluation under way runs in waves (actors/eval_plan.hpp): the first micro-batch
+  // The evaluation under way runs in waves (actors/plan/eval_plan.hpp): the first micro-batch
   // of the current one, and the reports of those before it.
   int eval_first = 0;
   std::vector<StageReport> eval_reports;

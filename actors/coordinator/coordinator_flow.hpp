@@ -22,7 +22,7 @@ void start_round(Self* self, Phase phase);
 void fail(Self* self, const std::string& why);
 /// Why stage `rank` ended or did not answer, in words naming its node (stage_end_text.hpp).
 std::string stage_text(Self* self, const caf::error& e, int rank);
-/// Starts the evaluation after step st.step: its first wave (actors/eval_plan.hpp).
+/// Starts the evaluation after step st.step: its first wave (actors/plan/eval_plan.hpp).
 void start_eval(Self* self);
 /// Goes on from a boundary where every stage holds the state after `steps_done` steps:
 /// the evaluation that followed step steps_done - 1 when it was due and has not finished,

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "actors/replica_placement.hpp"
+#include "actors/plan/protocol.hpp"
+#include "actors/plan/replica_placement.hpp"
 
 namespace conveyor {
 

@@ -4,9 +4,9 @@
 // split or by arrival, so results are bitwise identical for any number of stages.
 #include <vector>
 
-#include "actors/placement.hpp"
-#include "actors/replica_placement.hpp"
-#include "actors/protocol.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/replica_placement.hpp"
+#include "actors/plan/protocol.hpp"
 
 namespace conveyor {
 

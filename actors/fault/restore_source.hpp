@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/replica_placement.hpp"
+#include "actors/plan/replica_placement.hpp"
 
 namespace conveyor {
 

@@ -7,8 +7,8 @@
 #include <array>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "actors/schedule/simulator.hpp"
+#include "actors/plan/protocol.hpp"
+#include "actors/plan/schedule/simulator.hpp"
 
 namespace conveyor {
 

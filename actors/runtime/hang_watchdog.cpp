@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "actors/eval_plan.hpp"
+#include "actors/plan/eval_plan.hpp"
 #include "actors/fault/recovery_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/trace/hang_error.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Measured layer costs on this CPU, for the partitioner (actors/schedule/partitioner.hpp).
+// Measured layer costs on this CPU, for the partitioner (actors/plan/schedule/partitioner.hpp).
 //
 // Builds one GptStage per kind of unit (an embedding-only slice, a block's attention half
 // and its MLP half as slices of their own, a head-only slice), runs forward,
@@ -14,7 +14,7 @@
 // pass runs on the calling thread.
 #include <cstdint>
 
-#include "actors/schedule/partitioner.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
 #include "kernels/model/gpt_config.hpp"
 
 namespace conveyor {

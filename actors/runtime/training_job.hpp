@@ -10,10 +10,10 @@
 
 #include "actors/coordinator/checkpoint_hook.hpp"
 #include "actors/fault/snapshot_store.hpp"
-#include "actors/eval_plan.hpp"
-#include "actors/placement.hpp"
-#include "actors/replica_placement.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/eval_plan.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/replica_placement.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "actors/stage/stage_worker.hpp"
 #include "actors/trace/message_fault.hpp"
 #include "actors/trace/stage_progress.hpp"
@@ -55,7 +55,7 @@ struct TrainingJob {
   Placement placement;       // one replica's pipeline
   sched::Schedule schedule;  // compute actions per rank of one replica
   StageData data;            // micro_batches: the step's global count, over all replicas
-  // parallel.data: replicas of the pipeline, R·P stage actors (actors/replica_placement.hpp);
+  // parallel.data: replicas of the pipeline, R·P stage actors (actors/plan/replica_placement.hpp);
   // each replica runs `schedule` on data.micro_batches / replicas micro-batches.
   int replicas = 1;
   // The replicas' stage groups (gradient averaging): made by run_training when replicas > 1.
@@ -114,7 +114,7 @@ struct TrainingJob {
   }
   /// Stage actors of the run: every replica's pipeline ranks.
   int stage_actors() const { return replica_layout().actors(); }
-  /// Micro-batches per wave of an evaluation (actors/eval_plan.hpp).
+  /// Micro-batches per wave of an evaluation (actors/plan/eval_plan.hpp).
   int eval_wave() const {
     return eval_wave_size(data.micro_batches / replicas, placement.model_stages(), eval_batches);
   }

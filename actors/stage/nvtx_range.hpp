@@ -12,7 +12,7 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 
 namespace conveyor {
 

@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/placement.hpp"
-#include "actors/protocol.hpp"
+#include "actors/plan/action_listener.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/protocol.hpp"
 #include "actors/stage/replica_gradients.hpp"
 #include "actors/stage/tied_embeddings.hpp"
 #include "kernels/data/micro_batch_sampler.hpp"
@@ -50,21 +51,11 @@ struct StageData {
   std::uint64_t seed = 0;
   std::int64_t micro_batch_size = 1;
   int micro_batches = 1;  // per train step: the loss is their mean
-  // Data parallelism (actors/replica_placement.hpp): this replica's train micro-batch i is
+  // Data parallelism (actors/plan/replica_placement.hpp): this replica's train micro-batch i is
   // the step's global micro-batch first_micro_batch + i (its data and its loss's key);
   // micro_batches is then this replica's share. 0 with one replica.
   int first_micro_batch = 0;
   DType activation_dtype = DType::f32;  // of activations and gradients between stages
-};
-
-/// Told when each action of a plan starts and ends (the tracer, the hang watchdog).
-/// Called on the worker's thread, around each action; must not throw.
-class ActionListener {
- public:
-  virtual ~ActionListener() = default;
-  virtual void action_started(const StepPlan& plan, std::size_t slot) = 0;
-  virtual void action_finished(const StepPlan& plan, std::size_t slot,
-                               const ActionTiming& timing) = 0;
 };
 
 class StageWorker {

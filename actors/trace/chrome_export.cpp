@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 
 namespace conveyor::trace {
 namespace {

@@ -4,7 +4,7 @@
 // A probe without a buffer does nothing. Thread-safety: the coordinator's; CAF-free.
 #include <cstdint>
 
-#include "actors/protocol.hpp"
+#include "actors/plan/protocol.hpp"
 #include "actors/trace/trace_buffer.hpp"
 
 namespace conveyor::trace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/interval_union.hpp"
 
 namespace conveyor::trace {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "actors/protocol.hpp"
+#include "actors/plan/protocol.hpp"
 
 namespace conveyor {
 

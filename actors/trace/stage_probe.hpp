@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/placement.hpp"
-#include "actors/protocol.hpp"
-#include "actors/stage/stage_worker.hpp"
+#include "actors/plan/action_listener.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/protocol.hpp"
 #include "actors/trace/stage_progress.hpp"
 #include "actors/trace/trace_buffer.hpp"
 #include "kernels/model/action_clock.hpp"

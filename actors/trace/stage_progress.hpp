@@ -24,7 +24,7 @@ struct StageSnapshot {
   bool eval = false;
   std::int64_t slot = 0;      // next action (waiting) or current one (running)
   std::int64_t since_ns = 0;  // steady clock ns when it entered this state
-  // The lowest micro-batch of the plan: an evaluation's wave (actors/eval_plan.hpp).
+  // The lowest micro-batch of the plan: an evaluation's wave (actors/plan/eval_plan.hpp).
   std::int64_t first_micro_batch = 0;
 };
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/trace_rounds.hpp"
 #include "kernels/common/error.hpp"
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/trace_rounds.hpp"
 #include "kernels/common/error.hpp"
 

@@ -4,9 +4,9 @@
 #include <limits>
 #include <fmt/format.h>
 
-#include "actors/eval_plan.hpp"
-#include "actors/schedule/json.hpp"
-#include "actors/schedule/validator.hpp"
+#include "actors/plan/eval_plan.hpp"
+#include "actors/plan/schedule/json.hpp"
+#include "actors/plan/schedule/validator.hpp"
 #include "actors/trace/trace_record.hpp"
 #include "kernels/common/error.hpp"
 

@@ -2,10 +2,10 @@
 // The plans a traced run executed, saved beside the trace (DIR/trace/schedule.json) so
 // the analysis needs nothing else:
 //   {"version": 1,
-//    "train": <schedule JSON, actors/schedule/json.hpp>,
+//    "train": <schedule JSON, actors/plan/schedule/json.hpp>,
 //    "eval": [["0F0", "0F1", …], …],   // per rank, the whole forward-only evaluation
 //    "eval_wave": W,                    // it ran in waves of W micro-batches, a round
-//                                       // each (actors/eval_plan.hpp); absent: one round
+//                                       // each (actors/plan/eval_plan.hpp); absent: one round
 //    "replicas": R}                     // parallel.data; absent: 1
 // Model stages follow the train schedule's (rank, chunk) mapping. With R replicas the
 // trace's stage actors are replica-major (actor = replica * P + rank, as the run places
@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/placement.hpp"
-#include "actors/replica_placement.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/replica_placement.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 
 namespace conveyor::trace {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/trace_set.hpp"
 
 namespace conveyor::trace {

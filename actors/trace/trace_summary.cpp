@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "actors/schedule/simulator.hpp"
+#include "actors/plan/schedule/simulator.hpp"
 #include "actors/trace/action_times.hpp"
 #include "actors/trace/interval_union.hpp"
 #include "kernels/common/error.hpp"

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "actors/eval_plan.hpp"
+#include "actors/plan/eval_plan.hpp"
 
 namespace conveyor::trace {
 namespace {
@@ -102,7 +102,7 @@ WaitForGraph build_wait_for_graph(const std::vector<StageSnapshot>& stages,
       continue;
     }
     // Data-parallel replicas: rank s.rank is stage s.rank % P of the replica whose first
-    // stage is `base` (actors/replica_placement.hpp); it waits for stages of that replica.
+    // stage is `base` (actors/plan/replica_placement.hpp); it waits for stages of that replica.
     const int pipeline = static_cast<int>(c.placement.ranks.size());
     const int base = s.rank - s.rank % pipeline;
     const auto& chunks = c.placement.ranks.at(static_cast<std::size_t>(s.rank % pipeline)).chunks;

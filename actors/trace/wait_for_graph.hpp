@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/placement.hpp"
-#include "actors/schedule/action.hpp"
+#include "actors/plan/placement.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/stage_progress.hpp"
 
 namespace conveyor::trace {
@@ -22,7 +22,7 @@ namespace conveyor::trace {
 struct WaitForContext {
   std::vector<std::vector<sched::Action>> train_plans;  // per rank, as the coordinator sends
   // Per rank, the whole evaluation (eval_actions(rank, 0, eval_batches)); it runs in waves
-  // of eval_wave micro-batches, a round each (actors/eval_plan.hpp).
+  // of eval_wave micro-batches, a round each (actors/plan/eval_plan.hpp).
   std::vector<std::vector<sched::Action>> eval_plans;
   int eval_wave = 1;
   // One replica's pipeline; ranks past it are data-parallel replicas (replica-major).

@@ -4,7 +4,7 @@
 #include <utility>
 #include <fmt/format.h>
 
-#include "actors/schedule/action.hpp"
+#include "actors/plan/schedule/action.hpp"
 #include "actors/trace/stage_probe.hpp"
 #include "actors/trace/trace_session.hpp"
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "actors/runtime/empty_stage_model.hpp"
-#include "actors/runtime/pipeline_layout.hpp"
+#include "actors/plan/pipeline_layout.hpp"
 #include "actors/runtime/run_training.hpp"
-#include "actors/schedule/simulator.hpp"
+#include "actors/plan/schedule/simulator.hpp"
 #include "actors/trace/stage_probe.hpp"
 #include "actors/trace/trace_session.hpp"
 #include "kernels/common/error.hpp"

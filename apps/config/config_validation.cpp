@@ -1,6 +1,6 @@
 #include "apps/config/config_validation.hpp"
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/config_value.hpp"
 #include "apps/config/partition_key.hpp"
 #include "apps/config/schedule_spec.hpp"

@@ -1,6 +1,6 @@
 #include "apps/config/known_names.hpp"
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 
 namespace conveyor {
 

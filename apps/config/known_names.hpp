@@ -8,7 +8,7 @@
 namespace conveyor {
 
 /// `pipeline.schedule` values. TODO(lead): return the schedule library's registry once
-/// actors/schedule has one (interleaved-1f1b, zb-h1, zbv, ...).
+/// actors/plan/schedule has one (interleaved-1f1b, zb-h1, zbv, ...).
 const std::vector<std::string>& known_schedule_names();
 
 /// `devices.kind` values.

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/schedule/partitioner.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
 #include "apps/config/config_value.hpp"
 
 namespace conveyor {

@@ -1,6 +1,6 @@
 #pragma once
 // The schedule a run's pipeline.* keys describe, for validation and planning alike.
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/run_config.hpp"
 
 namespace conveyor {

@@ -1,6 +1,6 @@
 #pragma once
 // Which node runs each stage actor of a data-parallel job (parallel.data: R replicas of a
-// P-stage pipeline, actors numbered replica-major: actors/replica_placement.hpp). The R·P
+// P-stage pipeline, actors numbered replica-major: actors/plan/replica_placement.hpp). The R·P
 // actors go to the nodes in contiguous ranges in actor order, as stages_of_node splits
 // pipeline stages; with R = 1 that is exactly the split of the pipeline's stages.
 //
@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "actors/replica_placement.hpp"
+#include "actors/plan/replica_placement.hpp"
 #include "apps/config/run_config.hpp"
 
 namespace conveyor {

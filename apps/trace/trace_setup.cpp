@@ -1,6 +1,6 @@
 #include "apps/trace/trace_setup.hpp"
 
-#include "actors/eval_plan.hpp"
+#include "actors/plan/eval_plan.hpp"
 #include "actors/trace/trace_plans.hpp"
 #include "apps/train/run_dir.hpp"
 

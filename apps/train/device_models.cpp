@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "actors/replica_placement.hpp"
+#include "actors/plan/replica_placement.hpp"
 #include "kernels/common/error.hpp"
 
 #if CONVEYOR_WITH_CUDA

@@ -2,7 +2,7 @@
 // Which stage model each rank gets, from devices.kind and devices.ids: the CPU reference,
 // or a CUDA model on the rank's GPU. Ranks take devices.ids round-robin (all on GPU 0
 // when ids is empty); the placement records each rank's device.
-#include "actors/placement.hpp"
+#include "actors/plan/placement.hpp"
 #include "apps/config/run_config.hpp"
 #include "kernels/model/stage_model.hpp"
 #include "kernels/tensor/dtype.hpp"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "actors/runtime/pipeline_layout.hpp"
+#include "actors/plan/pipeline_layout.hpp"
 #include "actors/trace/fault_spec.hpp"
 #include "apps/train/device_models.hpp"
 #include "apps/train/memory_preflight.hpp"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "actors/schedule/activations.hpp"
+#include "actors/plan/schedule/activations.hpp"
 #include "apps/config/schedule_spec.hpp"
 #include "kernels/common/error.hpp"
 

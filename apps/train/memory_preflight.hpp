@@ -6,7 +6,7 @@
 // - every stage's parameters with their gradients and AdamW moments (CPU stages, f32: 16
 //   bytes a parameter; GPU stages build their parameters on the host first: 4 bytes);
 // - on the CPU, the activations the schedule keeps: a rank holds its peak count of
-//   micro-batches in flight (actors/schedule/activations.hpp: P on the first rank under
+//   micro-batches in flight (actors/plan/schedule/activations.hpp: P on the first rank under
 //   1F1B, every micro-batch under GPipe), each with the tensors its blocks keep for the
 //   backward (attention probabilities included), and the head's logits of one;
 // - all of it for every stage and replica when the job runs in one process; across

@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "actors/protocol.hpp"
+#include "actors/plan/protocol.hpp"
 #include "apps/config/config_loader.hpp"
 #include "kernels/common/error.hpp"
 

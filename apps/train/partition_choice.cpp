@@ -1,7 +1,7 @@
 #include "apps/train/partition_choice.hpp"
 
 #include "actors/runtime/layer_profiler.hpp"
-#include "actors/schedule/cost_model.hpp"
+#include "actors/plan/schedule/cost_model.hpp"
 
 namespace conveyor {
 

@@ -4,16 +4,16 @@
 // `conveyor train` (job_builder.cpp) and `conveyor sched CONFIG`:
 //   uniform   as even as possible, the earlier stages taking the remainder;
 //   explicit  the list the config gives;
-//   auto      the partitioner's choice (actors/schedule/partitioner.hpp) from layer costs
+//   auto      the partitioner's choice (actors/plan/schedule/partitioner.hpp) from layer costs
 //             measured on this CPU when devices.kind is cpu, or from the FLOP/byte cost
-//             model (actors/schedule/cost_model.hpp) for other devices, which need not be
+//             model (actors/plan/schedule/cost_model.hpp) for other devices, which need not be
 //             present: planning never touches a GPU.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "actors/schedule/partitioner.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/run_config.hpp"
 #include "apps/config/schedule_spec.hpp"
 

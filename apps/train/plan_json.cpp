@@ -33,7 +33,7 @@ nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of
                       {"layers", layers},
                       {"chunks", chunks}});
   }
-  // Every replica's stage actors (actors/replica_placement.hpp): replica-major numbering.
+  // Every replica's stage actors (actors/plan/replica_placement.hpp): replica-major numbering.
   json replicas = json::array();
   const auto layout = job.replica_layout();
   for (int r = 0; r < layout.replicas; ++r) {

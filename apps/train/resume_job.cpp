@@ -11,8 +11,9 @@
 #include "actors/checkpoint/reader.hpp"
 #include "actors/checkpoint/reshard.hpp"
 #include "actors/checkpoint/resume.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/train/run_dir.hpp"
 #include "apps/train/run_identity.hpp"
 #include "kernels/model/param_state.hpp"
 #include "kernels/common/error.hpp"
@@ -145,7 +146,7 @@ void check_resume_continues(const std::filesystem::path& out, const std::string&
   if (!fs::exists(out / "metrics.jsonl")) return;  // a new folder, or one without a run
   std::error_code ec;
   const fs::path from = fs::weakly_canonical(fs::path(step_folder).parent_path(), ec);
-  std::vector<fs::path> own{fs::weakly_canonical(out / "checkpoints", ec)};
+  std::vector<fs::path> own{fs::weakly_canonical(checkpoint_folder("", out), ec)};
   std::string recorded;
   try {
     recorded = load_run_config((out / "config.yaml").string()).checkpoint.dir;
@@ -158,7 +159,7 @@ void check_resume_continues(const std::filesystem::path& out, const std::string&
       "--out {}: already holds another run (metrics.jsonl), and --resume {} is not one of its "
       "checkpoints (those are in {}{}): give --out the run the checkpoint came from, or a new "
       "folder",
-      out.string(), step_folder, (out / "checkpoints").string(),
+      out.string(), step_folder, checkpoint_folder("", out).string(),
       recorded.empty() ? "" : " or " + recorded));
 }
 

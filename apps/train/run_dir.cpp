@@ -28,6 +28,10 @@ std::string utc_timestamp() {
 
 }  // namespace
 
+fs::path checkpoint_folder(const std::string& configured, const fs::path& run_dir) {
+  return configured.empty() ? run_dir / "checkpoints" : fs::path(configured);
+}
+
 fs::path unused_run_dir() {
   const fs::path base = fs::path("runs") / utc_timestamp();
   fs::path dir = base;

@@ -8,6 +8,10 @@
 
 namespace conveyor {
 
+/// Where a run's checkpoints go: checkpoint.dir when set (`configured`), else
+/// `run_dir`/checkpoints. The one place that default is written.
+std::filesystem::path checkpoint_folder(const std::string& configured, const std::filesystem::path& run_dir);
+
 /// runs/<UTC timestamp>[-N]: the default run folder, one that does not exist yet.
 std::filesystem::path unused_run_dir();
 

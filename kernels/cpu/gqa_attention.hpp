@@ -9,8 +9,7 @@
 // is written); no parameters, so the whole backward is an input gradient. dk and dv of a kv
 // head are the sums over the query heads of its group, taken in increasing h: the first
 // head's GEMM writes them (beta 0), the later ones add to them (beta 1).
-// With NKV == NH the layout is attention.hpp's and every GEMM has attention.hpp's shapes,
-// leading dimensions and beta, so out, att and dqkv are bitwise those of attention.hpp.
+// With NKV == NH this is GPT-2's multi-head attention (attention.hpp calls it so).
 // REQUIRES: C % NH == 0; NH % NKV == 0.
 #include <algorithm>
 #include <cmath>

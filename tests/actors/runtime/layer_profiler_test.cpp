@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "actors/runtime/layer_profiler.hpp"
-#include "actors/schedule/cost_model.hpp"
-#include "actors/schedule/partitioner.hpp"
+#include "actors/plan/schedule/cost_model.hpp"
+#include "actors/plan/schedule/partitioner.hpp"
 #include "kernels/common/error.hpp"
 
 using conveyor::GptConfig;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime/pipeline_layout.hpp"
+#include "actors/plan/pipeline_layout.hpp"
 #include "actors/runtime/training_job.hpp"
 
 namespace conveyor::testing {

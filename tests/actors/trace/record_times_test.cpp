@@ -2,7 +2,7 @@
 // record (stage, action, step), never summed into a negative bubble.
 #include <doctest/doctest.h>
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "actors/trace/trace_summary.hpp"
 #include "kernels/common/error.hpp"
 #include "tests/actors/trace/trace_builder.hpp"

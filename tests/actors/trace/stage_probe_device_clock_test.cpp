@@ -7,7 +7,7 @@
 #include <map>
 #include <unistd.h>
 
-#include "actors/placement.hpp"
+#include "actors/plan/placement.hpp"
 #include "actors/trace/stage_probe.hpp"
 #include "actors/trace/trace_file.hpp"
 #include "actors/trace/trace_session.hpp"

@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "actors/trace/chrome_export.hpp"
 #include "actors/trace/interval_union.hpp"
 #include "actors/trace/timeline_svg.hpp"

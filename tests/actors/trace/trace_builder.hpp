@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "actors/schedule/simulator.hpp"
+#include "actors/plan/schedule/simulator.hpp"
 #include "actors/trace/trace_set.hpp"
 
 namespace conveyor::testing {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "actors/trace/trace_check.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "tests/actors/trace/trace_builder.hpp"
 
 namespace conveyor::testing {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "actors/trace/step_range.hpp"
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "actors/trace/trace_file.hpp"
 #include "actors/trace/trace_set.hpp"
 #include "kernels/common/error.hpp"

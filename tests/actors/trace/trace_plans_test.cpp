@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include "actors/schedule/schedule.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor::trace {

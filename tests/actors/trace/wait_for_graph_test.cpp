@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "actors/eval_plan.hpp"
-#include "actors/runtime/pipeline_layout.hpp"
+#include "actors/plan/eval_plan.hpp"
+#include "actors/plan/pipeline_layout.hpp"
 #include "actors/trace/wait_for_graph.hpp"
 
 namespace conveyor::testing {

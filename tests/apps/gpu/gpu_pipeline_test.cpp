@@ -83,7 +83,7 @@ TEST_CASE("gpu: an evaluation in waves on one GPU (two chunks) gives the CPU's v
     MESSAGE("skipped: no GPU");
     return;
   }
-  // Two model stages: waves of 32 micro-batches (actors/eval_plan.hpp), so 40 run as 32
+  // Two model stages: waves of 32 micro-batches (actors/plan/eval_plan.hpp), so 40 run as 32
   // and 8, the head's losses read back at each wave's report.
   const std::vector<std::string> eval{"pipeline.stages=1", "pipeline.schedule=zbv", "train.steps=4",
                                       "train.eval_every=2", "train.eval_batches=40"};

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/attention.hpp"
 #include "tests/kernels/cpu/gradient_check.hpp"
 
 namespace conveyor {
@@ -92,28 +91,6 @@ TEST_CASE("gqa attention backward matches finite differences (double, rel tol 1e
     MESSAGE("NH " << NH << ", NKV " << nkv << ": max rel error dqkv " << e);
     CHECK(e < kRelTol);
   }
-}
-
-template <class Real>
-void check_bitwise_equal_to_attention(std::uint64_t seed) {
-  const auto qkv_d = random_vector(B * T * 3 * C, seed),
-             dout_d = random_vector(B * T * C, seed + 1);
-  const std::vector<Real> qkv(qkv_d.begin(), qkv_d.end()), dout(dout_d.begin(), dout_d.end());
-  std::vector<Real> out_a(B * T * C), att_a(B * NH * T * T), dqkv_a(qkv.size());
-  std::vector<Real> out_g(B * T * C), att_g(B * NH * T * T), dqkv_g(qkv.size(), Real(99));
-  cpu::attention_forward(out_a.data(), att_a.data(), qkv.data(), B, T, C, NH);
-  cpu::attention_backward_input(dqkv_a.data(), dout.data(), qkv.data(), att_a.data(), B, T, C, NH);
-  cpu::gqa_attention_forward(out_g.data(), att_g.data(), qkv.data(), B, T, C, NH, NH);
-  cpu::gqa_attention_backward_input(dqkv_g.data(), dout.data(), qkv.data(), att_g.data(), B, T, C,
-                                    NH, NH);
-  CHECK(out_g == out_a);
-  CHECK(att_g == att_a);
-  CHECK(dqkv_g == dqkv_a);
-}
-
-TEST_CASE("gqa attention with NKV == NH is bitwise attention.hpp (double and float)") {
-  check_bitwise_equal_to_attention<double>(5);
-  check_bitwise_equal_to_attention<float>(7);
 }
 
 }  // namespace

@@ -110,8 +110,8 @@ void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& con
 // how many processes there are), and one in a checkpoint write a write that happens: a
 // checkpoint after that step, of shards node k > 0 writes itself.
 void refuse_exits_that_cannot_happen(const LaunchSpec& spec, const RunConfig& config) {
-  for (const auto& entry : config.fault.inject) {
-    const FaultSpec f = parse_fault_spec(entry);
+  for (const FaultSpec& f : config.fault.inject) {
+    const std::string& entry = f.text;
     if (f.kind != FaultSpec::Kind::exit) continue;
     if (f.node >= spec.nnodes)
       throw InputError(fmt::format("fault.inject: entry '{}': node {} does not exist: this run has {} "
@@ -150,9 +150,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
   s.base = manifest_base(job, config.pipeline.schedule, to_yaml(config));
-  std::vector<FaultSpec> faults;
-  for (const auto& entry : config.fault.inject) faults.push_back(parse_fault_spec(entry));
-  for (auto step : corrupt_checkpoint_steps(faults)) s.corrupt_steps.insert(step);
+  for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
   return s;
 }
 

@@ -37,6 +37,7 @@ std::int64_t number(const std::string& entry, const std::string& field, const st
 FaultSpec parse_fault_spec(const std::string& entry) {
   const auto parts = split(entry, ':');
   FaultSpec spec;
+  spec.text = entry;
   if (parts[0] == "drop")
     spec.kind = FaultSpec::Kind::drop;
   else if (parts[0] == "delay")

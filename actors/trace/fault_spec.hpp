@@ -46,7 +46,16 @@
 
 namespace conveyor {
 
+/// The entries' grammar in one line, for the config key reference (the comment above
+/// says what each does).
+inline constexpr const char* kFaultInjectGrammar =
+    "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient], delay:stage=S:ms=D[:step=N], "
+    "nan:stage=S:step=N, crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, "
+    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], corrupt-checkpoint:step=N";
+
+/// One entry, parsed once where the config is read (RunConfig::fault.inject).
 struct FaultSpec {
+  std::string text;  // the entry as written: errors quote it, config.yaml writes it back
   enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, exit, slow } kind = Kind::drop;
   int stage = 0;
   int node = 0;  // exit: the process (node rank) that exits

@@ -25,23 +25,6 @@ struct StepRangeRule {
   }
 };
 
-// fault.inject: every entry must parse (actors/trace/fault_spec.hpp).
-struct FaultSpecsRule {
-  std::string describe() const {
-    return "entries drop:stage=S:step=N[...], delay:stage=S:ms=D[...], nan:stage=S:step=N, "
-           "crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, slow:stage=S:ms=D[:step=N], "
-           "exit:node=R:step=N[:when=checkpoint] or corrupt-checkpoint:step=N";
-  }
-  std::optional<std::string> check(const std::vector<std::string>& entries) const {
-    for (const auto& e : entries) try {
-        parse_fault_spec(e);
-      } catch (const std::invalid_argument& err) {
-        return std::string(err.what());
-      }
-    return std::nullopt;
-  }
-};
-
 // KEY(model.layers, ...) names the key and the RunConfig field with one token, so the two
 // cannot drift apart. A key stored elsewhere is written with make_key directly.
 // The shared bounds (config_limits.hpp), with why.
@@ -178,21 +161,17 @@ std::vector<ConfigKey> build_keys() {
           "wait-for graph and stops (0 disables)",
           at_least(0.0), at_most_a_week()),
       KEY(fault.inject,
-          "faults injected on purpose, for tests of the watchdog and the failure policy: "
-          "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient] (that message is "
-          "never sent), delay:stage=S:ms=D[:step=N] (stage S's messages leave D ms late), "
-          "corrupt-checkpoint:step=N (the checkpoint written after N steps gets a shard whose "
-          "bytes on disk differ from its sha256, so a resume must fall back), "
-          "nan:stage=S:step=N (the first message stage S sends in train step N carries a NaN, "
-          "as a numerical blow-up there would; CPU stages), crash:stage=S:step=N[:when=optimizer] "
-          "(stage S fails as it starts train step N, or in its optimizer step), hang:stage=S:step=N (stage S never starts train "
-          "step N; the watchdog finds it), slow:stage=S:ms=D[:step=N] (every compute action of "
-          "stage S takes D ms longer, a straggler), exit:node=R:step=N (node R's process is "
-          "killed as step N starts, or with :when=checkpoint as it starts writing its shards of the "
-          "checkpoint after step N (checkpoint.writers every_node); not again after a restart). nan, crash and hang fire once. S "
-          "is the stage actor: with parallel.data R, replica r's pipeline stage s is "
-          "r * pipeline.stages + s",
-          FaultSpecsRule{}),
+          "faults injected on purpose, for tests of the watchdog and the failure policy: drop "
+          "(that message is never sent), delay (stage S's messages leave D ms late), nan (the "
+          "first message stage S sends in step N carries a NaN; CPU stages), crash (stage S "
+          "fails as it starts step N, or in its optimizer step), hang (stage S never starts "
+          "step N: the watchdog finds it), slow (every compute action of stage S takes D ms "
+          "longer: a straggler), exit (node R's process is killed as step N starts, or as it "
+          "starts writing its shards of step N's checkpoint; not again after a restart), "
+          "corrupt-checkpoint (the checkpoint after N steps gets a shard whose bytes differ "
+          "from its sha256). nan, crash and hang fire once. S is the stage actor: with "
+          "parallel.data R, replica r's pipeline stage s is r * pipeline.stages + s "
+          "(actors/trace/fault_spec.hpp)"),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "
           "the step and the stages whose gradients are not finite), skip (no optimizer "

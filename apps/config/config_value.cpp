@@ -183,4 +183,19 @@ YAML::Node ConfigCodec<std::vector<std::string>>::write(const std::vector<std::s
   return seq;
 }
 
+std::vector<FaultSpec> ConfigCodec<std::vector<FaultSpec>>::read(const YAML::Node& node) {
+  std::vector<FaultSpec> out;
+  for (const auto& entry : ConfigCodec<std::vector<std::string>>::read(node)) try {
+      out.push_back(parse_fault_spec(entry));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigValueError(printable_excerpt(e.what(), 400));
+    }
+  return out;
+}
+YAML::Node ConfigCodec<std::vector<FaultSpec>>::write(const std::vector<FaultSpec>& v) {
+  std::vector<std::string> texts;
+  for (const auto& f : v) texts.push_back(f.text);
+  return ConfigCodec<std::vector<std::string>>::write(texts);
+}
+
 }  // namespace conveyor

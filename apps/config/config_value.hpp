@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actors/trace/fault_spec.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/recompute.hpp"
@@ -89,6 +90,14 @@ struct ConfigCodec<std::vector<std::string>> {
   static std::string type_name() { return "list of strings"; }
   static std::vector<std::string> read(const YAML::Node& node);
   static YAML::Node write(const std::vector<std::string>& v);
+};
+
+template <>
+struct ConfigCodec<std::vector<FaultSpec>> {
+  static std::string type_name() { return std::string("list of fault entries: ") + kFaultInjectGrammar; }
+  /// A list of strings, each parsed (parse_fault_spec); a bad one is named with the reason.
+  static std::vector<FaultSpec> read(const YAML::Node& node);
+  static YAML::Node write(const std::vector<FaultSpec>& v);
 };
 
 /// An enum written as one of its names: `Name` prints a value, `Parse` reads one (nullopt

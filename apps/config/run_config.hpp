@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/trace/fault_spec.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/gpt_config.hpp"
 
@@ -87,7 +88,7 @@ struct TransportSection {
 };
 
 struct FaultSection {
-  std::vector<std::string> inject;           // fault.inject: faults injected on purpose (tests)
+  std::vector<FaultSpec> inject;             // fault.inject: faults injected on purpose (tests), parsed
   std::string policy = "restart";            // fault.policy: restart | abort
   std::string on_nan = "abort";              // fault.on_nan: abort | skip | rollback
   std::int64_t snapshot_every = 1;           // fault.snapshot_every: steps between in-memory snapshots (0: none)

@@ -16,15 +16,9 @@ using Kind = FaultSpec::Kind;
 // neither).
 bool names_stage(Kind k) { return k != Kind::exit && k != Kind::corrupt_checkpoint; }
 
-std::optional<ConfigProblem> check_fault_entry(const RunConfig& c, const std::string& entry) {
-  FaultSpec f;
-  try {
-    f = parse_fault_spec(entry);
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;  // the key's own rule reports it
-  }
+std::optional<ConfigProblem> check_fault_entry(const RunConfig& c, const FaultSpec& f) {
   const std::int64_t actors = c.pipeline.stages * c.parallel.data;
-  const std::string where = "entry '" + printable_excerpt(entry) + "': ";
+  const std::string where = "entry '" + printable_excerpt(f.text) + "': ";
   if (names_stage(f.kind) && f.stage >= actors)
     return ConfigProblem{
         "fault.inject",

@@ -75,11 +75,7 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
       static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));
   job.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);
   job.recovery.window_s = config.fault.window_s;
-  if (!config.fault.inject.empty()) {
-    std::vector<FaultSpec> specs;
-    for (const auto& entry : config.fault.inject) specs.push_back(parse_fault_spec(entry));
-    job.fault = std::make_shared<ScriptedFaults>(std::move(specs));
-  }
+  if (!config.fault.inject.empty()) job.fault = std::make_shared<ScriptedFaults>(config.fault.inject);
   return job;
 }
 

@@ -5,7 +5,8 @@
 // held block's attention-half parameters then its MLP-half ones, then the head's. What must
 // hold: the CUDA model indexes parameters through these functions only, and
 // param_layout_test checks them against the CPU layout, so the two cannot disagree about a
-// slice cut between a block's halves (stage_slice.hpp).
+// slice cut between a block's halves (stage_slice.hpp). (GPT-2 only: the CUDA model has no
+// Llama yet.)
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -1,7 +1,8 @@
 // GptStage on the CPU: the skeleton every architecture shares — the token embedding, the
 // blocks cut into halves as the slice holds them (stage_slice.hpp), the head and loss, the
 // stash of each micro-batch, backward split into I and W, and model.recompute — with the
-// layers themselves taken from the architecture: GPT-2's, gpt2_layers.hpp. A block is its attention half then its MLP half, each the step
+// layers themselves taken from the architecture (model.arch): gpt2_layers.hpp or
+// llama_layers.hpp. A block is its attention half then its MLP half, each the step
 // out = x + f(x) of the residual stream (B, T, C); the skeleton hands each half its input,
 // keeps the half's activations in the stash and chains the gradients back.
 //
@@ -13,7 +14,8 @@
 // block's attention and MLP halves too: each half is the same kernel calls either way, and
 // the residual stream between them is a tensor of its own (the MLP half's input).
 //
-// Memory: each half's activations (gpt2_layers.hpp gives them per token) are held from forward to backward_weight; backward_input frees what only it reads
+// Memory: each half's activations (gpt2_layers.hpp and llama_layers.hpp give them per
+// token) are held from forward to backward_weight; backward_input frees what only it reads
 // and keeps the gradients backward_weight needs; backward_weight frees everything.
 // StageStash::bytes() reports it. model.recompute (recompute.hpp) drops parts of a block's
 // activations after its forward and computes them again, from the block's input, at the
@@ -29,6 +31,7 @@
 
 #include "kernels/model/block_params.hpp"  // half_cut_problem
 #include "kernels/model/gpt2_layers.hpp"
+#include "kernels/model/llama_layers.hpp"
 #include "kernels/model/param_init.hpp"
 #include "kernels/model/param_layout.hpp"
 #include "kernels/model/stage_parts.hpp"
@@ -37,12 +40,33 @@
 namespace conveyor {
 namespace {
 
+void validate_llama(const GptConfig& c) {
+  const auto n = [](auto v) { return std::to_string(v); };
+  if (c.kv_heads < 0 || c.heads % c.kv_head_count() != 0)
+    throw std::invalid_argument("GptStage: heads " + n(c.heads) +
+                                " is not a multiple of kv_heads " + n(c.kv_head_count()));
+  if (c.head_dim() % 2 != 0)
+    throw std::invalid_argument("GptStage: the head size d_model / heads = " + n(c.head_dim()) +
+                                " is odd; the rotary embedding rotates pairs of dimensions");
+  if (c.ffn_dim < 0)
+    throw std::invalid_argument("GptStage: ffn_dim " + n(c.ffn_dim) + " is negative");
+  if (!(c.rope_theta > 0) || !(c.norm_eps > 0))
+    throw std::invalid_argument("GptStage: rope_theta and norm_eps must be > 0");
+  if (c.rope_scaling == RopeScaling::llama3 &&
+      (!(c.rope_scaling_factor > 0) || !(c.rope_low_freq_factor > 0) ||
+       !(c.rope_high_freq_factor > c.rope_low_freq_factor) || c.rope_original_max_position < 1))
+    throw std::invalid_argument(
+        "GptStage: llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor "
+        "and original_max_position >= 1");
+}
+
 void validate(const GptConfig& c, const StageSlice& s) {
   if (c.layers < 1 || c.d_model < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1)
     throw std::invalid_argument("GptStage: layers, d_model, heads, seq_len and vocab must be >= 1");
   if (c.d_model % c.heads != 0)
     throw std::invalid_argument("GptStage: d_model " + std::to_string(c.d_model) +
                                 " is not a multiple of heads " + std::to_string(c.heads));
+  if (c.arch == ModelArch::llama) validate_llama(c);
   if (s.first_block < 0 || s.num_blocks < 0 || s.end_block() > c.layers)
     throw std::invalid_argument("GptStage: blocks [" + std::to_string(s.first_block) + ", " +
                                 std::to_string(s.end_block()) + ") outside the model's " +
@@ -282,7 +306,14 @@ struct GptStage::Impl {
       else
         fill_constant(p.value, l.value);
     }
-    layers = std::make_unique<Decoder<gpt2::Layers>>(c, s, params);
+    switch (c.arch) {
+      case ModelArch::gpt2:
+        layers = std::make_unique<Decoder<gpt2::Layers>>(c, s, params);
+        break;
+      case ModelArch::llama:
+        layers = std::make_unique<Decoder<llama::Layers>>(c, s, params);
+        break;
+    }
   }
 
   Param& add(std::string name, Shape shape, bool decay) {
@@ -393,14 +424,23 @@ Tensor GptStage::backward(StageStash& stash, const Tensor& grad_output, float lo
 }
 
 // Matmul FLOPs of one token's forward, counting a multiply-add as 2:
-//   per layer: 2 * 12 C^2 for the qkv (3C^2), proj (C^2), fc1 (4C^2) and fc2 (4C^2) weights,
+//   per layer: the block's weights, 2 * (qkv + proj + MLP) —
+//                gpt2:  2 * 12 C^2 (qkv 3C^2, proj C^2, fc1 4C^2, fc2 4C^2),
+//                llama: 2 * (C W + C^2 + 3 C F), W = C + 2 kv_heads hs the qkv width, F the
+//                       SwiGLU width (gate and up 2CF, down CF) —
 //              plus 2 * 2 * T * C for the attention scores (q k^T) and att @ v over the full
 //              context T (the causal mask is ignored, as in the usual 6N + 12LTC estimate);
 //   head:      2 * V C for lm_head.
-// Embedding lookups, norms, GELU and softmax are not counted. Backward is about 2x this.
+// Embedding lookups, norms, activations, rotary and softmax are not counted. Backward is
+// about 2x this.
 double gpt_forward_flops_per_token(const GptConfig& c) {
   const double L = static_cast<double>(c.layers), C = static_cast<double>(c.d_model),
                T = static_cast<double>(c.seq_len), V = static_cast<double>(c.vocab);
+  if (c.arch == ModelArch::llama) {
+    const double W = C + 2.0 * static_cast<double>(c.kv_head_count() * c.head_dim());
+    const double F = static_cast<double>(c.llama_ffn_dim());
+    return L * (2.0 * (C * W + C * C + 3.0 * C * F) + 2.0 * 2.0 * T * C) + 2.0 * V * C;
+  }
   return L * (2.0 * 12.0 * C * C + 2.0 * 2.0 * T * C) + 2.0 * V * C;
 }
 

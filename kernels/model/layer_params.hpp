@@ -1,7 +1,7 @@
 #pragma once
-// What the layers of a stage (gpt2_layers.hpp) share: their parameters, found by position
-// in the stage's params() list, and the helpers that declare them in its ParamLayout list
-// (param_layout.hpp).
+// What the layers of a stage (gpt2_layers.hpp, llama_layers.hpp) share: their parameters,
+// found by position in the stage's params() list, and the helpers that declare them in its
+// ParamLayout list (param_layout.hpp).
 // Values and gradients are looked up on every call, so a caller may replace a Param's
 // tensors (e.g. when loading weights) between calls; the list itself never moves (the
 // stage keeps it on the heap).
@@ -30,7 +30,7 @@ class LayerParams {
   std::size_t first_;
 };
 
-/// Normal(0, 0.02): GPT-2's init of weights and embeddings.
+/// Normal(0, 0.02): GPT-2's and Llama's (initializer_range) init of weights and embeddings.
 inline constexpr double kInitStd = 0.02;
 
 /// GPT-2's scaled init of the projections that feed the residual stream: 0.02 / sqrt(2 L).

@@ -1,7 +1,7 @@
 #pragma once
-// The LM head and the loss, after an architecture's final norm (gpt2_layers.hpp):
-// logits = xn lm_head^T (no bias), softmax cross-entropy, mean over the B*T tokens. One
-// (B, T, V) buffer holds the logits, then the probabilities, then dlogits.
+// The LM head and the loss, after an architecture's final norm (gpt2_layers.hpp,
+// llama_layers.hpp): logits = xn lm_head^T (no bias), softmax cross-entropy, mean over the
+// B*T tokens. One (B, T, V) buffer holds the logits, then the probabilities, then dlogits.
 // Invariant: lm_head's gradient is accumulated with +=; activations and the gradient of
 // xn are written with =.
 #include <cstdint>

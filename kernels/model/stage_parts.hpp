@@ -2,7 +2,8 @@
 // The parts of a stage, in params() order: the embedding (when the slice has it), each held
 // half block by block (attention half, then MLP half), the head (when the slice has it).
 // The one walk both stage_param_layout and GptStage's layers follow, so a layer's first
-// parameter is where the layout put it. `Layers` is an architecture (gpt2::Layers): its Embedding, AttentionHalf, MlpHalf and Head each declare their
+// parameter is where the layout put it. `Layers` is an architecture (gpt2::Layers,
+// llama::Layers): its Embedding, AttentionHalf, MlpHalf and Head each declare their
 // parameters with a static layout().
 #include <cstddef>
 #include <vector>

@@ -32,7 +32,8 @@ std::optional<Place> place_of(std::string_view name) {
       break;
     }
   if (name.starts_with("wte.") || name.starts_with("wpe.")) return Place{Place::embedding};
-  if (name.starts_with("ln_f.") || name.starts_with("lm_head.")) return Place{Place::head};
+  if (name.starts_with("ln_f.") || name.starts_with("norm_f.") || name.starts_with("lm_head."))
+    return Place{Place::head};
   constexpr std::string_view kBlocks = "blocks.";
   if (!name.starts_with(kBlocks)) return std::nullopt;
   name.remove_prefix(kBlocks.size());
@@ -42,8 +43,10 @@ std::optional<Place> place_of(std::string_view name) {
   const auto [end, ec] = std::from_chars(name.data(), name.data() + dot, block);
   if (ec != std::errc{} || end != name.data() + dot || block < 0 || block > kMaxBlock) return std::nullopt;
   const std::string_view part = name.substr(dot + 1);
-  if (part.starts_with("ln1.") || part.starts_with("attn.")) return Place{Place::half_block, 2 * block};
-  if (part.starts_with("ln2.") || part.starts_with("mlp.")) return Place{Place::half_block, 2 * block + 1};
+  if (part.starts_with("ln1.") || part.starts_with("attn_norm.") || part.starts_with("attn."))
+    return Place{Place::half_block, 2 * block};
+  if (part.starts_with("ln2.") || part.starts_with("mlp_norm.") || part.starts_with("mlp."))
+    return Place{Place::half_block, 2 * block + 1};
   return std::nullopt;
 }
 

@@ -4,11 +4,12 @@
 // the embedding on the first, the final LayerNorm and LM head on the last); a shard is
 // one pipeline stage's, which holds model stage chunk·P + stage of each of its chunks
 // (zbv: stage and 2P−1−stage; actors/plan/schedule/schedule.hpp). What must hold:
-// - every block tensor a shard lists (blocks.B.ln1|attn.* is block B's attention half
-//   2B, blocks.B.ln2|mlp.* its MLP half 2B+1; with or without an opt.m., opt.v. or
-//   master. prefix) lies in a half block the partition gives that shard's stage;
-// - wte.* and wpe.* lie on the stage holding model stage 0, ln_f.* and lm_head.* on the
-//   one holding the last;
+// - every block tensor a shard lists (blocks.B.ln1|attn_norm|attn.* is block B's
+//   attention half 2B, blocks.B.ln2|mlp_norm|mlp.* its MLP half 2B+1; with or without an
+//   opt.m., opt.v. or master. prefix) lies in a half block the partition gives that
+//   shard's stage;
+// - wte.* and wpe.* lie on the stage holding model stage 0, ln_f.*, norm_f.* and lm_head.*
+//   on the one holding the last;
 // - the partition counts the blocks the shards hold: its halves sum to twice the highest
 //   block listed + 1.
 // Other names are not the partition's business (resharding refuses tensors no stage

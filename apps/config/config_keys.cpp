@@ -38,6 +38,10 @@ auto at_most_micro_batches() {
 
 std::vector<ConfigKey> build_keys() {
   return {
+      KEY(model.arch,
+          "decoder architecture: gpt2 (LayerNorm, learned positions, GELU MLP, biases) or llama "
+          "(RMSNorm, rotary positions, grouped-query attention, SwiGLU MLP, no biases; CPU "
+          "stages only so far), which alone reads the model.* keys marked llama"),
       KEY(model.layers, "transformer blocks in the model", at_least(1),
           at_most(kMaxLayers, "the partition search grows with the square of the blocks")),
       KEY(model.d_model, "width of the residual stream", at_least(1)),
@@ -54,6 +58,40 @@ std::vector<ConfigKey> build_keys() {
           "input); less memory, more time, the same results bit for bit"),
       make_key("model.dtype", [](auto& c) -> auto& { return c.model_dtype; },
                "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA", one_of(&known_model_dtypes)),
+      KEY(model.kv_heads,
+          "llama: key/value heads of grouped-query attention, each shared by model.heads / "
+          "model.kv_heads query heads (must divide model.heads; 0: model.heads, multi-head "
+          "attention)",
+          at_least(0)),
+      KEY(model.ffn_dim,
+          "llama: hidden width of the SwiGLU MLP (0: Meta's rule, 8/3 model.d_model rounded up "
+          "to a multiple of 256)",
+          at_least(0)),
+      KEY(model.rope_theta,
+          "llama: base of the rotary embedding's frequencies theta^(-2i/head size)",
+          greater_than(0)),
+      KEY(model.rope_scaling,
+          "llama: rescaling of the rotary frequencies: none, or llama3 (Llama 3.1's rule, with "
+          "model.rope_scaling_factor, model.rope_low_freq_factor, model.rope_high_freq_factor "
+          "and model.rope_original_max_position, config.json's rope_scaling numbers)"),
+      KEY(model.rope_scaling_factor,
+          "llama with model.rope_scaling llama3: low frequencies are divided by it (factor)",
+          greater_than(0)),
+      KEY(model.rope_low_freq_factor,
+          "llama with model.rope_scaling llama3: wavelengths above "
+          "model.rope_original_max_position / this are scaled whole (low_freq_factor)",
+          greater_than(0)),
+      KEY(model.rope_high_freq_factor,
+          "llama with model.rope_scaling llama3: wavelengths below "
+          "model.rope_original_max_position / this are kept, those between are blended "
+          "(high_freq_factor; above model.rope_low_freq_factor)",
+          greater_than(0)),
+      KEY(model.rope_original_max_position,
+          "llama with model.rope_scaling llama3: the context length the unscaled frequencies were "
+          "trained for (original_max_position_embeddings)",
+          at_least(1)),
+      KEY(model.norm_eps, "llama: epsilon of RMSNorm (GPT-2's LayerNorm keeps 1e-5)",
+          greater_than(0)),
 
       KEY(pipeline.stages, "pipeline stages (at most model.layers)", at_least(1)),
       KEY(pipeline.schedule, "pipeline schedule", one_of(&known_schedule_names)),

@@ -1,6 +1,7 @@
 #include "apps/config/config_validation.hpp"
 
 #include "actors/plan/schedule/schedule.hpp"
+#include "apps/config/config_keys.hpp"
 #include "apps/config/config_value.hpp"
 #include "apps/config/partition_key.hpp"
 #include "apps/config/schedule_spec.hpp"
@@ -32,6 +33,83 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
   return std::nullopt;
 }
 
+// The model.* keys only a Llama reads, and those only its llama3 rope scaling reads.
+constexpr const char* kLlamaKeys[] = {"model.kv_heads",
+                                      "model.ffn_dim",
+                                      "model.rope_theta",
+                                      "model.rope_scaling",
+                                      "model.rope_scaling_factor",
+                                      "model.rope_low_freq_factor",
+                                      "model.rope_high_freq_factor",
+                                      "model.rope_original_max_position",
+                                      "model.norm_eps"};
+constexpr const char* kLlama3ScalingKeys[] = {
+    "model.rope_scaling_factor", "model.rope_low_freq_factor", "model.rope_high_freq_factor",
+    "model.rope_original_max_position"};
+
+// A key's value as the resolved config writes it ("2", "llama3").
+std::string written(const RunConfig& c, const char* key) {
+  return find_config_key(key)->get(c).Scalar();
+}
+
+bool at_default(const RunConfig& c, const char* key) {
+  static const RunConfig defaults;
+  return written(c, key) == written(defaults, key);
+}
+
+// model.arch: a key that the architecture does not read must keep its default (set, it
+// would change nothing, silently), the Llama's keys must make a model, and a Llama runs on
+// CPU stages only so far.
+std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
+  using std::to_string;
+  const auto& m = c.model;
+  if (m.arch != ModelArch::llama) {
+    for (const char* key : kLlamaKeys)
+      if (!at_default(c, key))
+        return ConfigProblem{key,
+                             written(c, key) + " with model.arch gpt2 (a model.arch llama key: set "
+                             "model.arch: llama, or leave " + key + " out)",
+                             "model.arch"};
+    return std::nullopt;
+  }
+  if (c.devices.kind == "cuda")
+    return ConfigProblem{"model.arch",
+                         "llama on devices.kind cuda (model.arch llama: CPU stages only so far; "
+                         "set devices.kind: cpu)",
+                         "devices.kind"};
+  if (m.heads % m.kv_head_count() != 0)
+    return ConfigProblem{"model.kv_heads",
+                         to_string(m.kv_heads) + " does not divide model.heads " +
+                             to_string(m.heads) +
+                             " (each key/value head serves model.heads / model.kv_heads query "
+                             "heads)",
+                         "model.heads"};
+  if (m.head_dim() % 2 != 0)
+    return ConfigProblem{"model.heads",
+                         to_string(m.heads) +
+                             " gives an odd head size, model.d_model / model.heads = " +
+                             to_string(m.d_model) + " / " + to_string(m.heads) + " = " +
+                             to_string(m.head_dim()) +
+                             " (the rotary embedding of model.arch llama rotates pairs of a head's "
+                             "dimensions: choose an even head size)",
+                         "model.d_model"};
+  if (m.rope_scaling == RopeScaling::none) {
+    for (const char* key : kLlama3ScalingKeys)
+      if (!at_default(c, key))
+        return ConfigProblem{key,
+                             written(c, key) + " with model.rope_scaling none (it is read by "
+                             "model.rope_scaling llama3 only: set that, or leave " + key + " out)",
+                             "model.rope_scaling"};
+  } else if (!(m.rope_high_freq_factor > m.rope_low_freq_factor)) {
+    return ConfigProblem{"model.rope_high_freq_factor",
+                         format_number(m.rope_high_freq_factor) +
+                             " is not above model.rope_low_freq_factor " +
+                             format_number(m.rope_low_freq_factor) +
+                             " (llama3 scaling blends the wavelengths between the two bounds)",
+                         "model.rope_low_freq_factor"};
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -43,6 +121,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                             to_string(m.d_model) +
                                             " (choose heads that divide d_model)",
                          "model.d_model"};
+  if (auto p = check_model_arch(c)) return p;
   if (c.pipeline.stages > m.layers)
     return ConfigProblem{"pipeline.stages",
                          to_string(c.pipeline.stages) + " is more than model.layers " +

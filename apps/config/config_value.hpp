@@ -16,6 +16,7 @@
 #include "actors/trace/fault_spec.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
+#include "kernels/model/model_arch.hpp"
 #include "kernels/model/recompute.hpp"
 #include "apps/text/message_text.hpp"
 
@@ -121,5 +122,14 @@ struct ConfigCodec<DataFormat>
 template <>
 struct ConfigCodec<Recompute>
     : NamedEnumCodec<Recompute, recompute_name, parse_recompute, known_recompute_names> {};
+
+template <>
+struct ConfigCodec<ModelArch>
+    : NamedEnumCodec<ModelArch, model_arch_name, parse_model_arch, known_model_arch_names> {};
+
+template <>
+struct ConfigCodec<RopeScaling>
+    : NamedEnumCodec<RopeScaling, rope_scaling_name, parse_rope_scaling,
+                     known_rope_scaling_names> {};
 
 }  // namespace conveyor

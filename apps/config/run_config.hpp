@@ -109,7 +109,7 @@ struct CheckpointSection {
 };
 
 struct RunConfig {
-  GptConfig model;                           // model.layers, d_model, heads, seq_len, vocab
+  GptConfig model;                           // model.arch, layers, d_model, heads, ... (model.*)
   std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
   PipelineSection pipeline;
   ParallelSection parallel;

@@ -47,15 +47,25 @@ std::vector<StageMemoryEstimate> rank_memory(const RunConfig& c) {
   const double d = static_cast<double>(m.d_model), V = static_cast<double>(m.vocab);
   const double T = static_cast<double>(m.seq_len), H = static_cast<double>(m.heads);
   const double L = static_cast<double>(m.layers), P = static_cast<double>(c.pipeline.stages);
-  // qkv, proj, fc1, fc2 with their biases and two LayerNorms a block; wte, wpe, ln_f and
-  // the head (its own copy when tied, on the head's stage).
-  const double params = L * (12.0 * d * d + 13.0 * d) + 2.0 * V * d + T * d + 2.0 * d;
+  // GPT-2: qkv, proj, fc1, fc2 with their biases and two LayerNorms a block; wte, wpe, ln_f
+  // and the head (its own copy when tied, on the head's stage). Per token and block kept
+  // for the backward: x, ln1, qkv (3d), the attention output, ln2, fc1 and GELU (4d each),
+  // 15d floats.
+  double params = L * (12.0 * d * d + 13.0 * d) + 2.0 * V * d + T * d + 2.0 * d;
+  double block_floats = 15.0 * d;
+  if (m.arch == ModelArch::llama) {
+    // Llama: qkv (W wide), o, gate_up (2F) and down, and two RMSNorms a block; wte, norm_f
+    // and the head. Kept per token: x, the norm, qkv, the attention output; the MLP's
+    // input, its norm, gate_up and the SwiGLU output.
+    const double W = d + 2.0 * static_cast<double>(m.kv_head_count() * m.head_dim());
+    const double F = static_cast<double>(m.llama_ffn_dim());
+    params = L * (d * W + d * d + 3.0 * d * F + 2.0 * d) + 2.0 * V * d + d;
+    block_floats = 5.0 * d + W + 3.0 * F;
+  }
   const bool cpu = c.devices.kind == "cpu";
   const ScheduleShape shape = schedule_shape(c);
-  // Per token and block kept for the backward: x, ln1, qkv (3d), the attention output,
-  // ln2, fc1 and GELU (4d each), 15d floats, and H·T attention probabilities; with
-  // recomputation, the block's input at least.
-  const double kept = m.recompute == Recompute::none ? 15.0 * d + H * T : d;
+  // And H·T attention probabilities; with recomputation, the block's input at least.
+  const double kept = m.recompute == Recompute::none ? block_floats + H * T : d;
   const double tokens = static_cast<double>(c.pipeline.micro_batch_size) * T;
   // One (rank, chunk) of a micro-batch: the blocks of one model stage, on average.
   const double per_micro_batch = 4.0 * tokens * kept * (L / (P * shape.chunks));

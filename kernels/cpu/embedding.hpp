@@ -1,5 +1,7 @@
 #pragma once
-// Token + learned position embedding: out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :].
+// Token + learned position embedding: out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
+// (GPT-2), and the token embedding alone: out[b, t, :] = wte[tokens[b, t], :] (Llama, whose
+// positions are rotary, inside attention).
 // Invariant: parameter gradients are accumulated with +=; activations are written with =.
 // The embedding has no input gradient (its input is token ids); its backward is weight-only
 // and visits tokens in (b, t) order, so the accumulation order is fixed.
@@ -40,6 +42,30 @@ void embedding_backward_weight(Real* dwte,                  // (V, C)     +=
         dwpe_t[i] += dout_bt[i];
       }
     }
+  }
+}
+
+template <class Real>
+void token_embedding_forward(Real* out,                   // (B, T, C)
+                             const std::int32_t* tokens,  // (B, T)
+                             const Real* wte,             // (V, C)
+                             std::int64_t B, std::int64_t T, std::int64_t C) {
+  for (std::int64_t bt = 0; bt < B * T; ++bt) {
+    Real* out_bt = out + bt * C;                                 // (C)
+    const Real* wte_ix = wte + std::int64_t{tokens[bt]} * C;     // (C)
+    for (std::int64_t i = 0; i < C; ++i) out_bt[i] = wte_ix[i];
+  }
+}
+
+template <class Real>
+void token_embedding_backward_weight(Real* dwte,                  // (V, C) +=
+                                     const Real* dout,            // (B, T, C)
+                                     const std::int32_t* tokens,  // (B, T)
+                                     std::int64_t B, std::int64_t T, std::int64_t C) {
+  for (std::int64_t bt = 0; bt < B * T; ++bt) {
+    const Real* dout_bt = dout + bt * C;                 // (C)
+    Real* dwte_ix = dwte + std::int64_t{tokens[bt]} * C;  // (C)
+    for (std::int64_t i = 0; i < C; ++i) dwte_ix[i] += dout_bt[i];
   }
 }
 

@@ -1,9 +1,12 @@
 #pragma once
-// Where a slice's block parameters sit in its params() list, shared by the CPU GptStage and
-// the CUDA stage model (which copies GptStage's list): after the embedding's two (when the
-// slice has it), each held block's attention-half parameters then its MLP-half ones, then
-// the head's. What must hold: both models index parameters through these functions only, so
-// they cannot disagree about a slice cut between a block's halves (stage_slice.hpp).
+// Where a GPT-2 slice's block parameters sit in its params() list, shared by the CPU
+// GptStage (gpt2_layers.cpp: a parameter's place within its half) and the CUDA stage model
+// (which copies GptStage's list): after the embedding's two (when the slice has it), each
+// held block's attention-half parameters then its MLP-half ones, then the head's. What must
+// hold: the CUDA model indexes parameters through these functions only, and
+// param_layout_test checks them against the CPU layout, so the two cannot disagree about a
+// slice cut between a block's halves (stage_slice.hpp). (GPT-2 only: the CUDA model has no
+// Llama yet.)
 #include <cstddef>
 #include <optional>
 #include <string>

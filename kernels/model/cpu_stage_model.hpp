@@ -1,5 +1,5 @@
 #pragma once
-// The CPU reference chunk model: GptStage and fp32 AdamW in host memory
+// The CPU reference chunk model: GptStage (GPT-2 or Llama) and fp32 AdamW in host memory
 // (make_cpu_stage_model returns one).
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/model/stage_model.hpp"

@@ -1,95 +1,291 @@
-// GptStage on the CPU: the layers of kernels/cpu/ composed into GPT-2 blocks.
+// GptStage on the CPU: the skeleton every architecture shares — the token embedding, the
+// blocks cut into halves as the slice holds them (stage_slice.hpp), the head and loss, the
+// stash of each micro-batch, backward split into I and W, and model.recompute — with the
+// layers themselves taken from the architecture (model.arch): gpt2_layers.hpp or
+// llama_layers.hpp. A block is its attention half then its MLP half, each the step
+// out = x + f(x) of the residual stream (B, T, C); the skeleton hands each half its input,
+// keeps the half's activations in the stash and chains the gradients back.
 //
-// Exactness across splits: every block runs the same kernels on the same shapes whether it
+// Exactness across splits: every half runs the same kernels on the same shapes whether it
 // sits in a one-stage or a many-stage pipeline, every parameter gradient is accumulated by
 // its own kernel call (nothing reduces across blocks or stages), and parameters are
 // initialised from (seed, name). So losses and gradients are bitwise independent of the
 // split; tests/kernels/model/gpt_stage_test.cpp checks it. That holds for cuts between a
-// block's attention and MLP halves too (stage_slice.hpp): each half is the same kernel calls
-// either way, and the residual stream between them (res2) is a tensor of its own.
+// block's attention and MLP halves too: each half is the same kernel calls either way, and
+// the residual stream between them is a tensor of its own (the MLP half's input).
 //
-// Memory: the stash of a micro-batch holds, per block and token, 16C + heads*T + 4 floats
-// after forward; backward_input frees qkv, the attention probabilities and the pre-GELU
-// activation and adds the output gradients that backward_weight needs (20C + 4 floats per
-// block and token); backward_weight frees everything. StageStash::bytes() reports it.
-// model.recompute (recompute.hpp) drops parts of a block's activations after its forward
-// and computes them again at the start of its backward_input: with `full` a block holds C
-// floats per token between forward and backward.
+// Memory: each half's activations (gpt2_layers.hpp and llama_layers.hpp give them per
+// token) are held from forward to backward_weight; backward_input frees what only it reads
+// and keeps the gradients backward_weight needs; backward_weight frees everything.
+// StageStash::bytes() reports it. model.recompute (recompute.hpp) drops parts of a block's
+// activations after its forward and computes them again, from the block's input, at the
+// start of its backward_input: with `full` a block holds C floats per token between
+// forward and backward.
 #include "kernels/model/gpt_stage.hpp"
 
 #include <array>
-#include <cmath>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cpu/attention.hpp"
-#include "kernels/cpu/cross_entropy.hpp"
-#include "kernels/cpu/embedding.hpp"
-#include "kernels/cpu/gelu.hpp"
-#include "kernels/cpu/layernorm.hpp"
-#include "kernels/cpu/linear.hpp"
-#include "kernels/cpu/residual.hpp"
-#include "kernels/model/block_params.hpp"
+#include "kernels/model/block_params.hpp"  // half_cut_problem
+#include "kernels/model/gpt2_layers.hpp"
+#include "kernels/model/llama_layers.hpp"
 #include "kernels/model/param_init.hpp"
 #include "kernels/model/param_layout.hpp"
+#include "kernels/model/stage_parts.hpp"
 #include "kernels/model/stash_phase.hpp"
 
 namespace conveyor {
 namespace {
 
-// What one block keeps between forward, backward_input and backward_weight.
-// Shapes: x, ln1, atty, res2, ln2 and every d_* except d_qkv, d_fc1 are (B, T, C).
+void validate_llama(const GptConfig& c) {
+  const auto n = [](auto v) { return std::to_string(v); };
+  if (c.kv_heads < 0 || c.heads % c.kv_head_count() != 0)
+    throw std::invalid_argument("GptStage: heads " + n(c.heads) +
+                                " is not a multiple of kv_heads " + n(c.kv_head_count()));
+  if (c.head_dim() % 2 != 0)
+    throw std::invalid_argument("GptStage: the head size d_model / heads = " + n(c.head_dim()) +
+                                " is odd; the rotary embedding rotates pairs of dimensions");
+  if (c.ffn_dim < 0)
+    throw std::invalid_argument("GptStage: ffn_dim " + n(c.ffn_dim) + " is negative");
+  if (!(c.rope_theta > 0) || !(c.norm_eps > 0))
+    throw std::invalid_argument("GptStage: rope_theta and norm_eps must be > 0");
+  if (c.rope_scaling == RopeScaling::llama3 &&
+      (!(c.rope_scaling_factor > 0) || !(c.rope_low_freq_factor > 0) ||
+       !(c.rope_high_freq_factor > c.rope_low_freq_factor) || c.rope_original_max_position < 1))
+    throw std::invalid_argument(
+        "GptStage: llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor "
+        "and original_max_position >= 1");
+}
+
+void validate(const GptConfig& c, const StageSlice& s) {
+  if (c.layers < 1 || c.d_model < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1)
+    throw std::invalid_argument("GptStage: layers, d_model, heads, seq_len and vocab must be >= 1");
+  if (c.d_model % c.heads != 0)
+    throw std::invalid_argument("GptStage: d_model " + std::to_string(c.d_model) +
+                                " is not a multiple of heads " + std::to_string(c.heads));
+  if (c.arch == ModelArch::llama) validate_llama(c);
+  if (s.first_block < 0 || s.num_blocks < 0 || s.end_block() > c.layers)
+    throw std::invalid_argument("GptStage: blocks [" + std::to_string(s.first_block) + ", " +
+                                std::to_string(s.end_block()) + ") outside the model's " +
+                                std::to_string(c.layers) + " layers");
+  if (s.num_blocks == 0 && !s.has_embedding && !s.has_head)
+    throw std::invalid_argument(
+        "GptStage: a slice with no blocks must hold the embedding or the head");
+  if (const auto problem = half_cut_problem(s))
+    throw std::invalid_argument("GptStage: " + *problem);
+}
+
+void check_grad_output(const GptConfig& c, const Tensor& grad, std::int64_t B, std::int64_t T) {
+  const Shape want{B, T, c.d_model};
+  if (!grad.defined() || !grad.device().is_cpu() || grad.dtype() != DType::f32 ||
+      grad.shape() != want)
+    throw std::invalid_argument("GptStage::backward: grad_output must be f32 " + want.str() +
+                                " on cpu, got " + grad.describe());
+}
+
+// One block's activations: each half's, empty for a half the slice does not hold.
+template <class Layers>
 struct BlockActs {
-  // forward
-  Tensor x;                        // (B, T, C) block input, the residual stream
-  Tensor ln1, ln1_mean, ln1_rstd;  // (B, T, C), (B, T), (B, T)
-  Tensor qkv;                      // (B, T, 3C); freed by backward_input
-  Tensor att;                      // (B, NH, T, T); freed by backward_input
-  Tensor atty;                     // (B, T, C) attention output, input of attn.proj
-  Tensor res2;                     // (B, T, C) x + attn.proj(atty)
-  Tensor ln2, ln2_mean, ln2_rstd;  // (B, T, C), (B, T), (B, T)
-  Tensor fc1;                      // (B, T, 4C) pre-GELU; freed by backward_input
-  Tensor gelu;                     // (B, T, 4C) input of mlp.fc2
-  // backward_input, for backward_weight
-  Tensor d_out;   // (B, T, C) gradient of the block output
-  Tensor d_fc1;   // (B, T, 4C) gradient of the pre-GELU activation
-  Tensor d_ln2;   // (B, T, C)
-  Tensor d_res2;  // (B, T, C)
-  Tensor d_qkv;   // (B, T, 3C)
-  Tensor d_ln1;   // (B, T, C)
-
-  std::array<const Tensor*, 19> all() const {
-    return {&x,     &ln1,   &ln1_mean, &ln1_rstd, &qkv,  &att,  &atty,
-            &res2,  &ln2,   &ln2_mean, &ln2_rstd, &fc1,  &gelu, &d_out,
-            &d_fc1, &d_ln2, &d_res2,   &d_qkv,    &d_ln1};
-  }
+  typename Layers::AttentionHalf::Acts attn;
+  typename Layers::MlpHalf::Acts mlp;
 };
 
-// What the final LayerNorm, the LM head and the loss keep.
-struct HeadActs {
-  Tensor targets;                  // (B, T) i32
-  Tensor x;                        // (B, T, C) input of ln_f
-  Tensor lnf, lnf_mean, lnf_rstd;  // (B, T, C), (B, T), (B, T)
-  Tensor logits;                   // (B, T, V): logits, then probabilities, then dlogits
-  Tensor d_lnf;                    // (B, T, C)
-};
-
-
-// One micro-batch's stash: plain data, filled and consumed by GptStage::Impl.
-struct GptStash final : StageStash {
-  GptStash(const void* owner_stage, std::int64_t batch, std::int64_t seq, int num_blocks)
+// One micro-batch's stash: plain data, filled and consumed by Decoder<Layers>.
+template <class Layers>
+struct DecoderStash final : StageStash {
+  DecoderStash(const void* owner_stage, std::int64_t batch, std::int64_t seq, int num_blocks)
       : owner(owner_stage), B(batch), T(seq), blocks(static_cast<std::size_t>(num_blocks)) {}
 
-  std::size_t bytes() const override { return stash_bytes(*this); }
-  void release() { release_stash(*this); }
+  std::size_t bytes() const override {
+    std::size_t n = 0;
+    auto add = [&](const auto& tensors) {
+      for (const Tensor* t : tensors) n += t->defined() ? t->bytes() : 0;
+    };
+    add(std::array<const Tensor*, 2>{&tokens, &d_embed});
+    for (const auto& b : blocks) {
+      add(b.attn.all());
+      add(b.mlp.all());
+    }
+    add(head.all());
+    return n;
+  }
+  void release() {
+    tokens = {};
+    d_embed = {};
+    blocks.clear();
+    head = {};
+  }
 
-  const void* owner;  // the GptStage::Impl that made it
+  const void* owner;  // the Decoder that made it
   std::int64_t B, T;
   StashPhase phase = StashPhase::forward_done;
   Tensor tokens;   // (B, T) i32, on the embedding slice
   Tensor d_embed;  // (B, T, C) gradient of the embedding output
-  std::vector<BlockActs> blocks;
-  HeadActs head;
+  std::vector<BlockActs<Layers>> blocks;
+  typename Layers::Head::Acts head;
+};
+
+// The forward and backward walk over a slice's layers, whatever their architecture.
+class StageLayers {
+ public:
+  virtual ~StageLayers() = default;
+  /// REQUIRES: input and targets checked, (B, T) the input's.
+  virtual StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash,
+                               std::int64_t B, std::int64_t T) = 0;
+  virtual Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) = 0;
+  virtual void backward_weight(StageStash& stash) = 0;
+};
+
+template <class Layers>
+class Decoder final : public StageLayers {
+ public:
+  using Stash = DecoderStash<Layers>;
+  using Acts = BlockActs<Layers>;
+
+  Decoder(const GptConfig& c, const StageSlice& s, std::vector<Param>& params)
+      : config_(c),
+        slice_(s),
+        context_(c),
+        attention_(static_cast<std::size_t>(s.num_blocks)),
+        mlp_(static_cast<std::size_t>(s.num_blocks)) {
+    layout_stage_parts<Layers>(c, s, [&](StagePart part, int block, std::size_t first) {
+      const LayerParams p(params, first);
+      const auto j = static_cast<std::size_t>(block - s.first_block);
+      switch (part) {
+        case StagePart::embedding:
+          embedding_.emplace(c, context_, p);
+          break;
+        case StagePart::attention_half:
+          attention_[j].emplace(c, context_, p);
+          break;
+        case StagePart::mlp_half:
+          mlp_[j].emplace(c, context_, p);
+          break;
+        case StagePart::head:
+          head_.emplace(c, context_, p);
+          break;
+      }
+    });
+  }
+
+  StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash, std::int64_t B,
+                       std::int64_t T) override {
+    auto stash = keep_stash ? std::make_unique<Stash>(this, B, T, slice_.num_blocks) : nullptr;
+    Tensor x;  // (B, T, C) the residual stream
+    if (embedding_) {
+      x = Tensor::uninitialized({B, T, config_.d_model});
+      embedding_->forward(x.f32(), input.i32(), B, T);
+      if (stash) stash->tokens = input;
+    } else {
+      x = input;  // kept by handle: inputs are never written (see stage_model.hpp)
+    }
+    for (std::size_t j = 0; j < attention_.size(); ++j) {
+      Acts scratch;
+      Acts& a = stash ? stash->blocks[j] : scratch;
+      x = block_forward(j, x, a, B, T);
+      drop_recomputed(j, a);
+    }
+    StageForward result;
+    if (head_) {
+      typename Layers::Head::Acts scratch;
+      result.loss = head_->forward(x, targets, stash ? stash->head : scratch, B, T);
+    } else {
+      result.activation = x;
+    }
+    result.stash = std::move(stash);
+    return result;
+  }
+
+  Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) override {
+    Stash& st = own_stash<Stash>(stash, this, StashPhase::forward_done, "GptStage::backward_input");
+    const std::int64_t B = st.B, T = st.T;
+    Tensor d;  // (B, T, C) gradient of the residual stream
+    if (head_) {
+      d = head_->backward_input(st.head, loss_scale, B, T);
+    } else {
+      check_grad_output(config_, grad_output, B, T);
+      d = grad_output;
+    }
+    for (std::size_t j = attention_.size(); j-- > 0;)
+      d = block_backward_input(j, st.blocks[j], d, B, T);
+    st.phase = StashPhase::input_done;
+    if (embedding_) {
+      st.d_embed = d;
+      return {};
+    }
+    return d;
+  }
+
+  void backward_weight(StageStash& stash) override {
+    Stash& st = own_stash<Stash>(stash, this, StashPhase::input_done, "GptStage::backward_weight");
+    const std::int64_t B = st.B, T = st.T;
+    if (embedding_) embedding_->backward_weight(st.d_embed.f32(), st.tokens.i32(), B, T);
+    for (std::size_t j = 0; j < attention_.size(); ++j) {
+      if (mlp_[j]) mlp_[j]->backward_weight(st.blocks[j].mlp, B, T);
+      if (attention_[j]) attention_[j]->backward_weight(st.blocks[j].attn, B, T);
+    }
+    if (head_) head_->backward_weight(st.head, B, T);
+    st.release();
+    st.phase = StashPhase::weight_done;
+  }
+
+ private:
+  // The halves of local block j this slice holds, from the residual stream x; returns the
+  // residual stream after them. The MLP half keeps its input (the attention half's output)
+  // by handle; nothing keeps the block's output.
+  Tensor block_forward(std::size_t j, Tensor x, Acts& a, std::int64_t B, std::int64_t T) {
+    if (attention_[j]) {
+      a.attn.x = x;
+      attention_[j]->forward_inner(a.attn, B, T);
+      x = attention_[j]->forward_output(a.attn, B, T);
+    }
+    if (mlp_[j]) {
+      a.mlp.x = x;
+      mlp_[j]->forward_inner(a.mlp, B, T);
+      x = mlp_[j]->forward_output(a.mlp, B, T);
+    }
+    return x;
+  }
+
+  // model.recompute: after a block's forward, what backward will compute again. An MLP half
+  // without its block's attention half keeps its input: it is the block's input.
+  void drop_recomputed(std::size_t j, Acts& a) const {
+    if (recomputes_attention(config_.recompute) && attention_[j]) attention_[j]->drop_inner(a.attn);
+    if (recomputes_mlp(config_.recompute) && mlp_[j]) {
+      if (attention_[j]) a.mlp.x = Tensor{};
+      mlp_[j]->drop_inner(a.mlp);
+    }
+  }
+
+  // model.recompute: before a block's backward, what forward dropped — the same kernels on
+  // the same block input, so the same bits.
+  void recompute(std::size_t j, Acts& a, std::int64_t B, std::int64_t T) const {
+    if (recomputes_attention(config_.recompute) && attention_[j])
+      attention_[j]->forward_inner(a.attn, B, T);
+    if (recomputes_mlp(config_.recompute) && mlp_[j]) {
+      if (attention_[j]) a.mlp.x = attention_[j]->forward_output(a.attn, B, T);
+      mlp_[j]->forward_inner(a.mlp, B, T);
+    }
+  }
+
+  // Returns the gradient of the block input; keeps in `a` what backward_weight needs.
+  Tensor block_backward_input(std::size_t j, Acts& a, Tensor d, std::int64_t B, std::int64_t T) {
+    recompute(j, a, B, T);
+    if (mlp_[j]) d = mlp_[j]->backward_input(a.mlp, d, B, T);
+    if (attention_[j]) d = attention_[j]->backward_input(a.attn, d, B, T);
+    return d;
+  }
+
+  GptConfig config_;
+  StageSlice slice_;
+  typename Layers::Context context_;  // before the layers, which point at it
+  std::optional<typename Layers::Embedding> embedding_;
+  std::vector<std::optional<typename Layers::AttentionHalf>> attention_;  // by local block
+  std::vector<std::optional<typename Layers::MlpHalf>> mlp_;              // by local block
+  std::optional<typename Layers::Head> head_;
 };
 
 }  // namespace
@@ -99,13 +295,24 @@ struct GptStage::Impl {
   StageSlice slice;
   std::vector<Param> params;
   std::vector<Shape> shapes;  // the shape every params[i] must keep
+  std::unique_ptr<StageLayers> layers;
 
   Impl(const GptConfig& c, const StageSlice& s, std::uint64_t seed) : config(c), slice(s) {
-    validate();
+    validate(c, s);
     for (auto& l : stage_param_layout(c, s)) {
       Param& p = add(std::move(l.name), std::move(l.shape), l.decay);
-      if (l.init == ParamLayout::Init::normal) fill_normal(p.value, param_stream_key(seed, l.stream), l.stddev);
-      else fill_constant(p.value, l.value);
+      if (l.init == ParamLayout::Init::normal)
+        fill_normal(p.value, param_stream_key(seed, l.stream), l.stddev);
+      else
+        fill_constant(p.value, l.value);
+    }
+    switch (c.arch) {
+      case ModelArch::gpt2:
+        layers = std::make_unique<Decoder<gpt2::Layers>>(c, s, params);
+        break;
+      case ModelArch::llama:
+        layers = std::make_unique<Decoder<llama::Layers>>(c, s, params);
+        break;
     }
   }
 
@@ -121,39 +328,6 @@ struct GptStage::Impl {
     params.push_back(std::move(p));
     return params.back();
   }
-
-  void validate() const {
-    const GptConfig& c = config;
-    if (c.layers < 1 || c.d_model < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1)
-      throw std::invalid_argument(
-          "GptStage: layers, d_model, heads, seq_len and vocab must be >= 1");
-    if (c.d_model % c.heads != 0)
-      throw std::invalid_argument("GptStage: d_model " + std::to_string(c.d_model) +
-                                  " is not a multiple of heads " + std::to_string(c.heads));
-    const StageSlice& s = slice;
-    if (s.first_block < 0 || s.num_blocks < 0 || s.end_block() > c.layers)
-      throw std::invalid_argument("GptStage: blocks [" + std::to_string(s.first_block) + ", " +
-                                  std::to_string(s.end_block()) + ") outside the model's " +
-                                  std::to_string(c.layers) + " layers");
-    if (s.num_blocks == 0 && !s.has_embedding && !s.has_head)
-      throw std::invalid_argument(
-          "GptStage: a slice with no blocks must hold the embedding or the head");
-    if (const auto problem = half_cut_problem(s))
-      throw std::invalid_argument("GptStage: " + *problem);
-  }
-
-  // Parameter access by position in params(). Values are looked up on every call, so a
-  // caller may replace a Param's tensors (e.g. when loading weights) between calls.
-  std::size_t head_base() const { return conveyor::head_base(slice); }
-  std::size_t at(int local_block, BlockParam k) const {
-    return block_param(slice, local_block, k);
-  }
-  bool has_attention(int local_block) const {
-    return slice.holds_attention(slice.first_block + local_block);
-  }
-  bool has_mlp(int local_block) const { return slice.holds_mlp(slice.first_block + local_block); }
-  const float* w(std::size_t i) const { return params[i].value.f32(); }
-  float* g(std::size_t i) { return params[i].grad.f32(); }
 
   void check_params() const {
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -208,188 +382,6 @@ struct GptStage::Impl {
                                     " is outside the vocabulary [0, " +
                                     std::to_string(config.vocab) + ")");
   }
-
-  void check_grad_output(const Tensor& grad, std::int64_t B, std::int64_t T) const {
-    const Shape want{B, T, config.d_model};
-    if (!grad.defined() || !grad.device().is_cpu() || grad.dtype() != DType::f32 ||
-        grad.shape() != want)
-      throw std::invalid_argument("GptStage::backward: grad_output must be f32 " + want.str() +
-                                  " on cpu, got " + grad.describe());
-  }
-
-  GptStash& own(StageStash& stash, StashPhase want, const char* who) const {
-    return own_stash<GptStash>(stash, this, want, std::string("GptStage::") + who);
-  }
-
-  // The halves of block j this slice holds, from the residual stream x; returns the residual
-  // stream after them (res2 when the MLP half is on the next slice).
-  Tensor block_forward(int j, const Tensor& x, BlockActs& a, std::int64_t B, std::int64_t T) {
-    if (has_attention(j)) {
-      a.x = x;
-      attention_half(j, a, B, T);
-      attention_residual(j, a, B, T);
-      if (!has_mlp(j)) return std::move(a.res2);  // the output; backward does not read it
-    } else {
-      a.res2 = x;  // the MLP half's input: kept by handle, never written
-    }
-    mlp_half(j, a, B, T);
-    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    Tensor out = Tensor::uninitialized({B, T, C});
-    cpu::linear_forward(out.f32(), a.gelu.f32(), w(at(j, fc2_w)), w(at(j, fc2_b)), N, H, C);
-    cpu::residual_forward(out.f32(), a.res2.f32(), out.f32(), N * C);
-    return out;
-  }
-
-  // ln1, qkv and attention of block j from a.x: fills ln1 (and its statistics), qkv, att
-  // and atty.
-  void attention_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, NH = config.heads, N = B * T;
-    a.ln1 = Tensor::uninitialized({B, T, C});
-    a.ln1_mean = Tensor::uninitialized({B, T});
-    a.ln1_rstd = Tensor::uninitialized({B, T});
-    cpu::layernorm_forward(a.ln1.f32(), a.ln1_mean.f32(), a.ln1_rstd.f32(), a.x.f32(),
-                           w(at(j, ln1_w)), w(at(j, ln1_b)), N, C);
-    a.qkv = Tensor::uninitialized({B, T, 3 * C});
-    cpu::linear_forward(a.qkv.f32(), a.ln1.f32(), w(at(j, qkv_w)), w(at(j, qkv_b)), N, C, 3 * C);
-    a.att = Tensor::uninitialized({B, NH, T, T});
-    a.atty = Tensor::uninitialized({B, T, C});
-    cpu::attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, C, NH);
-  }
-
-  // attn.proj and the residual of block j from a.x and a.atty: fills res2.
-  void attention_residual(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, N = B * T;
-    a.res2 = Tensor::uninitialized({B, T, C});
-    cpu::linear_forward(a.res2.f32(), a.atty.f32(), w(at(j, proj_w)), w(at(j, proj_b)), N, C, C);
-    cpu::residual_forward(a.res2.f32(), a.x.f32(), a.res2.f32(), N * C);
-  }
-
-  // ln2, fc1 and GELU of block j from a.res2: fills ln2 (and its statistics), fc1 and gelu.
-  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    a.ln2 = Tensor::uninitialized({B, T, C});
-    a.ln2_mean = Tensor::uninitialized({B, T});
-    a.ln2_rstd = Tensor::uninitialized({B, T});
-    cpu::layernorm_forward(a.ln2.f32(), a.ln2_mean.f32(), a.ln2_rstd.f32(), a.res2.f32(),
-                           w(at(j, ln2_w)), w(at(j, ln2_b)), N, C);
-    a.fc1 = Tensor::uninitialized({B, T, H});
-    cpu::linear_forward(a.fc1.f32(), a.ln2.f32(), w(at(j, fc1_w)), w(at(j, fc1_b)), N, C, H);
-    a.gelu = Tensor::uninitialized({B, T, H});
-    cpu::gelu_forward(a.gelu.f32(), a.fc1.f32(), N * H);
-  }
-
-  // model.recompute: after a block's forward, what backward will compute again. A block
-  // without its attention half keeps res2: it is the block's input.
-  void drop_recomputed(int j, BlockActs& a) const {
-    if (recomputes_attention(config.recompute))
-      a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.att = a.atty = Tensor{};
-    if (recomputes_mlp(config.recompute)) {
-      if (has_attention(j)) a.res2 = Tensor{};
-      a.ln2 = a.ln2_mean = a.ln2_rstd = a.fc1 = a.gelu = Tensor{};
-    }
-  }
-
-  // model.recompute: before a block's backward, what forward dropped — the same kernels on
-  // the same a.x (or a.res2), so the same bits.
-  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
-    if (recomputes_attention(config.recompute) && has_attention(j)) attention_half(j, a, B, T);
-    if (recomputes_mlp(config.recompute) && has_mlp(j)) {
-      if (has_attention(j)) attention_residual(j, a, B, T);
-      mlp_half(j, a, B, T);
-    }
-  }
-
-  // Returns the gradient of the block input; keeps in `a` what block_backward_weight needs.
-  Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
-                              std::int64_t T) {
-    recompute(j, a, B, T);
-    const std::int64_t C = config.d_model, NH = config.heads, H = config.mlp_hidden(), N = B * T;
-    if (has_mlp(j)) {
-      a.d_out = d_out;
-      a.d_fc1 = Tensor::uninitialized({B, T, H});
-      cpu::linear_backward_input(a.d_fc1.f32(), d_out.f32(), w(at(j, fc2_w)), N, H, C);
-      cpu::gelu_backward_input(a.d_fc1.f32(), a.d_fc1.f32(), a.fc1.f32(), N * H);
-      a.fc1 = {};
-      a.d_ln2 = Tensor::uninitialized({B, T, C});
-      cpu::linear_backward_input(a.d_ln2.f32(), a.d_fc1.f32(), w(at(j, fc1_w)), N, C, H);
-      a.d_res2 = d_out.clone();
-      cpu::layernorm_backward_input(a.d_res2.f32(), a.d_ln2.f32(), a.res2.f32(), w(at(j, ln2_w)),
-                                    a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
-      if (!has_attention(j)) return std::move(a.d_res2);  // the gradient of the block input
-    } else {
-      a.d_res2 = d_out;  // the block's output is res2; read, never written
-    }
-    Tensor d_atty = Tensor::uninitialized({B, T, C});
-    cpu::linear_backward_input(d_atty.f32(), a.d_res2.f32(), w(at(j, proj_w)), N, C, C);
-    a.d_qkv = Tensor::uninitialized({B, T, 3 * C});
-    cpu::attention_backward_input(a.d_qkv.f32(), d_atty.f32(), a.qkv.f32(), a.att.f32(), B, T, C,
-                                  NH);
-    a.qkv = {};
-    a.att = {};
-    a.d_ln1 = Tensor::uninitialized({B, T, C});
-    cpu::linear_backward_input(a.d_ln1.f32(), a.d_qkv.f32(), w(at(j, qkv_w)), N, C, 3 * C);
-    Tensor dx = a.d_res2.clone();
-    cpu::layernorm_backward_input(dx.f32(), a.d_ln1.f32(), a.x.f32(), w(at(j, ln1_w)),
-                                  a.ln1_mean.f32(), a.ln1_rstd.f32(), N, C);
-    return dx;
-  }
-
-  void block_backward_weight(int j, const BlockActs& a, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, H = config.mlp_hidden(), N = B * T;
-    if (has_mlp(j)) {
-      cpu::linear_backward_weight(g(at(j, fc2_w)), g(at(j, fc2_b)), a.d_out.f32(), a.gelu.f32(), N,
-                                  H, C);
-      cpu::linear_backward_weight(g(at(j, fc1_w)), g(at(j, fc1_b)), a.d_fc1.f32(), a.ln2.f32(), N,
-                                  C, H);
-      cpu::layernorm_backward_weight(g(at(j, ln2_w)), g(at(j, ln2_b)), a.d_ln2.f32(),
-                                     a.res2.f32(), a.ln2_mean.f32(), a.ln2_rstd.f32(), N, C);
-    }
-    if (!has_attention(j)) return;
-    cpu::linear_backward_weight(g(at(j, proj_w)), g(at(j, proj_b)), a.d_res2.f32(), a.atty.f32(), N,
-                                C, C);
-    cpu::linear_backward_weight(g(at(j, qkv_w)), g(at(j, qkv_b)), a.d_qkv.f32(), a.ln1.f32(), N, C,
-                                3 * C);
-    cpu::layernorm_backward_weight(g(at(j, ln1_w)), g(at(j, ln1_b)), a.d_ln1.f32(), a.x.f32(),
-                                   a.ln1_mean.f32(), a.ln1_rstd.f32(), N, C);
-  }
-
-  double head_forward(const Tensor& x, const Tensor& targets, HeadActs& h, std::int64_t B,
-                      std::int64_t T) {
-    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
-    const std::size_t base = head_base();
-    h.targets = targets;
-    h.x = x;
-    h.lnf = Tensor::uninitialized({B, T, C});
-    h.lnf_mean = Tensor::uninitialized({B, T});
-    h.lnf_rstd = Tensor::uninitialized({B, T});
-    cpu::layernorm_forward(h.lnf.f32(), h.lnf_mean.f32(), h.lnf_rstd.f32(), x.f32(), w(base),
-                           w(base + 1), N, C);
-    h.logits = Tensor::uninitialized({B, T, V});
-    cpu::linear_forward<float>(h.logits.f32(), h.lnf.f32(), w(base + 2), nullptr, N, C, V);
-    return cpu::cross_entropy_forward(h.logits.f32(), h.logits.f32(), h.targets.i32(), N, V);
-  }
-
-  Tensor head_backward_input(HeadActs& h, float loss_scale, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
-    const std::size_t base = head_base();
-    float* dlogits = h.logits.f32();  // (B, T, V), over the probabilities
-    cpu::cross_entropy_backward_input(dlogits, dlogits, h.targets.i32(),
-                                      loss_scale / static_cast<float>(N), N, V);
-    h.d_lnf = Tensor::uninitialized({B, T, C});
-    cpu::linear_backward_input(h.d_lnf.f32(), dlogits, w(base + 2), N, C, V);
-    Tensor dx = Tensor::zeros({B, T, C});  // zeros: layernorm_backward_input adds into it
-    cpu::layernorm_backward_input(dx.f32(), h.d_lnf.f32(), h.x.f32(), w(base), h.lnf_mean.f32(),
-                                  h.lnf_rstd.f32(), N, C);
-    return dx;
-  }
-
-  void head_backward_weight(const HeadActs& h, std::int64_t B, std::int64_t T) {
-    const std::int64_t C = config.d_model, V = config.vocab, N = B * T;
-    const std::size_t base = head_base();
-    cpu::linear_backward_weight<float>(g(base + 2), nullptr, h.logits.f32(), h.lnf.f32(), N, C, V);
-    cpu::layernorm_backward_weight(g(base), g(base + 1), h.d_lnf.f32(), h.x.f32(), h.lnf_mean.f32(),
-                                   h.lnf_rstd.f32(), N, C);
-  }
 };
 
 GptStage::GptStage(const GptConfig& config, const StageSlice& slice, std::uint64_t seed)
@@ -412,69 +404,17 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
   s.check_params();
   const auto [B, T] = s.check_input(input);
   if (s.slice.has_head) s.check_targets(targets, B, T);
-  const std::int64_t C = s.config.d_model;
-
-  auto stash = keep_stash ? std::make_unique<GptStash>(&s, B, T, s.slice.num_blocks) : nullptr;
-  Tensor x;  // (B, T, C) the residual stream
-  if (s.slice.has_embedding) {
-    x = Tensor::uninitialized({B, T, C});
-    cpu::embedding_forward(x.f32(), input.i32(), s.w(0), s.w(1), B, T, C);
-    if (stash) stash->tokens = input;
-  } else {
-    x = input;  // kept by handle: inputs are never written (see stage_model.hpp)
-  }
-  for (int j = 0; j < s.slice.num_blocks; ++j) {
-    BlockActs scratch;
-    BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
-    x = s.block_forward(j, x, a, B, T);
-    s.drop_recomputed(j, a);
-  }
-  StageForward result;
-  if (s.slice.has_head) {
-    HeadActs scratch;
-    result.loss = s.head_forward(x, targets, stash ? stash->head : scratch, B, T);
-  } else {
-    result.activation = x;
-  }
-  result.stash = std::move(stash);
-  return result;
+  return s.layers->forward(input, targets, keep_stash, B, T);
 }
 
 Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) {
-  Impl& s = *impl_;
-  s.check_params();
-  GptStash& st = s.own(stash, StashPhase::forward_done, "backward_input");
-  const std::int64_t B = st.B, T = st.T;
-  Tensor d;  // (B, T, C) gradient of the residual stream
-  if (s.slice.has_head) {
-    d = s.head_backward_input(st.head, loss_scale, B, T);
-  } else {
-    s.check_grad_output(grad_output, B, T);
-    d = grad_output;
-  }
-  for (int j = s.slice.num_blocks - 1; j >= 0; --j)
-    d = s.block_backward_input(j, st.blocks[static_cast<std::size_t>(j)], d, B, T);
-  st.phase = StashPhase::input_done;
-  if (s.slice.has_embedding) {
-    st.d_embed = d;
-    return {};
-  }
-  return d;
+  impl_->check_params();
+  return impl_->layers->backward_input(stash, grad_output, loss_scale);
 }
 
 void GptStage::backward_weight(StageStash& stash) {
-  Impl& s = *impl_;
-  s.check_params();
-  GptStash& st = s.own(stash, StashPhase::input_done, "backward_weight");
-  const std::int64_t B = st.B, T = st.T;
-  if (s.slice.has_embedding)
-    cpu::embedding_backward_weight(s.g(0), s.g(1), st.d_embed.f32(), st.tokens.i32(), B, T,
-                                   s.config.d_model);
-  for (int j = 0; j < s.slice.num_blocks; ++j)
-    s.block_backward_weight(j, st.blocks[static_cast<std::size_t>(j)], B, T);
-  if (s.slice.has_head) s.head_backward_weight(st.head, B, T);
-  st.release();
-  st.phase = StashPhase::weight_done;
+  impl_->check_params();
+  impl_->layers->backward_weight(stash);
 }
 
 Tensor GptStage::backward(StageStash& stash, const Tensor& grad_output, float loss_scale) {
@@ -484,14 +424,23 @@ Tensor GptStage::backward(StageStash& stash, const Tensor& grad_output, float lo
 }
 
 // Matmul FLOPs of one token's forward, counting a multiply-add as 2:
-//   per layer: 2 * 12 C^2 for the qkv (3C^2), proj (C^2), fc1 (4C^2) and fc2 (4C^2) weights,
+//   per layer: the block's weights, 2 * (qkv + proj + MLP) —
+//                gpt2:  2 * 12 C^2 (qkv 3C^2, proj C^2, fc1 4C^2, fc2 4C^2),
+//                llama: 2 * (C W + C^2 + 3 C F), W = C + 2 kv_heads hs the qkv width, F the
+//                       SwiGLU width (gate and up 2CF, down CF) —
 //              plus 2 * 2 * T * C for the attention scores (q k^T) and att @ v over the full
 //              context T (the causal mask is ignored, as in the usual 6N + 12LTC estimate);
 //   head:      2 * V C for lm_head.
-// Embedding lookups, norms, GELU and softmax are not counted. Backward is about 2x this.
+// Embedding lookups, norms, activations, rotary and softmax are not counted. Backward is
+// about 2x this.
 double gpt_forward_flops_per_token(const GptConfig& c) {
   const double L = static_cast<double>(c.layers), C = static_cast<double>(c.d_model),
                T = static_cast<double>(c.seq_len), V = static_cast<double>(c.vocab);
+  if (c.arch == ModelArch::llama) {
+    const double W = C + 2.0 * static_cast<double>(c.kv_head_count() * c.head_dim());
+    const double F = static_cast<double>(c.llama_ffn_dim());
+    return L * (2.0 * (C * W + C * C + 3.0 * C * F) + 2.0 * 2.0 * T * C) + 2.0 * V * C;
+  }
   return L * (2.0 * 12.0 * C * C + 2.0 * 2.0 * T * C) + 2.0 * V * C;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// One pipeline stage's part of the GPT on the CPU: its parameters, forward and backward
-// for one micro-batch at a time, with backward split into I (gradient of the input) and
-// W (gradient of the weights) for zero-bubble schedules.
+// One pipeline stage's part of a decoder-only model on the CPU, GPT-2 or Llama (model.arch:
+// the layers come from gpt2_layers.hpp or llama_layers.hpp): its parameters, forward and
+// backward for one micro-batch at a time, with backward split into I (gradient of the
+// input) and W (gradient of the weights) for zero-bubble schedules.
 //
 // Invariants that make pipeline training exact (bitwise identical for any split):
 // - Parameters are initialised from (seed, parameter name) alone, never from the split.

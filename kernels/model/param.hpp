@@ -6,7 +6,8 @@
 namespace conveyor {
 
 /// One trainable tensor with its gradient. `name` is stage-independent
-/// (`wte.weight`, `blocks.3.mlp.fc1.weight`, `ln_f.bias`, `lm_head.weight`) so that
+/// (`wte.weight`, `blocks.3.mlp.fc1.weight`, `ln_f.bias`, `lm_head.weight`; a Llama's in
+/// llama_layers.hpp) so that
 /// checkpoints and weights files do not depend on how the model was split.
 /// `decay` is false for norms, biases and embeddings (AdamW applies no weight decay).
 struct Param {

@@ -1,7 +1,9 @@
 #pragma once
 // What parameters a stage holds, without holding them: names, shapes, weight decay and how
 // each is initialised, in GptStage's fixed global order (embedding, blocks by index, final
-// norm, head). GptStage builds its parameters from this list, so the two cannot disagree;
+// norm, head), each part's as its architecture's layer declares them (gpt2_layers.hpp,
+// llama_layers.hpp; stage_parts.hpp walks them). GptStage builds its parameters from this
+// list, so the two cannot disagree;
 // a reader that needs only names and shapes (resume's check of a checkpoint against the
 // partition of every stage) gets them without allocating or drawing gigabytes of weights.
 #include <cstdint>

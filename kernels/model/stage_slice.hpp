@@ -3,20 +3,20 @@
 
 namespace conveyor {
 
-/// The contiguous part of the GPT that one pipeline stage (or chunk) holds:
-/// transformer blocks [first_block, first_block + num_blocks), plus the token and
-/// position embedding when `has_embedding`, and the final LayerNorm, LM head and
+/// The contiguous part of the model that one pipeline stage (or chunk) holds:
+/// transformer blocks [first_block, first_block + num_blocks), plus the token (and, for
+/// GPT-2, position) embedding when `has_embedding`, and the final norm, LM head and
 /// cross-entropy loss when `has_head`. A slice may hold zero blocks only if it holds
 /// the embedding or the head.
 ///
 /// Half blocks: a block is two halves, each a step of the residual stream (B, T, C):
-///   attention half: ln1, qkv, attention, attn.proj and its residual add (res2)
-///   MLP half:       ln2, fc1, GELU, mlp.fc2 and its residual add (the block output)
+///   attention half: norm, qkv, attention, its output projection and residual add (res2)
+///   MLP half:       norm, the MLP (GELU or SwiGLU) and its residual add (the block output)
 /// so a slice may begin or end between them: `starts_at_mlp` (block first_block's attention
 /// half is on the slice before) and `ends_after_attention` (block end_block() - 1's MLP half
 /// is on the slice after). A cut between halves lets the partitioner balance stages finer
 /// than a whole block (the head costs about one block). A block's parameters are its
-/// attention half's six (ln1, qkv, proj) then its MLP half's six (ln2, fc1, fc2).
+/// attention half's then its MLP half's (GPT-2: six each, block_params.hpp; Llama: three).
 struct StageSlice {
   int first_block = 0;
   int num_blocks = 0;  // blocks of which the slice holds at least one half

@@ -34,8 +34,9 @@ Own& own_stash(StageStash& stash, const void* owner, StashPhase want, const std:
   return *s;
 }
 
-/// Bytes of the tensors a model's stash still holds, and dropping them all: the same walk
-/// for both stash types. REQUIRES: Own has `tokens`, `d_embed`, `blocks` (each with all(),
+/// Bytes of the tensors a model's stash still holds, and dropping them all, for a stash of
+/// GPT-2 blocks (the CUDA model's; the CPU's walks its layers' activations, gpt_stage.cpp).
+/// REQUIRES: Own has `tokens`, `d_embed`, `blocks` (each with all(),
 /// the block's tensors) and `head` (targets, x, lnf, lnf_mean, lnf_rstd, logits, d_lnf).
 template <class Own>
 std::size_t stash_bytes(const Own& s) {

@@ -110,6 +110,10 @@ ModelCosts model_costs(const GptConfig& c, std::int64_t micro_batch_size, const 
   if (micro_batch_size < 1) {
     throw InputError("cost model: micro_batch_size must be >= 1, got " + std::to_string(micro_batch_size));
   }
+  if (c.arch != ModelArch::gpt2)
+    throw InputError(
+        "cost model: GPT-2 blocks only (a model.arch llama runs on CPU stages, whose costs are "
+        "measured)");
   const Shape s = shape_of(c, micro_batch_size);
   const double N = s.N, T = s.T, C = s.C, V = s.V, H = 4.0 * s.C, NH = s.NH;
   const auto timed = [&](UnitCost u, const Work& f, const Work& i, const Work& w) {

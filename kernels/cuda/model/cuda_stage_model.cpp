@@ -149,6 +149,9 @@ bool is_oom(const CudaError& e) {
 
 void validate(const GptConfig& c, const StageSlice& s, const CudaStageOptions& o) {
   const std::string who = "make_cuda_stage_model (" + describe_slice(s) + "): ";
+  if (c.arch != ModelArch::gpt2)
+    throw std::invalid_argument(who + "model.arch " + std::string(model_arch_name(c.arch)) +
+                                ": CPU stages only so far (this model computes GPT-2 blocks)");
   // Before the device check, so that it is reported (and testable) without a GPU.
   if (const auto problem = half_cut_problem(s)) throw std::invalid_argument(who + *problem);
   if (!cuda_device_available(o.device))

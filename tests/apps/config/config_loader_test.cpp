@@ -63,13 +63,15 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
         "fault.window_s", "fault.rejoin_timeout_s", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
         "checkpoint.every", "checkpoint.keep", "checkpoint.writers", "checkpoint.remote_timeout_s", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
-        "runtime.attention"}) {
+        "runtime.attention", "model.arch", "model.kv_heads", "model.ffn_dim", "model.rope_theta",
+        "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
+        "model.rope_high_freq_factor", "model.rope_original_max_position", "model.norm_eps"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 61);
+  CHECK(config_keys().size() == 71);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

@@ -138,6 +138,29 @@ TEST_CASE("a bad config key or value exits 2 with one error line naming it, and 
   });
 }
 
+TEST_CASE("a bad model.arch combination exits 2 with one error line naming the key, and writes nothing") {
+  check_all_rejected({
+      bad_set("unknown architecture", {"model.arch=mistral"}, {"model.arch", "mistral", "gpt2", "llama"}),
+      bad_set("a llama key with gpt2", {"model.kv_heads=2"}, {"model.kv_heads", "2", "model.arch gpt2"}),
+      bad_set("a llama number with gpt2", {"model.norm_eps=1e-6"},
+              {"model.norm_eps", "1e-06", "model.arch llama"}),
+      bad_set("kv_heads not dividing heads", {"model.arch=llama", "model.kv_heads=3"},
+              {"model.kv_heads", "3", "model.heads", "4"}),
+      bad_set("an odd head size for rotary", {"model.arch=llama", "model.d_model=36"},
+              {"model.heads", "4", "= 9", "rotary"}),
+      bad_set("a llama3 number without llama3 scaling", {"model.arch=llama", "model.rope_scaling_factor=16"},
+              {"model.rope_scaling_factor", "16", "model.rope_scaling none"}),
+      bad_set("llama3 bounds in the wrong order",
+              {"model.arch=llama", "model.rope_scaling=llama3", "model.rope_high_freq_factor=0.5"},
+              {"model.rope_high_freq_factor", "0.5", "model.rope_low_freq_factor", "1"}),
+      bad_set("unknown rope scaling", {"model.arch=llama", "model.rope_scaling=yarn"},
+              {"model.rope_scaling", "yarn", "none", "llama3"}),
+      bad_set("a negative ffn_dim", {"model.arch=llama", "model.ffn_dim=-1"}, {"model.ffn_dim", "-1"}),
+      bad_set("llama on CUDA stages", {"model.arch=llama", "devices.kind=cuda"},
+              {"model.arch", "model.arch llama: CPU stages only so far", "devices.kind"}),
+  });
+}
+
 TEST_CASE("a bad parallel.data exits 2 with one error line naming the key, and writes nothing") {
   check_all_rejected({
       bad_set("zero replicas", {"parallel.data=0"}, {"parallel.data", "0"}),

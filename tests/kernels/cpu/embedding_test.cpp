@@ -46,5 +46,22 @@ TEST_CASE("embedding backward matches finite differences (double, rel tol 1e-6)"
   }
 }
 
+TEST_CASE("the token embedding alone copies the token's row; its backward adds the rows up") {
+  auto wte = random_vector(V * C, 6);
+  std::vector<double> out(B * T * C);
+  cpu::token_embedding_forward(out.data(), kTokens.data(), wte.data(), B, T, C);
+  for (std::int64_t bt = 0; bt < B * T; ++bt)
+    for (std::int64_t i = 0; i < C; ++i) CHECK(out[bt * C + i] == wte[kTokens[bt] * C + i]);
+  const auto w_out = random_vector(B * T * C, 7);
+  auto loss = [&] {
+    cpu::token_embedding_forward(out.data(), kTokens.data(), wte.data(), B, T, C);
+    return dot(out, w_out);
+  };
+  std::vector<double> dwte(V * C, 0.0);
+  cpu::token_embedding_backward_weight(dwte.data(), w_out.data(), kTokens.data(), B, T, C);
+  CHECK(max_rel_error(dwte, numeric_gradient(wte, loss)) < kRelTol);
+  for (std::int64_t i = 0; i < C; ++i) CHECK(dwte[2 * C + i] == 0.0);  // token 2 is absent
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/model/block_params.hpp"
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/model/param_layout.hpp"
 
@@ -60,4 +61,25 @@ TEST_CASE("a partition's layouts together are the one-stage layout, in order, ea
   CHECK(joined == names);
   CHECK(names.front() == "wte.weight");
   CHECK(names.back() == "lm_head.weight");
+}
+
+TEST_CASE("block_params.hpp, by which the CUDA model indexes, points at the GPT-2 layout's parameters") {
+  const GptConfig config{/*layers=*/3, /*d_model=*/16, /*heads=*/2, /*seq_len=*/8, /*vocab=*/32};
+  const char* const in_block[kParamsPerBlock] = {
+      "ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+      "ln2.weight", "ln2.bias", "mlp.fc1.weight",  "mlp.fc1.bias",  "mlp.fc2.weight",   "mlp.fc2.bias"};
+  for (const auto& slice : {StageSlice::of_halves(0, 6, true, true), StageSlice::of_halves(1, 4, false, false),
+                            StageSlice::of_halves(3, 3, false, true)}) {
+    const auto layout = stage_param_layout(config, slice);
+    for (int j = 0; j < slice.num_blocks; ++j)
+      for (std::size_t k = 0; k < kParamsPerBlock; ++k) {
+        const int block = slice.first_block + j;
+        if (!(k < kParamsPerHalf ? slice.holds_attention(block) : slice.holds_mlp(block))) continue;
+        CAPTURE(block);
+        CAPTURE(k);
+        CHECK(layout.at(block_param(slice, j, static_cast<BlockParam>(k))).name ==
+              "blocks." + std::to_string(block) + "." + in_block[k]);
+      }
+    if (slice.has_head) CHECK(layout.at(head_base(slice)).name == "ln_f.weight");
+  }
 }

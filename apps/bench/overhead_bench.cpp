@@ -104,8 +104,8 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   const int chunks = interleaved || o.schedule == "zbv" ? 2 : 1;
   TrainingJob job;
   job.model = GptConfig{o.stages * chunks, 8, 1, 8, 256};
-  std::vector<std::uint16_t> tokens(4096);
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::uint16_t>(i % 251);
+  std::vector<TokenId> tokens(4096);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i % 251);
   auto corpus = std::make_shared<const TokenCorpus>(TokenCorpus::from_tokens(std::move(tokens)));
   job.data.splits = split_corpus(*corpus, 0.5, job.model.seq_len);
   job.data.corpus = corpus;

@@ -25,6 +25,15 @@ struct StepRangeRule {
   }
 };
 
+// data.token_bytes: the width of one id in a tokens file (token_corpus.hpp).
+struct TokenBytesRule {
+  std::string describe() const { return "2 or 4"; }
+  std::optional<std::string> check(std::int64_t v) const {
+    if (v == 2 || v == 4) return std::nullopt;
+    return "must be 2 (uint16 ids) or 4 (uint32 ids), got " + std::to_string(v);
+  }
+};
+
 // KEY(model.layers, ...) names the key and the RunConfig field with one token, so the two
 // cannot drift apart. A key stored elsewhere is written with make_key directly.
 // The shared bounds (config_limits.hpp), with why.
@@ -47,8 +56,10 @@ std::vector<ConfigKey> build_keys() {
       KEY(model.d_model, "width of the residual stream", at_least(1)),
       KEY(model.heads, "attention heads per block (must divide model.d_model)", at_least(1)),
       KEY(model.seq_len, "tokens per training sequence (context length)", at_least(1)),
-      KEY(model.vocab, "vocabulary size (>= 256 for data.format text)", at_least(1),
-          at_most(65536, "token ids are uint16")),
+      KEY(model.vocab,
+          "vocabulary size (>= 256 for data.format text; above 65536 the ids need "
+          "data.token_bytes 4)",
+          at_least(1)),
       KEY(model.tie_embeddings,
           "the LM head shares the token embedding's weights (each of the two stages keeps a "
           "copy; their gradients are summed every step)"),
@@ -129,7 +140,14 @@ std::vector<ConfigKey> build_keys() {
           at_most_micro_batches()),
 
       KEY(data.path, "corpus file, relative to the working directory", non_empty()),
-      KEY(data.format, "text: each byte a token; tokens: uint16 ids or llm.c .bin"),
+      KEY(data.format,
+          "text: each byte a token; tokens: little-endian ids of data.token_bytes bytes, or "
+          "llm.c .bin"),
+      KEY(data.token_bytes,
+          "bytes per token id in a data.format tokens file: 2 (uint16) or 4 (uint32, for "
+          "vocabularies above 65536); an llm.c header must agree (version 1: 2, version 2: "
+          "4); data.format text wants 2",
+          TokenBytesRule{}),
       KEY(data.val_fraction, "fraction of the corpus held out for evaluation",
           open_interval(0, 1)),
 

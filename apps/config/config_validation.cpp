@@ -190,6 +190,12 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "
                          "tensors between processes need the NCCL channel)",
                          "devices.kind"};
+  if (c.data.format == DataFormat::text && c.data.token_bytes != 2)
+    return ConfigProblem{"data.token_bytes",
+                         to_string(c.data.token_bytes) +
+                             " is for data.format tokens (data.format text reads a byte per "
+                             "token: leave data.token_bytes at 2)",
+                         "data.format"};
   if (c.data.format == DataFormat::text && m.vocab < 256)
     return ConfigProblem{"model.vocab",
                          to_string(m.vocab) +

@@ -47,6 +47,7 @@ struct DataSection {
   std::string path = "data/tiny_corpus.txt"; // data.path (relative to the working dir)
   DataFormat format = DataFormat::text;      // data.format: text | tokens
   double val_fraction = 0.1;                 // data.val_fraction, in (0, 1)
+  std::int64_t token_bytes = 2;              // data.token_bytes: 2 | 4 (bytes per id in a tokens file)
 };
 
 struct DevicesSection {

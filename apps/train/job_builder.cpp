@@ -22,7 +22,8 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
   job.model = config.model;
 
   auto corpus = std::make_shared<TokenCorpus>(
-      TokenCorpus::load(config.data.path, config.data.format, config.model.vocab));
+      TokenCorpus::load(config.data.path, config.data.format, config.model.vocab,
+                        static_cast<int>(config.data.token_bytes)));
   try {
     job.data.splits = split_corpus(*corpus, config.data.val_fraction, config.model.seq_len);
   } catch (const InputError& e) {

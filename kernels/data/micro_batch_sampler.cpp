@@ -46,17 +46,17 @@ MicroBatch sample_micro_batch(const TokenCorpus& corpus, TokenRange range, const
                                 " is past the corpus size " + std::to_string(corpus.size()));
   MicroBatch mb{Tensor::zeros({batch_size, seq_len}, DType::i32),
                 Tensor::zeros({batch_size, seq_len}, DType::i32)};
-  const std::uint16_t* src = corpus.tokens().data();
+  const TokenId* src = corpus.tokens().data();
   std::int32_t* tokens = mb.tokens.i32();
   std::int32_t* targets = mb.targets.i32();
   const auto T = static_cast<std::size_t>(seq_len);
   for (std::int64_t b = 0; b < batch_size; ++b) {
-    const std::uint16_t* window = src + sample_window_start(range, key, b, seq_len);
+    const TokenId* window = src + sample_window_start(range, key, b, seq_len);
     std::int32_t* tok_row = tokens + static_cast<std::size_t>(b) * T;
     std::int32_t* tgt_row = targets + static_cast<std::size_t>(b) * T;
     for (std::size_t t = 0; t < T; ++t) {
-      tok_row[t] = window[t];
-      tgt_row[t] = window[t + 1];
+      tok_row[t] = static_cast<std::int32_t>(window[t]);
+      tgt_row[t] = static_cast<std::int32_t>(window[t + 1]);
     }
   }
   return mb;

@@ -2,13 +2,19 @@
 // A training corpus held in memory as token ids.
 // Formats (`data.format`):
 //   text   - any file of bytes; each byte is a token (needs model.vocab >= 256).
-//   tokens - raw uint16 little-endian token ids as nanoGPT's prepare scripts write them,
-//            or llm.c's .bin files, recognised by a 1024-byte header of 256 int32 LE whose
-//            first is the magic 20240520 (second: version, 1 = uint16 tokens; third: the
-//            token count, which must match the file size exactly).
+//   tokens - raw little-endian token ids of `data.token_bytes` bytes each: 2 (uint16, as
+//            nanoGPT's prepare scripts write them) or 4 (uint32, for vocabularies above
+//            65536 such as Llama 3's 128256); or llm.c's .bin files, recognised by a
+//            1024-byte header of 256 int32 LE whose first is the magic 20240520 (second:
+//            version, 1 = uint16 tokens, 2 = uint32 tokens; third: the token count, which
+//            must match the file size exactly). The header's width must agree with
+//            data.token_bytes: the config states what the run reads.
+// In memory every id is a TokenId (uint32), whatever the file's width: one type for the
+// sampler and everything after it. A uint16 file takes twice its size in memory, a text
+// file four times.
 // Every token id is checked against the model's vocabulary when loading.
-// A file is read in one call into its final buffer: a 100 MB corpus loads in well under a
-// second and needs no more memory than its tokens.
+// A file is read in one call into its final buffer and widened there in place: a 100 MB
+// corpus loads in well under a second and needs no more memory than its tokens.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +25,10 @@ namespace conveyor {
 
 enum class DataFormat { text, tokens };
 
+/// One token id as the corpus holds it: wide enough for any vocabulary that fits the
+/// sampler's i32 token tensors.
+using TokenId = std::uint32_t;
+
 /// "text" | "tokens": the spelling of `data.format` in configs.
 std::string_view data_format_name(DataFormat format);
 /// The inverse of data_format_name; nullopt for an unknown name.
@@ -28,16 +38,21 @@ const std::vector<std::string>& known_data_format_names();
 
 class TokenCorpus {
  public:
-  /// Throws InputError naming the file: missing, unreadable, empty, odd length, a bad
-  /// llm.c header, or a token id >= vocab (naming the id, its position and the vocab).
-  static TokenCorpus load(const std::string& path, DataFormat format, std::int64_t vocab);
-  static TokenCorpus from_tokens(std::vector<std::uint16_t> tokens);
+  /// `token_bytes` (data.token_bytes) is the width of one id in a tokens file, 2 or 4;
+  /// data.format text wants 2 (a byte is a token).
+  /// Throws InputError naming the file: missing, unreadable, empty, a length that is not
+  /// a whole number of ids, a bad llm.c header or one whose width disagrees with
+  /// token_bytes (naming both), a token id >= vocab (naming the id, its position and the
+  /// vocab), or token_bytes other than 2 and 4 (or 4 with text).
+  static TokenCorpus load(const std::string& path, DataFormat format, std::int64_t vocab,
+                          int token_bytes = 2);
+  static TokenCorpus from_tokens(std::vector<TokenId> tokens);
 
-  const std::vector<std::uint16_t>& tokens() const { return tokens_; }
+  const std::vector<TokenId>& tokens() const { return tokens_; }
   std::size_t size() const { return tokens_.size(); }
 
  private:
-  std::vector<std::uint16_t> tokens_;
+  std::vector<TokenId> tokens_;
 };
 
 /// The half-open token range [begin, end) of one split of a corpus.

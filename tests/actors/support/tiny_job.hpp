@@ -13,12 +13,12 @@ namespace conveyor::testing {
 
 /// A corpus of `n` tokens with some structure (a noisy repeating phrase), so losses move.
 inline std::shared_ptr<const TokenCorpus> synthetic_corpus(std::size_t n, int vocab) {
-  std::vector<std::uint16_t> tokens(n);
+  std::vector<TokenId> tokens(n);
   std::uint64_t x = 0x9E3779B97F4A7C15ull;
   for (std::size_t i = 0; i < n; ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     const bool noise = (x % 8) == 0;
-    tokens[i] = static_cast<std::uint16_t>(noise ? (x >> 8) % vocab : (i * 7 + i / 13) % vocab);
+    tokens[i] = static_cast<TokenId>(noise ? (x >> 8) % vocab : (i * 7 + i / 13) % vocab);
   }
   return std::make_shared<const TokenCorpus>(TokenCorpus::from_tokens(std::move(tokens)));
 }

@@ -56,7 +56,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "pipeline.stages", "pipeline.schedule", "pipeline.micro_batches",
         "pipeline.micro_batch_size", "parallel.data", "train.steps", "train.lr", "train.lr_min",
         "train.warmup_steps", "train.seed", "train.weight_decay", "train.beta1", "train.beta2",
-        "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format",
+        "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format", "data.token_bytes",
         "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
@@ -71,7 +71,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 71);
+  CHECK(config_keys().size() == 72);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -131,7 +131,7 @@ TEST_CASE("the resolved config reads back to the same config") {
   c.train.lr_min = 1e-9;
   c.train.seed = 18446744073709551615ULL;
   c.train.beta2 = 0.999;
-  c.data = {"null", DataFormat::tokens, 0.25};
+  c.data = {"null", DataFormat::tokens, 0.25, 4};
   c.devices = {"cuda", {2, 0, 1}};
   c.model_dtype = "bf16";
   c.optim.master = "bf16";
@@ -224,7 +224,8 @@ TEST_CASE("zero or negative sizes are rejected") {
   check_message(set_error({"runtime.threads_per_stage=0"}), {"runtime.threads_per_stage", "got 0"});
   check_message(set_error({"devices.ids=[0,-1]"}), {"devices.ids", ">= 0", "-1"});
   check_message(set_error({"devices.ids=[1,1]"}), {"devices.ids", "1 twice"});
-  check_message(set_error({"model.vocab=70000"}), {"model.vocab", "70000", "65536"});
+  check_message(set_error({"model.vocab=2147483648"}), {"model.vocab", "2147483648", "2147483647"});
+  check_message(set_error({"data.token_bytes=3"}), {"data.token_bytes", "2 (uint16 ids) or 4", "got 3"});
   check_message(set_error({"train.beta1=1"}), {"train.beta1", "[0, 1)", "got 1"});
 }
 
@@ -236,6 +237,7 @@ TEST_CASE("checks across keys blame the key and where its value came from") {
                 {"pipeline.stages", "5", "model.layers 4"});
   check_message(set_error({"model.layers=2"}), {"--set", "pipeline.stages", "model.layers 2"});
   check_message(set_error({"model.vocab=100"}), {"model.vocab", "100", "data.format text", "256"});
+  check_message(set_error({"data.token_bytes=4"}), {"data.token_bytes", "4", "data.format text", "leave data.token_bytes at 2"});
   check_message(set_error({"train.lr_min=0.1"}), {"train.lr_min", "0.1", "train.lr 0.003"});
   // GPU ids mean nothing to CPU stages: refused rather than ignored.
   check_message(set_error({"devices.ids=[0,1]"}), {"devices.ids", "[0, 1] on devices.kind cpu", "leave devices.ids empty"});

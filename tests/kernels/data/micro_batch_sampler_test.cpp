@@ -16,7 +16,7 @@ namespace {
 
 // Token i has id i (mod 2^16), so a token's id tells where it came from.
 TokenCorpus counting_corpus(std::size_t n) {
-  std::vector<std::uint16_t> ids(n);
+  std::vector<TokenId> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint16_t>(i);
   return TokenCorpus::from_tokens(std::move(ids));
 }

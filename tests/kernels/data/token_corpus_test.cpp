@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -26,13 +27,23 @@ std::string u16le(const std::vector<std::uint16_t>& ids) {
   return s;
 }
 
-std::string llmc_file(std::int32_t version, std::int32_t count, const std::vector<std::uint16_t>& ids) {
+std::string u32le(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (auto id : ids)
+    for (int b = 0; b < 4; ++b) s += static_cast<char>((id >> (8 * b)) & 0xff);
+  return s;
+}
+
+std::string llmc_header(std::int32_t version, std::int32_t count) {
   std::vector<std::int32_t> header(256, 0);
   header[0] = 20240520;
   header[1] = version;
   header[2] = count;
-  std::string s(reinterpret_cast<const char*>(header.data()), 1024);
-  return s + u16le(ids);
+  return std::string(reinterpret_cast<const char*>(header.data()), 1024);
+}
+
+std::string llmc_file(std::int32_t version, std::int32_t count, const std::vector<std::uint16_t>& ids) {
+  return llmc_header(version, count) + u16le(ids);
 }
 
 // The InputError message of f(), or a marker when f() does not throw one.
@@ -54,7 +65,7 @@ TEST_CASE("a text corpus makes every byte a token") {
   TempDir dir;
   const auto path = dir.write("t.txt", std::string("Hi!\n\xff", 5));
   const auto c = TokenCorpus::load(path, DataFormat::text, 256);
-  CHECK(c.tokens() == std::vector<std::uint16_t>{'H', 'i', '!', '\n', 255});
+  CHECK(c.tokens() == std::vector<TokenId>{'H', 'i', '!', '\n', 255});
 }
 
 TEST_CASE("the text format refuses a vocabulary below 256") {
@@ -72,14 +83,14 @@ TEST_CASE("raw uint16 tokens are read little-endian") {
   TempDir dir;
   const auto path = dir.write("t.bin", u16le({1, 256, 65535, 0}));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
-  CHECK(c.tokens() == std::vector<std::uint16_t>{1, 256, 65535, 0});
+  CHECK(c.tokens() == std::vector<TokenId>{1, 256, 65535, 0});
 }
 
 TEST_CASE("an llm.c file is recognised by its header and holds the counted tokens") {
   TempDir dir;
   const auto path = dir.write("t.bin", llmc_file(1, 3, {50256, 7, 9}));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 50257);
-  CHECK(c.tokens() == std::vector<std::uint16_t>{50256, 7, 9});
+  CHECK(c.tokens() == std::vector<TokenId>{50256, 7, 9});
 }
 
 TEST_CASE("an llm.c file whose token count disagrees with its size is rejected") {
@@ -107,11 +118,12 @@ TEST_CASE("an llm.c file whose token count disagrees with its size is rejected")
     CHECK(has(msg, "truncated"));
   }
   SUBCASE("an unknown version") {
-    const auto path = dir.write("v2.bin", llmc_file(2, 3, {1, 2, 3}));
+    const auto path = dir.write("v3.bin", llmc_file(3, 3, {1, 2, 3}));
     const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257); });
     INFO(msg);
     CHECK(has(msg, path));
-    CHECK(has(msg, "version 2"));
+    CHECK(has(msg, "version 3"));
+    CHECK(has(msg, "not supported"));
   }
 }
 
@@ -177,6 +189,107 @@ TEST_CASE("a large token file loads completely") {
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>(i * 7919u);
   const auto path = dir.write("big.bin", u16le(ids));
   const auto c = TokenCorpus::load(path, DataFormat::tokens, 65536);
+  CHECK(std::equal(c.tokens().begin(), c.tokens().end(), ids.begin(), ids.end()));
+}
+
+TEST_CASE("raw uint32 tokens above 65535 are read little-endian and round-trip") {
+  TempDir dir;
+  const std::vector<TokenId> ids = {0, 65535, 65536, 70000, 128255, 1, 0x01020304};
+  const auto path = dir.write("t32.bin", u32le(ids));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 0x01020305, 4);
+  CHECK(c.tokens() == ids);
+}
+
+TEST_CASE("the same ids load the same from a uint16 file and a uint32 file") {
+  TempDir dir;
+  std::vector<std::uint16_t> narrow(100'001);
+  for (std::size_t i = 0; i < narrow.size(); ++i) narrow[i] = static_cast<std::uint16_t>(i * 40503u);
+  const std::vector<TokenId> wide(narrow.begin(), narrow.end());
+  const auto a = TokenCorpus::load(dir.write("a.bin", u16le(narrow)), DataFormat::tokens, 65536, 2);
+  const auto b = TokenCorpus::load(dir.write("b.bin", u32le(wide)), DataFormat::tokens, 65536, 4);
+  CHECK(a.tokens() == wide);
+  CHECK(b.tokens() == wide);
+}
+
+TEST_CASE("an llm.c version 2 file holds uint32 tokens") {
+  TempDir dir;
+  const auto path = dir.write("v2.bin", llmc_header(2, 3) + u32le({128000, 7, 128255}));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 128256, 4);
+  CHECK(c.tokens() == std::vector<TokenId>{128000, 7, 128255});
+  SUBCASE("its token count is checked against 4 bytes a token") {
+    const auto short_path = dir.write("v2short.bin", llmc_header(2, 4) + u32le({1, 2, 3}));
+    const auto msg = input_error([&] { TokenCorpus::load(short_path, DataFormat::tokens, 128256, 4); });
+    INFO(msg);
+    CHECK(has(msg, short_path));
+    CHECK(has(msg, "truncated"));
+  }
+}
+
+TEST_CASE("an llm.c header that disagrees with data.token_bytes names both") {
+  TempDir dir;
+  SUBCASE("version 2 (uint32) read with data.token_bytes 2") {
+    const auto path = dir.write("v2.bin", llmc_header(2, 3) + u32le({1, 2, 3}));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257, 2); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "llm.c header version 2 holds uint32 tokens"));
+    CHECK(has(msg, "data.token_bytes is 2"));
+    CHECK(has(msg, "set data.token_bytes: 4"));
+  }
+  SUBCASE("version 1 (uint16) read with data.token_bytes 4") {
+    const auto path = dir.write("v1.bin", llmc_file(1, 2, {1, 2}));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 50257, 4); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "llm.c header version 1 holds uint16 tokens"));
+    CHECK(has(msg, "data.token_bytes is 4"));
+  }
+}
+
+TEST_CASE("raw uint32 tokens whose byte length is not a multiple of 4 are refused, naming the file") {
+  TempDir dir;
+  for (std::size_t bytes : {1, 2, 3, 6, 9}) {
+    const auto path = dir.write("bad" + std::to_string(bytes) + ".bin", std::string(bytes, '\1'));
+    const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 1 << 20, 4); });
+    INFO(msg);
+    CHECK(has(msg, path));
+    CHECK(has(msg, "byte length " + std::to_string(bytes) + " is not a multiple of 4"));
+    CHECK(has(msg, "data.token_bytes 4"));
+  }
+}
+
+TEST_CASE("a uint32 token id at or above the vocabulary names the id, its position and model.vocab") {
+  TempDir dir;
+  const auto path = dir.write("t32.bin", u32le({1, 70000, 2, 70001, 5}));
+  const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 70001, 4); });
+  INFO(msg);
+  CHECK(has(msg, path));
+  CHECK(has(msg, "token id 70001"));
+  CHECK(has(msg, "position 3"));
+  CHECK(has(msg, "model.vocab 70001"));
+  // An id that does not fit int32 is out of range for any vocabulary the config allows.
+  const auto huge = dir.write("huge.bin", u32le({1, 0xffffffffu}));
+  CHECK(has(input_error([&] { TokenCorpus::load(huge, DataFormat::tokens, 2147483647, 4); }),
+            "token id 4294967295 at position 1"));
+}
+
+TEST_CASE("token_bytes other than 2 and 4, or 4 with a text corpus, are refused") {
+  TempDir dir;
+  const auto path = dir.write("t.txt", "abcd");
+  CHECK(has(input_error([&] { TokenCorpus::load(path, DataFormat::tokens, 256, 3); }),
+            "data.token_bytes must be 2 or 4, got 3"));
+  const auto msg = input_error([&] { TokenCorpus::load(path, DataFormat::text, 256, 4); });
+  CHECK(has(msg, path));
+  CHECK(has(msg, "data.token_bytes 4"));
+  CHECK(has(msg, "data.format text"));
+}
+
+TEST_CASE("a large uint32 token file loads completely") {
+  TempDir dir;
+  std::vector<TokenId> ids(1'000'000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<TokenId>(i * 7919u) % 128256u;
+  const auto path = dir.write("big32.bin", u32le(ids));
+  const auto c = TokenCorpus::load(path, DataFormat::tokens, 128256, 4);
   CHECK(c.tokens() == ids);
 }
 
@@ -191,7 +304,7 @@ TEST_CASE("the default corpus is English prose that a byte model can learn from"
 }
 
 TEST_CASE("split_corpus trains on the front and validates on the rest") {
-  std::vector<std::uint16_t> ids(1000, 1);
+  std::vector<TokenId> ids(1000, 1);
   const auto c = TokenCorpus::from_tokens(ids);
   const auto s = split_corpus(c, 0.1, 16);
   CHECK(s.train.begin == 0);
@@ -201,7 +314,7 @@ TEST_CASE("split_corpus trains on the front and validates on the rest") {
 }
 
 TEST_CASE("split_corpus rejects splits shorter than one window") {
-  const auto c = TokenCorpus::from_tokens(std::vector<std::uint16_t>(1000, 1));
+  const auto c = TokenCorpus::from_tokens(std::vector<TokenId>(1000, 1));
   auto msg = input_error([&] { split_corpus(c, 0.01, 16); });
   INFO(msg);
   CHECK(has(msg, "data.val_fraction 0.01"));
@@ -220,6 +333,10 @@ TEST_CASE("unigram entropy is measured in nats") {
   CHECK(unigram_entropy(TokenCorpus::from_tokens({5, 5, 5, 9})) == doctest::Approx(h));
   CHECK(unigram_entropy(TokenCorpus::from_tokens({7, 7})) == doctest::Approx(0.0));
   CHECK(unigram_entropy(TokenCorpus::from_tokens({})) == 0.0);
+  // Ids above 65535, and ids too large for a table of counts, count the same.
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({70000, 70000, 70000, 128255})) == doctest::Approx(h));
+  CHECK(unigram_entropy(TokenCorpus::from_tokens({0xfffffff0u, 0xfffffff0u, 0xfffffff0u, 3})) ==
+        doctest::Approx(h));
 }
 
 TEST_CASE("data.format names parse back to their formats") {

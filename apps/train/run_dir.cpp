@@ -58,16 +58,6 @@ std::string absolute_path(const std::string& path) {
   return ec ? path : absolute.lexically_normal().string();
 }
 
-bool is_inside(const fs::path& inner, const fs::path& outer) {
-  std::error_code ec;
-  const fs::path a = fs::weakly_canonical(inner, ec), b = fs::weakly_canonical(outer, ec);
-  if (ec) return false;
-  auto i = a.begin();
-  for (auto j = b.begin(); j != b.end(); ++j, ++i)
-    if (i == a.end() || *i != *j) return false;
-  return true;
-}
-
 namespace {
 
 fs::path create_run_dir_or_throw(const std::optional<std::string>& out, bool continuing) {

@@ -52,9 +52,6 @@ void refuse_unwritable(const std::filesystem::path& dir, const std::string& what
 /// directories may differ); as given when it cannot be made absolute.
 std::string absolute_path(const std::string& path);
 
-/// True when `inner` is `outer` or lies below it (after resolving links and dots).
-bool is_inside(const std::filesystem::path& inner, const std::filesystem::path& outer);
-
 /// Writes a whole file atomically (temporary beside it, fsync, rename).
 /// Throws std::runtime_error naming the file on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/fault/fault_policy.hpp"
 #include "actors/fault/snapshot_store.hpp"
 #include "actors/plan/eval_plan.hpp"
 #include "actors/plan/placement.hpp"
@@ -26,29 +27,6 @@ namespace conveyor {
 
 class ReplicaGroups;    // actors/runtime/replica_groups.hpp
 class NodeShardWrites;  // actors/cluster/own_shard_write.hpp
-
-/// fault.on_nan: what a step whose loss or gradient norm is not finite does: stop the run,
-/// drop that step's update, or restore every stage to its last snapshot and replay the
-/// step once (a second non-finite result there stops the run).
-enum class NanPolicy { abort, skip, rollback };
-
-/// fault.policy: a failed stage (exception, injected crash, hang) stops the run, or is
-/// respawned and every stage rolls back to the newest in-memory snapshot.
-enum class FaultPolicy { abort, restart };
-
-/// fault.buddy_copies, for a job over several processes: whether node 0 keeps a copy of
-/// every other node's snapshots as they are taken (on: a lost process can rejoin, its
-/// stages restore node 0's copies; host-memory stages only) or only of those a checkpoint
-/// or a stop writes, asked for then (off). Automatic: on when every stage runs on the CPU.
-enum class BuddyCopies { automatic, on, off };
-
-struct RecoverySettings {
-  FaultPolicy policy = FaultPolicy::abort;
-  BuddyCopies buddy_copies = BuddyCopies::automatic;  // run_node resolves automatic
-  int snapshot_every = 1;    // steps between in-memory snapshots (fault.snapshot_every)
-  int max_restarts = 3;      // recoveries allowed within window_s ...
-  double window_s = 600.0;   // ... beyond which the run checkpoints and stops
-};
 
 struct TrainingJob {
   GptConfig model;

@@ -336,12 +336,12 @@ Report config_report(const SchedOptions& o) {
                                        fmt_time(suggestion->chosen.step_us())));
   }
 
-  TrainingJob job;
-  job.model = config.model;
-  job.schedule = layout.schedule;
-  job.placement = layout.placement;
-  job.partition = choice.mode;
-  job.partition_reason = choice.reason;
+  JobPlan plan;  // what the config implies, with no job running
+  plan.model = config.model;
+  plan.schedule = layout.schedule;
+  plan.placement = layout.placement;
+  plan.partition = choice.mode;
+  plan.partition_reason = choice.reason;
   nlohmann::json units = nlohmann::json::array();
   units.push_back(unit_json("embedding", costs.units.front()));
   for (int u = 1; u <= costs.halves(); ++u)
@@ -363,7 +363,7 @@ Report config_report(const SchedOptions& o) {
                  {"bubble", suggestion->chosen.sim.bubble}};
   }
   x["communication"] = comm_json(comm);
-  x["plan"] = plan_json(job);
+  x["plan"] = plan_json(plan);
   return report;
 }
 

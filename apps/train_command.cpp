@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/config/config_path.hpp"
@@ -40,7 +40,7 @@
 #include "apps/exit_code.hpp"
 #include "apps/train/train_checkpoints.hpp"
 #include "apps/train/weights_file.hpp"
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
@@ -138,7 +138,7 @@ std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& conf
   return "checkpoints";  // unused: a PATH names its folder itself
 }
 
-CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJob& job,
+CheckpointSettings checkpoint_settings(const RunConfig& config, const JobPlan& plan,
                                        const std::filesystem::path& dir,
                                        const ResumeSource* resume, const StopPlan& stops) {
   CheckpointSettings s;
@@ -149,7 +149,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const TrainingJo
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
-  s.base = manifest_base(job, config.pipeline.schedule, to_yaml(config));
+  s.base = manifest_base(plan, config.pipeline.schedule, to_yaml(config));
   for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
   return s;
 }
@@ -177,7 +177,8 @@ void run_train(const TrainOptions& opt) {
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   refuse_non_utf8_paths(opt, config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  TrainingJob job = build_training_job(config, spec.nnodes);
+  Job job{build_job_plan(config, spec.nnodes), {}};
+  if (!config.fault.inject.empty()) job.services.fault = std::make_shared<ScriptedFaults>(config.fault.inject);
   check_checkpoints_across_processes(config, spec);
   refuse_groups_across_processes(spec, config);
   refuse_exits_that_cannot_happen(spec, config);
@@ -186,12 +187,12 @@ void run_train(const TrainOptions& opt) {
   std::shared_ptr<const ResumeSource> resume;
   if (opt.resume) {
     // Each process reads the tensors of its own stages only (the whole is verified).
-    const auto here = local_model_stages(job, node_of_actor(config, spec.nnodes), spec.node_rank);
+    const auto here = local_model_stages(job.plan, node_of_actor(config, spec.nnodes), spec.node_rank);
     const ResumeIdentity who{opt.out ? "--out " + *opt.out : std::string("this config"), opt.force};
-    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job, here, who);
+    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job.plan, here, who);
     if (opt.out) check_resume_continues(*opt.out, resume->path);
     fmt::print(stderr, "conveyor train: {}\n", resume->description);
-    job.make_model = restoring_models(job.make_model, resume);
+    job.plan.make_model = restoring_models(job.plan.make_model, resume);
   }
 
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
@@ -199,7 +200,7 @@ void run_train(const TrainOptions& opt) {
   const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment(),
                                     resume ? resume->manifest.step : -1);
   // Injected process exits name a node and fire in a supervised run's first attempt only.
-  if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.fault))
+  if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.services.fault))
     scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
   if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
   // Each node writes its own shards into node 0's checkpoint folder: every node must see it.
@@ -210,11 +211,11 @@ void run_train(const TrainOptions& opt) {
     // Node k writes no run folder of its own, only its trace file when traced: into
     // --out/trace/ (one folder for the whole job when --out is shared or on one host).
     if (config.trace.enabled)
-      job.trace = open_run_trace(create_run_dir(opt.out, /*continuing=*/true),
-                                 *trace::StepRange::parse(config.trace.steps), job,
+      job.services.trace = open_run_trace(create_run_dir(opt.out, /*continuing=*/true),
+                                 *trace::StepRange::parse(config.trace.steps), job.plan,
                                  {static_cast<std::uint32_t>(cluster->node()),
                                   cluster->clock_offset_ns()});
-    catch_stop_signals();  // forwarded to node 0, which stops the whole job (run_node.hpp)
+    catch_stop_signals();  // forwarded to node 0, which stops the whole job (actors/runtime/run_job.hpp)
     cluster->run(job, nullptr);
     fmt::print(stderr, "conveyor train: node {} done\n", cluster->node());
     return;
@@ -240,7 +241,7 @@ void run_train(const TrainOptions& opt) {
   const auto& dir = unstarted.path();
   const FolderLock run_lock(dir, "--out");
   if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
-  CheckpointSettings settings = checkpoint_settings(config, job, dir, resume.get(), stops);
+  CheckpointSettings settings = checkpoint_settings(config, job.plan, dir, resume.get(), stops);
   std::optional<DefaultCheckpointFolder> own_checkpoints;
   if (stops.checkpoints && !checkpoint_lock) {
     own_checkpoints.emplace(settings.dir);
@@ -248,23 +249,23 @@ void run_train(const TrainOptions& opt) {
   }
   if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
   if (config.trace.enabled)
-    job.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job);
+    job.services.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job.plan);
   write_file_atomically(dir / "config.yaml", to_yaml(config));
   write_file_atomically(dir / "plan.json",
-                        plan_json(job, cluster ? cluster->node_of_rank() : std::vector<int>{})
+                        plan_json(job.plan, cluster ? cluster->node_of_rank() : std::vector<int>{})
                                 .dump(2) + "\n");
 
-  const double entropy = unigram_entropy(*job.data.corpus);
+  const double entropy = unigram_entropy(*job.plan.data.corpus);
   fmt::print(stderr,
              "conveyor train: {} layers, d_model {}, {} stages, {} ({} micro-batches of {}), {} "
              "steps; data {} ({} tokens, unigram entropy {:.3f} nats); writing {}\n",
              config.model.layers, config.model.d_model, config.pipeline.stages,
              config.pipeline.schedule, config.pipeline.micro_batches,
              config.pipeline.micro_batch_size, config.train.steps, config.data.path,
-             job.data.corpus->size(), entropy, dir.string());
+             job.plan.data.corpus->size(), entropy, dir.string());
 
-  Progress progress(job.steps, stderr_is_terminal());
-  MetricsLog log(dir / "metrics.jsonl", job.schedule, progress, config.fault.straggler_factor,
+  Progress progress(job.plan.steps, stderr_is_terminal());
+  MetricsLog log(dir / "metrics.jsonl", job.plan.schedule, progress, config.fault.straggler_factor,
                  static_cast<int>(config.fault.straggler_steps));
   unstarted.started();
   if (resume)
@@ -273,18 +274,18 @@ void run_train(const TrainOptions& opt) {
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
   TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
-  job.checkpoints = &checkpoints;
+  job.services.checkpoints = &checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
   progress.finish();
   // A trace file that could not be written whole (a full disk) fails the run once its
   // results are saved: it exits 1 saying so instead of leaving a short trace unnoticed.
   const auto check_trace = [&job] {
-    if (!job.trace) return;
-    job.trace->flush_all();
-    if (const auto failure = job.trace->failure())
+    if (!job.services.trace) return;
+    job.services.trace->flush_all();
+    if (const auto failure = job.services.trace->failure())
       throw std::runtime_error(fmt::format("trace file {}: {}; the trace is incomplete (the run's other "
                                            "results are written)",
-                                           job.trace->file().string(), *failure));
+                                           job.services.trace->file().string(), *failure));
   };
 
   if (checkpoints.stopped_at()) {
@@ -302,7 +303,7 @@ void run_train(const TrainOptions& opt) {
       // Nothing to resume from: the run ends as the signal asked, in order on every node,
       // with the shell's code for it (128 + the signal).
       fmt::print(stderr, "conveyor train: {}: stopped after step {} of {} without a checkpoint: {}\n",
-                 stop_reason(), *checkpoints.stopped_at(), job.steps, *stops.refusal);
+                 stop_reason(), *checkpoints.stopped_at(), job.plan.steps, *stops.refusal);
       check_trace();
       throw ExitStatus{128 + stop_signal()};
     }
@@ -312,7 +313,7 @@ void run_train(const TrainOptions& opt) {
     fmt::print(stderr,
                "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
                "to resume, run:\n  {}\n",
-               stop_reason(), *checkpoints.stopped_at(), job.steps, written ? written->path : "?",
+               stop_reason(), *checkpoints.stopped_at(), job.plan.steps, written ? written->path : "?",
                resume_command(opt.config, opt.overrides, dir.string(), extra));
     check_trace();
     return;
@@ -360,7 +361,7 @@ void run_train(const TrainOptions& opt) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
   const nlohmann::json summary = {{"event", "summary"},
-                                  {"steps", job.steps},
+                                  {"steps", job.plan.steps},
                                   {"final_loss", result.final_loss},
                                   {"final_val_loss", or_null(result.final_val_loss)},
                                   {"unigram_entropy", entropy},

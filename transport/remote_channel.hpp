@@ -12,7 +12,7 @@
 // (not the caller's), with the tensor (a send: the one sent; a receive: a new tensor of
 // the given shape and dtype) or with an exception (a timeout after `timeout`, a broken
 // connection, a message of the wrong length). `done` must be quick and must not call back
-// into the channel. The tag names the message (actors/cluster/edge_tags.hpp); a receive
+// into the channel. The tag names the message (actors/messages/edge_tags.hpp); a receive
 // matches the send with the same tag.
 // Thread-safety: every member may be called from any thread.
 #include <chrono>

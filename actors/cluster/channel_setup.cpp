@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "actors/cluster/edge_tags.hpp"
+#include "actors/messages/edge_tags.hpp"
 #include "transport/ucx/ucx_channel.hpp"
 
 #if CONVEYOR_WITH_CUDA
@@ -28,9 +28,9 @@ struct GpuEdge {
 };
 
 // Every such edge of the job, in the order every process joins them.
-std::vector<GpuEdge> gpu_edges(const TrainingJob& job, const NodeSetup& setup) {
+std::vector<GpuEdge> gpu_edges(const Job& job, const NodeSetup& setup) {
   std::vector<GpuEdge> edges;
-  const Placement& p = job.placement;
+  const Placement& p = job.plan.placement;
   for (int ms = 0; ms + 1 < p.model_stages(); ++ms) {
     const int a = p.chunk_of(ms).rank, b = p.chunk_of(ms + 1).rank;
     if (setup.node_of_rank.at(a) == setup.node_of_rank.at(b)) continue;
@@ -43,7 +43,7 @@ std::vector<GpuEdge> gpu_edges(const TrainingJob& job, const NodeSetup& setup) {
 
 }  // namespace
 
-std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
+std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& setup,
                                              RendezvousClient& store, std::shared_ptr<UcxHub> hub) {
   auto links = std::make_shared<StageLinks>();
   links->node = setup.node;
@@ -76,7 +76,7 @@ std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeS
     if (from_node != setup.node && to_node != setup.node) continue;
     const bool sending = from_node == setup.node;
     NcclEdge edge{.name = e.name,
-                  .device = job.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
+                  .device = job.plan.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
                   .timeout = setup.transport_timeout,
                   .generation = 0};
     if (sending)
@@ -102,11 +102,11 @@ void connect_ucx_peer(UcxHub& hub, int node, const rendezvous::Bytes& address) {
   hub.connect(node, {p, p + address.size()}, node_name(node));
 }
 
-bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup) {
+bool has_nccl_edges(const Job& job, const NodeSetup& setup) {
   return !gpu_edges(job, setup).empty();
 }
 
-void rebuild_nccl_edges(const TrainingJob& job, const NodeSetup& setup, RendezvousClient& store,
+void rebuild_nccl_edges(const Job& job, const NodeSetup& setup, RendezvousClient& store,
                         const StageLinks& links, std::uint32_t generation) {
 #if CONVEYOR_WITH_CUDA
   // First every old communicator of this node goes (its stuck kernels end), then the
@@ -121,7 +121,7 @@ void rebuild_nccl_edges(const TrainingJob& job, const NodeSetup& setup, Rendezvo
     auto* channel = dynamic_cast<NcclRemoteChannel*>(&links.channel_to(sending ? to_node : from_node));
     if (!channel) throw std::logic_error("edge " + e.name + " has no NCCL channel to rebuild");
     NcclEdge edge{.name = e.name,
-                  .device = job.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
+                  .device = job.plan.placement.ranks.at(sending ? e.from_rank : e.to_rank).device.index,
                   .timeout = setup.transport_timeout,
                   .generation = generation};
     if (sending)

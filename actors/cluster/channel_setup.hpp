@@ -19,8 +19,9 @@
 // other's second edge (nccl_channel.hpp).
 #include <memory>
 
-#include "actors/cluster/run_node.hpp"
-#include "actors/cluster/stage_links.hpp"
+#include "actors/cluster/node_setup.hpp"
+#include "actors/job/job_services.hpp"
+#include "actors/stage/stage_links.hpp"
 #include "transport/rendezvous/client.hpp"
 #include "transport/ucx/ucx_hub.hpp"
 
@@ -28,7 +29,7 @@ namespace conveyor {
 
 /// REQUIRES: `store` joined as setup.node; `hub` is this process's UCX hub. Throws
 /// UcxError / NcclError / RendezvousError naming the peer or the edge that failed.
-std::shared_ptr<StageLinks> connect_channels(const TrainingJob& job, const NodeSetup& setup,
+std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& setup,
                                              RendezvousClient& store, std::shared_ptr<UcxHub> hub);
 
 /// This hub's worker address as the store and NodeStages carry it.
@@ -38,14 +39,14 @@ rendezvous::Bytes ucx_address(const UcxHub& hub);
 void connect_ucx_peer(UcxHub& hub, int node, const rendezvous::Bytes& address);
 
 /// True when some edge of the job is an NCCL edge (GPU stages of different nodes).
-bool has_nccl_edges(const TrainingJob& job, const NodeSetup& setup);
+bool has_nccl_edges(const Job& job, const NodeSetup& setup);
 
 /// A recovery: every NCCL edge of this node gets a new communicator of `generation`
 /// (keys nccl/<edge name>/<generation>), in the order every process follows; the old ones
 /// are aborted and what was queued on them fails with ChannelReset. Every node must call
 /// it with the same generation at about the same time (each edge's two ends meet).
 /// Throws NcclError / RendezvousError naming the edge.
-void rebuild_nccl_edges(const TrainingJob& job, const NodeSetup& setup, RendezvousClient& store,
+void rebuild_nccl_edges(const Job& job, const NodeSetup& setup, RendezvousClient& store,
                         const StageLinks& links, std::uint32_t generation);
 
 }  // namespace conveyor

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/messages/messages.hpp"
 
 namespace conveyor {
 

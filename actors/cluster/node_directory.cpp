@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 #include "actors/trace/remote_progress.hpp"
 #include "actors/trace/stage_probe.hpp"
 

@@ -26,7 +26,7 @@
 #include <set>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/messages/messages.hpp"
 
 namespace conveyor {
 

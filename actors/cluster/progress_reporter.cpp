@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/messages.hpp"
+#include "actors/messages/messages.hpp"
 #include "actors/trace/remote_progress.hpp"
 #include "actors/trace/stage_probe.hpp"
 

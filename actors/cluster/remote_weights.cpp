@@ -6,8 +6,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "actors/cluster/edge_tags.hpp"
-#include "actors/cluster/pending_payload.hpp"
+#include "actors/messages/edge_tags.hpp"
+#include "actors/messages/pending_payload.hpp"
 
 namespace conveyor {
 

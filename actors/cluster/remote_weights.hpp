@@ -7,8 +7,8 @@
 #include <chrono>
 #include <vector>
 
-#include "actors/cluster/stage_links.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/stage/stage_links.hpp"
+#include "actors/job/job_services.hpp"
 
 namespace conveyor {
 

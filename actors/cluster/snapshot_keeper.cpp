@@ -10,10 +10,10 @@
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/reader.hpp"
-#include "actors/cluster/edge_tags.hpp"
-#include "actors/cluster/payload_transfer.hpp"
-#include "actors/error_text.hpp"
-#include "actors/fault/recovery_messages.hpp"
+#include "actors/messages/edge_tags.hpp"
+#include "actors/messages/payload_transfer.hpp"
+#include "actors/messages/error_text.hpp"
+#include "actors/messages/recovery_messages.hpp"
 
 namespace conveyor {
 namespace {

@@ -21,7 +21,7 @@
 #include <memory>
 
 #include "actors/checkpoint/remote_shards.hpp"
-#include "actors/cluster/stage_links.hpp"
+#include "actors/stage/stage_links.hpp"
 #include "actors/fault/snapshot_store.hpp"
 
 namespace conveyor {

@@ -13,10 +13,10 @@
 #include "actors/coordinator/stage_end_text.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/plan/eval_plan.hpp"
-#include "actors/error_text.hpp"
-#include "actors/fault/recovery_messages.hpp"
-#include "actors/fault/replica_recovery_messages.hpp"
-#include "actors/stage/stage_snapshot.hpp"
+#include "actors/messages/error_text.hpp"
+#include "actors/messages/recovery_messages.hpp"
+#include "actors/messages/replica_recovery_messages.hpp"
+#include "actors/messages/stage_snapshot.hpp"
 #include "kernels/optim/adamw.hpp"
 
 namespace conveyor {
@@ -28,14 +28,14 @@ namespace {
 // evaluates (the others get an empty list), so the val loss is the one of a run without
 // replicas.
 std::vector<std::shared_ptr<const std::vector<sched::Action>>> eval_wave_plans(
-    const TrainingJob& job, int first) {
-  const int count = std::min(job.eval_wave(), job.eval_batches - first);
-  const auto layout = job.replica_layout();
+    const Job& job, int first) {
+  const int count = std::min(job.plan.eval_wave(), job.plan.eval_batches - first);
+  const auto layout = job.plan.replica_layout();
   std::vector<std::shared_ptr<const std::vector<sched::Action>>> plans;
   for (int a = 0; a < layout.actors(); ++a)
     plans.push_back(std::make_shared<const std::vector<sched::Action>>(
         layout.replica_of(a) == 0
-            ? eval_actions(job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a))),
+            ? eval_actions(job.plan.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a))),
                            first, count)
             : std::vector<sched::Action>{}));
   return plans;
@@ -77,7 +77,7 @@ namespace {
 using namespace coordinator_flow;
 
 // Stages in other processes hand their tensors over the channels, not CAF: their final
-// weights reach the coordinator as placeholders (actors/cluster/pending_payload.hpp), and
+// weights reach the coordinator as placeholders (actors/messages/pending_payload.hpp), and
 // checkpoints come from node 0's snapshot store (its own stages' snapshots and the copies
 // of the others', actors/cluster/snapshot_keeper.hpp) or from stages of node 0.
 bool spans_processes(const CoordinatorState& st) {
@@ -97,9 +97,9 @@ void gather_weights(Self* self) {
               st.weights.push_back(std::move(reply));
               if (st.weights.size() < st.stages.size()) return;
               TrainResult result;
-              auto models = weights_by_replica(st.weights, st.job->replica_layout());
-              if (st.job->replicas > 1) {
-                // Across processes the bytes are compared once fetched (run_node.cpp).
+              auto models = weights_by_replica(st.weights, st.job->plan.replica_layout());
+              if (st.job->plan.replicas > 1) {
+                // Across processes the bytes are compared once fetched (actors/runtime/run_job.cpp).
                 if (auto diff = spans_processes(st) ? std::nullopt : replica_difference(models)) {
                   fail(self, "data-parallel replicas ended with different weights: " + *diff);
                   return;
@@ -119,9 +119,9 @@ void gather_weights(Self* self) {
             });
 }
 
-bool eval_due(const TrainingJob& job, std::int64_t step) {
-  const bool last = step + 1 == job.steps;
-  return last || (job.eval_every > 0 && (step + 1) % job.eval_every == 0);
+bool eval_due(const Job& job, std::int64_t step) {
+  const bool last = step + 1 == job.plan.steps;
+  return last || (job.plan.eval_every > 0 && (step + 1) % job.plan.eval_every == 0);
 }
 
 void next_after_step(Self* self) {
@@ -173,7 +173,7 @@ void ask_for_copies(Self* self, std::int64_t steps_done) {
   const auto generation = st.generation;
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     const int rank = static_cast<int>(r);
-    const auto held = st.job->snapshots->get(rank, steps_done);
+    const auto held = st.job->services.snapshots->get(rank, steps_done);
     if (!is_remote(st, rank) || (held && !held->marker)) continue;
     self->request(st.stages[r], caf::infinite, CopySnapshot{steps_done})
         .then([](const SnapshotTaken&) {},
@@ -203,12 +203,12 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
       hand_over(self, steps_done, std::move(held->first), held->second, stop);
       return;
     }
-  if (st.job->snapshots && !nodes_write)
+  if (st.job->services.snapshots && !nodes_write)
     if (auto held = snapshot_shards(st, steps_done)) {
       hand_over(self, steps_done, std::move(held->first), held->second, stop);
       return;
     }
-  if (st.job->snapshots && spans_processes(st)) {
+  if (st.job->services.snapshots && spans_processes(st)) {
     if (polls == 0 && st.restarts.remote_markers && !nodes_write) ask_for_copies(self, steps_done);
     const auto copy_wait = st.restarts.copy_wait;
     if (polls * kCopyPoll < copy_wait) {
@@ -224,8 +224,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
   // Replica 0's stages (actors 0 … P−1): replicas are identical, a checkpoint holds one copy.
   // With sharded optimizer state every actor holds a part of its stage's moments: all R·P
   // are asked, and each stage's parts merged.
-  const bool sharded = st.job->shards_optimizer_state();
-  const std::size_t n = sharded ? st.stages.size() : st.job->placement.ranks.size();
+  const bool sharded = st.job->plan.shards_optimizer_state();
+  const std::size_t n = sharded ? st.stages.size() : st.job->plan.placement.ranks.size();
   auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
   auto pending = std::make_shared<std::size_t>(n);
   auto optimizer_steps = std::make_shared<std::int64_t>(0);
@@ -242,7 +242,7 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
               if (--*pending > 0) return;
               if (sharded)
                 *shards = checkpoint::merge_sharded_replicas(std::move(*shards),
-                                                             self->state.job->replicas);
+                                                             self->state.job->plan.replicas);
               hand_over(self, steps_done, std::move(*shards), *optimizer_steps, stop);
             },
             [=](caf::error& e) {
@@ -272,11 +272,11 @@ void after_step(Self* self) {
 
 void finish_eval(Self* self) {
   auto& st = self->state;
-  st.last_eval = EvalMetrics{st.step, mean_loss(st.eval_reports, st.job->eval_batches)};
+  st.last_eval = EvalMetrics{st.step, mean_loss(st.eval_reports, st.job->plan.eval_batches)};
   st.eval_reports.clear();
   st.evaluated_through = st.step;
   st.observer->on_eval(*st.last_eval);
-  if (st.step + 1 == st.job->steps) {
+  if (st.step + 1 == st.job->plan.steps) {
     gather_weights(self);
     return;
   }
@@ -291,8 +291,8 @@ void finish_eval(Self* self) {
 void finish_eval_wave(Self* self) {
   auto& st = self->state;
   for (auto& r : st.reports) st.eval_reports.push_back(std::move(r));
-  st.eval_first += st.job->eval_wave();
-  if (st.eval_first >= st.job->eval_batches) {
+  st.eval_first += st.job->plan.eval_wave();
+  if (st.eval_first >= st.job->plan.eval_batches) {
     finish_eval(self);
     return;
   }
@@ -306,7 +306,7 @@ void finish_eval_wave(Self* self) {
   }
   if (!stop) {
     start_round(self, Phase::eval);
-  } else if (steps_done == st.job->steps) {
+  } else if (steps_done == st.job->plan.steps) {
     st.final_eval_dropped = true;
     gather_weights(self);
   } else {
@@ -319,12 +319,12 @@ void finish_train_compute(Self* self) {
   const auto& job = *st.job;
   // With replicas every replica's stage reports the squares of the same averaged gradients:
   // replica 0's alone are the model's.
-  const double norm = global_grad_norm(st.reports, job.replica_layout());
-  const float scale = clip_scale(norm, job.grad_clip);
-  const double lr = job.lr.at(st.step);
+  const double norm = global_grad_norm(st.reports, job.plan.replica_layout());
+  const float scale = clip_scale(norm, job.plan.grad_clip);
+  const double lr = job.plan.lr.at(st.step);
   st.last_step = StepMetrics{};
   st.last_step.step = st.step;
-  st.last_step.loss = mean_loss(st.reports, job.data.micro_batches);
+  st.last_step.loss = mean_loss(st.reports, job.plan.data.micro_batches);
   st.last_step.lr = lr;
   st.last_step.grad_norm = norm;
   if (!std::isfinite(st.last_step.loss) || !std::isfinite(norm)) {
@@ -334,11 +334,11 @@ void finish_train_compute(Self* self) {
         "step {} (counted from 0; the progress line's step {}): the loss ({}) or the gradient "
         "norm ({}) is not finite; non-finite on stage(s) {}",
         st.step, st.step + 1, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "));
-    if (job.on_nan == NanPolicy::abort) {
+    if (job.plan.on_nan == NanPolicy::abort) {
       fail(self, where + " (fault.on_nan: abort; skip drops such a step's update instead)");
       return;
     }
-    if (job.on_nan == NanPolicy::rollback) {
+    if (job.plan.on_nan == NanPolicy::rollback) {
       if (st.rolled_back_step == st.step) {
         fail(self, where + " again after a rollback: not a transient fault (fault.on_nan: rollback)");
         return;
@@ -372,11 +372,11 @@ void finish_train_compute(Self* self) {
               const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
               st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();
               st.last_step.tokens_per_s =
-                  st.job->tokens_per_step() / (st.last_step.step_ms / 1e3);
+                  st.job->plan.tokens_per_step() / (st.last_step.step_ms / 1e3);
               auto bubble = measure_bubble(st.reports, static_cast<int>(st.stages.size()));
               st.last_step.bubble = bubble.bubble;
               st.last_step.stage_busy_ms = bubble.busy_ms;
-              if (st.job->replicas > 1) {
+              if (st.job->plan.replicas > 1) {
                 const ReductionCost cost = reduction_cost(st.reports);
                 st.last_step.allreduce_ms = cost.busy_ms;
                 st.last_step.allreduce_exposed_ms = cost.exposed_ms;
@@ -452,7 +452,7 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     return;
   // With replicas a stage may die while a recovery is under way: after its group failed
   // its replicas (they reported that first), or during the restore.
-  if (st.recovering && st.job->replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+  if (st.recovering && st.job->plan.replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
       join_recovery(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   fail(self, why);
@@ -505,25 +505,25 @@ void on_report(Self* self, StageReport& report) {
 
 }  // namespace
 
-caf::behavior coordinator_actor(Self* self, std::shared_ptr<const TrainingJob> job,
+caf::behavior coordinator_actor(Self* self, std::shared_ptr<const Job> job,
                                 std::vector<caf::actor> stages, TrainingObserver* observer,
                                 StageRestarts restarts) {
   auto& st = self->state;
   st.job = job;
   st.observer = observer;
-  st.checkpoints = job->checkpoints;
+  st.checkpoints = job->services.checkpoints;
   if (st.checkpoints) st.step = st.checkpoints->first_step();
   st.stages = stages;
   st.restarts = std::move(restarts);
-  if (job->recovers_in_place())
-    st.budget.emplace(job->recovery.max_restarts, job->recovery.window_s);
-  st.probe = trace::CoordinatorProbe(job->trace ? &job->trace->coordinator() : nullptr);
+  if (job->plan.recovers_in_place())
+    st.budget.emplace(job->plan.recovery.max_restarts, job->plan.recovery.window_s);
+  st.probe = trace::CoordinatorProbe(job->services.trace ? &job->services.trace->coordinator() : nullptr);
   // Every replica runs its stage's train actions (the eval plans: eval_wave_plans).
-  const auto layout = job->replica_layout();
+  const auto layout = job->plan.replica_layout();
   for (std::size_t r = 0; r < stages.size(); ++r) {
     const auto s = static_cast<std::size_t>(layout.stage_of(static_cast<int>(r)));
     st.train_plans.push_back(
-        std::make_shared<const std::vector<sched::Action>>(job->schedule.ranks.at(s)));
+        std::make_shared<const std::vector<sched::Action>>(job->plan.schedule.ranks.at(s)));
   }
   for (auto& s : stages) {
     self->monitor(s);

@@ -10,7 +10,7 @@
 // the next step starts (checkpoint_hook.hpp).
 //
 // Recovery (fault.policy restart, fault.on_nan rollback; coordinator_recovery.cpp): the
-// stages keep in-memory snapshots (job->snapshots). A failed or hung stage is respawned
+// stages keep in-memory snapshots (job->services.snapshots). A failed or hung stage is respawned
 // through StageRestarts::respawn, every stage drops the aborted round and loads the
 // newest snapshot all of them hold, and the steps from there are replayed. Every request
 // made before a recovery carries the generation it was made in; replies from an older
@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "actors/checkpoint/remote_shards.hpp"
-#include "actors/coordinator/checkpoint_hook.hpp"
+#include "actors/job/checkpoint_hook.hpp"
 #include "actors/fault/restart_budget.hpp"
-#include "actors/messages.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/messages/messages.hpp"
+#include "actors/job/job_services.hpp"
 #include "actors/trace/coordinator_probe.hpp"
 
 namespace conveyor {
@@ -58,7 +58,7 @@ struct StageRestarts {
   /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s); 0 (no
   /// buddy copies to restore it from, or the key's 0): lost nodes end the run.
   std::chrono::milliseconds rejoin_timeout{0};
-  /// Why a lost node cannot be replaced (run_node.cpp), said when one ends the run; empty
+  /// Why a lost node cannot be replaced (actors/runtime/run_job.cpp), said when one ends the run; empty
   /// when it can be.
   std::string no_rejoin;
   /// How long a checkpoint waits for the copies of other nodes' snapshots of its step.
@@ -91,9 +91,9 @@ struct AwaitedNode {
 };
 
 struct CoordinatorState {
-  std::shared_ptr<const TrainingJob> job;
+  std::shared_ptr<const Job> job;
   TrainingObserver* observer = nullptr;
-  CheckpointHook* checkpoints = nullptr;  // job->checkpoints
+  CheckpointHook* checkpoints = nullptr;  // job->services.checkpoints
   std::optional<std::int64_t> handed_over;  // the step of the last state given to checkpoints->take
   std::vector<caf::actor> stages;
   std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans;
@@ -138,7 +138,7 @@ struct CoordinatorState {
 };
 
 caf::behavior coordinator_actor(caf::stateful_actor<CoordinatorState>* self,
-                                std::shared_ptr<const TrainingJob> job,
+                                std::shared_ptr<const Job> job,
                                 std::vector<caf::actor> stages, TrainingObserver* observer,
                                 StageRestarts restarts);
 

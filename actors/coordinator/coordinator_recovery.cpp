@@ -20,10 +20,10 @@
 #include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
-#include "actors/error_text.hpp"
-#include "actors/fault/recovery_messages.hpp"
+#include "actors/messages/error_text.hpp"
+#include "actors/messages/recovery_messages.hpp"
 #include "actors/fault/restore_source.hpp"
-#include "actors/runtime/replica_groups.hpp"
+#include "actors/job/replica_groups.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -31,8 +31,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool recoverable(const CoordinatorState& st, const Failure& f) {
-  if (!st.job->recovers_in_place() || !st.budget) return false;
-  if (f.fault != "nan" && st.job->recovery.policy != FaultPolicy::restart) return false;
+  if (!st.job->plan.recovers_in_place() || !st.budget) return false;
+  if (f.fault != "nan" && st.job->plan.recovery.policy != FaultPolicy::restart) return false;
   for (int r : f.respawn) {
     // A stage of a lost process comes back with its node's replacement; one that failed
     // while its process lives on is respawned there.
@@ -49,13 +49,13 @@ bool recoverable(const CoordinatorState& st, const Failure& f) {
 
 std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> snapshot_shards(
     const CoordinatorState& st, std::int64_t steps_done) {
-  auto held = st.job->snapshots->shards(steps_done);
+  auto held = st.job->services.snapshots->shards(steps_done);
   if (!held) return held;
-  if (st.job->shards_optimizer_state()) {  // every replica holds a part of the moments
-    held->first = checkpoint::merge_sharded_replicas(std::move(held->first), st.job->replicas);
+  if (st.job->plan.shards_optimizer_state()) {  // every replica holds a part of the moments
+    held->first = checkpoint::merge_sharded_replicas(std::move(held->first), st.job->plan.replicas);
     return held;
   }
-  held->first.resize(st.job->placement.ranks.size());  // rank order: replica 0 first
+  held->first.resize(st.job->plan.placement.ranks.size());  // rank order: replica 0 first
   return held;
 }
 
@@ -70,11 +70,11 @@ bool respawns_in_place(const CoordinatorState& st, int rank) {
 }
 
 void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done) {
-  const auto every = st.job->recovery.snapshot_every;
-  if (!st.restarts.remote_markers || !st.job->snapshots || every <= 0 || steps_done % every != 0 ||
+  const auto every = st.job->plan.recovery.snapshot_every;
+  if (!st.restarts.remote_markers || !st.job->services.snapshots || every <= 0 || steps_done % every != 0 ||
       !is_remote(st, rank))
     return;
-  st.job->snapshots->put_marker(rank, steps_done);
+  st.job->services.snapshots->put_marker(rank, steps_done);
 }
 
 void replace_stage(Self* self, int rank, const std::string* lost_why) {
@@ -127,12 +127,12 @@ std::optional<RestoreSource> choose_source(const CoordinatorState& st,
                                            const std::vector<int>& respawn,
                                            std::optional<std::int64_t> boundary) {
   std::optional<std::int64_t> snapshot;
-  if (st.job->snapshots) snapshot = st.job->snapshots->consistent_step();
+  if (st.job->services.snapshots) snapshot = st.job->services.snapshots->consistent_step();
   // Over several processes a replica's in-memory state does not travel (its source may be
   // in another process): the snapshot path only, as if inside the optimizer step.
   if (!st.restarts.node_of_rank.empty()) boundary = std::nullopt;
-  return choose_restore_source(st.job->replica_layout(), respawn, boundary, snapshot,
-                               st.job->shards_optimizer_state());
+  return choose_restore_source(st.job->plan.replica_layout(), respawn, boundary, snapshot,
+                               st.job->plan.shards_optimizer_state());
 }
 
 // Why no state is left to restore (replicas; one replica returns false instead).
@@ -145,7 +145,7 @@ std::string no_source(const CoordinatorState& st, const Failure& f,
       boundary ? "every replica of a failed stage was lost"
                : "it happened inside the optimizer step (some stages may have stepped), so "
                  "no healthy replica holds the step's starting state",
-      st.job->recovery.snapshot_every);
+      st.job->plan.recovery.snapshot_every);
 }
 
 }  // namespace
@@ -156,7 +156,7 @@ void give_up(Self* self, const Failure& f) {
       "{}; {} recoveries within fault.window_s ({} s) already, the most fault.max_restarts "
       "allows: giving up",
       f.reason, st.budget->max_restarts(), st.budget->window_s());
-  const auto step = st.job->snapshots ? st.job->snapshots->consistent_step() : std::nullopt;
+  const auto step = st.job->services.snapshots ? st.job->services.snapshots->consistent_step() : std::nullopt;
   if (st.checkpoints && step) {
     if (auto held = snapshot_shards(st, *step)) {
       try {
@@ -184,7 +184,7 @@ bool try_recover(Self* self, Failure f) {
   const auto detected = Clock::now();
   const auto source = choose_source(st, f.respawn, st.boundary);
   if (!source) {
-    if (st.job->replicas <= 1) return false;
+    if (st.job->plan.replicas <= 1) return false;
     fail(self, no_source(st, f, st.boundary));
     return true;
   }
@@ -198,7 +198,7 @@ bool try_recover(Self* self, Failure f) {
   // Every group is rebuilt after a recovery: end its survivors' waits now (a GPU
   // rank would otherwise wait in a bucket its failed peer never starts until
   // transport.timeout_s, before this recovery could reach it).
-  if (st.job->replica_groups) st.job->replica_groups->cancel_below(st.group_generation + 1);
+  if (st.job->services.replica_groups) st.job->services.replica_groups->cancel_below(st.group_generation + 1);
   st.recovery = std::make_shared<PendingRecovery>(
       PendingRecovery{f, st.step, source->steps_done, detected, st.boundary});
   st.respawning = 0;
@@ -282,19 +282,19 @@ void restore_checkpoint(Self* self) {
   pending.restored_from = "checkpoint " + point.path;
   // Newer snapshots belong to the steps replayed; gone first, so that the restored step
   // each stage keeps is not the oldest beyond what the store holds.
-  st.job->snapshots->discard_after(point.step);
+  st.job->services.snapshots->discard_after(point.step);
   const auto generation = st.generation;
   auto left = std::make_shared<std::size_t>(st.stages.size());
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     const int rank = static_cast<int>(r);
     self->request(st.restarts.keeper, caf::infinite,
                   RestoreFromCheckpoint{rank, st.stages[r], RestoreStage{point.step, st.round}, point.path,
-                                        static_cast<int>(r % st.job->placement.ranks.size())})
+                                        static_cast<int>(r % st.job->plan.placement.ranks.size())})
         .then(
             [=](const StageRestored&) {
               auto& st = self->state;
               if (st.generation == generation && is_remote(st, rank))
-                st.job->snapshots->put_marker(rank, point.step);  // kept in its own process
+                st.job->services.snapshots->put_marker(rank, point.step);  // kept in its own process
               on_restored(self, generation, left);
             },
             [=](caf::error& e) { on_restore_failed(self, generation, rank, e); });
@@ -326,7 +326,7 @@ void send_restores(Self* self) {
   const PeerTable table{st.stages, st.restarts.keeper};
   for (auto& s : st.stages) self->send(s, table);
   auto& pending = *st.recovery;
-  if (st.job->replicas > 1) {
+  if (st.job->plan.replicas > 1) {
     // Chosen again: stages that failed since the detection joined this recovery and may
     // leave a pipeline stage without a healthy replica.
     const auto source = choose_source(st, pending.failure.respawn, pending.boundary);
@@ -335,7 +335,7 @@ void send_restores(Self* self) {
       return;
     }
     pending.restored = source->steps_done;
-    pending.restored_from = source->describe(st.job->replica_layout());
+    pending.restored_from = source->describe(st.job->plan.replica_layout());
     if (source->kind == RestoreSource::Kind::replicas) {
       restore_from_replicas(self, source->sources);
       return;
@@ -356,8 +356,8 @@ void finish_recovery(Self* self) {
   const Failure& f = pending->failure;
   st.recovering = false;
   st.rejoined.clear();
-  if (st.job->snapshots)
-    st.job->snapshots->discard_after(pending->restored);  // the replay puts them again
+  if (st.job->services.snapshots)
+    st.job->services.snapshots->discard_after(pending->restored);  // the replay puts them again
   const auto now = Clock::now();
   RecoveryEvent e;
   e.fault = f.fault;
@@ -375,13 +375,13 @@ void finish_recovery(Self* self) {
 }
 
 bool died_meanwhile(const CoordinatorState& st, int rank, const caf::error& e) {
-  return st.job->replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+  return st.job->plan.replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
          e == caf::sec::request_receiver_down;
 }
 
 void take_first_snapshot(Self* self, std::function<void()> then) {
   auto& st = self->state;
-  if (!st.job->snapshots) {
+  if (!st.job->services.snapshots) {
     then();
     return;
   }
@@ -393,7 +393,7 @@ void take_first_snapshot(Self* self, std::function<void()> then) {
             [=](const SnapshotTaken& taken) {
               auto& st = self->state;
               if (st.restarts.remote_markers && is_remote(st, taken.rank))
-                st.job->snapshots->put_marker(taken.rank, taken.steps_done);
+                st.job->services.snapshots->put_marker(taken.rank, taken.steps_done);
               if (--*pending == 0) (*next)();
             },
             [=](caf::error& e) {

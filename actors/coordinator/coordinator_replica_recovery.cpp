@@ -22,9 +22,9 @@
 #include <memory>
 
 #include "actors/coordinator/coordinator_flow.hpp"
-#include "actors/error_text.hpp"
-#include "actors/fault/replica_recovery_messages.hpp"
-#include "actors/stage/stage_snapshot.hpp"
+#include "actors/messages/error_text.hpp"
+#include "actors/messages/replica_recovery_messages.hpp"
+#include "actors/messages/stage_snapshot.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -106,7 +106,7 @@ void restore_from_replicas(Self* self, const std::map<int, int>& sources) {
 
 void rejoin_replica_groups(Self* self) {
   auto& st = self->state;
-  if (!st.job->replica_groups) {  // no groups: no replicas, no tied embedding
+  if (!st.job->services.replica_groups) {  // no groups: no replicas, no tied embedding
     finish_recovery(self);
     return;
   }

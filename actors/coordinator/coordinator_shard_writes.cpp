@@ -9,14 +9,14 @@
 
 #include "actors/checkpoint/remote_shards.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
-#include "actors/fault/recovery_messages.hpp"
+#include "actors/messages/recovery_messages.hpp"
 
 namespace conveyor::coordinator_flow {
 
 bool remote_shards_written_by_nodes(const CoordinatorState& st) {
-  if (!st.restarts.remote_shards || !st.job->snapshots || st.job->shards_optimizer_state()) return false;
+  if (!st.restarts.remote_shards || !st.job->services.snapshots || st.job->plan.shards_optimizer_state()) return false;
   // Replica 0's stages hold the checkpoint: some of them on another node.
-  for (std::size_t r = 0; r < st.job->placement.ranks.size(); ++r)
+  for (std::size_t r = 0; r < st.job->plan.placement.ranks.size(); ++r)
     if (is_remote(st, static_cast<int>(r))) return true;
   return false;
 }
@@ -24,20 +24,20 @@ bool remote_shards_written_by_nodes(const CoordinatorState& st) {
 std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shards_written_by_nodes(
     Self* self, std::int64_t steps_done) {
   auto& st = self->state;
-  const int ranks = static_cast<int>(st.job->placement.ranks.size());  // replica 0's
+  const int ranks = static_cast<int>(st.job->plan.placement.ranks.size());  // replica 0's
   // Not every node has reported this step yet (a marker or a copy of another node's).
   for (int r = 0; r < ranks; ++r)
-    if (!st.job->snapshots->get(r, steps_done)) return std::nullopt;
+    if (!st.job->services.snapshots->get(r, steps_done)) return std::nullopt;
   // AdamW's step count from rank 0's snapshot: stages go to nodes in order, so rank 0
   // runs here, beside the coordinator.
-  const auto first = st.job->snapshots->get(0, steps_done);
+  const auto first = st.job->services.snapshots->get(0, steps_done);
   if (is_remote(st, 0) || first->marker) return std::nullopt;
   const auto target = st.checkpoints->stage_remote_shards(steps_done);
   std::vector<checkpoint::StageShard> shards;
   for (int r = 0; r < ranks; ++r) {
     if (is_remote(st, r)) {
       shards.push_back(checkpoint::awaited_shard(st.restarts.remote_shards, target, r,
-                                                 st.job->remote_shard_timeout));
+                                                 st.job->plan.remote_shard_timeout));
       // The stage answers once it queued the write; a stage that cannot (gone, or it
       // failed) fails its shard now rather than at the end of node 0's wait.
       if (target.error.empty())
@@ -51,7 +51,7 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
                   });
       continue;
     }
-    const auto held = st.job->snapshots->get(r, steps_done);
+    const auto held = st.job->services.snapshots->get(r, steps_done);
     checkpoint::StageShard local;
     local.stage = r;
     local.produce = [held] { return held->tensors(); };

@@ -1,6 +1,6 @@
 #include "actors/coordinator/job_failure.hpp"
 
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 
 namespace conveyor {
 namespace {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 #include "transport/rendezvous/error.hpp"
 
 namespace conveyor {

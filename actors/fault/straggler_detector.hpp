@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/runtime/training_job.hpp"
+#include "actors/plan/training_observer.hpp"
 
 namespace conveyor {
 

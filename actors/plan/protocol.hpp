@@ -1,6 +1,6 @@
 #pragma once
 // The data of the pipeline protocol, as plain values (no CAF here, so the stage and
-// coordinator logic can be tested without an actor system; actors/messages.hpp makes
+// coordinator logic can be tested without an actor system; actors/messages/messages.hpp makes
 // them CAF messages).
 // Tensors travel as handles (shared storage): a hand-off, never a copy or a
 // serialisation inside one process.

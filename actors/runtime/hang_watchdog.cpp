@@ -6,38 +6,38 @@
 #include <vector>
 
 #include "actors/plan/eval_plan.hpp"
-#include "actors/fault/recovery_messages.hpp"
-#include "actors/messages.hpp"
+#include "actors/messages/recovery_messages.hpp"
+#include "actors/messages/messages.hpp"
 #include "actors/trace/hang_error.hpp"
 
 namespace conveyor {
 namespace {
 
-trace::WaitForContext wait_for_context(const TrainingJob& job) {
+trace::WaitForContext wait_for_context(const Job& job) {
   trace::WaitForContext c;
-  c.placement = job.placement;
+  c.placement = job.plan.placement;
   // As the coordinator sends them: every replica its stage's train list, replica 0 alone
   // the eval list.
-  const auto layout = job.replica_layout();
+  const auto layout = job.plan.replica_layout();
   for (int a = 0; a < layout.actors(); ++a) {
-    const auto& rank = job.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
-    c.train_plans.push_back(job.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
-    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.eval_batches)
+    const auto& rank = job.plan.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
+    c.train_plans.push_back(job.plan.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
+    c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.plan.eval_batches)
                                                      : std::vector<sched::Action>{});
   }
-  c.eval_wave = job.eval_wave();
+  c.eval_wave = job.plan.eval_wave();
   return c;
 }
 
 }  // namespace
 
-std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const TrainingJob>& job,
+std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const Job>& job,
                                                      const caf::actor& coordinator,
                                                      std::shared_ptr<std::string> diagnosis) {
-  if (job->watchdog_timeout_s <= 0 || !job->progress) return nullptr;
-  const bool restart = job->recovery.policy == FaultPolicy::restart && job->recovers_in_place();
+  if (job->plan.watchdog_timeout_s <= 0 || !job->services.progress) return nullptr;
+  const bool restart = job->plan.recovery.policy == FaultPolicy::restart && job->plan.recovers_in_place();
   auto watchdog = std::make_unique<trace::Watchdog>(
-      job->progress, wait_for_context(*job), job->watchdog_timeout_s, job->trace,
+      job->services.progress, wait_for_context(*job), job->plan.watchdog_timeout_s, job->services.trace,
       [coordinator, diagnosis, restart](const trace::HangDiagnosis& d) {
         *diagnosis = d.text();
         std::fputs(diagnosis->c_str(), stderr);
@@ -51,7 +51,7 @@ std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const
         std::fflush(stderr);
         std::_Exit(kExitHang);
       },
-      std::max(2.0, job->watchdog_timeout_s));
+      std::max(2.0, job->plan.watchdog_timeout_s));
   watchdog->on_pause([](double seconds) {
     std::fprintf(stderr,
                  "watchdog: this process did not run for %.1f s (stopped, or starved of CPU): not a hang; "
@@ -70,7 +70,7 @@ void RunWatchdog::wire(StageRestarts& restarts) const {
   };
 }
 
-void RunWatchdog::start(const std::shared_ptr<const TrainingJob>& job, const caf::actor& coordinator) {
+void RunWatchdog::start(const std::shared_ptr<const Job>& job, const caf::actor& coordinator) {
   watchdog_ = start_hang_watchdog(job, coordinator, diagnosis_);
   armed_->store(watchdog_.get());
 }

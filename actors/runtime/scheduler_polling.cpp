@@ -6,7 +6,7 @@
 #include <caf/timespan.hpp>
 #include <thread>
 
-#include "actors/runtime/training_job.hpp"
+#include "actors/job/job_services.hpp"
 
 namespace conveyor {
 
@@ -32,15 +32,15 @@ void apply_idle_polling(caf::actor_system_config& cfg, IdlePolling polling) {
   }
 }
 
-void configure_idle_polling(caf::actor_system_config& cfg, const TrainingJob& job,
+void configure_idle_polling(caf::actor_system_config& cfg, const Job& job,
                             const std::vector<int>& actors, int scheduler, bool detached) {
   ProcessThreads threads;
   threads.scheduler = scheduler;
   threads.detached = detached ? static_cast<int>(actors.size()) : 0;
   threads.scheduled_stages = !detached;
-  threads.kernel_threads = job.threads_per_stage;
+  threads.kernel_threads = job.plan.threads_per_stage;
   for (int a : actors)
-    if (job.actor_placement(a).device.is_cpu()) ++threads.cpu_stages;
+    if (job.plan.actor_placement(a).device.is_cpu()) ++threads.cpu_stages;
   apply_idle_polling(cfg, idle_polling(threads, std::thread::hardware_concurrency()));
 }
 

@@ -11,7 +11,7 @@
 
 namespace conveyor {
 
-struct TrainingJob;
+struct Job;
 
 enum class IdlePolling {
   caf_default,  // CAF's spin, then naps: the coordinator alone on the scheduler
@@ -38,7 +38,7 @@ void apply_idle_polling(caf::actor_system_config& cfg, IdlePolling polling);
 
 /// Both for a process that runs `job`'s stage actors `actors` with `scheduler` workers, on
 /// threads of their own when `detached`, else on the workers.
-void configure_idle_polling(caf::actor_system_config& cfg, const TrainingJob& job,
+void configure_idle_polling(caf::actor_system_config& cfg, const Job& job,
                             const std::vector<int>& actors, int scheduler, bool detached);
 
 }  // namespace conveyor

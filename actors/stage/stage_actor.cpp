@@ -7,15 +7,15 @@
 #include <exception>
 #include <limits>
 
-#include "actors/cluster/own_shard_write.hpp"
-#include "actors/cluster/stage_remote.hpp"
-#include "actors/error_text.hpp"
-#include "actors/fault/recovery_messages.hpp"
-#include "actors/fault/replica_recovery_messages.hpp"
-#include "actors/runtime/replica_groups.hpp"
-#include "actors/stage/replica_gradients.hpp"
-#include "actors/stage/stage_snapshot.hpp"
-#include "actors/trace/fault_spec.hpp"
+#include "actors/stage/own_shard_write.hpp"
+#include "actors/stage/stage_remote.hpp"
+#include "actors/messages/error_text.hpp"
+#include "actors/messages/recovery_messages.hpp"
+#include "actors/messages/replica_recovery_messages.hpp"
+#include "actors/job/replica_groups.hpp"
+#include "actors/worker/replica_gradients.hpp"
+#include "actors/messages/stage_snapshot.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "transport/collective/collective_error.hpp"
 
 namespace conveyor {
@@ -40,15 +40,15 @@ void drive_worker(Self* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
-    const int dest = st.job->actor_of_model_stage(st.worker->rank(), m.to_model_stage);
-    if (st.job->fault && st.job->fault->poison(m, st.worker->rank())) put_nan(m.tensor);
+    const int dest = st.job->plan.actor_of_model_stage(st.worker->rank(), m.to_model_stage);
+    if (st.job->services.fault && st.job->services.fault->poison(m, st.worker->rank())) put_nan(m.tensor);
     st.probe->sending(m, dest);
     if (dest == st.worker->rank()) {
       st.probe->received(m);
       st.worker->accept(std::move(m));
     } else if (st.links && st.links->crosses(dest)) {
       send_over_channel(self, dest, std::move(m));
-    } else if (!st.job->fault || !st.job->fault->drop(m, st.worker->rank())) {
+    } else if (!st.job->services.fault || !st.job->services.fault->drop(m, st.worker->rank())) {
       self->send(st.peers.ranks.at(dest), std::move(m));
     }
   };
@@ -70,23 +70,23 @@ void drive_worker(Self* self) {
 void join_groups(Self* self, std::uint32_t generation) {
   auto& st = self->state;
   const auto& job = *st.job;
-  const auto layout = job.replica_layout();
+  const auto layout = job.plan.replica_layout();
   const int rank = st.worker->rank();
-  if (job.replicas > 1)
-    st.worker->set_replica_group(job.replica_groups->join(
+  if (job.plan.replicas > 1)
+    st.worker->set_replica_group(job.services.replica_groups->join(
         layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
-        job.actor_placement(rank).device, generation),
-        job.shards_optimizer_state());
-  if (!job.model.tie_embeddings || !st.worker->holds_tied_copy()) return;
+        job.plan.actor_placement(rank).device, generation),
+        job.plan.shards_optimizer_state());
+  if (!job.plan.model.tie_embeddings || !st.worker->holds_tied_copy()) return;
   std::unique_ptr<GradientAllReduce> group;
   if (st.worker->tied_needs_group()) {
-    const int first = job.actor_of_model_stage(rank, 0);
-    const int last = job.actor_of_model_stage(rank, job.placement.model_stages() - 1);
+    const int first = job.plan.actor_of_model_stage(rank, 0);
+    const int last = job.plan.actor_of_model_stage(rank, job.plan.placement.model_stages() - 1);
     const bool embedding = rank == first;
-    group = job.replica_groups->join_tied(layout.replica_of(rank), embedding ? 0 : 1,
+    group = job.services.replica_groups->join_tied(layout.replica_of(rank), embedding ? 0 : 1,
                                           st.worker->tied_bucket_layout(),
-                                          job.actor_placement(rank).device,
-                                          job.actor_placement(embedding ? last : first).device,
+                                          job.plan.actor_placement(rank).device,
+                                          job.plan.actor_placement(embedding ? last : first).device,
                                           generation);
   }
   st.worker->set_tied_embeddings(std::move(group));
@@ -97,7 +97,7 @@ void join_groups(Self* self, std::uint32_t generation) {
 // connections close, so a peer still waiting on this stage's part fails at once instead
 // of after the group's timeout.
 void leave_groups(Self* self) {
-  if (self->state.job->replicas > 1) self->state.worker->set_replica_group(nullptr);
+  if (self->state.job->plan.replicas > 1) self->state.worker->set_replica_group(nullptr);
   self->state.worker->leave_tied_group();
 }
 
@@ -134,11 +134,11 @@ void drive(Self* self) {
 void put_snapshot(Self* self, std::int64_t steps_done, bool copy = true) {
   auto& st = self->state;
   StageStateSnapshot snapshot{steps_done, st.worker->snapshot()};
-  const bool copied = copy && st.job->recovery.buddy_copies == BuddyCopies::on && st.links &&
+  const bool copied = copy && st.job->plan.recovery.buddy_copies == BuddyCopies::on && st.links &&
                       st.links->node != 0 && st.peers.keeper;
   auto tensors = copied ? snapshot.tensors() : std::vector<NamedTensor>{};
   const auto optimizer_steps = snapshot.optimizer_steps();
-  st.job->snapshots->put(st.worker->rank(), std::move(snapshot));
+  st.job->services.snapshots->put(st.worker->rank(), std::move(snapshot));
   if (copied) send_snapshot_copy(self, steps_done, tensors, optimizer_steps);
 }
 
@@ -151,7 +151,7 @@ void copy_snapshot_to_node0(Self* self, std::int64_t steps_done) {
     throw std::logic_error(fmt::format("stage {}: asked for a copy of its snapshot, but it runs "
                                        "on node 0 or knows no keeper",
                                        rank));
-  const auto snap = st.job->snapshots ? st.job->snapshots->get(rank, steps_done) : nullptr;
+  const auto snap = st.job->services.snapshots ? st.job->services.snapshots->get(rank, steps_done) : nullptr;
   if (!snap || snap->marker)
     throw std::runtime_error(fmt::format("stage {} holds no snapshot after step {} to copy to "
                                          "node 0",
@@ -159,9 +159,9 @@ void copy_snapshot_to_node0(Self* self, std::int64_t steps_done) {
   send_snapshot_copy(self, steps_done, snap->tensors(), snap->optimizer_steps());
 }
 
-bool snapshot_due(const TrainingJob& job, std::int64_t steps_done) {
-  return job.snapshots && job.recovery.snapshot_every > 0 &&
-         steps_done % job.recovery.snapshot_every == 0;
+bool snapshot_due(const Job& job, std::int64_t steps_done) {
+  return job.services.snapshots && job.plan.recovery.snapshot_every > 0 &&
+         steps_done % job.plan.recovery.snapshot_every == 0;
 }
 
 // Every handler body runs through this: an exception becomes the actor's exit reason.
@@ -188,25 +188,25 @@ caf::result<T> replying(Self* self, F&& body) {
 
 // A stage actor; `join_group`: join the stage group of generation 0 now (a replacement
 // joins the next generation with every other stage once the recovery restored it).
-caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int rank,
                              StageWorker::Clock::time_point epoch, bool join_group) {
   auto& st = self->state;
   st.job = job;
   guarded(self, [&] {
-    st.worker = std::make_unique<StageWorker>(job->model, job->actor_placement(rank),
-                                              job->placement.model_stages(),
-                                              job->actor_data(rank), epoch, job->make_model);
+    st.worker = std::make_unique<StageWorker>(job->plan.model, job->plan.actor_placement(rank),
+                                              job->plan.placement.model_stages(),
+                                              job->plan.actor_data(rank), epoch, job->plan.make_model);
     // A replacement joins the next generation with every other stage after the restore.
     if (join_group) join_groups(self, 0);
     const auto epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                               epoch.time_since_epoch()).count();
     st.probe = std::make_unique<trace::StageProbe>(
-        rank, epoch_ns, job->placement, job->trace ? &job->trace->stage(rank) : nullptr,
-        job->progress ? &job->progress->stage(rank) : nullptr);
+        rank, epoch_ns, job->plan.placement, job->services.trace ? &job->services.trace->stage(rank) : nullptr,
+        job->services.progress ? &job->services.progress->stage(rank) : nullptr);
     // A traced GPU stage times its actions on the device (CUDA events), not by the host.
-    if (job->trace) st.probe->use_device_clocks(st.worker->device_clocks());
+    if (job->services.trace) st.probe->use_device_clocks(st.worker->device_clocks());
     st.worker->set_listener(st.probe.get());
-    st.worker->set_fault(job->fault);
+    st.worker->set_fault(job->services.fault);
   });
   return {
       [=](const PeerTable& peers) { self->state.peers = peers; },
@@ -214,7 +214,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
         guarded(self, [&] {
           self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
           self->state.round = plan.round;
-          const auto& fault = self->state.job->fault;
+          const auto& fault = self->state.job->services.fault;
           if (fault && plan.phase == Phase::train && fault->exit_process(plan.step)) {
             die_by_injected_exit(fmt::format("stage {}: fault.inject exit: this process dies at step {}",
                                              self->state.worker->rank(), plan.step));
@@ -243,7 +243,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
       [=](const OptimizerStep& step) {
         return replying<OptimizerDone>(self, [&] {
           self->state.probe->optimizer_received(step);
-          const auto& fault = self->state.job->fault;
+          const auto& fault = self->state.job->services.fault;
           if (fault && fault->crash_in_optimizer(self->state.worker->rank(), step.step))
             throw std::runtime_error(fmt::format(
                 "injected crash in the optimizer step of step {} (fault.inject "
@@ -253,7 +253,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
           if (step.skip)
             self->state.worker->discard_gradients();
           else
-            allgather_ms = self->state.worker->optimizer_step(self->state.job->adamw, step.lr,
+            allgather_ms = self->state.worker->optimizer_step(self->state.job->plan.adamw, step.lr,
                                                               step.grad_scale);
           // Before the reply: once every stage has answered, the snapshot is there.
           if (snapshot_due(*self->state.job, step.step + 1)) put_snapshot(self, step.step + 1);
@@ -291,7 +291,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
         return replying<StageRestored>(self, [&] {
           auto& st = self->state;
           drop_round(self, restore.round_fence);
-          const auto snap = st.job->snapshots ? st.job->snapshots->get(st.worker->rank(), restore.steps_done)
+          const auto snap = st.job->services.snapshots ? st.job->services.snapshots->get(st.worker->rank(), restore.steps_done)
                                               : nullptr;
           if (!snap)
             throw std::logic_error(fmt::format("stage {}: no snapshot of step {} to restore",
@@ -326,7 +326,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
           // Kept here too: the next recovery may restore this step again. Every stage of
           // this process goes back to the same step (a rejoin, or a checkpoint): newer
           // snapshots are the replay's, and must not push this one out of the store.
-          st.job->snapshots->discard_after(arrived.copy.steps_done);
+          st.job->services.snapshots->discard_after(arrived.copy.steps_done);
           put_snapshot(self, arrived.copy.steps_done, /*copy=*/false);
           promise.deliver(StageRestored{st.worker->rank(), arrived.copy.steps_done});
         } catch (const std::exception& e) {
@@ -377,26 +377,26 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const TrainingJob> job,
 
 }  // namespace
 
-caf::behavior stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+caf::behavior stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
                           StageWorker::Clock::time_point epoch) {
   return stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/true);
 }
 
-caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
                                     StageWorker::Clock::time_point epoch, std::int64_t round_fence) {
   auto behavior = stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/false);
   if (self->state.worker) self->state.worker->abort(round_fence);
   return behavior;
 }
 
-caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job, int rank,
+caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
                                  StageWorker::Clock::time_point epoch,
                                  std::shared_ptr<const StageLinks> links, bool join_group) {
   self->state.links = std::move(links);
   return stage_behavior(self, std::move(job), rank, epoch, join_group);
 }
 
-caf::behavior restarted_linked_stage_actor(Self* self, std::shared_ptr<const TrainingJob> job,
+caf::behavior restarted_linked_stage_actor(Self* self, std::shared_ptr<const Job> job,
                                            int rank, StageWorker::Clock::time_point epoch,
                                            std::shared_ptr<const StageLinks> links,
                                            std::int64_t round_fence) {

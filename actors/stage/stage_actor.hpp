@@ -7,15 +7,16 @@
 #include <caf/all.hpp>
 #include <memory>
 
-#include "actors/cluster/stage_links.hpp"
-#include "actors/messages.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/stage/stage_links.hpp"
+#include "actors/messages/messages.hpp"
+#include "actors/job/job_services.hpp"
 #include "actors/trace/stage_probe.hpp"
+#include "actors/worker/stage_worker.hpp"
 
 namespace conveyor {
 
 struct StageActorState {
-  std::shared_ptr<const TrainingJob> job;
+  std::shared_ptr<const Job> job;
   std::unique_ptr<StageWorker> worker;
   std::unique_ptr<trace::StageProbe> probe;  // trace records and watchdog state
   PeerTable peers;
@@ -29,29 +30,29 @@ struct StageActorState {
 };
 
 caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
-                          std::shared_ptr<const TrainingJob> job, int rank,
+                          std::shared_ptr<const Job> job, int rank,
                           StageWorker::Clock::time_point epoch);
 
 /// The replacement of a failed stage actor (fault.policy restart): a stage_actor that
 /// ignores every message of a round up to `round_fence` (the aborted ones) until the
 /// coordinator restores its state (RestoreStage).
 caf::behavior restarted_stage_actor(caf::stateful_actor<StageActorState>* self,
-                                    std::shared_ptr<const TrainingJob> job, int rank,
+                                    std::shared_ptr<const Job> job, int rank,
                                     StageWorker::Clock::time_point epoch, std::int64_t round_fence);
 
 /// A stage actor whose edges to ranks of other processes go through `links`
-/// (actors/cluster/stage_remote.hpp); the rest is stage_actor. `join_group`: join the
+/// (actors/stage/stage_remote.hpp); the rest is stage_actor. `join_group`: join the
 /// stage group's generation 0 as it starts (false for a lost node's replacement, whose
 /// stages join the next generation with every other stage once the recovery restored
 /// them).
 caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,
-                                 std::shared_ptr<const TrainingJob> job, int rank,
+                                 std::shared_ptr<const Job> job, int rank,
                                  StageWorker::Clock::time_point epoch,
                                  std::shared_ptr<const StageLinks> links, bool join_group);
 
 /// The replacement of a failed linked_stage_actor, as restarted_stage_actor.
 caf::behavior restarted_linked_stage_actor(caf::stateful_actor<StageActorState>* self,
-                                           std::shared_ptr<const TrainingJob> job, int rank,
+                                           std::shared_ptr<const Job> job, int rank,
                                            StageWorker::Clock::time_point epoch,
                                            std::shared_ptr<const StageLinks> links,
                                            std::int64_t round_fence);

@@ -1,7 +1,7 @@
 #pragma once
 // The hang watchdog over several processes: node 0 runs the one watchdog of the job, over
 // a ProgressBoard of every rank. Its own stages publish into it directly; every other node
-// reports its stages' states a few times a second (ProgressReport, actors/messages.hpp),
+// reports its stages' states a few times a second (ProgressReport, actors/messages/messages.hpp),
 // and node 0 copies them into the board. Pure: no CAF, clocks are arguments.
 //
 // Clocks: a stage's `since_ns` is on its own host's steady clock, which another host does

@@ -1,7 +1,7 @@
 #pragma once
 // The recorder of one process: its trace file and one TraceBuffer per writer (the
 // coordinator, and every stage rank). Created by the app before the run, shared by the
-// actors through the TrainingJob; buffers are created up front so no writer ever
+// actors through the Job; buffers are created up front so no writer ever
 // allocates or locks to find its own.
 #include <cstdint>
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include <set>
 #include <sys/resource.h>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/train/job_builder.hpp"
 #include "kernels/common/error.hpp"
@@ -47,12 +47,12 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   overrides.push_back("train.eval_every=0");
   overrides.push_back("train.eval_batches=1");
   const RunConfig config = load_run_config(o.config, overrides);
-  const TrainingJob job = build_training_job(config);
+  const Job job{build_job_plan(config), {}};
 
   // Every stage actor's GPU (with replicas, each replica's).
   std::set<int> gpus;
-  for (int a = 0; a < job.stage_actors(); ++a)
-    if (const Device d = job.actor_placement(a).device; !d.is_cpu()) gpus.insert(d.index);
+  for (int a = 0; a < job.plan.stage_actors(); ++a)
+    if (const Device d = job.plan.actor_placement(a).device; !d.is_cpu()) gpus.insert(d.index);
 #if CONVEYOR_WITH_CUDA
   // Peaks of this run alone: an earlier run in this process (bench model) left its
   // blocks cached.
@@ -65,7 +65,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
   collect.total = o.steps;
   collect.warmup = o.warmup;
   fmt::print(stderr, "bench e2e: {}: building {} stage actor(s), then {} steps ({} warm-up)\n",
-             o.config, job.stage_actors(), o.steps, o.warmup);
+             o.config, job.plan.stage_actors(), o.steps, o.warmup);
   run_training(job, collect);
 
   std::vector<double> ms, bubble, allreduce, exposed;
@@ -82,12 +82,12 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
                "steady-state figure (give --steps {} or more)\n",
                ms.size(), o.warmup, o.warmup + 3);
   const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
-  const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.model);
+  const double flops_per_token = 3.0 * gpt_forward_flops_per_token(job.plan.model);
   // Both from the one median step: separate medians of step_ms and tokens_per_s come
   // from different steps when the count is even (the upper median of one is the lower
   // median of the other), and would not agree with each other.
   const double step_ms = median(ms);
-  const auto tokens_per_step = static_cast<double>(job.tokens_per_step());
+  const auto tokens_per_step = static_cast<double>(job.plan.tokens_per_step());
   const double tokens_per_s = step_ms > 0 ? tokens_per_step / step_ms * 1e3 : 0.0;
 
   // Per GPU: what the caching allocator held from the device at its peak (reserved), and
@@ -117,7 +117,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"recompute", std::string(recompute_name(config.model.recompute))},
           {"steps", o.steps},
           {"counted_steps", ms.size()},
-          {"tokens_per_step", job.tokens_per_step()},
+          {"tokens_per_step", job.plan.tokens_per_step()},
           {"tokens_per_s", tokens_per_s},
           {"step_ms", step_ms},
           {"tflops_per_gpu", tokens_per_s * flops_per_token / devices / 1e12},
@@ -125,7 +125,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"peak_allocated_gib", peak_allocated},
           {"bubble", median(bubble)},
           {"bubble_note", "host-side action timings; on GPUs this is launch time, not GPU idle time"}};
-  if (job.replicas > 1) {
+  if (job.plan.replicas > 1) {
     // Gradient averaging per step (mean over stage actors; medians over the counted steps):
     // the reductions' own time, what the stages still waited for after their compute, and
     // the share of it hidden behind backward.

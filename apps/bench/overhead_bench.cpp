@@ -12,7 +12,7 @@
 
 #include "actors/runtime/empty_stage_model.hpp"
 #include "actors/plan/pipeline_layout.hpp"
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "actors/plan/schedule/simulator.hpp"
 #include "actors/trace/stage_probe.hpp"
 #include "actors/trace/trace_session.hpp"
@@ -52,7 +52,7 @@ struct RunFigures {
   double cpu_s = 0;                // the whole run's, warm-up included
 };
 
-RunFigures measure(const TrainingJob& job) {
+RunFigures measure(const Job& job) {
   RunFigures f;
   StepTimes times;
   const double cpu0 = process_cpu_seconds();
@@ -102,24 +102,24 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   // One block per model stage: interleaved-1f1b runs 2 chunks per stage here, zbv always 2.
   const bool interleaved = o.schedule == "interleaved-1f1b";
   const int chunks = interleaved || o.schedule == "zbv" ? 2 : 1;
-  TrainingJob job;
-  job.model = GptConfig{o.stages * chunks, 8, 1, 8, 256};
+  Job job;
+  job.plan.model = GptConfig{o.stages * chunks, 8, 1, 8, 256};
   std::vector<TokenId> tokens(4096);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i % 251);
   auto corpus = std::make_shared<const TokenCorpus>(TokenCorpus::from_tokens(std::move(tokens)));
-  job.data.splits = split_corpus(*corpus, 0.5, job.model.seq_len);
-  job.data.corpus = corpus;
-  job.data.micro_batch_size = 1;
-  job.data.micro_batches = o.micro_batches;
+  job.plan.data.splits = split_corpus(*corpus, 0.5, job.plan.model.seq_len);
+  job.plan.data.corpus = corpus;
+  job.plan.data.micro_batch_size = 1;
+  job.plan.data.micro_batches = o.micro_batches;
   auto layout = make_pipeline_layout(
       sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches, interleaved ? 2 : 1},
-      static_cast<int>(job.model.layers));
-  job.schedule = std::move(layout.schedule);
-  job.placement = std::move(layout.placement);
-  job.steps = o.steps;
-  job.eval_batches = 1;
-  job.make_model = empty_stage_model_factory(job.data.micro_batch_size);
-  job.detached_stages = o.detached;
+      static_cast<int>(job.plan.model.layers));
+  job.plan.schedule = std::move(layout.schedule);
+  job.plan.placement = std::move(layout.placement);
+  job.plan.steps = o.steps;
+  job.plan.eval_batches = 1;
+  job.plan.make_model = empty_stage_model_factory(job.plan.data.micro_batch_size);
+  job.plan.detached_stages = o.detached;
 
   // per_action_us is the wall time of a step over the actions on its critical path: the
   // longest chain of actions each waiting for the one before (on its rank, or for its
@@ -129,9 +129,9 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   // busiest rank's actions, as before, counted the pipeline's fill and drain as overhead;
   // dividing by every rank's actions would credit parallel ranks as if they were faster.)
   std::size_t actions_per_step = 0;
-  for (const auto& r : job.schedule.ranks) actions_per_step += r.size();
+  for (const auto& r : job.plan.schedule.ranks) actions_per_step += r.size();
   const double critical_path =
-      sched::simulate(job.schedule, sched::SimCosts::uniform(1.0, 1.0, 1.0, 1.0)).makespan;
+      sched::simulate(job.plan.schedule, sched::SimCosts::uniform(1.0, 1.0, 1.0, 1.0)).makespan;
   const auto per_action_us = [&](const RunFigures& f) { return median(f.counted_ms) * 1e3 / critical_path; };
   const RunFigures plain = measure(job);
   const std::size_t actions = actions_per_step * static_cast<std::size_t>(o.steps);
@@ -156,12 +156,12 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
     if (!::mkdtemp(pattern)) throw std::runtime_error("bench overhead --trace: mkdtemp failed");
     trace::TraceOptions t;
     t.dir = pattern;
-    job.trace = std::make_shared<trace::TraceSession>(t, o.stages);
+    job.services.trace = std::make_shared<trace::TraceSession>(t, o.stages);
     const RunFigures traced = measure(job);
     result["record_ns_per_action"] = record_ns_per_action(pattern);
-    job.trace->flush_all();
-    const auto bytes = job.trace->bytes_written();
-    job.trace.reset();
+    job.services.trace->flush_all();
+    const auto bytes = job.services.trace->bytes_written();
+    job.services.trace.reset();
     std::filesystem::remove_all(pattern);
     result["traced_per_action_us"] = per_action_us(traced);
     result["traced_cpu_us_per_action"] = traced.cpu_s * 1e6 / static_cast<double>(actions);

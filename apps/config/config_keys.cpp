@@ -8,7 +8,7 @@
 #include "apps/config/known_names.hpp"
 #include "apps/config/partition_key.hpp"
 #include "apps/text/message_text.hpp"
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "actors/trace/step_range.hpp"
 
 namespace conveyor {
@@ -227,7 +227,7 @@ std::vector<ConfigKey> build_keys() {
           "corrupt-checkpoint (the checkpoint after N steps gets a shard whose bytes differ "
           "from its sha256). nan, crash and hang fire once. S is the stage actor: with "
           "parallel.data R, replica r's pipeline stage s is r * pipeline.stages + s "
-          "(actors/trace/fault_spec.hpp)"),
+          "(actors/fault/fault_spec.hpp)"),
       KEY(fault.on_nan,
           "a step whose loss or gradient norm is not finite (NaN or Inf): abort (stop naming "
           "the step and the stages whose gradients are not finite), skip (no optimizer "

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/model_arch.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/gpt_config.hpp"
 

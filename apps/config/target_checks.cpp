@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "actors/trace/step_range.hpp"
 #include "apps/text/message_text.hpp"
 

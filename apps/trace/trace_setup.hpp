@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "actors/runtime/training_job.hpp"
+#include "actors/plan/job_plan.hpp"
 #include "actors/trace/step_range.hpp"
 #include "actors/trace/trace_session.hpp"
 
@@ -23,7 +23,7 @@ struct TraceProcess {
 /// errors.
 std::shared_ptr<trace::TraceSession> open_run_trace(const std::filesystem::path& run_dir,
                                                     const trace::StepRange& steps,
-                                                    const TrainingJob& job,
+                                                    const JobPlan& plan,
                                                     const TraceProcess& process = {});
 
 }  // namespace conveyor

@@ -88,7 +88,7 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
     const NodeIdentity mine = identity_of(config, resume_step);
     client_->set(fmt::format("identity/{}", spec.node_rank), mine.to_json());
     // Node 0 marks the job running once every node's stages are known: a node that joins
-    // after that replaces a lost one (run_node.hpp) and compares itself with node 0 only.
+    // after that replaces a lost one (actors/runtime/run_job.hpp) and compares itself with node 0 only.
     setup_.rejoining = spec.node_rank != 0 && client_->get(kJobRunningKey).has_value();
     if (setup_.rejoining && supervised() && !takes_replacements(config))
       await_job_end(*client_, spec.node_rank,
@@ -176,8 +176,8 @@ std::string ClusterSession::describe() const {
 
 std::int64_t ClusterSession::clock_offset_ns() const { return setup_.steady_clock_offset.count(); }
 
-std::optional<TrainResult> ClusterSession::run(const TrainingJob& job, TrainingObserver* observer) {
-  return run_node(job, setup_, *client_, observer);
+std::optional<TrainResult> ClusterSession::run(const Job& job, TrainingObserver* observer) {
+  return run_job(job, setup_, client_.get(), observer);
 }
 
 std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,

@@ -3,7 +3,7 @@
 // store; every node joins it (rendezvous.timeout_s), heartbeats through it (a node silent
 // for rendezvous.peer_silence_s is lost), reports its identity
 // (node_identity.hpp) and checks it against node 0's, then runs its part of the job
-// (actors/cluster/run_node.hpp). Everything that can fail before training starts fails
+// (actors/runtime/run_job.hpp). Everything that can fail before training starts fails
 // here, before any file is written, with an InputError naming the address, the missing
 // ranks or the differing keys.
 #include <memory>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/cluster/run_node.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "apps/config/run_config.hpp"
 #include "apps/launch/launch_spec.hpp"
 #include "transport/rendezvous/client.hpp"
@@ -42,7 +42,7 @@ class ClusterSession {
 
   /// Runs this node's stages (and on node 0 the coordinator): node 0 returns the result,
   /// the others std::nullopt.
-  std::optional<TrainResult> run(const TrainingJob& job, TrainingObserver* observer);
+  std::optional<TrainResult> run(const Job& job, TrainingObserver* observer);
 
  private:
   LaunchSpec spec_;

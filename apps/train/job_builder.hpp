@@ -1,7 +1,7 @@
 #pragma once
-// Resolves a validated RunConfig into a TrainingJob: loads and splits the corpus,
+// Resolves a validated RunConfig into the job's plan: loads and splits the corpus,
 // generates the schedule, places the model on the ranks.
-#include "actors/runtime/training_job.hpp"
+#include "actors/plan/job_plan.hpp"
 #include "apps/config/run_config.hpp"
 
 namespace conveyor {
@@ -10,6 +10,6 @@ namespace conveyor {
 /// that is missing, empty or holds tokens outside the vocabulary; a corpus too short; a
 /// job that cannot fit in this machine's memory, memory_preflight.hpp: `processes` share
 /// the job's stages).
-TrainingJob build_training_job(const RunConfig& config, int processes = 1);
+JobPlan build_job_plan(const RunConfig& config, int processes = 1);
 
 }  // namespace conveyor

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "actors/cluster/run_node.hpp"
+#include "actors/cluster/node_setup.hpp"
 #include "transport/rendezvous/error.hpp"
 
 namespace conveyor {

@@ -9,7 +9,7 @@
 
 #include "actors/fault/straggler_detector.hpp"
 #include "actors/runtime/action_duration_stats.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/job/job_services.hpp"
 #include "apps/train/progress.hpp"
 
 namespace conveyor {

@@ -6,8 +6,8 @@
 // checkpoint.every > 0; with optim.shard_state each replica cuts its part of the merged
 // AdamW state); node 0 must wait for it
 // (fault.policy restart, fault.rejoin_timeout_s > 0), and snapshots must be taken
-// (fault.snapshot_every > 0). Must agree with run_node's `rejoin`
-// (actors/cluster/run_node.cpp), which decides on the resolved job.
+// (fault.snapshot_every > 0). Must agree with the composition root's `rejoin`
+// (actors/runtime/run_job.cpp), which decides on the resolved job.
 #include "apps/config/run_config.hpp"
 
 namespace conveyor {

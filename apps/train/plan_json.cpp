@@ -11,10 +11,10 @@ nlohmann::json blocks_value(int halves) {
 
 }  // namespace
 
-nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor) {
+nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_actor) {
   using nlohmann::json;
   json stages = json::array();
-  for (const auto& rank : job.placement.ranks) {
+  for (const auto& rank : plan.placement.ranks) {
     json layers = json::array();
     json chunks = json::array();
     for (const auto& c : rank.chunks) {
@@ -35,12 +35,12 @@ nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of
   }
   // Every replica's stage actors (actors/plan/replica_placement.hpp): replica-major numbering.
   json replicas = json::array();
-  const auto layout = job.replica_layout();
+  const auto layout = plan.replica_layout();
   for (int r = 0; r < layout.replicas; ++r) {
     json actors = json::array();
     for (int s = 0; s < layout.stages; ++s) {
-      const RankPlacement rank = job.actor_placement(layout.actor(r, s));
-      const auto share = micro_batch_share(job.data.micro_batches, layout.replicas, r);
+      const RankPlacement rank = plan.actor_placement(layout.actor(r, s));
+      const auto share = micro_batch_share(plan.data.micro_batches, layout.replicas, r);
       json actor = {{"stage", rank.rank},
                     {"pipeline_stage", s},
                     {"device", rank.device.str()},
@@ -52,17 +52,17 @@ nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of
     replicas.push_back({{"replica", r}, {"stages", actors}});
   }
   std::vector<int> halves_per_stage;
-  for (int s = 0; s < job.placement.model_stages(); ++s)
-    halves_per_stage.push_back(job.placement.chunk_of(s).slice.num_halves());
-  return {{"schedule", job.schedule.spec.name},
-          {"stages", job.schedule.spec.stages},
-          {"micro_batches", job.schedule.spec.micro_batches},
-          {"virtual_stages", job.schedule.chunks_per_rank()},
-          {"partition", job.partition},
+  for (int s = 0; s < plan.placement.model_stages(); ++s)
+    halves_per_stage.push_back(plan.placement.chunk_of(s).slice.num_halves());
+  return {{"schedule", plan.schedule.spec.name},
+          {"stages", plan.schedule.spec.stages},
+          {"micro_batches", plan.schedule.spec.micro_batches},
+          {"virtual_stages", plan.schedule.chunks_per_rank()},
+          {"partition", plan.partition},
           {"blocks_per_stage", partition_json(halves_per_stage)},
-          {"partition_reason", job.partition_reason},
+          {"partition_reason", plan.partition_reason},
           {"placement", stages},
-          {"data_parallel", job.replicas},
+          {"data_parallel", plan.replicas},
           {"replicas", replicas}};
 }
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "actors/runtime/training_job.hpp"
+#include "actors/plan/job_plan.hpp"
 
 namespace conveyor {
 
@@ -20,7 +20,7 @@ namespace conveyor {
 /// "micro_batches" is one replica's share per step (the schedule's), the placement's layers
 /// are the same on every replica. `node_of_actor` (a job over several processes: the node
 /// of every stage actor) adds each stage's "node"; empty: one process, no "node".
-nlohmann::json plan_json(const TrainingJob& job, const std::vector<int>& node_of_actor = {});
+nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_actor = {});
 
 /// Half blocks per model stage as JSON blocks, integers where whole: {12, 13} -> [6, 6.5].
 nlohmann::json partition_json(const std::vector<int>& halves);

@@ -87,7 +87,7 @@ void check_same_run(const RunConfig& then, const RunConfig& now, const ResumeIde
 
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
-                                                const RunConfig& config, const TrainingJob& job,
+                                                const RunConfig& config, const JobPlan& plan,
                                                 const std::set<int>& here, const ResumeIdentity& who) {
   auto& fs = checkpoint::posix_filesystem();
   const checkpoint::ResumePoint point = checkpoint::resolve_resume(fs, arg, checkpoint_dir);
@@ -116,12 +116,12 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
         point.path, config.train.steps, m.step));
 
   // This run's model stages, in model order, with the names and shapes they hold.
-  out->slices.resize(static_cast<std::size_t>(job.placement.model_stages()));
-  for (const auto& rank : job.placement.ranks)
+  out->slices.resize(static_cast<std::size_t>(plan.placement.model_stages()));
+  for (const auto& rank : plan.placement.ranks)
     for (const auto& c : rank.chunks) out->slices.at(static_cast<std::size_t>(c.model_stage)) = c.slice;
   std::vector<std::vector<checkpoint::TensorSpec>> specs;
   for (const auto& slice : out->slices)
-    specs.push_back(checkpoint::specs_of(stage_param_layout(job.model, slice)));
+    specs.push_back(checkpoint::specs_of(stage_param_layout(plan.model, slice)));
   try {
     // resolve_resume verified every shard: from here on, headers, then this process's bytes.
     const auto index = checkpoint::index_checkpoint(point.path, m);
@@ -149,11 +149,11 @@ std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
   return out;
 }
 
-std::set<int> local_model_stages(const TrainingJob& job, const std::vector<int>& node_of_actor, int node) {
+std::set<int> local_model_stages(const JobPlan& plan, const std::vector<int>& node_of_actor, int node) {
   std::set<int> out;
   for (std::size_t a = 0; a < node_of_actor.size(); ++a)
     if (node_of_actor[a] == node)
-      for (const auto& c : job.actor_placement(static_cast<int>(a)).chunks) out.insert(c.model_stage);
+      for (const auto& c : plan.actor_placement(static_cast<int>(a)).chunks) out.insert(c.model_stage);
   return out;
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/checkpoint/manifest.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/plan/job_plan.hpp"
 #include "apps/config/run_config.hpp"
 
 namespace conveyor {
@@ -42,12 +42,12 @@ struct ResumeIdentity {
 /// this process builds (local_model_stages).
 std::shared_ptr<const ResumeSource> load_resume(const std::string& arg,
                                                 const std::string& checkpoint_dir,
-                                                const RunConfig& config, const TrainingJob& job,
+                                                const RunConfig& config, const JobPlan& plan,
                                                 const std::set<int>& here, const ResumeIdentity& who);
 
 /// The model stages that node `node` builds, for any replica, given every stage actor's
 /// node (apps/launch/replica_nodes.hpp); all of them for a job of one process.
-std::set<int> local_model_stages(const TrainingJob& job, const std::vector<int>& node_of_actor, int node);
+std::set<int> local_model_stages(const JobPlan& plan, const std::vector<int>& node_of_actor, int node);
 
 /// A resumed run appends to --out's metrics.jsonl: when `out` already holds a run, the
 /// checkpoint at `step_folder` must be one of that run's own (in out/checkpoints, or in the

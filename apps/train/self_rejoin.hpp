@@ -5,7 +5,7 @@
 // and waits for a replacement: rather than fail, and leave node 0 waiting out
 // fault.rejoin_timeout_s for nobody, the process becomes that replacement. It replaces
 // its own image with `conveyor` of the same command line (execve), which finds the job
-// running and rejoins as any replacement does (run_node.hpp) — what a SIGKILL and a
+// running and rejoins as any replacement does (actors/runtime/run_job.hpp) — what a SIGKILL and a
 // restart by hand or by --supervise would do, without the wait.
 #include <string>
 

@@ -9,7 +9,7 @@
 // writes a checkpoint and exits 0, docs/CHECKPOINTS.md) and is not followed by a restart.
 //
 // A job over several processes: a node other than 0 is started again as it was and
-// rejoins the running job (actors/cluster/run_node.hpp). Node 0 hosts the rendezvous store
+// rejoins the running job (actors/runtime/run_job.hpp). Node 0 hosts the rendezvous store
 // and the coordinator, so the job ends with it and every other node then fails; under
 // supervisors the whole job starts again: node 0 from its newest checkpoint, every other
 // node with `--resume latest` too (the same checkpoint where the folder is shared, which

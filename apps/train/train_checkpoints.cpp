@@ -40,14 +40,14 @@ BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every
   return d;
 }
 
-checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& schedule,
+checkpoint::Manifest manifest_base(const JobPlan& plan, const std::string& schedule,
                                    const std::string& config_text) {
   checkpoint::Manifest m;
-  m.seed = job.data.seed;
+  m.seed = plan.data.seed;
   m.schedule = schedule;
-  m.stages = static_cast<int>(job.placement.ranks.size());
-  m.partition_halves.assign(static_cast<std::size_t>(job.placement.model_stages()), 0);
-  for (const auto& rank : job.placement.ranks)
+  m.stages = static_cast<int>(plan.placement.ranks.size());
+  m.partition_halves.assign(static_cast<std::size_t>(plan.placement.model_stages()), 0);
+  for (const auto& rank : plan.placement.ranks)
     for (const auto& c : rank.chunks)
       m.partition_halves.at(static_cast<std::size_t>(c.model_stage)) = c.slice.num_halves();
   m.config = config_text;

@@ -19,8 +19,9 @@
 
 #include "actors/checkpoint/background_writer.hpp"
 #include "actors/checkpoint/corrupting_filesystem.hpp"
-#include "actors/coordinator/checkpoint_hook.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/job/checkpoint_hook.hpp"
+#include "actors/plan/job_plan.hpp"
+#include "actors/plan/training_observer.hpp"
 
 namespace conveyor {
 
@@ -48,7 +49,7 @@ BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every
 
 /// The manifest fields a run knows before it starts: seed, schedule, stages, partition
 /// (blocks per model stage) and the resolved config text.
-checkpoint::Manifest manifest_base(const TrainingJob& job, const std::string& schedule,
+checkpoint::Manifest manifest_base(const JobPlan& plan, const std::string& schedule,
                                    const std::string& config_text);
 
 /// Creates an explicitly configured checkpoint.dir before the run starts, so that a folder

@@ -49,7 +49,7 @@ class StageModel {
   virtual void notify_final_buckets(BucketFinal on_final);
   /// model.tie_embeddings: the gradients of the tied copies this chunk holds (none, one,
   /// or both when one chunk has the embedding and the head), in parameter order. Summed
-  /// with the other copy after the step's backward (actors/stage/tied_embeddings.hpp).
+  /// with the other copy after the step's backward (actors/worker/tied_embeddings.hpp).
   /// Default: none (a model without tied copies).
   virtual std::vector<TiedGradient> tied_gradients() { return {}; }
   /// The CUDA stream (a cudaStream_t) the model's kernels run on, so a reducer can order

@@ -1,5 +1,5 @@
 // fault.inject corrupt-checkpoint:step=N (the entry's parsing is tested with the other
-// fault entries, tests/actors/trace/corrupt_checkpoint_spec_test.cpp): the checkpoint of
+// fault entries, tests/actors/fault/corrupt_checkpoint_spec_test.cpp): the checkpoint of
 // step N is written with a shard whose bytes differ from its recorded
 // sha256, so resume skips it for the previous one while other steps stay intact.
 #include <doctest/doctest.h>

@@ -5,7 +5,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 #include "transport/ucx/ucx_channel.hpp"
@@ -17,7 +17,7 @@ namespace {
 
 // Rank 1 of a 2-stage tiny job whose edges all go through a UCX loopback channel.
 std::string failure_of_stage_1(const PipeHeader& header) {
-  auto job = std::make_shared<const TrainingJob>(tiny_job(TinyJobOptions{}));
+  auto job = std::make_shared<const Job>(tiny_job(TinyJobOptions{}));
   UcxOptions o;
   o.transports = "tcp,self,sm";
   o.timeout = std::chrono::milliseconds(300);
@@ -41,7 +41,7 @@ std::string failure_of_stage_1(const PipeHeader& header) {
   self->send(stage, PeerTable{{stage, stage}});
   self->send(stage, StepPlan{1, 0, Phase::train,
                              std::make_shared<const std::vector<sched::Action>>(
-                                 job->schedule.ranks[1])});
+                                 job->plan.schedule.ranks[1])});
   self->send(stage, header);
   std::string reason;
   self->receive([&](caf::down_msg& down) { reason = error_text(system, down.reason); },

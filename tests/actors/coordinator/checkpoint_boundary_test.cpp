@@ -11,8 +11,8 @@
 #include "actors/checkpoint/reshard.hpp"
 #include "actors/checkpoint/tensor_names.hpp"
 #include "actors/runtime/empty_stage_model.hpp"
-#include "actors/coordinator/checkpoint_hook.hpp"
-#include "actors/runtime/run_training.hpp"
+#include "actors/job/checkpoint_hook.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
 using namespace conveyor;
@@ -84,7 +84,7 @@ StageModelFactory restoring(std::shared_ptr<const std::map<std::string, Tensor>>
   };
 }
 
-TrainingJob stateful_job(std::int64_t steps, int stages = 2) {
+Job stateful_job(std::int64_t steps, int stages = 2) {
   TinyJobOptions o;
   o.steps = steps;
   o.stages = stages;
@@ -92,8 +92,8 @@ TrainingJob stateful_job(std::int64_t steps, int stages = 2) {
 }
 
 // The hook is both the run's observer and its checkpoint hook, as the app's is.
-TrainResult run_with_hook(TrainingJob job, HookObserver& hook) {
-  job.checkpoints = &hook;
+TrainResult run_with_hook(Job job, HookObserver& hook) {
+  job.services.checkpoints = &hook;
   return run_training(job, hook);
 }
 
@@ -146,8 +146,8 @@ TEST_CASE("a run started from a snapshot after 2 of 4 steps ends bitwise identic
   auto state = std::make_shared<const std::map<std::string, Tensor>>(by_name(full.taken[0].shards));
   for (int stages : {2, 4, 1}) {
     CAPTURE(stages);
-    TrainingJob job = stateful_job(4, stages);
-    job.make_model = restoring(state, 2);
+    Job job = stateful_job(4, stages);
+    job.plan.make_model = restoring(state, 2);
     HookObserver resumed;
     resumed.first = 2;
     const TrainResult got = run_with_hook(job, resumed);
@@ -164,8 +164,8 @@ TEST_CASE("a stage whose model cannot be captured fails the run naming the stage
   hook.every = 1;
   TinyJobOptions o;
   o.steps = 2;
-  TrainingJob job = tiny_job(o);
-  job.make_model = empty_stage_model_factory(job.data.micro_batch_size);
+  Job job = tiny_job(o);
+  job.plan.make_model = empty_stage_model_factory(job.plan.data.micro_batch_size);
   CHECK_THROWS_WITH_AS(run_with_hook(job, hook), doctest::Contains("cannot be captured"),
                        std::runtime_error);
 }
@@ -173,9 +173,9 @@ TEST_CASE("a stage whose model cannot be captured fails the run naming the stage
 TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop between waves drops it and stops at the boundary before it") {
   // 100 eval micro-batches: waves of 16 on one stage (16 per model stage), of 64 on four.
   auto job_with_eval = [](int stages) {
-    TrainingJob job = stateful_job(4, stages);
-    job.eval_every = 2;
-    job.eval_batches = 100;
+    Job job = stateful_job(4, stages);
+    job.plan.eval_every = 2;
+    job.plan.eval_batches = 100;
     return job;
   };
   HookObserver one, four;
@@ -202,8 +202,8 @@ TEST_CASE("an evaluation runs in waves with the val loss of one pass, and a stop
 }
 
 TEST_CASE("a stop during the evaluation after the last step drops it and still gathers the weights") {
-  TrainingJob job = stateful_job(2);
-  job.eval_batches = 40;  // two waves (32, 8) on two stages
+  Job job = stateful_job(2);
+  job.plan.eval_batches = 40;  // two waves (32, 8) on two stages
   HookObserver hook;
   hook.stop_in_eval = 2;
   const TrainResult r = run_with_hook(job, hook);
@@ -216,12 +216,12 @@ TEST_CASE("a stop during the evaluation after the last step drops it and still g
 TEST_CASE("a resumed run first runs the evaluation due after its checkpoint's step") {
   HookObserver full;
   full.every = 2;
-  TrainingJob job = stateful_job(4);
-  job.eval_every = 2;
+  Job job = stateful_job(4);
+  job.plan.eval_every = 2;
   const TrainResult uninterrupted = run_with_hook(job, full);
   REQUIRE(full.evals.size() == 2);
   auto state = std::make_shared<const std::map<std::string, Tensor>>(by_name(full.taken[0].shards));
-  job.make_model = restoring(state, 2);
+  job.plan.make_model = restoring(state, 2);
   HookObserver resumed;
   resumed.first = 2;
   const TrainResult got = run_with_hook(job, resumed);

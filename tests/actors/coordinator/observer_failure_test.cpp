@@ -6,7 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
 using namespace conveyor;
@@ -32,8 +32,8 @@ TEST_CASE("an observer that throws fails the run with its message, at once") {
     TinyJobOptions o;
     o.stages = stages;
     o.steps = 6;
-    TrainingJob job = tiny_job(o);
-    job.watchdog_timeout_s = 120;  // were the run left waiting, this is what would end it
+    Job job = tiny_job(o);
+    job.plan.watchdog_timeout_s = 120;  // were the run left waiting, this is what would end it
     FailingObserver observer;
     observer.fail_at_step = 2;
     const auto start = std::chrono::steady_clock::now();

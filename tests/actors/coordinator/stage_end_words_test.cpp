@@ -10,7 +10,7 @@
 
 #include "actors/coordinator/job_failure.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 
 using namespace conveyor;
 

@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "actors/fault/straggler_detector.hpp"
-#include "actors/trace/fault_spec.hpp"
+#include "actors/fault/fault_spec.hpp"
 
 using namespace conveyor;
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
 using namespace conveyor;
@@ -19,19 +19,19 @@ constexpr int kStages = 2;
 constexpr int kMicroBatches = 4;
 constexpr std::int64_t kSteps = 20;
 
-TrainingJob job_with(int replicas, const std::string& schedule = "1f1b") {
+Job job_with(int replicas, const std::string& schedule = "1f1b") {
   TinyJobOptions o;
   o.stages = kStages;
   o.micro_batches = kMicroBatches;
   o.steps = kSteps;
   o.schedule = schedule;
-  TrainingJob job = tiny_job(o);
+  Job job = tiny_job(o);
   // Each replica's schedule runs its share; the job's micro_batches stay the global count.
-  job.schedule = make_pipeline_layout(
+  job.plan.schedule = make_pipeline_layout(
                      sched::ScheduleSpec{schedule, kStages, kMicroBatches / replicas, 1}, o.layers)
                      .schedule;
-  job.replicas = replicas;
-  job.eval_every = 10;
+  job.plan.replicas = replicas;
+  job.plan.eval_every = 10;
   return job;
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
 using namespace conveyor;
@@ -55,7 +55,7 @@ TEST_CASE("training on 1, 2 and 4 stages with gpipe and 1f1b gives bitwise-ident
 TEST_CASE("training changes the weights and reports finite losses") {
   RecordingObserver obs;
   TinyJobOptions o;
-  const TrainingJob job = tiny_job(o);
+  const Job job = tiny_job(o);
   const TrainResult result = run_training(job, obs);
   REQUIRE(obs.steps.size() == 3);
   for (const auto& s : obs.steps) {
@@ -67,7 +67,7 @@ TEST_CASE("training changes the weights and reports finite losses") {
   REQUIRE(obs.evals.size() == 1);  // after the last step
   CHECK(std::isfinite(obs.evals[0].val_loss));
   // Initial weights from a fresh stage differ from the trained ones.
-  GptStage fresh(job.model, job.placement.ranks[0].chunks[0].slice, job.data.seed);
+  GptStage fresh(job.plan.model, job.plan.placement.ranks[0].chunks[0].slice, job.plan.data.seed);
   CHECK_FALSE(bitwise_equal(fresh.params()[0].value, result.weights[0].tensor));
 }
 

@@ -3,7 +3,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/error_text.hpp"
+#include "actors/messages/error_text.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "tests/actors/support/tiny_job.hpp"
 
@@ -11,7 +11,7 @@ using namespace conveyor;
 using namespace conveyor::testing;
 
 TEST_CASE("a stage actor sent a message for the wrong micro-batch fails with a clear reason") {
-  auto job = std::make_shared<const TrainingJob>(tiny_job(TinyJobOptions{}));
+  auto job = std::make_shared<const Job>(tiny_job(TinyJobOptions{}));
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system system{cfg};
@@ -21,9 +21,9 @@ TEST_CASE("a stage actor sent a message for the wrong micro-batch fails with a c
   self->send(stage, PeerTable{{stage, stage}});
   self->send(stage, StepPlan{1, 0, Phase::train,
                              std::make_shared<const std::vector<sched::Action>>(
-                                 job->schedule.ranks[1])});
+                                 job->plan.schedule.ranks[1])});
   self->send(stage, PipeMessage{PipeKind::activation, 1, 0, Phase::train, 6, 0, 1,
-                                Tensor::zeros({2, job->model.seq_len, job->model.d_model})});
+                                Tensor::zeros({2, job->plan.model.seq_len, job->plan.model.d_model})});
   std::string reason;
   self->receive([&](caf::down_msg& down) { reason = error_text(system, down.reason); },
                 caf::after(std::chrono::seconds(20)) >> [&] { reason = "timeout"; });

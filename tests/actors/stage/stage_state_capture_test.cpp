@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "actors/stage/stage_worker.hpp"
+#include "actors/worker/stage_worker.hpp"
 #include "actors/runtime/empty_stage_model.hpp"
 #include "kernels/model/param_state.hpp"
 #include "tests/actors/support/tiny_job.hpp"
@@ -17,13 +17,13 @@ namespace {
 StageModelFactory stateful() { return make_cpu_stage_model; }
 
 // One 1-stage step: every action runs locally, so the worker finishes its plan alone.
-void train_one_step(StageWorker& worker, const TrainingJob& job, std::int64_t round) {
+void train_one_step(StageWorker& worker, const Job& job, std::int64_t round) {
   worker.begin(StepPlan{round, round - 1, Phase::train,
-                        std::make_shared<const std::vector<sched::Action>>(job.schedule.ranks[0])});
+                        std::make_shared<const std::vector<sched::Action>>(job.plan.schedule.ranks[0])});
   worker.run_ready([](PipeMessage) { FAIL("a 1-stage plan sends nothing"); });
   REQUIRE(worker.finished());
   worker.take_report();
-  worker.optimizer_step(job.adamw, 1e-2, 1.0f);
+  worker.optimizer_step(job.plan.adamw, 1e-2, 1.0f);
 }
 
 }  // namespace
@@ -31,8 +31,8 @@ void train_one_step(StageWorker& worker, const TrainingJob& job, std::int64_t ro
 TEST_CASE("a stage's captured state holds each parameter, then its AdamW moments once a step was taken") {
   TinyJobOptions o;
   o.stages = 1;
-  const TrainingJob job = tiny_job(o);
-  StageWorker worker(job.model, job.placement.ranks[0], 1, job.data, StageWorker::Clock::now(),
+  const Job job = tiny_job(o);
+  StageWorker worker(job.plan.model, job.plan.placement.ranks[0], 1, job.plan.data, StageWorker::Clock::now(),
                      stateful());
   const auto params = worker.weights().model_stages.at(0).tensors;
   CHECK(worker.capture_state().size() == params.size());  // no optimizer state yet
@@ -51,33 +51,33 @@ TEST_CASE("a stage's captured state holds each parameter, then its AdamW moments
 TEST_CASE("capturing a stage in the middle of a plan is refused") {
   TinyJobOptions o;
   o.stages = 1;
-  const TrainingJob job = tiny_job(o);
-  StageWorker worker(job.model, job.placement.ranks[0], 1, job.data, StageWorker::Clock::now(),
+  const Job job = tiny_job(o);
+  StageWorker worker(job.plan.model, job.plan.placement.ranks[0], 1, job.plan.data, StageWorker::Clock::now(),
                      stateful());
   worker.begin(StepPlan{1, 0, Phase::train,
-                        std::make_shared<const std::vector<sched::Action>>(job.schedule.ranks[0])});
+                        std::make_shared<const std::vector<sched::Action>>(job.plan.schedule.ranks[0])});
   CHECK_THROWS_WITH_AS(worker.capture_state(), doctest::Contains("middle of a plan"), std::logic_error);
 }
 
 TEST_CASE("a stage built on a model without state access cannot be captured") {
   TinyJobOptions o;
   o.stages = 1;
-  const TrainingJob job = tiny_job(o);
-  StageWorker worker(job.model, job.placement.ranks[0], 1, job.data, StageWorker::Clock::now(),
-                     empty_stage_model_factory(job.data.micro_batch_size));
+  const Job job = tiny_job(o);
+  StageWorker worker(job.plan.model, job.plan.placement.ranks[0], 1, job.plan.data, StageWorker::Clock::now(),
+                     empty_stage_model_factory(job.plan.data.micro_batch_size));
   CHECK_THROWS_WITH_AS(worker.capture_state(), doctest::Contains("cannot be captured"), std::logic_error);
 }
 
 TEST_CASE("a CPU model restores what another captured and refuses a wrong shape untouched") {
   TinyJobOptions o;
   o.stages = 1;
-  const TrainingJob job = tiny_job(o);
-  StageWorker worker(job.model, job.placement.ranks[0], 1, job.data, StageWorker::Clock::now(),
+  const Job job = tiny_job(o);
+  StageWorker worker(job.plan.model, job.plan.placement.ranks[0], 1, job.plan.data, StageWorker::Clock::now(),
                      stateful());
   train_one_step(worker, job, 1);
   const auto state = worker.capture_state();
-  const StageSlice slice = job.placement.ranks[0].chunks[0].slice;
-  auto fresh = make_cpu_stage_model(job.model, slice, 99);
+  const StageSlice slice = job.plan.placement.ranks[0].chunks[0].slice;
+  auto fresh = make_cpu_stage_model(job.plan.model, slice, 99);
   auto bad = state;
   bad[0].tensor = Tensor::zeros(Shape{3});
   const auto untouched = fresh->capture_state();

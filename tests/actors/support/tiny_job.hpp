@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "actors/plan/pipeline_layout.hpp"
-#include "actors/runtime/training_job.hpp"
+#include "actors/job/job_services.hpp"
 
 namespace conveyor::testing {
 
@@ -32,24 +32,24 @@ struct TinyJobOptions {
   int virtual_stages = 1;
 };
 
-inline TrainingJob tiny_job(const TinyJobOptions& o) {
-  TrainingJob job;
-  job.model = GptConfig{o.layers, 32, 4, 16, 64};
-  auto corpus = synthetic_corpus(4096, static_cast<int>(job.model.vocab));
-  job.data.splits = split_corpus(*corpus, 0.1, job.model.seq_len);
-  job.data.corpus = corpus;
-  job.data.seed = 7;
-  job.data.micro_batch_size = 2;
-  job.data.micro_batches = o.micro_batches;
+inline Job tiny_job(const TinyJobOptions& o) {
+  Job job;
+  job.plan.model = GptConfig{o.layers, 32, 4, 16, 64};
+  auto corpus = synthetic_corpus(4096, static_cast<int>(job.plan.model.vocab));
+  job.plan.data.splits = split_corpus(*corpus, 0.1, job.plan.model.seq_len);
+  job.plan.data.corpus = corpus;
+  job.plan.data.seed = 7;
+  job.plan.data.micro_batch_size = 2;
+  job.plan.data.micro_batches = o.micro_batches;
   auto layout = make_pipeline_layout(
       sched::ScheduleSpec{o.schedule, o.stages, o.micro_batches, o.virtual_stages}, o.layers);
-  job.schedule = std::move(layout.schedule);
-  job.placement = std::move(layout.placement);
-  job.lr = LrSchedule{1e-2, 1e-3, 1, o.steps};
-  job.grad_clip = 1.0;
-  job.steps = o.steps;
-  job.eval_every = 0;
-  job.eval_batches = 2;
+  job.plan.schedule = std::move(layout.schedule);
+  job.plan.placement = std::move(layout.placement);
+  job.plan.lr = LrSchedule{1e-2, 1e-3, 1, o.steps};
+  job.plan.grad_clip = 1.0;
+  job.plan.steps = o.steps;
+  job.plan.eval_every = 0;
+  job.plan.eval_batches = 2;
   return job;
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/cluster/run_node.hpp"
+#include "actors/cluster/node_setup.hpp"
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_limits.hpp"
 #include "apps/config/config_loader.hpp"

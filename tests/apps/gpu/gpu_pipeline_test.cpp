@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime/run_training.hpp"
+#include "actors/runtime/run_job.hpp"
 #include "apps/config/config_loader.hpp"
 #include "apps/train/job_builder.hpp"
 #include "kernels/cuda/copy.hpp"
@@ -58,7 +58,7 @@ struct Run {
 Run train(std::vector<std::string> overrides) {
   overrides.insert(overrides.begin(), {"model.heads=1", "train.steps=40", "train.eval_every=0",
                                        "pipeline.stages=2", "pipeline.schedule=1f1b"});
-  const TrainingJob job = build_training_job(load_run_config("configs/tiny.yaml", overrides));
+  const Job job{build_job_plan(load_run_config("configs/tiny.yaml", overrides)), {}};
   LossLog log;
   Run run;
   run.result = run_training(job, log);

@@ -250,8 +250,7 @@ TEST_CASE("The job builder records the partition in plan.json") {
   SchedTempDir dir;
   const std::string corpus = std::string(CONVEYOR_SOURCE_DIR) + "/data/tiny_corpus.txt";
   auto config = conveyor::load_run_config("", {"data.path=" + corpus, "model.layers=6", "pipeline.partition=auto"});
-  const auto job = conveyor::build_training_job(config);
-  const auto plan = conveyor::plan_json(job);
+  const auto plan = conveyor::plan_json(conveyor::build_job_plan(config));
   CHECK(plan.at("partition") == "auto");
   CHECK(plan.at("partition_reason").get<std::string>().find("auto partition") == 0);
   double sum = 0;  // 1.5 where a stage holds half a block
@@ -259,7 +258,7 @@ TEST_CASE("The job builder records the partition in plan.json") {
   CHECK(sum == 6);
 
   config = conveyor::load_run_config("", {"data.path=" + corpus});
-  const auto uniform = conveyor::plan_json(conveyor::build_training_job(config));
+  const auto uniform = conveyor::plan_json(conveyor::build_job_plan(config));
   CHECK(uniform.at("partition") == "uniform");
   CHECK(uniform.at("blocks_per_stage") == nlohmann::json({1, 1, 1, 1}));
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "actors/cluster/run_node.hpp"
+#include "actors/cluster/node_setup.hpp"
 #include "apps/train/job_end_wait.hpp"
 #include "apps/train/node_replacement.hpp"
 #include "tests/transport/rendezvous/test_server.hpp"

@@ -18,10 +18,10 @@ namespace {
 std::vector<std::set<int>> stages_by_node(std::vector<std::string> overrides, int nnodes) {
   overrides.push_back(std::string("data.path=") + CONVEYOR_SOURCE_DIR + "/data/tiny_corpus.txt");
   const RunConfig config = load_run_config("", overrides);
-  const TrainingJob job = build_training_job(config, nnodes);
+  const JobPlan plan = build_job_plan(config, nnodes);
   const auto nodes = node_of_actor(config, nnodes);
   std::vector<std::set<int>> out;
-  for (int n = 0; n < nnodes; ++n) out.push_back(local_model_stages(job, nodes, n));
+  for (int n = 0; n < nnodes; ++n) out.push_back(local_model_stages(plan, nodes, n));
   return out;
 }
 

@@ -47,9 +47,9 @@ TEST_CASE("the manifest of a run names its seed, schedule, stages, blocks per st
   testing::TinyJobOptions o;
   o.stages = 2;
   o.layers = 5;
-  const TrainingJob job = testing::tiny_job(o);
-  const auto m = manifest_base(job, "1f1b", "model:\n  layers: 5\n");
-  CHECK(m.seed == job.data.seed);
+  const Job job = testing::tiny_job(o);
+  const auto m = manifest_base(job.plan, "1f1b", "model:\n  layers: 5\n");
+  CHECK(m.seed == job.plan.data.seed);
   CHECK(m.schedule == "1f1b");
   CHECK(m.stages == 2);
   CHECK(m.partition_halves == std::vector<std::int64_t>{6, 4});

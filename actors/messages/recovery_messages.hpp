@@ -1,0 +1,230 @@
+#pragma once
+// Messages of a recovery (stage restart, NaN rollback, a lost process rejoining):
+//   C → S_r   TakeSnapshot{k}          before the first step: snapshot the starting state
+//   S_r → C   SnapshotTaken
+//   C → S_r   RestoreStage{k, fence}   drop the current plan, every message of a round
+//                                      <= fence, and the gradients; load snapshot k
+//   S_r → C   StageRestored
+//   watchdog → C   (stage_hang_atom, culprit, verdict)   a hang to recover from
+// Across processes (actors/cluster/snapshot_keeper.hpp; node 0 is every stage's buddy):
+//   S_r → K0  SnapshotCopy             a stage of node k > 0 after each snapshot: node 0
+//                                      keeps a copy (the tensors' bytes on the channel)
+//                                      (fault.buddy_copies on)
+//   C → S_r   CopySnapshot{S}          fault.buddy_copies off: a checkpoint of step S
+//                                      asks a stage of node k > 0 for the SnapshotCopy of
+//   S_r → C   SnapshotTaken            its snapshot S (it answers once the copy is sent)
+//   C → S_r   WriteShard{S, folder, token}   checkpoint.writers every_node: a stage of node
+//                                      k > 0 writes its shard of snapshot S itself, into
+//                                      node 0's staging folder, on its node's write queue
+//                                      (it answers `true` once the write is queued)
+//   Q_k → K0  ShardWritten             ... and the queue reports it (its manifest entry,
+//                                      or why it failed); K0 answers once it noted it
+//   C → K0    RestoreRejoined{r, S}    restore rank r of a process that rejoined ...
+//   K0 → S_r  RestoreFromCopy          ... from node 0's copy (delegated: S_r answers C)
+//   C → K0    RestoreFromCheckpoint{r, S, path}   fault.buddy_copies off: a lost node's
+//                                      replacement sends every rank back to checkpoint S,
+//   K0 → S_r  RestoreFromCopy          which the keeper reads (delegated: S_r answers C)
+//   C → D0 → Dk  RespawnStage{r}       a failed stage of node k whose process lives on
+//                                      is respawned there (node directories)
+//   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
+//   C → D0 → Dk  RebuildChannels{g}    GPU stages across processes: every node's NCCL
+//                                      edges get new communicators before the restore
+// The first four, CopySnapshot, WriteShard, ShardWritten and the copies cross processes: they are wire types (wire_format.hpp).
+#include <caf/all.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/messages/wire_format.hpp"
+#include "kernels/io/safetensors.hpp"
+
+namespace conveyor {
+
+struct TakeSnapshot {
+  std::int64_t steps_done = 0;
+};
+
+struct SnapshotTaken {
+  int rank = 0;
+  std::int64_t steps_done = 0;
+};
+
+struct RestoreStage {
+  std::int64_t steps_done = 0;   // the snapshot to load (SnapshotStore)
+  std::int64_t round_fence = 0;  // rounds up to this one are void; the next plan is fence + 1
+};
+
+struct StageRestored {
+  int rank = 0;
+  std::int64_t steps_done = 0;
+};
+
+/// A stage's state after `steps_done` steps (StageModel::capture_state() names). Across
+/// processes the tensors are PendingPayload placeholders whose bytes follow on the
+/// channel under snapshot_tag(rank, steps_done, index) (edge_tags.hpp).
+struct SnapshotCopy {
+  int rank = 0;
+  std::int64_t steps_done = 0;
+  std::int64_t optimizer_steps = 0;
+  std::vector<NamedTensor> tensors;
+};
+
+/// To a stage of a node other than 0 whose snapshots node 0 does not copy as they are
+/// taken (fault.buddy_copies off): send node 0's keeper a SnapshotCopy of the snapshot
+/// after `steps_done` steps, which it holds in its own process. The reply, a
+/// SnapshotTaken, comes once the copy is on its way; the keeper stores it once it arrived.
+struct CopySnapshot {
+  std::int64_t steps_done = 0;
+};
+
+/// To a stage of a node other than 0 (checkpoint.writers every_node): write your shard
+/// of the snapshot after `steps_done` steps into `staging` (actors/checkpoint/
+/// staged_shards.hpp) for the attempt `token`. The reply, `true`, comes once the write is
+/// queued: it runs on the node's queue, which reports to node 0's keeper (ShardWritten),
+/// failures included.
+struct WriteShard {
+  std::int64_t steps_done = 0;
+  std::string staging;
+  std::string token;
+};
+
+/// A node's report of one shard it wrote (or could not write) for WriteShard: the
+/// manifest entry's fields, or `error`. To node 0's keeper, which answers `true` once it
+/// noted it (false: nobody expected that shard).
+struct ShardWritten {
+  int rank = 0;
+  std::string token;
+  std::string error;  // empty when written
+  std::string file;
+  std::uint64_t bytes = 0;
+  std::string sha256;
+  std::vector<std::string> tensors;
+};
+
+/// To a stage of a process that rejoined: abort as RestoreStage does, then load `copy`.
+struct RestoreFromCopy {
+  std::int64_t round_fence = 0;
+  SnapshotCopy copy;
+};
+
+/// To a node's directory (node 0's forwards it): replace the failed actor of `rank`, a
+/// stage of that node, by a new one fenced at `round_fence`; the reply is its handle.
+struct RespawnStage {
+  int rank = 0;
+  std::int64_t round_fence = 0;
+};
+
+/// To node 0's directory (`forward`: it passes it on to every other node's): rebuild this
+/// node's NCCL edges with communicators of `generation` (channel_setup.hpp); the reply
+/// comes once every node's are rebuilt.
+struct RebuildChannels {
+  std::uint32_t generation = 0;
+  bool forward = false;
+};
+
+/// To node 0's snapshot keeper (inside node 0): have `stage`, which runs rank `rank`,
+/// restore node 0's copy of its state per `restore`; `stage` answers the requester.
+struct RestoreRejoined {
+  int rank = 0;
+  caf::actor stage;
+  RestoreStage restore;
+};
+
+/// To node 0's snapshot keeper (inside node 0), without buddy copies, when a lost node's
+/// replacement joined: have `stage`, which runs rank `rank`, restore the shard of
+/// pipeline stage `shard` (a checkpoint holds replica 0's: rank modulo the pipeline's
+/// stages) of the verified checkpoint in `path` (the step folder of `restore.steps_done`
+/// steps); `stage` answers the requester.
+struct RestoreFromCheckpoint {
+  int rank = 0;
+  caf::actor stage;
+  RestoreStage restore;
+  std::string path;
+  int shard = 0;
+};
+
+/// From the hang watchdog under fault.policy restart: the stage its verdict blames (-1:
+/// none in particular) and the verdict.
+using stage_hang_atom = caf::atom_constant<caf::atom("stagehang")>;
+/// To the coordinator: the process of node `node` is gone (its silence at the store, or
+/// its connection); `why` in words.
+using node_lost_atom = caf::atom_constant<caf::atom("nodelost")>;
+/// The coordinator to itself, fault.rejoin_timeout_s after a node was lost.
+using rejoin_deadline_atom = caf::atom_constant<caf::atom("rjdeadline")>;
+/// The coordinator to itself: look again whether every node's snapshot of a checkpoint's
+/// step has arrived (coordinator_actor.cpp capture_state).
+using capture_retry_atom = caf::atom_constant<caf::atom("capretry")>;
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, TakeSnapshot> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("TakeSnapshot"), x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, SnapshotTaken> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("SnapshotTaken"), x.rank, x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, CopySnapshot> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("CopySnapshot"), x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, WriteShard> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("WriteShard"), x.steps_done, x.staging, x.token);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, ShardWritten> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("ShardWritten"), x.rank, x.token, x.error, x.file, x.bytes, x.sha256,
+           x.tensors);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RestoreStage> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RestoreStage"), x.steps_done, x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, StageRestored> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("StageRestored"), x.rank, x.steps_done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RespawnStage> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RespawnStage"), x.rank, x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RebuildChannels> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RebuildChannels"), x.generation, x.forward);
+}
+
+template <class Inspector>
+wire::save_t<Inspector> inspect(Inspector& f, const SnapshotCopy& x) {
+  auto meta = wire::meta_of(x.tensors);
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+           meta.names, meta.shapes, meta.dtypes);
+}
+
+template <class Inspector>
+wire::load_t<Inspector> inspect(Inspector& f, SnapshotCopy& x) {
+  wire::TensorListMeta meta;
+  auto done = caf::meta::load_callback([&]() -> caf::error {
+    return wire::placeholders(
+        meta, [&](int i) { return snapshot_tag(x.rank, x.steps_done, i); }, &x.tensors);
+  });
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+           meta.names, meta.shapes, meta.dtypes, done);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, RestoreFromCopy> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("RestoreFromCopy"), x.round_fence, x.copy);
+}
+
+}  // namespace conveyor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreRejoined)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreFromCheckpoint)

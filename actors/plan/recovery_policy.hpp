@@ -1,0 +1,30 @@
+#pragma once
+// The recovery settings of a run (fault.*), as the config loader parses them: plain enums
+// and numbers, no CAF. The coordinator, the stages and the launch read them from the job.
+
+namespace conveyor {
+
+/// fault.on_nan: what a step whose loss or gradient norm is not finite does: stop the run,
+/// drop that step's update, or restore every stage to its last snapshot and replay the
+/// step once (a second non-finite result there stops the run).
+enum class NanPolicy { abort, skip, rollback };
+
+/// fault.policy: a failed stage (exception, injected crash, hang) stops the run, or is
+/// respawned and every stage rolls back to the newest in-memory snapshot.
+enum class FaultPolicy { abort, restart };
+
+/// fault.buddy_copies, for a job over several processes: whether node 0 keeps a copy of
+/// every other node's snapshots as they are taken (on: a lost process can rejoin, its
+/// stages restore node 0's copies; host-memory stages only) or only of those a checkpoint
+/// or a stop writes, asked for then (off). Automatic: on when every stage runs on the CPU.
+enum class BuddyCopies { automatic, on, off };
+
+struct RecoverySettings {
+  FaultPolicy policy = FaultPolicy::abort;
+  BuddyCopies buddy_copies = BuddyCopies::automatic;  // the composition root resolves automatic (actors/runtime/job_setup.cpp)
+  int snapshot_every = 1;    // steps between in-memory snapshots (fault.snapshot_every)
+  int max_restarts = 3;      // recoveries allowed within window_s ...
+  double window_s = 600.0;   // ... beyond which the run checkpoints and stops
+};
+
+}  // namespace conveyor

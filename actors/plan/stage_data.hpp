@@ -1,0 +1,26 @@
+#pragma once
+// The data a stage draws its micro-batches from, as the plan hands it to every stage.
+#include <cstdint>
+#include <memory>
+
+#include "kernels/data/micro_batch_sampler.hpp"
+#include "kernels/data/token_corpus.hpp"
+#include "kernels/tensor/dtype.hpp"
+
+namespace conveyor {
+
+/// What a stage needs to draw its own micro-batches (first and last model stage).
+struct StageData {
+  std::shared_ptr<const TokenCorpus> corpus;
+  CorpusSplits splits;
+  std::uint64_t seed = 0;
+  std::int64_t micro_batch_size = 1;
+  int micro_batches = 1;  // per train step: the loss is their mean
+  // Data parallelism (actors/plan/replica_placement.hpp): this replica's train micro-batch i is
+  // the step's global micro-batch first_micro_batch + i (its data and its loss's key);
+  // micro_batches is then this replica's share. 0 with one replica.
+  int first_micro_batch = 0;
+  DType activation_dtype = DType::f32;  // of activations and gradients between stages
+};
+
+}  // namespace conveyor

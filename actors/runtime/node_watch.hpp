@@ -1,0 +1,28 @@
+#pragma once
+// Node k > 0 of a job over several processes, while node 0's coordinator drives the job:
+// its main thread watches this node's stages until they are down, forwards a stop it
+// caught to node 0, and says why the node failed when it did.
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "actors/cluster/loss_relay.hpp"
+#include "actors/cluster/node_directory.hpp"
+
+namespace conveyor {
+
+/// To node k's main thread: its directory respawned stage `rank` as this actor.
+using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
+
+/// Waits until the stages `mine` are down (the coordinator ends them). Throws naming a
+/// local stage that failed (and was not replaced), or a node that was lost (`relay`: the
+/// liveness watch). `respawns`: a failed stage may come back (node 0 has this node
+/// respawn it). A stop this node caught is forwarded once to node 0 (`forward_stop`,
+/// polled every `poll`); once node 0 is gone, `grace` bounds the wait.
+void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::vector<int>& node_of_rank,
+                  const caf::actor& node0, const LossRelay& relay, std::chrono::milliseconds grace,
+                  bool respawns, const std::function<bool()>& forward_stop,
+                  std::chrono::milliseconds poll, std::chrono::milliseconds peer_silence);
+
+}  // namespace conveyor

@@ -1,0 +1,33 @@
+// Tags of the tensors that cross processes are unique among the messages in flight into
+// one process: the same edge, round and micro-batch of two data-parallel replicas (each
+// numbers its micro-batches from 0), and the final weights of two stage actors that hold
+// the same model stage, never share a tag.
+#include "actors/messages/edge_tags.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace conveyor;
+
+TEST_CASE("replicas' activations and gradients on the same edge get different tags") {
+  const int model_stages = 4;
+  std::set<std::uint64_t> seen;
+  for (int replica = 0; replica < 3; ++replica)
+    for (int boundary = 0; boundary + 1 < model_stages; ++boundary)
+      for (bool activation : {true, false}) {
+        const int from = activation ? boundary : boundary + 1;
+        const int to = activation ? boundary + 1 : boundary;
+        CHECK(seen.insert(pipe_tag(activation, 7, 2, from, to, replica, model_stages)).second);
+      }
+  // Replica 0 keeps the tags of a run without replicas.
+  CHECK(pipe_tag(true, 7, 2, 1, 2, 0, model_stages) == pipe_tag(true, 7, 2, 1, 2));
+  CHECK(unpack_tag(pipe_tag(false, 7, 2, 2, 1, 2, model_stages)).edge == 2 * model_stages + 1);
+}
+
+TEST_CASE("the final weights are tagged by stage actor, apart from snapshot copies") {
+  CHECK(weight_tag(0, 3) != weight_tag(2, 3));  // stage 0 of replicas 0 and 1 (P = 2)
+  CHECK(unpack_tag(weight_tag(5, 9)).edge == 5);
+  CHECK(unpack_tag(weight_tag(5, 9)).micro_batch == 9);
+  for (std::int64_t steps = 0; steps < 4; ++steps) CHECK(snapshot_tag(5, steps, 9) != weight_tag(5, 9));
+}

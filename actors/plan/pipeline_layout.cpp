@@ -19,7 +19,7 @@ PipelineLayout make_pipeline_layout(const sched::ScheduleSpec& spec, int layers)
         "use at least {} layers or fewer stages",
         layers, ranks * chunks, ranks, chunks, ranks * chunks));
   layout.placement =
-      make_placement(sched::halves_of_blocks(uniform_block_counts(layers, ranks * chunks)), ranks, chunks,
+      make_placement(sched::uniform_partition(layers, ranks * chunks), ranks, chunks,
                      [&](int r, int c) { return schedule.model_stage(r, c); });
   return layout;
 }

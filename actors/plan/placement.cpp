@@ -17,15 +17,6 @@ const ChunkPlacement& Placement::chunk_of(int model_stage) const {
   throw std::out_of_range("placement: no chunk holds model stage " + std::to_string(model_stage));
 }
 
-std::vector<int> uniform_block_counts(int layers, int model_stages) {
-  if (model_stages < 1 || model_stages > layers)
-    throw std::invalid_argument("uniform_block_counts: " + std::to_string(model_stages) +
-                                " model stages for " + std::to_string(layers) + " layers");
-  std::vector<int> counts(model_stages, layers / model_stages);
-  for (int s = 0; s < layers % model_stages; ++s) ++counts[s];
-  return counts;
-}
-
 std::vector<std::string> slice_layer_names(const StageSlice& slice) {
   std::vector<std::string> names;
   if (slice.has_embedding) names.emplace_back("embedding");

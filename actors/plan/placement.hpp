@@ -34,13 +34,9 @@ struct Placement {
   const ChunkPlacement& chunk_of(int model_stage) const;
 };
 
-/// Blocks per model stage for a uniform split: as equal as possible, the earlier model
-/// stages taking one extra block when the count does not divide.
-/// REQUIRES: 1 <= model_stages <= layers.
-std::vector<int> uniform_block_counts(int layers, int model_stages);
-
-/// Builds the placement from half blocks per model stage (sched::halves_of_blocks for whole
-/// blocks) and the schedule's mapping of (rank, chunk) to model stage.
+/// Builds the placement from half blocks per model stage (sched::uniform_partition for the
+/// uniform split, sched::halves_of_blocks for whole blocks) and the schedule's mapping of
+/// (rank, chunk) to model stage.
 /// REQUIRES: model_stage_of(rank, chunk) is a bijection onto 0..ranks*chunks-1.
 template <class ModelStageOf>
 Placement make_placement(const std::vector<int>& halves_per_model_stage, int ranks, int chunks,

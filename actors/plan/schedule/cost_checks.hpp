@@ -1,6 +1,6 @@
 #pragma once
-// The input checks both simulators make of their cost lists (simulator.hpp: per rank;
-// stage_costs.hpp: per model stage), with one wording.
+// The input checks of the cost lists behind the two duration lookups (simulator.hpp: per
+// rank; stage_costs.hpp: per model stage), with one wording.
 #include <algorithm>
 #include <initializer_list>
 #include <string>

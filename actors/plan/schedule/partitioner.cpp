@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "actors/plan/placement.hpp"
 #include "actors/plan/schedule/comm_pass.hpp"
 #include "actors/plan/schedule/dependencies.hpp"
 #include "actors/plan/schedule/stage_costs.hpp"
@@ -263,7 +262,10 @@ std::vector<int> uniform_partition(int layers, int model_stages) {
     throw InputError("uniform partition: " + std::to_string(layers) + " blocks cannot fill " +
                      std::to_string(model_stages) + " model stages");
   }
-  return halves_of_blocks(uniform_block_counts(layers, model_stages));
+  // Whole blocks as equal as possible; the first layers % model_stages stages take one more.
+  std::vector<int> halves(static_cast<std::size_t>(model_stages), 2 * (layers / model_stages));
+  for (int s = 0; s < layers % model_stages; ++s) halves[static_cast<std::size_t>(s)] += 2;
+  return halves;
 }
 
 std::vector<int> halves_of_blocks(const std::vector<int>& blocks) {

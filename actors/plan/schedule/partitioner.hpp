@@ -79,9 +79,11 @@ struct PartitionResult {
   std::string explanation;  // what it chose and why, several sentences on one line
 };
 
-/// Half blocks per model stage for whole blocks as even as possible, the earlier stages
-/// taking the remainder: placement.hpp's uniform_block_counts (the one uniform split),
-/// doubled, with an InputError for counts that cannot be split.
+/// The uniform split, in half blocks per model stage: whole blocks as even as possible,
+/// the earlier stages taking one more when `layers` does not divide: 7 blocks over 3 stages
+/// are {6, 4, 4}.
+/// The one definition of the uniform split: the default placement (pipeline_layout.hpp)
+/// and the partitioner's baseline both use it, so they always agree.
 /// Throws InputError unless 1 <= model_stages <= layers.
 std::vector<int> uniform_partition(int layers, int model_stages);
 

@@ -1,27 +1,22 @@
 #pragma once
-// Simulation with durations per MODEL stage, for schedules with several chunks per rank.
+// Durations per MODEL stage, for schedules with several chunks per rank.
 //
 // SimCosts (simulator.hpp) gives one duration per rank and kind, so every chunk of a rank
 // costs the same. When the model is cut unevenly (partitioner.hpp) chunk 0 and chunk 1 of
 // a rank hold different layers and cost different times: StageCosts gives one duration per
 // model stage (schedule.model_stages() entries, indexed by schedule.model_stage(rank,
-// chunk)), and simulate_stages() looks each action's duration up by its chunk.
+// chunk)). Both are duration lookups for the one event model (simulation.hpp).
 //
-// - With one chunk per rank model stage r is rank r: simulate_stages() builds the per-rank
-//   SimCosts and calls simulate() on the compute-only schedule, so the two agree exactly.
-// - With several chunks it runs the same event model as simulate() (see simulator.hpp)
-//   on the compute-only schedule: a message between two ranks arrives message_us after
-//   its producer ends, a hand-off between two chunks of one rank is free. That is also
-//   what simulate() computes for the schedule with SEND/RECV actions (they take no rank
-//   time), so communication actions in the input are ignored and timings are reported for
-//   the compute actions only. With equal costs for every chunk of a rank the result equals
-//   simulate()'s (tests/actors/plan/schedule/partitioner_test.cpp checks every generator).
+// The run is on the compute-only schedule: communication actions in the input are
+// ignored and timings are reported for the compute actions only. That times like the
+// schedule with SEND/RECV actions (they take no rank time), and with one chunk per rank
+// (model stage r is rank r) it is exactly simulate() with the same per-rank durations.
 // Pure logic: no CAF.
-#include <memory>
 #include <vector>
 
 #include "actors/plan/schedule/schedule.hpp"
-#include "actors/plan/schedule/simulator.hpp"
+#include "actors/plan/schedule/sim_result.hpp"
+#include "actors/plan/schedule/simulation.hpp"
 
 namespace conveyor::sched {
 
@@ -36,6 +31,8 @@ struct StageCosts {
   /// B = I + W for every stage.
   static StageCosts from_fiw(std::vector<double> f, std::vector<double> i, std::vector<double> w,
                              double message_us = 0.0);
+  /// Duration of `kind` in `model_stage`; 0 for SEND and RECV.
+  double duration_us(int model_stage, ActionKind kind) const;
 };
 
 /// Runs `schedule` with per-model-stage durations. Throws InputError when a vector's size is
@@ -50,15 +47,12 @@ class StageSimulator {
  public:
   /// Throws InputError for an action outside the schedule's spec.
   explicit StageSimulator(const Schedule& schedule);
-  ~StageSimulator();
-  StageSimulator(StageSimulator&&) noexcept;
-  StageSimulator& operator=(StageSimulator&&) noexcept;
 
   SimResult run(const StageCosts& costs) const;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  Simulation simulation_;         // of the compute-only schedule
+  std::vector<int> model_stage_;  // [rank * chunks per rank + chunk], for the lookup
 };
 
 }  // namespace conveyor::sched

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "actors/plan/placement.hpp"
 #include "actors/plan/pipeline_layout.hpp"
 #include "actors/plan/schedule/cost_model.hpp"
 #include "actors/plan/schedule/partitioner.hpp"
@@ -19,8 +18,6 @@ using conveyor::InputError;
 using namespace conveyor::sched;
 
 namespace {
-
-constexpr double kTight = 1e-9;
 
 // A model whose blocks all cost `block` (F = I = W; half of it in each half block) and whose
 // ends cost what is given.
@@ -55,45 +52,6 @@ std::string input_error(const auto& f) {
 
 }  // namespace
 
-TEST_CASE("simulate_stages equals simulate when every chunk of a rank costs the same") {
-  for (const ScheduleSpec& spec : test::all_specs(4, 8)) {
-    CAPTURE(test::describe(spec));
-    const Schedule s = make_schedule(spec);
-    std::vector<double> f_rank, i_rank, w_rank;
-    for (int r = 0; r < spec.stages; ++r) {
-      f_rank.push_back(1.0 + 0.25 * r);
-      i_rank.push_back(1.5 - 0.125 * r);
-      w_rank.push_back(0.5 + 0.1 * r);
-    }
-    SimCosts per_rank;
-    per_rank.f_us = f_rank;
-    per_rank.i_us = i_rank;
-    per_rank.w_us = w_rank;
-    per_rank.b_us.clear();
-    for (int r = 0; r < spec.stages; ++r) per_rank.b_us.push_back(i_rank[r] + w_rank[r]);
-    per_rank.latency_us = 0.3;
-    std::vector<double> f(s.model_stages()), i(s.model_stages()), w(s.model_stages());
-    for (int m = 0; m < s.model_stages(); ++m) {
-      const int r = s.holder(m).rank;
-      f[m] = f_rank[r];
-      i[m] = i_rank[r];
-      w[m] = w_rank[r];
-    }
-    const SimResult want = simulate(s, per_rank);
-    const SimResult got = simulate_stages(s, StageCosts::from_fiw(f, i, w, 0.3));
-    REQUIRE(got.ok());
-    CHECK(got.makespan == doctest::Approx(want.makespan).epsilon(kTight));
-    CHECK(got.bubble == doctest::Approx(want.bubble).epsilon(kTight));
-    CHECK(got.peak_activations == want.peak_activations);
-    for (int r = 0; r < spec.stages; ++r) {
-      REQUIRE(got.timings[r].size() == want.timings[r].size());
-      for (std::size_t k = 0; k < got.timings[r].size(); ++k) {
-        CHECK(got.timings[r][k].start_us == doctest::Approx(want.timings[r][k].start_us).epsilon(kTight));
-      }
-    }
-  }
-}
-
 TEST_CASE("simulate_stages charges each chunk the durations of its own model stage") {
   // interleaved p=2 v=2: rank 0 holds model stages 0 and 2, rank 1 stages 1 and 3.
   const Schedule s = make_schedule({"interleaved-1f1b", 2, 4, 2});
@@ -105,13 +63,23 @@ TEST_CASE("simulate_stages charges each chunk the durations of its own model sta
             .find("one per model stage (4)") != std::string::npos);
 }
 
-TEST_CASE("uniform_partition splits like the placement's uniform_block_counts, in halves") {
+TEST_CASE("uniform_partition gives whole blocks, the earlier model stages taking the remainder") {
+  CHECK(uniform_partition(7, 3) == std::vector<int>{6, 4, 4});
+  CHECK(uniform_partition(8, 4) == std::vector<int>{4, 4, 4, 4});
+  CHECK(uniform_partition(5, 5) == std::vector<int>{2, 2, 2, 2, 2});
   for (int layers = 1; layers <= 20; ++layers) {
     for (int stages = 1; stages <= layers; ++stages) {
-      CHECK(uniform_partition(layers, stages) ==
-            halves_of_blocks(conveyor::uniform_block_counts(layers, stages)));
+      const std::vector<int> halves = uniform_partition(layers, stages);
+      REQUIRE(halves.size() == static_cast<std::size_t>(stages));
+      CHECK(std::accumulate(halves.begin(), halves.end(), 0) == 2 * layers);
+      CHECK(std::is_sorted(halves.rbegin(), halves.rend()));  // non-increasing
+      CHECK(halves.front() - halves.back() <= 2);
+      for (int h : halves) CHECK(h % 2 == 0);
     }
   }
+  CHECK(input_error([] { uniform_partition(3, 4); }).find("3 blocks cannot fill 4 model stages") !=
+        std::string::npos);
+  CHECK(input_error([] { uniform_partition(3, 0); }).find("uniform partition") == 0);
 }
 
 TEST_CASE("check_partition names pipeline.partition for a wrong length, a wrong sum and a zero") {

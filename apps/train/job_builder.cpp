@@ -40,9 +40,9 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
   const PartitionChoice partition = choose_partition(config);
   auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),
                                      partition.halves_per_stage);
-  job.partition = partition.mode;
+  job.partition = std::string(enum_name(partition.mode));  // TrainingJob keeps the name
   job.partition_reason = partition.reason;
-  if (partition.mode == "auto") fmt::print(stderr, "conveyor train: {}\n", partition.reason);
+  if (partition.mode == PartitionMode::automatic) fmt::print(stderr, "conveyor train: {}\n", partition.reason);
   job.schedule = std::move(layout.schedule);
   job.placement = std::move(layout.placement);
   assign_devices(config, job.placement);
@@ -60,17 +60,13 @@ TrainingJob build_training_job(const RunConfig& config, int processes) {
   job.eval_every = config.train.eval_every;
   job.eval_batches = static_cast<int>(config.train.eval_batches);
   job.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
-  job.detached_stages = config.runtime.stage_threads == "detached";
+  job.detached_stages = config.runtime.stage_threads == StageThreads::detached;
   job.watchdog_timeout_s = config.watchdog.timeout_s;
-  job.on_nan = config.fault.on_nan == "skip"       ? NanPolicy::skip
-               : config.fault.on_nan == "rollback" ? NanPolicy::rollback
-                                                   : NanPolicy::abort;
-  job.recovery.policy = config.fault.policy == "restart" ? FaultPolicy::restart : FaultPolicy::abort;
+  job.on_nan = config.fault.on_nan;
+  job.recovery.policy = config.fault.policy;
   job.recovery.snapshot_every = static_cast<int>(config.fault.snapshot_every);
-  job.recovery.buddy_copies = config.fault.buddy_copies == "on"    ? BuddyCopies::on
-                              : config.fault.buddy_copies == "off" ? BuddyCopies::off
-                                                                   : BuddyCopies::automatic;
-  job.nodes_write_shards = config.checkpoint.writers == "every_node";
+  job.recovery.buddy_copies = config.fault.buddy_copies;
+  job.nodes_write_shards = config.checkpoint.writers == CheckpointWriters::every_node;
   job.checkpoint_every = config.checkpoint.every;
   job.remote_shard_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));

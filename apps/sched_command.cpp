@@ -296,7 +296,7 @@ Report config_report(const SchedOptions& o) {
   const int chunks = layout.schedule.chunks_per_rank();
   report.notes.push_back(fmt::format(
       "{}: {} on {} {} stage{} x {} chunk{}, {} micro-batches of {} x {} tokens; GPT {} layers, d_model {}, vocab {}",
-      o.config, spec.name, spec.stages, config.devices.kind, spec.stages > 1 ? "s" : "", chunks, chunks > 1 ? "s" : "",
+      o.config, spec.name, spec.stages, enum_name(config.devices.kind), spec.stages > 1 ? "s" : "", chunks, chunks > 1 ? "s" : "",
       spec.micro_batches, config.pipeline.micro_batch_size, config.model.seq_len, layers, config.model.d_model,
       config.model.vocab));
   report.notes.push_back("partition: " + choice.reason);
@@ -308,7 +308,7 @@ Report config_report(const SchedOptions& o) {
   report.notes.push_back(comm_note(comm, o.message_bytes_opt->count() > 0));
   report.notes.push_back("placement:");
   for (const auto& rank : layout.placement.ranks) {
-    std::string line = fmt::format("  rank {} ({}):", rank.rank, config.devices.kind);
+    std::string line = fmt::format("  rank {} ({}):", rank.rank, enum_name(config.devices.kind));
     for (const auto& c : rank.chunks) {
       std::string names;
       for (const auto& n : slice_layer_names(c.slice)) names += (names.empty() ? "" : ", ") + n;
@@ -328,7 +328,7 @@ Report config_report(const SchedOptions& o) {
                                        100.0 * uniform.sim.bubble));
   }
   std::optional<sched::PartitionResult> suggestion;
-  if (choice.mode != "auto") {
+  if (choice.mode != PartitionMode::automatic) {
     sched::PartitionRequest request{spec, costs, std::nullopt, message_us};
     suggestion = sched::auto_partition(request);
     report.after.push_back(fmt::format("pipeline.partition: auto would choose {} ({})",
@@ -340,7 +340,7 @@ Report config_report(const SchedOptions& o) {
   plan.model = config.model;
   plan.schedule = layout.schedule;
   plan.placement = layout.placement;
-  plan.partition = choice.mode;
+  plan.partition = std::string(enum_name(choice.mode));
   plan.partition_reason = choice.reason;
   nlohmann::json units = nlohmann::json::array();
   units.push_back(unit_json("embedding", costs.units.front()));
@@ -349,7 +349,7 @@ Report config_report(const SchedOptions& o) {
   units.push_back(unit_json("head", costs.units.back()));
   auto& x = report.extra;
   x["config"] = o.config;
-  x["partition"] = choice.mode;
+  x["partition"] = choice.mode;  // by name (named_enum.hpp)
   x["blocks_per_stage"] = partition_json(choice.halves_per_stage);
   x["partition_reason"] = choice.reason;
   x["costs"] = {{"source", costs.source}, {"units", units}};

@@ -87,23 +87,23 @@ struct TrainOptions {
 // processes go through the snapshots.
 void refuse_groups_across_processes(const LaunchSpec& spec, const RunConfig& config) {
   if (spec.nnodes <= 1) return;
-  if (config.parallel.data > 1 && config.devices.kind != "cpu")
+  if (config.parallel.data > 1 && config.devices.kind != DeviceKind::cpu)
     throw InputError(fmt::format("parallel.data: {}: parallel.data > 1 on GPU stages: one "
                                  "process so far (nnodes {}, devices.kind {})",
-                                 config.parallel.data, spec.nnodes, config.devices.kind));
+                                 config.parallel.data, spec.nnodes, enum_name(config.devices.kind)));
   // Replicas over processes recover through the in-memory snapshots (a replica's state
   // is not copied from another process): they need them.
-  if (config.parallel.data > 1 && config.fault.policy == "restart" &&
+  if (config.parallel.data > 1 && config.fault.policy == FaultPolicy::restart &&
       config.fault.snapshot_every <= 0)
     throw InputError(fmt::format(
         "parallel.data: {} over {} processes with fault.policy restart: a failed stage restores "
         "its in-memory snapshot (copying a healthy replica is done in one process only), so "
         "fault.snapshot_every must be > 0 (it is {}; or set fault.policy: abort)",
         config.parallel.data, spec.nnodes, config.fault.snapshot_every));
-  if (config.model.tie_embeddings && config.devices.kind != "cpu")
+  if (config.model.tie_embeddings && config.devices.kind != DeviceKind::cpu)
     throw InputError(fmt::format("model.tie_embeddings: true on GPU stages: one process so far "
                                  "(nnodes {}, devices.kind {}; CPU stages sum over processes)",
-                                 spec.nnodes, config.devices.kind));
+                                 spec.nnodes, enum_name(config.devices.kind)));
 }
 
 // An injected process exit names a node of this launch (the config alone does not know
@@ -119,19 +119,19 @@ void refuse_exits_that_cannot_happen(const LaunchSpec& spec, const RunConfig& co
                                    entry, f.node, spec.nnodes, spec.nnodes == 1 ? "" : "es", spec.nnodes));
     if (!f.in_checkpoint) continue;
     const auto& c = config.checkpoint;
-    if (f.node == 0 || c.writers != "every_node" || c.every <= 0 || *f.step % c.every != 0)
+    if (f.node == 0 || c.writers != CheckpointWriters::every_node || c.every <= 0 || *f.step % c.every != 0)
       throw InputError(fmt::format("fault.inject: entry '{}': node {} writes no shard of a checkpoint after "
                                    "step {} (it needs a node other than 0, checkpoint.writers: every_node "
                                    "and a step that is a multiple of checkpoint.every; here writers {}, "
                                    "every {})",
-                                   entry, f.node, *f.step, c.writers, c.every));
+                                   entry, f.node, *f.step, enum_name(c.writers), c.every));
   }
 }
 
 // The folder `--resume latest` looks in, before the run folder exists.
 std::string resume_checkpoint_dir(const TrainOptions& opt, const RunConfig& config) {
+  if (opt.out) return checkpoint_folder(config.checkpoint.dir, *opt.out).string();
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
-  if (opt.out) return checkpoint_folder("", *opt.out).string();
   if (opt.resume == "latest")
     throw InputError("--resume latest: give --out RUN_DIR (the run to continue; its checkpoints/ "
                      "is searched) or set checkpoint.dir");
@@ -149,7 +149,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const JobPlan& p
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
-  s.base = manifest_base(plan, config.pipeline.schedule, to_yaml(config));
+  s.base = manifest_base(plan, std::string(enum_name(config.pipeline.schedule)), to_yaml(config));
   for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
   return s;
 }
@@ -205,7 +205,7 @@ void run_train(const TrainOptions& opt) {
   if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
   // Each node writes its own shards into node 0's checkpoint folder: every node must see it.
   const bool shares_checkpoint_folder =
-      cluster && config.checkpoint.writers == "every_node" && stop_plan(config, spec).checkpoints;
+      cluster && config.checkpoint.writers == CheckpointWriters::every_node && stop_plan(config, spec).checkpoints;
   if (cluster && cluster->node() != 0) {
     if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder("");
     // Node k writes no run folder of its own, only its trace file when traced: into
@@ -260,7 +260,7 @@ void run_train(const TrainOptions& opt) {
              "conveyor train: {} layers, d_model {}, {} stages, {} ({} micro-batches of {}), {} "
              "steps; data {} ({} tokens, unigram entropy {:.3f} nats); writing {}\n",
              config.model.layers, config.model.d_model, config.pipeline.stages,
-             config.pipeline.schedule, config.pipeline.micro_batches,
+             enum_name(config.pipeline.schedule), config.pipeline.micro_batches,
              config.pipeline.micro_batch_size, config.train.steps, config.data.path,
              job.plan.data.corpus->size(), entropy, dir.string());
 

@@ -44,8 +44,9 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
     const double per_step = t.group == "optimizer" ? t.per_step : t.per_step * micro_batches;
     // The two optimizer recipes are alternatives, and so are the two gradient types: count
     // the configured ones.
-    const bool counted = (t.master.empty() || t.master == config.optim.master) &&
-                         (t.grad_dtype.empty() || t.grad_dtype == config.optim.grad_dtype);
+    // A row names its recipe as the config does (its label is empty when it serves both).
+    const bool counted = (t.master.empty() || t.master == enum_name(config.optim.master)) &&
+                         (t.grad_dtype.empty() || t.grad_dtype == enum_name(config.optim.grad_dtype));
     if (counted) step_ms += t.ms * per_step;
     rows.push_back({{"kernel", t.name},
                     {"group", t.group},
@@ -59,9 +60,9 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
           {"config", args.config},
           {"micro_batch_size", config.pipeline.micro_batch_size},
           {"micro_batches", config.pipeline.micro_batches},
-          {"master", config.optim.master},
-          {"grad_dtype", config.optim.grad_dtype},
-          {"attention", config.runtime.attention},
+          {"master", std::string(enum_name(config.optim.master))},
+          {"grad_dtype", std::string(enum_name(config.optim.grad_dtype))},
+          {"attention", std::string(enum_name(config.runtime.attention))},
           {"ceilings", {{"bf16_tflops", kBf16MatrixTflops}, {"copy_tbps", kCopyTBps}}},
           {"kernels", rows},
           {"kernel_ms_per_step_one_gpu", step_ms}};

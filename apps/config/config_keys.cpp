@@ -5,7 +5,6 @@
 
 #include "apps/config/config_limits.hpp"
 #include "apps/config/config_rules.hpp"
-#include "apps/config/known_names.hpp"
 #include "apps/config/partition_key.hpp"
 #include "apps/text/message_text.hpp"
 #include "actors/fault/fault_spec.hpp"
@@ -68,7 +67,7 @@ std::vector<ConfigKey> build_keys() {
           "and attention of each block) or full (each block but its last GEMM, from its "
           "input); less memory, more time, the same results bit for bit"),
       make_key("model.dtype", [](auto& c) -> auto& { return c.model_dtype; },
-               "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA", one_of(&known_model_dtypes)),
+               "compute dtype: auto picks fp32 on the CPU, bf16 on CUDA"),
       KEY(model.kv_heads,
           "llama: key/value heads of grouped-query attention, each shared by model.heads / "
           "model.kv_heads query heads (must divide model.heads; 0: model.heads, multi-head "
@@ -105,7 +104,7 @@ std::vector<ConfigKey> build_keys() {
           greater_than(0)),
 
       KEY(pipeline.stages, "pipeline stages (at most model.layers)", at_least(1)),
-      KEY(pipeline.schedule, "pipeline schedule", one_of(&known_schedule_names)),
+      KEY(pipeline.schedule, "pipeline schedule"),
       KEY(pipeline.virtual_stages,
           "model chunks per stage for interleaved-1f1b (>= 2 there; zbv always uses 2)",
           at_least(1)),
@@ -151,7 +150,7 @@ std::vector<ConfigKey> build_keys() {
       KEY(data.val_fraction, "fraction of the corpus held out for evaluation",
           open_interval(0, 1)),
 
-      KEY(devices.kind, "device kind of the stages", one_of(&known_device_kinds)),
+      KEY(devices.kind, "device kind of the stages"),
       KEY(devices.ids, "device ids to place the stages on (empty: chosen by the runtime)", at_least(0),
           distinct()),
       KEY(devices.per_node,
@@ -166,15 +165,13 @@ std::vector<ConfigKey> build_keys() {
       KEY(runtime.stage_threads,
           "detached: a thread per stage actor; scheduled: CAF's work-stealing workers, which "
           "poll for messages (lower latency, spends idle CPU); runs over several processes always "
-          "use scheduled",
-          one_of(&known_stage_threads)),
+          "use scheduled"),
       KEY(runtime.deterministic,
           "bitwise-reproducible GPU runs (no atomics in reductions, pinned GEMM algorithms)"),
       KEY(runtime.attention,
           "GPU attention: cudnn (cuDNN's fused flash attention, deterministic backward, faster "
           "on the H200; a shape cuDNN cannot run falls back to the kernels with a warning) or "
-          "kernels (conveyor's own flash-attention kernels)",
-          one_of(&known_attention_backends)),
+          "kernels (conveyor's own flash-attention kernels)"),
 
       KEY(rendezvous.timeout_s,
           "seconds a multi-process job waits at the rendezvous for every node (join, keys, "
@@ -191,19 +188,16 @@ std::vector<ConfigKey> build_keys() {
           at_most_a_week()),
       KEY(transport.kind,
           "channel for tensors between stages: auto (hand-off inside a process, UCX between "
-          "processes) or ucx (UCX on every edge, even inside one process)",
-          one_of(&known_transport_kinds)),
+          "processes) or ucx (UCX on every edge, even inside one process)"),
       KEY(transport.timeout_s,
           "seconds a tensor send or receive between processes may take before the run fails "
           "naming the edge, step and micro-batch",
           greater_than(0), at_most_a_week()),
 
-      KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16",
-          one_of(&known_master_dtypes)),
+      KEY(optim.master, "fp32: fp32 master weights and AdamW state; bf16: everything bf16"),
       KEY(optim.grad_dtype,
           "type the weight gradients accumulate in: f32, or bf16 (fp32 sums rounded once per "
-          "kernel, as PyTorch's all-bf16 recipe; half the gradient memory; devices.kind cuda only)",
-          one_of(&known_grad_dtypes)),
+          "kernel, as PyTorch's all-bf16 recipe; half the gradient memory; devices.kind cuda only)"),
       KEY(optim.shard_state,
           "ZeRO-1: with parallel.data > 1 each replica keeps and updates 1/R of every stage's "
           "AdamW state, then the replicas all-gather the weights (same bits as unsharded; "
@@ -233,15 +227,13 @@ std::vector<ConfigKey> build_keys() {
           "the step and the stages whose gradients are not finite), skip (no optimizer "
           "update that step: every stage drops its gradients, the AdamW step count stays) or "
           "rollback (every stage goes back to its in-memory snapshot and the step is "
-          "replayed once; non-finite again stops the run)",
-          one_of(&known_nan_policies)),
+          "replayed once; non-finite again stops the run)"),
       KEY(fault.policy,
           "what a failed stage (an error, a crash, a hang the watchdog found) does: restart "
           "(its actor is respawned, every stage rolls back to the newest in-memory snapshot, "
           "the steps since are replayed; across processes, a lost process other than node 0 "
           "is waited for, see fault.rejoin_timeout_s) or abort (stop with the diagnosis; "
-          "exit 3 for a hang)",
-          one_of(&known_fault_policies)),
+          "exit 3 for a hang)"),
       KEY(fault.snapshot_every,
           "steps between in-memory snapshots of every stage's weights and optimizer state, "
           "which a restart or rollback restores (0: none, so failures stop the run, except with "
@@ -268,8 +260,7 @@ std::vector<ConfigKey> build_keys() {
           "writes them; a lost process rejoins and every stage goes back to the newest "
           "checkpoint with CPU stages and checkpoint.every > 0, else it ends the run, or "
           "under --supervise the job resumes from its newest checkpoint) or auto (on when "
-          "every stage runs on the CPU, else off)",
-          one_of(&known_buddy_copies)),
+          "every stage runs on the CPU, else off)"),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "
           "many times what it was in the first 3 steps is slow; slow for "
@@ -294,8 +285,7 @@ std::vector<ConfigKey> build_keys() {
           "a run over several processes: node0 (node 0 writes every shard, from copies of the "
           "other nodes' snapshots sent to it) or every_node (each process writes its own stages' "
           "shards, no state crosses the network; checkpoint.dir must then be one folder every "
-          "node sees, a shared filesystem)",
-          one_of(&known_checkpoint_writers)),
+          "node sees, a shared filesystem)"),
       KEY(checkpoint.remote_timeout_s,
           "with checkpoint.writers every_node: how long node 0 waits for another node's shard "
           "of a checkpoint, once its own are written, before that checkpoint fails",

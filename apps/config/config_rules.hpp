@@ -7,7 +7,6 @@
 // Checks that involve two keys live in config_validation.cpp, not here.
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -95,16 +94,6 @@ struct GreaterThan {
   }
 };
 
-struct OneOf {
-  const std::vector<std::string>& (*names)();
-  std::string describe() const { return "one of " + join_names(names()); }
-  std::optional<std::string> check(const std::string& v) const {
-    const auto& n = names();
-    if (std::find(n.begin(), n.end(), v) != n.end()) return std::nullopt;
-    return "'" + printable_excerpt(v) + "' is not one of " + join_names(n);
-  }
-};
-
 struct NonEmpty {
   std::string describe() const { return "not empty"; }
   template <class T>
@@ -132,7 +121,6 @@ AtMost<B> at_most(B max, std::string why = "") { return {max, std::move(why)}; }
 inline Interval open_interval(double lo, double hi) { return {lo, hi, true, true}; }
 inline Interval closed_open_interval(double lo, double hi) { return {lo, hi, false, true}; }
 inline GreaterThan greater_than(double lo) { return {lo}; }
-inline OneOf one_of(const std::vector<std::string>& (*names)()) { return {names}; }
 inline NonEmpty non_empty() { return {}; }
 inline Distinct distinct() { return {}; }
 

@@ -72,7 +72,7 @@ std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
                              "model.arch"};
     return std::nullopt;
   }
-  if (c.devices.kind == "cuda")
+  if (c.devices.kind == DeviceKind::cuda)
     return ConfigProblem{"model.arch",
                          "llama on devices.kind cuda (model.arch llama: CPU stages only so far; "
                          "set devices.kind: cpu)",
@@ -135,7 +135,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
   } catch (const InputError& e) {
     return ConfigProblem{"pipeline.schedule", e.what(), ""};
   }
-  const std::int64_t chunks = pl.schedule == "zbv" ? 2 : pl.virtual_stages;
+  const std::int64_t chunks = chunks_per_stage(pl);
   if (pl.stages * chunks > m.layers)
     return ConfigProblem{"pipeline.stages",
                          to_string(pl.stages) + " stages × " + to_string(chunks) +
@@ -143,20 +143,21 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              " layers, model.layers is " + to_string(m.layers),
                          "model.layers"};
   if (auto p = check_partition_key(c)) return p;
-  const bool cuda = c.devices.kind == "cuda";
-  if (cuda && c.model_dtype == "fp32")
-    return ConfigProblem{"model.dtype", "'" + c.model_dtype +
+  const bool cuda = c.devices.kind == DeviceKind::cuda;
+  const std::string dtype(enum_name(c.model_dtype));
+  if (cuda && c.model_dtype == ModelDtype::fp32)
+    return ConfigProblem{"model.dtype", "'" + dtype +
                                             "' on devices.kind cuda (the CUDA kernels compute "
                                             "in bf16: set model.dtype: bf16)",
                          "devices.kind"};
-  if (!cuda && c.model_dtype == "bf16")
-    return ConfigProblem{"model.dtype", "'" + c.model_dtype +
+  if (!cuda && c.model_dtype == ModelDtype::bf16)
+    return ConfigProblem{"model.dtype", "'" + dtype +
                                             "' on devices.kind cpu (the CPU kernels compute "
                                             "in fp32: set model.dtype: fp32)",
                          "devices.kind"};
-  if (!cuda && c.optim.grad_dtype != "f32")
+  if (!cuda && c.optim.grad_dtype != GradDtype::f32)
     return ConfigProblem{"optim.grad_dtype",
-                         "'" + c.optim.grad_dtype +
+                         "'" + std::string(enum_name(c.optim.grad_dtype)) +
                              "' on devices.kind cpu (the CPU stages accumulate gradients in "
                              "fp32 only: set optim.grad_dtype: f32, or devices.kind: cuda)",
                          "devices.kind"};
@@ -172,20 +173,20 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "true on devices.kind cuda (sharded AdamW state needs host stages so "
                          "far: set optim.shard_state: false, or devices.kind: cpu)",
                          "devices.kind"};
-  if (c.optim.shard_state && c.fault.policy == "restart" && c.parallel.data > 1 &&
+  if (c.optim.shard_state && c.fault.policy == FaultPolicy::restart && c.parallel.data > 1 &&
       c.fault.snapshot_every <= 0)
     return ConfigProblem{"optim.shard_state",
                          "true with fault.policy restart and fault.snapshot_every 0 (a restarted "
                          "replica cannot copy its part of the AdamW state from a twin, only "
                          "from a snapshot: set fault.snapshot_every >= 1, or fault.policy: abort)",
                          "fault.snapshot_every"};
-  if (cuda && c.fault.buddy_copies == "on")
+  if (cuda && c.fault.buddy_copies == BuddyCopies::on)
     return ConfigProblem{"fault.buddy_copies",
                          "'on' on devices.kind cuda (node 0 keeps copies of host-memory "
                          "stages' snapshots only: a GPU stage's whole state each snapshot step "
                          "is too much to send; set fault.buddy_copies: auto or off)",
                          "devices.kind"};
-  if (cuda && c.transport.kind == "ucx")
+  if (cuda && c.transport.kind == TransportKind::ucx)
     return ConfigProblem{"transport.kind",
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "
                          "tensors between processes need the NCCL channel)",

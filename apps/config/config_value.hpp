@@ -15,6 +15,7 @@
 
 #include "actors/fault/fault_spec.hpp"
 #include "kernels/common/error.hpp"
+#include "kernels/common/named_enum.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/model_arch.hpp"
 #include "kernels/model/recompute.hpp"
@@ -101,18 +102,34 @@ struct ConfigCodec<std::vector<FaultSpec>> {
   static YAML::Node write(const std::vector<FaultSpec>& v);
 };
 
+/// Reads a scalar that must be one of `known` and parses it with `parse`; else throws
+/// "'x' is not one of a, b".
+template <class E>
+E read_enum_name(const YAML::Node& node, std::optional<E> (*parse)(std::string_view),
+                 const std::vector<std::string>& known) {
+  const std::string name = ConfigCodec<std::string>::read(node);
+  if (auto v = parse(name)) return *v;
+  throw ConfigValueError("'" + printable_excerpt(name) + "' is not one of " + join_names(known));
+}
+
 /// An enum written as one of its names: `Name` prints a value, `Parse` reads one (nullopt
 /// for an unknown name), `Known` lists the names in the order the reference shows them.
 template <class E, std::string_view (*Name)(E), std::optional<E> (*Parse)(std::string_view),
           const std::vector<std::string>& (*Known)()>
 struct NamedEnumCodec {
   static std::string type_name() { return "one of " + join_names(Known()); }  // "one of a, b"
-  static E read(const YAML::Node& node) {
-    const std::string name = ConfigCodec<std::string>::read(node);
-    if (auto v = Parse(name)) return *v;
-    throw ConfigValueError("'" + printable_excerpt(name) + "' is not one of " + join_names(Known()));
-  }
+  static E read(const YAML::Node& node) { return read_enum_name(node, Parse, Known()); }
   static YAML::Node write(E v) { return YAML::Node(std::string(Name(v))); }
+};
+
+/// An enum with a table of names (kernels/common/named_enum.hpp, apps/config/config_enums.hpp),
+/// written as its name. The reference calls its values "string, one of a, b", as it did
+/// when these keys were stored as strings (README's key table is that reference).
+template <NamedEnum E>
+struct ConfigCodec<E> {
+  static std::string type_name() { return "string, one of " + join_names(enum_names<E>()); }
+  static E read(const YAML::Node& node) { return read_enum_name(node, &parse_enum<E>, enum_names<E>()); }
+  static YAML::Node write(E v) { return YAML::Node(std::string(enum_name(v))); }
 };
 
 template <>

@@ -6,6 +6,7 @@
 
 #include "actors/plan/schedule/partitioner.hpp"
 #include "apps/config/config_value.hpp"
+#include "apps/config/schedule_spec.hpp"
 
 namespace conveyor {
 namespace {
@@ -57,19 +58,20 @@ ConfigKey partition_config_key() {
       if (node.size() == 0) expected_partition(node);
       std::vector<std::int64_t> halves;
       for (std::size_t k = 0; k < node.size(); ++k) halves.push_back(read_halves(node[k], k));
-      c.pipeline.partition_mode = "explicit";
+      c.pipeline.partition_mode = PartitionMode::explicit_list;
       c.pipeline.partition_halves = std::move(halves);
       return;
     }
     if (!node.IsScalar()) expected_partition(node);
-    const std::string name = ConfigCodec<std::string>::read(node);
-    if (name != "uniform" && name != "auto") expected_partition(node);
-    c.pipeline.partition_mode = name;
+    // A name is uniform or auto; "explicit" is what a list makes, not a value to write.
+    const auto mode = parse_enum<PartitionMode>(ConfigCodec<std::string>::read(node));
+    if (!mode || *mode == PartitionMode::explicit_list) expected_partition(node);
+    c.pipeline.partition_mode = *mode;
     c.pipeline.partition_halves.clear();
   };
   key.get = [](const RunConfig& c) {
-    if (c.pipeline.partition_mode != "explicit")
-      return ConfigCodec<std::string>::write(c.pipeline.partition_mode);
+    if (c.pipeline.partition_mode != PartitionMode::explicit_list)
+      return YAML::Node(std::string(enum_name(c.pipeline.partition_mode)));
     YAML::Node list(YAML::NodeType::Sequence);
     list.SetStyle(YAML::EmitterStyle::Flow);
     for (std::int64_t h : c.pipeline.partition_halves) {
@@ -85,8 +87,8 @@ ConfigKey partition_config_key() {
 
 std::optional<ConfigProblem> check_partition_key(const RunConfig& c) {
   const auto& pl = c.pipeline;
-  if (pl.partition_mode != "explicit") return std::nullopt;
-  const std::int64_t chunks = pl.schedule == "zbv" ? 2 : pl.virtual_stages;
+  if (pl.partition_mode != PartitionMode::explicit_list) return std::nullopt;
+  const std::int64_t chunks = chunks_per_stage(pl);
   const auto model_stages = static_cast<std::size_t>(pl.stages * chunks);
   const std::string list = show_list(pl.partition_halves);
   if (pl.partition_halves.size() != model_stages)

@@ -15,7 +15,7 @@
 namespace conveyor {
 
 /// The ConfigKey of pipeline.partition: reads "uniform", "auto" or a list of integers
-/// >= 1 (sets partition_mode "explicit"); writes the name or the list back.
+/// >= 1 (sets PartitionMode::explicit_list); writes the name or the list back.
 ConfigKey partition_config_key();
 
 /// For an explicit list: one entry per model stage (pipeline.stages × chunks per stage)

@@ -1,11 +1,14 @@
 #pragma once
 // The resolved configuration of one run: defaults, then the YAML file, then --set
 // overrides, then validation. Key names are part of the interface (scripts use them).
+// A setting that takes one of a few names is an enum (config_enums.hpp), parsed once here:
+// code compares enums, never the names.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "actors/fault/fault_spec.hpp"
+#include "apps/config/config_enums.hpp"
 #include "kernels/data/token_corpus.hpp"
 #include "kernels/model/gpt_config.hpp"
 
@@ -13,13 +16,13 @@ namespace conveyor {
 
 struct PipelineSection {
   std::int64_t stages = 4;                  // pipeline.stages
-  std::string schedule = "1f1b";            // pipeline.schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  // pipeline.schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
   std::int64_t virtual_stages = 1;          // pipeline.virtual_stages: chunks per stage (interleaved-1f1b)
   std::int64_t micro_batches = 8;           // pipeline.micro_batches
   std::int64_t micro_batch_size = 4;        // pipeline.micro_batch_size
   // pipeline.partition: uniform | auto | [n1, n2, ...] (blocks per model stage, 6.5 for six
   // and a half)
-  std::string partition_mode = "uniform";   // uniform | auto | explicit (a list was given)
+  PartitionMode partition_mode = PartitionMode::uniform;  // uniform | auto | explicit (a list was given)
   std::vector<std::int64_t> partition_halves;  // the list in half blocks, when explicit
 };
 
@@ -51,7 +54,7 @@ struct DataSection {
 };
 
 struct DevicesSection {
-  std::string kind = "cpu";                  // devices.kind: cpu (cuda later)
+  DeviceKind kind = DeviceKind::cpu;         // devices.kind: cpu | cuda
   std::vector<std::int64_t> ids;             // devices.ids
   std::int64_t per_node = 0;                 // devices.per_node: stages per node (0: stages / nnodes)
 };
@@ -59,13 +62,13 @@ struct DevicesSection {
 struct RuntimeSection {
   std::int64_t threads_per_stage = 1;        // runtime.threads_per_stage (CPU kernels)
   bool deterministic = true;                 // runtime.deterministic (GPU: no atomics, pinned GEMM algorithms)
-  std::string stage_threads = "detached";    // runtime.stage_threads: detached | scheduled
-  std::string attention = "cudnn";             // runtime.attention: cudnn | kernels (CUDA stages)
+  StageThreads stage_threads = StageThreads::detached;  // runtime.stage_threads: detached | scheduled
+  AttentionChoice attention = AttentionChoice::cudnn;  // runtime.attention: cudnn | kernels (CUDA stages)
 };
 
 struct OptimSection {
-  std::string master = "fp32";               // optim.master: fp32 (fp32 master + state) | bf16
-  std::string grad_dtype = "f32";            // optim.grad_dtype: f32 | bf16 (CUDA stages only)
+  MasterDtype master = MasterDtype::fp32;    // optim.master: fp32 (fp32 master + state) | bf16
+  GradDtype grad_dtype = GradDtype::f32;     // optim.grad_dtype: f32 | bf16 (CUDA stages only)
   bool shard_state = false;                  // optim.shard_state: ZeRO-1 across replicas (CPU)
 };
 
@@ -84,19 +87,19 @@ struct RendezvousSection {
 };
 
 struct TransportSection {
-  std::string kind = "auto";                 // transport.kind: auto | ucx
+  TransportKind kind = TransportKind::automatic;  // transport.kind: auto | ucx
   double timeout_s = 60;                     // transport.timeout_s: every tensor send/receive across processes
 };
 
 struct FaultSection {
   std::vector<FaultSpec> inject;             // fault.inject: faults injected on purpose (tests), parsed
-  std::string policy = "restart";            // fault.policy: restart | abort
-  std::string on_nan = "abort";              // fault.on_nan: abort | skip | rollback
+  FaultPolicy policy = FaultPolicy::restart;  // fault.policy: restart | abort
+  NanPolicy on_nan = NanPolicy::abort;       // fault.on_nan: abort | skip | rollback
   std::int64_t snapshot_every = 1;           // fault.snapshot_every: steps between in-memory snapshots (0: none)
   std::int64_t max_restarts = 3;             // fault.max_restarts: recoveries allowed within fault.window_s
   double window_s = 600;                     // fault.window_s
   double rejoin_timeout_s = 300;             // fault.rejoin_timeout_s: wait for a lost process's replacement (0: fail)
-  std::string buddy_copies = "auto";         // fault.buddy_copies: auto | on | off (node 0's copies of other nodes' snapshots)
+  BuddyCopies buddy_copies = BuddyCopies::automatic;  // fault.buddy_copies: auto | on | off (node 0's copies of other nodes' snapshots)
   double straggler_factor = 2.0;             // fault.straggler_factor: busy time over the median stage's that is slow
   std::int64_t straggler_steps = 3;          // fault.straggler_steps: consecutive slow steps before a report
 };
@@ -105,13 +108,13 @@ struct CheckpointSection {
   std::string dir;                           // checkpoint.dir (empty: <run folder>/checkpoints)
   std::int64_t every = 0;                    // checkpoint.every: steps between checkpoints (0: off)
   std::int64_t keep = 3;                     // checkpoint.keep: newest complete checkpoints kept
-  std::string writers = "node0";             // checkpoint.writers: node0 | every_node (who writes a shard)
+  CheckpointWriters writers = CheckpointWriters::node0;  // checkpoint.writers: node0 | every_node (who writes a shard)
   double remote_timeout_s = 600;             // checkpoint.remote_timeout_s: node 0's wait for another node's shard
 };
 
 struct RunConfig {
   GptConfig model;                           // model.arch, layers, d_model, heads, ... (model.*)
-  std::string model_dtype = "auto";          // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
+  ModelDtype model_dtype = ModelDtype::automatic;  // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
   PipelineSection pipeline;
   ParallelSection parallel;
   TrainSection train;

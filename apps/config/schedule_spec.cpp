@@ -1,11 +1,21 @@
 #include "apps/config/schedule_spec.hpp"
 
+#include <string>
+
 namespace conveyor {
+
+std::int64_t replica_micro_batches(const RunConfig& config) {
+  return config.pipeline.micro_batches / config.parallel.data;
+}
+
+std::int64_t chunks_per_stage(const PipelineSection& pipeline) {
+  return pipeline.schedule == PipelineSchedule::zbv ? 2 : pipeline.virtual_stages;
+}
 
 sched::ScheduleSpec schedule_spec_of(const RunConfig& config) {
   const auto& pl = config.pipeline;
-  return sched::ScheduleSpec{pl.schedule, static_cast<int>(pl.stages),
-                             static_cast<int>(pl.micro_batches / config.parallel.data),
+  return sched::ScheduleSpec{std::string(enum_name(pl.schedule)), static_cast<int>(pl.stages),
+                             static_cast<int>(replica_micro_batches(config)),
                              static_cast<int>(pl.virtual_stages)};
 }
 

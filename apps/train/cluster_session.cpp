@@ -131,9 +131,9 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   setup_.rendezvous_timeout = rdzv_timeout;
   setup_.peer_silence = ms_of(config.rendezvous.peer_silence_s);
   setup_.transport_timeout = ms_of(config.transport.timeout_s);
-  setup_.rejoin_timeout = config.fault.policy == "restart" ? ms_of(config.fault.rejoin_timeout_s)
-                                                           : milliseconds(0);
-  setup_.through_channels = config.transport.kind == "ucx";
+  setup_.rejoin_timeout = config.fault.policy == FaultPolicy::restart ? ms_of(config.fault.rejoin_timeout_s)
+                                                                   : milliseconds(0);
+  setup_.through_channels = config.transport.kind == TransportKind::ucx;
   // A stop caught on any node stops the whole job at node 0's coordinator.
   setup_.local_stop = [] { return stop_signal(); };
   setup_.peer_stop = [](int node, int signal) { note_peer_stop(node, signal); };
@@ -185,7 +185,7 @@ std::unique_ptr<ClusterSession> join_cluster(const LaunchFlags& flags,
                                              const RunConfig& config, const EnvLookup& env,
                                              std::int64_t resume_step) {
   const LaunchSpec spec = resolve_launch(flags, env);
-  if (spec.nnodes == 1 && config.transport.kind != "ucx") return nullptr;
+  if (spec.nnodes == 1 && config.transport.kind != TransportKind::ucx) return nullptr;
   std::string t = token.value_or("");
   if (!token)
     if (auto from_env = env("CONVEYOR_TOKEN")) t = *from_env;

@@ -12,12 +12,12 @@ namespace conveyor {
 namespace {
 
 bool spans_processes(const RunConfig& config, const LaunchSpec& spec) {
-  return spec.nnodes > 1 || config.transport.kind == "ucx";
+  return spec.nnodes > 1 || config.transport.kind == TransportKind::ucx;
 }
 
 bool keeps_snapshots(const RunConfig& config) {
   return config.fault.snapshot_every > 0 &&
-         (config.fault.policy == "restart" || config.fault.on_nan == "rollback");
+         (config.fault.policy == FaultPolicy::restart || config.fault.on_nan == NanPolicy::rollback);
 }
 
 // Replica 0's stages are asked for their state: they must all run on node 0.
@@ -50,14 +50,14 @@ std::optional<std::string> cross_process_checkpoint_refusal(const RunConfig& con
       "fault.snapshot_every must be > 0 {} (fault.snapshot_every is {}, fault.policy {}){}",
       with_every ? "(with fault.policy restart) and divide checkpoint.every" : "with fault.policy restart",
       config.fault.snapshot_every,
-      config.fault.policy,
+      enum_name(config.fault.policy),
       config.optim.shard_state && config.parallel.data > 1
           ? "; with optim.shard_state every replica holds a part of the AdamW state"
           : "");
 }
 
 void check_checkpoints_across_processes(const RunConfig& config, const LaunchSpec& spec) {
-  if (config.checkpoint.writers == "every_node" && spans_processes(config, spec) && config.parallel.data > 1 &&
+  if (config.checkpoint.writers == CheckpointWriters::every_node && spans_processes(config, spec) && config.parallel.data > 1 &&
       config.optim.shard_state)
     throw InputError(fmt::format(
         "checkpoint.writers: every_node cannot be used with optim.shard_state and parallel.data {}: each "

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "actors/plan/replica_placement.hpp"
+#include <stdexcept>
+
+#include "apps/config/schedule_spec.hpp"
 #include "kernels/common/error.hpp"
 
 #if CONVEYOR_WITH_CUDA
@@ -16,7 +18,7 @@ namespace {
 // The device of stage actor `actor` (a pipeline rank, or with replicas an actor in
 // replica-major order): devices.ids round-robin.
 Device device_of(const RunConfig& config, int actor) {
-  if (config.devices.kind == "cpu") return Device::cpu();
+  if (config.devices.kind == DeviceKind::cpu) return Device::cpu();
 #if CONVEYOR_WITH_CUDA
   const auto& ids = config.devices.ids;
   const int id = ids.empty() ? 0 : static_cast<int>(ids[static_cast<std::size_t>(actor) % ids.size()]);
@@ -34,6 +36,18 @@ Device device_of(const RunConfig& config, int actor) {
 #endif
 }
 
+#if CONVEYOR_WITH_CUDA
+AttentionBackend attention_backend_of(AttentionChoice choice) {
+  switch (choice) {
+    case AttentionChoice::cudnn:
+      return AttentionBackend::cudnn;
+    case AttentionChoice::kernels:
+      return AttentionBackend::kernels;
+  }
+  throw std::logic_error("runtime.attention: a choice outside AttentionChoice");
+}
+#endif
+
 }  // namespace
 
 void assign_devices(const RunConfig& config, Placement& placement) {
@@ -49,23 +63,20 @@ std::vector<Device> actor_devices(const RunConfig& config, int actors) {
 #if CONVEYOR_WITH_CUDA
 CudaStageOptions cuda_stage_options(const RunConfig& config) {
   CudaStageOptions options;
-  options.master_fp32 = config.optim.master == "fp32";
+  options.master_fp32 = config.optim.master == MasterDtype::fp32;
   options.deterministic = config.runtime.deterministic;
-  options.grads_bf16 = config.optim.grad_dtype == "bf16";
-  options.attention = config.runtime.attention == "kernels" ? AttentionBackend::kernels
-                                                            : AttentionBackend::cudnn;
+  options.grads_bf16 = config.optim.grad_dtype == GradDtype::bf16;
+  options.attention = attention_backend_of(config.runtime.attention);
   // What the stage worker scales the loss gradient by: a mean over the replica's share of
   // the step's micro-batches (the replicas' gradients are then averaged).
-  const auto share = micro_batch_share(static_cast<int>(config.pipeline.micro_batches),
-                                       static_cast<int>(config.parallel.data), 0);
-  options.head_loss_scale = 1.0f / static_cast<float>(share.count);
+  options.head_loss_scale = 1.0f / static_cast<float>(replica_micro_batches(config));
   options.defer_loss_readback = true;  // StageWorker resolves the losses in take_report
   return options;
 }
 #endif
 
 StageModelFactory stage_model_factory(const RunConfig& config) {
-  if (config.devices.kind == "cpu") return make_cpu_stage_model;
+  if (config.devices.kind == DeviceKind::cpu) return make_cpu_stage_model;
 #if CONVEYOR_WITH_CUDA
   const CudaStageOptions options = cuda_stage_options(config);
   return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device) {
@@ -79,7 +90,13 @@ StageModelFactory stage_model_factory(const RunConfig& config) {
 }
 
 DType activation_dtype(const RunConfig& config) {
-  return config.devices.kind == "cuda" ? DType::bf16 : DType::f32;
+  switch (config.devices.kind) {
+    case DeviceKind::cpu:
+      return DType::f32;
+    case DeviceKind::cuda:
+      return DType::bf16;
+  }
+  throw std::logic_error("devices.kind: a kind outside DeviceKind");
 }
 
 }  // namespace conveyor

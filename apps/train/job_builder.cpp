@@ -39,9 +39,9 @@ JobPlan build_job_plan(const RunConfig& config, int processes) {
   const PartitionChoice partition = choose_partition(config);
   auto layout = make_pipeline_layout(schedule_spec_of(config), static_cast<int>(config.model.layers),
                                      partition.halves_per_stage);
-  plan.partition = partition.mode;
+  plan.partition = std::string(enum_name(partition.mode));  // the plan keeps the name
   plan.partition_reason = partition.reason;
-  if (partition.mode == "auto") fmt::print(stderr, "conveyor train: {}\n", partition.reason);
+  if (partition.mode == PartitionMode::automatic) fmt::print(stderr, "conveyor train: {}\n", partition.reason);
   plan.schedule = std::move(layout.schedule);
   plan.placement = std::move(layout.placement);
   assign_devices(config, plan.placement);
@@ -59,17 +59,13 @@ JobPlan build_job_plan(const RunConfig& config, int processes) {
   plan.eval_every = config.train.eval_every;
   plan.eval_batches = static_cast<int>(config.train.eval_batches);
   plan.threads_per_stage = static_cast<int>(config.runtime.threads_per_stage);
-  plan.detached_stages = config.runtime.stage_threads == "detached";
+  plan.detached_stages = config.runtime.stage_threads == StageThreads::detached;
   plan.watchdog_timeout_s = config.watchdog.timeout_s;
-  plan.on_nan = config.fault.on_nan == "skip"       ? NanPolicy::skip
-               : config.fault.on_nan == "rollback" ? NanPolicy::rollback
-                                                   : NanPolicy::abort;
-  plan.recovery.policy = config.fault.policy == "restart" ? FaultPolicy::restart : FaultPolicy::abort;
+  plan.on_nan = config.fault.on_nan;
+  plan.recovery.policy = config.fault.policy;
   plan.recovery.snapshot_every = static_cast<int>(config.fault.snapshot_every);
-  plan.recovery.buddy_copies = config.fault.buddy_copies == "on"    ? BuddyCopies::on
-                              : config.fault.buddy_copies == "off" ? BuddyCopies::off
-                                                                   : BuddyCopies::automatic;
-  plan.nodes_write_shards = config.checkpoint.writers == "every_node";
+  plan.recovery.buddy_copies = config.fault.buddy_copies;
+  plan.nodes_write_shards = config.checkpoint.writers == CheckpointWriters::every_node;
   plan.checkpoint_every = config.checkpoint.every;
   plan.remote_shard_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));

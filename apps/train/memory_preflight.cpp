@@ -62,7 +62,7 @@ std::vector<StageMemoryEstimate> rank_memory(const RunConfig& c) {
     params = L * (d * W + d * d + 3.0 * d * F + 2.0 * d) + 2.0 * V * d + d;
     block_floats = 5.0 * d + W + 3.0 * F;
   }
-  const bool cpu = c.devices.kind == "cpu";
+  const bool cpu = c.devices.kind == DeviceKind::cpu;
   const ScheduleShape shape = schedule_shape(c);
   // And H·T attention probabilities; with recomputation, the block's input at least.
   const double kept = m.recompute == Recompute::none ? block_floats + H * T : d;
@@ -122,17 +122,17 @@ std::optional<std::string> host_memory_problem(const RunConfig& c, double host_b
       processes <= 1 ? std::string("this job, in one process,")
                      : fmt::format("a node of these {} processes", processes),
       e.total() / GiB, e.state_bytes / GiB,
-      c.devices.kind == "cpu" ? " with gradients and AdamW moments" : ", built on the host",
+      c.devices.kind == DeviceKind::cpu ? " with gradients and AdamW moments" : ", built on the host",
       m.layers, m.d_model, m.vocab, c.pipeline.stages,
       c.parallel.data > 1 ? fmt::format(", parallel.data {}", c.parallel.data) : std::string());
   if (e.activation_bytes > 0)
     what += fmt::format("; {:.1f} GiB of activations: up to {} micro-batch(es) in flight on a stage under "
                         "pipeline.schedule {}, each of pipeline.micro_batch_size {} x model.seq_len {}",
-                        e.activation_bytes / GiB, e.in_flight, c.pipeline.schedule,
+                        e.activation_bytes / GiB, e.in_flight, enum_name(c.pipeline.schedule),
                         c.pipeline.micro_batch_size, m.seq_len);
   what += fmt::format("), this machine has {:.1f} GiB: use a smaller model or micro-batch{}{}",
                       host_bytes / GiB,
-                      c.pipeline.schedule == "gpipe" ? ", a schedule with fewer in flight (pipeline.schedule 1f1b)" : "",
+                      c.pipeline.schedule == PipelineSchedule::gpipe ? ", a schedule with fewer in flight (pipeline.schedule 1f1b)" : "",
                       processes <= 1 ? ", or spread the stages over several processes" : ", or more pipeline.stages");
   return what;
 }

@@ -20,7 +20,7 @@
 namespace conveyor {
 
 struct PartitionChoice {
-  std::string mode;                  // "uniform", "explicit" or "auto"
+  PartitionMode mode = PartitionMode::uniform;  // pipeline.partition's
   std::vector<int> halves_per_stage; // per model stage, in half blocks
   std::string reason;                // one line: what and why
   std::optional<sched::PartitionResult> search;  // auto only: the evaluations behind it

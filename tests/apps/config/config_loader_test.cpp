@@ -11,7 +11,8 @@
 
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_loader.hpp"
-#include "apps/config/known_names.hpp"
+#include "actors/plan/schedule/schedule.hpp"
+#include "apps/config/config_enums.hpp"
 #include "kernels/common/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -123,7 +124,7 @@ TEST_CASE("the resolved config reads back to the same config") {
   RunConfig c;
   c.model = {6, 96, 3, 32, 50257};
   c.pipeline.stages = 3;
-  c.pipeline.schedule = "interleaved-1f1b";
+  c.pipeline.schedule = PipelineSchedule::interleaved_1f1b;
   c.pipeline.virtual_stages = 2;
   c.pipeline.micro_batches = 6;
   c.pipeline.micro_batch_size = 2;
@@ -132,12 +133,12 @@ TEST_CASE("the resolved config reads back to the same config") {
   c.train.seed = 18446744073709551615ULL;
   c.train.beta2 = 0.999;
   c.data = {"null", DataFormat::tokens, 0.25, 4};
-  c.devices = {"cuda", {2, 0, 1}};
-  c.model_dtype = "bf16";
-  c.optim.master = "bf16";
+  c.devices = {DeviceKind::cuda, {2, 0, 1}};
+  c.model_dtype = ModelDtype::bf16;
+  c.optim.master = MasterDtype::bf16;
   c.runtime.deterministic = false;
   c.runtime.threads_per_stage = 3;
-  c.runtime.attention = "kernels";
+  c.runtime.attention = AttentionChoice::kernels;
 
   const std::string text = to_yaml(c);
   const RunConfig back = parse_run_config(YAML::Load(text), "config.yaml");
@@ -251,16 +252,18 @@ TEST_CASE("checks across keys blame the key and where its value came from") {
 
 TEST_CASE("names outside their lists are rejected with the allowed names") {
   std::string allowed;
-  for (const auto& n : known_schedule_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  // The config's names are the schedule library's, in its order.
+  CHECK(enum_names<PipelineSchedule>() == sched::schedule_names());
+  for (const auto& n : sched::schedule_names()) allowed += (allowed.empty() ? "" : ", ") + n;
   check_message(set_error({"pipeline.schedule=foo"}),
                 {"pipeline.schedule", "'foo' is not one of " + allowed});
   check_message(set_error({"data.format=csv"}), {"data.format", "'csv'", "text, tokens"});
   check_message(set_error({"devices.kind=tpu"}), {"devices.kind", "'tpu'", "cpu"});
-  for (const auto& n : known_schedule_names()) {  // interleaved and zbv: 2 chunks per stage
+  for (const auto& n : sched::schedule_names()) {  // interleaved and zbv: 2 chunks per stage
     const std::string v = n == "interleaved-1f1b" ? "2" : "1";
-    CHECK(load_run_config("", {"pipeline.schedule=" + n, "pipeline.virtual_stages=" + v,
-                               "model.layers=8"})
-              .pipeline.schedule == n);
+    CHECK(enum_name(load_run_config("", {"pipeline.schedule=" + n, "pipeline.virtual_stages=" + v,
+                                         "model.layers=8"})
+                        .pipeline.schedule) == n);
   }
 }
 
@@ -293,10 +296,10 @@ TEST_CASE("optim.shard_state is off by default, and refused where it cannot hold
 }
 
 TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses on for GPU stages naming why") {
-  CHECK(RunConfig{}.fault.buddy_copies == "auto");
-  CHECK(load_run_config("", {"fault.buddy_copies=on"}).fault.buddy_copies == "on");
+  CHECK(RunConfig{}.fault.buddy_copies == BuddyCopies::automatic);
+  CHECK(load_run_config("", {"fault.buddy_copies=on"}).fault.buddy_copies == BuddyCopies::on);
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=off"})
-            .fault.buddy_copies == "off");
+            .fault.buddy_copies == BuddyCopies::off);
   check_message(set_error({"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=on"}),
                 {"fault.buddy_copies", "'on' on devices.kind cuda", "fault.buddy_copies: auto or off"});
   check_message(set_error({"fault.buddy_copies=yes"}),
@@ -304,21 +307,21 @@ TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses 
 }
 
 TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
-  CHECK(RunConfig{}.optim.grad_dtype == "f32");
+  CHECK(RunConfig{}.optim.grad_dtype == GradDtype::f32);
   check_message(set_error({"optim.grad_dtype=bf16"}),
                 {"optim.grad_dtype", "'bf16' on devices.kind cpu", "optim.grad_dtype: f32"});
   check_message(set_error({"optim.grad_dtype=fp16"}),
                 {"optim.grad_dtype", "'fp16' is not one of f32, bf16"});
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "optim.grad_dtype=bf16"})
-            .optim.grad_dtype == "bf16");
-  CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == "f32");
+            .optim.grad_dtype == GradDtype::bf16);
+  CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == GradDtype::f32);
 }
 
 TEST_CASE("runtime.attention is cudnn by default, takes kernels and refuses other names") {
-  CHECK(RunConfig{}.runtime.attention == "cudnn");
-  CHECK(load_run_config("", {"runtime.attention=kernels"}).runtime.attention == "kernels");
+  CHECK(RunConfig{}.runtime.attention == AttentionChoice::cudnn);
+  CHECK(load_run_config("", {"runtime.attention=kernels"}).runtime.attention == AttentionChoice::kernels);
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "runtime.attention=cudnn"})
-            .runtime.attention == "cudnn");
+            .runtime.attention == AttentionChoice::cudnn);
   check_message(set_error({"runtime.attention=flash"}),
                 {"runtime.attention", "'flash' is not one of cudnn, kernels"});
   CHECK(has(config_reference(), "runtime.attention"));

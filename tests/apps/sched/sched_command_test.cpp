@@ -224,10 +224,10 @@ TEST_CASE("sched CONFIG honours an explicit partition and rejects a bad one nami
 
 TEST_CASE("pipeline.partition reads a name or a list and writes it back") {
   using conveyor::load_run_config;
-  CHECK(load_run_config("", {}).pipeline.partition_mode == "uniform");
-  CHECK(load_run_config("", {"pipeline.partition=auto"}).pipeline.partition_mode == "auto");
+  CHECK(load_run_config("", {}).pipeline.partition_mode == conveyor::PartitionMode::uniform);
+  CHECK(load_run_config("", {"pipeline.partition=auto"}).pipeline.partition_mode == conveyor::PartitionMode::automatic);
   const auto c = load_run_config("", {"pipeline.partition=[2,1,1,1]", "model.layers=5"});
-  CHECK(c.pipeline.partition_mode == "explicit");
+  CHECK(c.pipeline.partition_mode == conveyor::PartitionMode::explicit_list);
   CHECK(c.pipeline.partition_halves == std::vector<std::int64_t>{4, 2, 2, 2});
   const std::string yaml = conveyor::to_yaml(c);
   CHECK(yaml.find("partition: [2, 1, 1, 1]") != std::string::npos);

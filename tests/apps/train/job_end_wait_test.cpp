@@ -70,29 +70,29 @@ TEST_CASE("a node that cannot rejoin stops waiting at its limit when the job goe
 TEST_CASE("a job takes replacements with buddy copies or checkpoints of CPU stages, restarts and a rejoin wait only") {
   RunConfig c;
   CHECK(takes_replacements(c));  // the defaults: CPU stages, auto, restart, 300 s
-  c.fault.buddy_copies = "off";
+  c.fault.buddy_copies = BuddyCopies::off;
   CHECK_FALSE(takes_replacements(c));  // and no checkpoints to go back to
   c.checkpoint.every = 5;
   CHECK(takes_replacements(c));  // every stage goes back to the newest checkpoint
   c.optim.shard_state = true;
   c.parallel.data = 2;
   CHECK(takes_replacements(c));  // each replica restores its part of the merged state
-  c.devices.kind = "cuda";
+  c.devices.kind = DeviceKind::cuda;
   CHECK_FALSE(takes_replacements(c));  // GPU stages do not rejoin without copies yet
-  c.devices.kind = "cpu";
+  c.devices.kind = DeviceKind::cpu;
   c.optim.shard_state = false;
   c.parallel.data = 1;
   c.checkpoint.every = 0;
-  c.fault.buddy_copies = "auto";
-  c.devices.kind = "cuda";
+  c.fault.buddy_copies = BuddyCopies::automatic;
+  c.devices.kind = DeviceKind::cuda;
   CHECK_FALSE(takes_replacements(c));
-  c.devices.kind = "cpu";
+  c.devices.kind = DeviceKind::cpu;
   c.fault.rejoin_timeout_s = 0;
   CHECK_FALSE(takes_replacements(c));
   c.fault.rejoin_timeout_s = 300;
-  c.fault.policy = "abort";
+  c.fault.policy = FaultPolicy::abort;
   CHECK_FALSE(takes_replacements(c));
-  c.fault.policy = "restart";
+  c.fault.policy = FaultPolicy::restart;
   c.fault.snapshot_every = 0;
   CHECK_FALSE(takes_replacements(c));
 }

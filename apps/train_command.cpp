@@ -172,153 +172,55 @@ void refuse_non_utf8_paths(const TrainOptions& opt, const RunConfig& config) {
   if (opt.resume) check("--resume", *opt.resume);
 }
 
-void run_train(const TrainOptions& opt) {
-  if (opt.supervise) run_supervised(opt);
-  const RunConfig config = load_run_config(opt.config, opt.overrides);
-  refuse_non_utf8_paths(opt, config);
-  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
-  Job job{build_job_plan(config, spec.nnodes), {}};
-  if (!config.fault.inject.empty()) job.services.fault = std::make_shared<ScriptedFaults>(config.fault.inject);
-  check_checkpoints_across_processes(config, spec);
-  refuse_groups_across_processes(spec, config);
-  refuse_exits_that_cannot_happen(spec, config);
-  // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
-  // here is checked before the run folder exists.
-  std::shared_ptr<const ResumeSource> resume;
-  if (opt.resume) {
-    // Each process reads the tensors of its own stages only (the whole is verified).
-    const auto here = local_model_stages(job.plan, node_of_actor(config, spec.nnodes), spec.node_rank);
-    const ResumeIdentity who{opt.out ? "--out " + *opt.out : std::string("this config"), opt.force};
-    resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, job.plan, here, who);
-    if (opt.out) check_resume_continues(*opt.out, resume->path);
-    fmt::print(stderr, "conveyor train: {}\n", resume->description);
-    job.plan.make_model = restoring_models(job.plan.make_model, resume);
-  }
+// A trace file that could not be written whole (a full disk) fails the run once its
+// results are saved: it exits 1 saying so instead of leaving a short trace unnoticed.
+void check_trace(const JobServices& services) {
+  if (!services.trace) return;
+  services.trace->flush_all();
+  if (const auto failure = services.trace->failure())
+    throw std::runtime_error(fmt::format("trace file {}: {}; the trace is incomplete (the run's other "
+                                         "results are written)",
+                                         services.trace->file().string(), *failure));
+}
 
-  // A job over several processes joins the rendezvous first: a wrong launch fails here,
-  // before the run folder exists (apps/train/cluster_session.hpp).
-  const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment(),
-                                    resume ? resume->manifest.step : -1);
-  // Injected process exits name a node and fire in a supervised run's first attempt only.
-  if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.services.fault))
-    scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
-  if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
-  // Each node writes its own shards into node 0's checkpoint folder: every node must see it.
-  const bool shares_checkpoint_folder =
-      cluster && config.checkpoint.writers == CheckpointWriters::every_node && stop_plan(config, spec).checkpoints;
-  if (cluster && cluster->node() != 0) {
-    if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder("");
-    // Node k writes no run folder of its own, only its trace file when traced: into
-    // --out/trace/ (one folder for the whole job when --out is shared or on one host).
-    if (config.trace.enabled)
-      job.services.trace = open_run_trace(create_run_dir(opt.out, /*continuing=*/true),
-                                 *trace::StepRange::parse(config.trace.steps), job.plan,
-                                 {static_cast<std::uint32_t>(cluster->node()),
-                                  cluster->clock_offset_ns()});
-    catch_stop_signals();  // forwarded to node 0, which stops the whole job (actors/runtime/run_job.hpp)
-    cluster->run(job, nullptr);
-    fmt::print(stderr, "conveyor train: node {} done\n", cluster->node());
-    return;
+// A stop (SIGTERM, SIGINT, SIGHUP) ended the run at a step boundary: the stopped row, and
+// how to resume, or the signal's exit status when no checkpoint could be written.
+void report_stop(const TrainOptions& opt, const Job& job, const StopPlan& stops,
+                 TrainCheckpoints& checkpoints, MetricsLog& log, const std::filesystem::path& dir) {
+  const auto written = checkpoints.last_written();
+  const char* signal = stop_signal_name(stop_signal());
+  nlohmann::json stopped = {{"event", "stopped"},
+                            {"reason", signal},
+                            {"after_step", *checkpoints.stopped_at()},
+                            {"checkpoint", written ? nlohmann::json(written->path) : nlohmann::json(nullptr)}};
+  if (stop_node() >= 0) stopped["signalled_node"] = stop_node();
+  log.event(stopped);
+  // A JSON consumer learns the run ended early, and where to resume from.
+  if (opt.format == "json") fmt::print("{}\n", stopped.dump());
+  if (!stops.checkpoints) {
+    // Nothing to resume from: the run ends as the signal asked, in order on every node,
+    // with the shell's code for it (128 + the signal).
+    fmt::print(stderr, "conveyor train: {}: stopped after step {} of {} without a checkpoint: {}\n",
+               stop_reason(), *checkpoints.stopped_at(), job.plan.steps, *stops.refusal);
+    check_trace(job.services);
+    throw ExitStatus{128 + stop_signal()};
   }
-
-  // Checkpoints are written when they are due and on SIGTERM even with checkpoint.every 0
-  // (across processes: where node 0 can write them, cross_process_checkpoints.hpp): a
-  // folder that cannot exist must fail now, not when the work would be saved.
-  const StopPlan stops = stop_plan(config, spec);
-  // The locks are held to the end of the run: another process fails here, naming the
-  // folder. The checkpoint folder is locked itself, whatever it is called and wherever it
-  // is (flock(2) locks the folder, not its name): the run folder's lock does not cover
-  // its checkpoints/, which another run may name as its checkpoint.dir.
-  // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
-  // that comes while the run folder is being written.
-  catch_stop_signals();
-  std::optional<FolderLock> checkpoint_lock;
-  if (stops.checkpoints && !config.checkpoint.dir.empty()) {
-    prepare_checkpoint_dir(config.checkpoint.dir);
-    checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
-  }
-  UnstartedRunDir unstarted(opt.out, resume != nullptr);
-  const auto& dir = unstarted.path();
-  const FolderLock run_lock(dir, "--out");
-  if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
-  CheckpointSettings settings = checkpoint_settings(config, job.plan, dir, resume.get(), stops);
-  std::optional<DefaultCheckpointFolder> own_checkpoints;
-  if (stops.checkpoints && !checkpoint_lock) {
-    own_checkpoints.emplace(settings.dir);
-    checkpoint_lock.emplace(settings.dir, "checkpoint folder");
-  }
-  if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
-  if (config.trace.enabled)
-    job.services.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job.plan);
-  write_file_atomically(dir / "config.yaml", to_yaml(config));
-  write_file_atomically(dir / "plan.json",
-                        plan_json(job.plan, cluster ? cluster->node_of_rank() : std::vector<int>{})
-                                .dump(2) + "\n");
-
-  const double entropy = unigram_entropy(*job.plan.data.corpus);
+  std::vector<std::string> extra;
+  if (opt.format != "text") extra = {"--format", opt.format};
+  if (supervised()) extra.push_back("--supervise");  // resumed the way it ran
   fmt::print(stderr,
-             "conveyor train: {} layers, d_model {}, {} stages, {} ({} micro-batches of {}), {} "
-             "steps; data {} ({} tokens, unigram entropy {:.3f} nats); writing {}\n",
-             config.model.layers, config.model.d_model, config.pipeline.stages,
-             enum_name(config.pipeline.schedule), config.pipeline.micro_batches,
-             config.pipeline.micro_batch_size, config.train.steps, config.data.path,
-             job.plan.data.corpus->size(), entropy, dir.string());
+             "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
+             "to resume, run:\n  {}\n",
+             stop_reason(), *checkpoints.stopped_at(), job.plan.steps, written ? written->path : "?",
+             resume_command(opt.config, opt.overrides, dir.string(), extra));
+  check_trace(job.services);
+}
 
-  Progress progress(job.plan.steps, stderr_is_terminal());
-  MetricsLog log(dir / "metrics.jsonl", job.plan.schedule, progress, config.fault.straggler_factor,
-                 static_cast<int>(config.fault.straggler_steps));
-  unstarted.started();
-  if (resume)
-    log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
-  // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
-  // every node's state from its snapshot store (check_checkpoints_across_processes), or,
-  // where it cannot, a stop ends the job at the next step boundary without one.
-  TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
-  job.services.checkpoints = &checkpoints;
-  const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
-  progress.finish();
-  // A trace file that could not be written whole (a full disk) fails the run once its
-  // results are saved: it exits 1 saying so instead of leaving a short trace unnoticed.
-  const auto check_trace = [&job] {
-    if (!job.services.trace) return;
-    job.services.trace->flush_all();
-    if (const auto failure = job.services.trace->failure())
-      throw std::runtime_error(fmt::format("trace file {}: {}; the trace is incomplete (the run's other "
-                                           "results are written)",
-                                           job.services.trace->file().string(), *failure));
-  };
-
-  if (checkpoints.stopped_at()) {
-    const auto written = checkpoints.last_written();
-    const char* signal = stop_signal_name(stop_signal());
-    nlohmann::json stopped = {{"event", "stopped"},
-                              {"reason", signal},
-                              {"after_step", *checkpoints.stopped_at()},
-                              {"checkpoint", written ? nlohmann::json(written->path) : nlohmann::json(nullptr)}};
-    if (stop_node() >= 0) stopped["signalled_node"] = stop_node();
-    log.event(stopped);
-    // A JSON consumer learns the run ended early, and where to resume from.
-    if (opt.format == "json") fmt::print("{}\n", stopped.dump());
-    if (!stops.checkpoints) {
-      // Nothing to resume from: the run ends as the signal asked, in order on every node,
-      // with the shell's code for it (128 + the signal).
-      fmt::print(stderr, "conveyor train: {}: stopped after step {} of {} without a checkpoint: {}\n",
-                 stop_reason(), *checkpoints.stopped_at(), job.plan.steps, *stops.refusal);
-      check_trace();
-      throw ExitStatus{128 + stop_signal()};
-    }
-    std::vector<std::string> extra;
-    if (opt.format != "text") extra = {"--format", opt.format};
-    if (supervised()) extra.push_back("--supervise");  // resumed the way it ran
-    fmt::print(stderr,
-               "conveyor train: {}: stopped after step {} of {}; checkpoint written to {}\n"
-               "to resume, run:\n  {}\n",
-               stop_reason(), *checkpoints.stopped_at(), job.plan.steps, written ? written->path : "?",
-               resume_command(opt.config, opt.overrides, dir.string(), extra));
-    check_trace();
-    return;
-  }
-
+// The end of a run that trained to its last step: the weights, the checkpoints still being
+// written, the summary row and line.
+void finish_run(const TrainOptions& opt, const Job& job, const TrainResult& result,
+                TrainCheckpoints& checkpoints, MetricsLog& log, const std::filesystem::path& dir,
+                double entropy) {
   // The weights first; a failure to write them (a full disk) is reported together with
   // the checkpoints that failed, so the last line names every file that was lost.
   std::optional<std::string> weights_failure;
@@ -383,7 +285,135 @@ void run_train(const TrainOptions& opt) {
              entropy, speed, 100 * simulated,
              100 * simulated_means, (dir / "weights.safetensors").string());
   if (opt.format == "json") fmt::print("{}\n", summary.dump());
-  check_trace();
+  check_trace(job.services);
+}
+
+// --resume: the checkpoint, verified and loaded for this process's stages (the whole is
+// verified, each process reads the tensors of its own stages only), its models made from
+// it. Null without --resume.
+std::shared_ptr<const ResumeSource> prepare_resume(const TrainOptions& opt, const RunConfig& config,
+                                                   const LaunchSpec& spec, JobPlan& plan) {
+  if (!opt.resume) return nullptr;
+  const auto here = local_model_stages(plan, node_of_actor(config, spec.nnodes), spec.node_rank);
+  const ResumeIdentity who{opt.out ? "--out " + *opt.out : std::string("this config"), opt.force};
+  auto resume = load_resume(*opt.resume, resume_checkpoint_dir(opt, config), config, plan, here, who);
+  if (opt.out) check_resume_continues(*opt.out, resume->path);
+  fmt::print(stderr, "conveyor train: {}\n", resume->description);
+  plan.make_model = restoring_models(plan.make_model, resume);
+  return resume;
+}
+
+// Node k > 0 of a job over several processes: no run folder of its own, only its trace
+// file when traced, into --out/trace/ (one folder for the whole job when --out is shared
+// or on one host); node 0 coordinates, writes the results and stops the job.
+void run_as_node_k(const TrainOptions& opt, const RunConfig& config, ClusterSession& cluster, Job& job,
+                   bool shares_checkpoint_folder) {
+  if (shares_checkpoint_folder) cluster.check_shared_checkpoint_folder("");
+  if (config.trace.enabled)
+    job.services.trace = open_run_trace(create_run_dir(opt.out, /*continuing=*/true),
+                                        *trace::StepRange::parse(config.trace.steps), job.plan,
+                                        {static_cast<std::uint32_t>(cluster.node()), cluster.clock_offset_ns()});
+  catch_stop_signals();  // forwarded to node 0, which stops the whole job (actors/runtime/run_job.hpp)
+  cluster.run(job, nullptr);
+  fmt::print(stderr, "conveyor train: node {} done\n", cluster.node());
+}
+
+// The line that says what trains and where its results go.
+void print_start(const RunConfig& config, const JobPlan& plan, double entropy, const std::filesystem::path& dir) {
+  fmt::print(stderr,
+             "conveyor train: {} layers, d_model {}, {} stages, {} ({} micro-batches of {}), {} "
+             "steps; data {} ({} tokens, unigram entropy {:.3f} nats); writing {}\n",
+             config.model.layers, config.model.d_model, config.pipeline.stages,
+             enum_name(config.pipeline.schedule), config.pipeline.micro_batches,
+             config.pipeline.micro_batch_size, config.train.steps, config.data.path,
+             plan.data.corpus->size(), entropy, dir.string());
+}
+
+void run_train(const TrainOptions& opt) {
+  if (opt.supervise) run_supervised(opt);
+  const RunConfig config = load_run_config(opt.config, opt.overrides);
+  refuse_non_utf8_paths(opt, config);
+  const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
+  Job job{build_job_plan(config, spec.nnodes), {}};
+  if (!config.fault.inject.empty()) job.services.fault = std::make_shared<ScriptedFaults>(config.fault.inject);
+  check_checkpoints_across_processes(config, spec);
+  refuse_groups_across_processes(spec, config);
+  refuse_exits_that_cannot_happen(spec, config);
+  // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
+  // here is checked before the run folder exists.
+  const auto resume = prepare_resume(opt, config, spec, job.plan);
+
+  // A job over several processes joins the rendezvous first: a wrong launch fails here,
+  // before the run folder exists (apps/train/cluster_session.hpp).
+  const auto cluster = join_cluster(opt.launch, opt.token, config, process_environment(),
+                                    resume ? resume->manifest.step : -1);
+  // Injected process exits name a node and fire in a supervised run's first attempt only.
+  if (auto scripted = std::dynamic_pointer_cast<ScriptedFaults>(job.services.fault))
+    scripted->set_process(cluster ? cluster->node() : 0, supervised_attempt() == 1);
+  if (cluster) fmt::print(stderr, "conveyor train: {}\n", cluster->describe());
+  // Each node writes its own shards into node 0's checkpoint folder: every node must see it.
+  const bool shares_checkpoint_folder =
+      cluster && config.checkpoint.writers == CheckpointWriters::every_node && stop_plan(config, spec).checkpoints;
+  if (cluster && cluster->node() != 0) {
+    run_as_node_k(opt, config, *cluster, job, shares_checkpoint_folder);
+    return;
+  }
+
+  // Checkpoints are written when they are due and on SIGTERM even with checkpoint.every 0
+  // (across processes: where node 0 can write them, cross_process_checkpoints.hpp): a
+  // folder that cannot exist must fail now, not when the work would be saved.
+  const StopPlan stops = stop_plan(config, spec);
+  // The locks are held to the end of the run: another process fails here, naming the
+  // folder. The checkpoint folder is locked itself, whatever it is called and wherever it
+  // is (flock(2) locks the folder, not its name): the run folder's lock does not cover
+  // its checkpoints/, which another run may name as its checkpoint.dir.
+  // From here on a SIGTERM is a stop at the next step boundary (a checkpoint), also one
+  // that comes while the run folder is being written.
+  catch_stop_signals();
+  std::optional<FolderLock> checkpoint_lock;
+  if (stops.checkpoints && !config.checkpoint.dir.empty()) {
+    prepare_checkpoint_dir(config.checkpoint.dir);
+    checkpoint_lock.emplace(config.checkpoint.dir, "checkpoint.dir");
+  }
+  UnstartedRunDir unstarted(opt.out, resume != nullptr);
+  const auto& dir = unstarted.path();
+  const FolderLock run_lock(dir, "--out");
+  if (!resume) refuse_held_run(dir);  // another run may have finished in it since the check
+  CheckpointSettings settings = checkpoint_settings(config, job.plan, dir, resume.get(), stops);
+  std::optional<DefaultCheckpointFolder> own_checkpoints;
+  if (stops.checkpoints && !checkpoint_lock) {
+    own_checkpoints.emplace(settings.dir);
+    checkpoint_lock.emplace(settings.dir, "checkpoint folder");
+  }
+  if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
+  if (config.trace.enabled)
+    job.services.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job.plan);
+  write_file_atomically(dir / "config.yaml", to_yaml(config));
+  write_file_atomically(dir / "plan.json",
+                        plan_json(job.plan, cluster ? cluster->node_of_rank() : std::vector<int>{})
+                                .dump(2) + "\n");
+
+  const double entropy = unigram_entropy(*job.plan.data.corpus);
+  print_start(config, job.plan, entropy, dir);
+
+  Progress progress(job.plan.steps, stderr_is_terminal());
+  MetricsLog log(dir / "metrics.jsonl", job.plan.schedule, progress, config.fault.straggler_factor,
+                 static_cast<int>(config.fault.straggler_steps));
+  unstarted.started();
+  if (resume)
+    log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
+  // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
+  // every node's state from its snapshot store (check_checkpoints_across_processes), or,
+  // where it cannot, a stop ends the job at the next step boundary without one.
+  TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
+  job.services.checkpoints = &checkpoints;
+  const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
+  progress.finish();
+  if (checkpoints.stopped_at()) {
+    report_stop(opt, job, stops, checkpoints, log, dir);
+    return;
+  }
+  finish_run(opt, job, result, checkpoints, log, dir, entropy);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (see ../shared/GPU.md) over a checkout that carries .gpu/:
+# Runs on the GPU machine (README, "GPU") over a checkout that carries .gpu/:
 # CUDA kernel and stage-model tests, GPU determinism, the 1B reference GPT on one and two
 # GPUs, and PyTorch's pipeline reference in the same call. Logs under $OUT; a short table
 # at the end. Usage: scripts/gpu_check.sh [quick]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the two-GPU machine (see ../shared/GPU.md) over a checkout that carries
+# Runs on the two-GPU machine (README, "GPU") over a checkout that carries
 # .gpu-p2p/ (conveyor, nccl_gpu_tests, nccl_p2p built from ../shared/bench/nccl_p2p.cu,
 # lib/): the NCCL channel's GPU tests, `conveyor bench p2p` for the GPU transports (each
 # channel against its raw library in the same run), and the shared raw reference.

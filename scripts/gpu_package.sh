@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine needs into .gpu/ (see ../shared/GPU.md): the stripped
+# Packs what the GPU machine needs into .gpu/ (README, "GPU"): the stripped
 # `conveyor` and GPU test binaries of a CUDA build, the libraries that machine lacks
 # (CAF, yaml-cpp and spdlog of other sonames there, Gloo and hiredis for parallel.data),
 # and the PyTorch reference scripts. Then carry [".gpu"] and run scripts/gpu_check.sh.

@@ -13,7 +13,7 @@
 
 namespace conveyor {
 
-// Ceilings measured on one H200 of the GPU machine (../shared/GPU.md, the issue tracker):
+// Ceilings measured on one H200 of the GPU machine (docs/PERFORMANCE.md):
 // bf16 matrix products and device-memory copies.
 inline constexpr double kBf16MatrixTflops = 790.0;
 inline constexpr double kCopyTBps = 4.3;

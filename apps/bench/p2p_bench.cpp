@@ -150,7 +150,7 @@ namespace p2p {
 
 int gpu_iterations(const Plan& plan, std::size_t bytes) {
   if (plan.iterations > 0) return plan.iterations;
-  return bytes <= (std::size_t{1} << 20) ? 200 : 30;  // as ../shared/bench/nccl_p2p.cu
+  return bytes <= (std::size_t{1} << 20) ? 200 : 30;  // as the reference NCCL benchmark of the GPU machine times them
 }
 
 int ucx_iterations(const Plan& plan, std::size_t bytes) {

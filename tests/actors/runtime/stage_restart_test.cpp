@@ -11,6 +11,7 @@
 #include "actors/runtime/run_job.hpp"
 #include "actors/fault/fault_spec.hpp"
 #include "tests/actors/support/tiny_job.hpp"
+#include "tests/support/test_seed.hpp"
 
 using namespace conveyor;
 using namespace conveyor::testing;
@@ -48,7 +49,7 @@ TEST_CASE("a stage that crashes at a random step is respawned and the run ends b
   RecordingObserver clean_obs;
   const TrainResult clean = run(four_stage_job(), clean_obs);
 
-  std::mt19937 pick(std::random_device{}());
+  std::mt19937 pick(testing::test_seed());
   const int stage = static_cast<int>(pick() % 4);
   const int step = static_cast<int>(pick() % 6);
   CAPTURE(stage);

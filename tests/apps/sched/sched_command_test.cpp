@@ -81,7 +81,7 @@ TEST_CASE("sched --format json gives 1F1B's bubble 3/11 for p = 4, m = 8") {
   CHECK(j.at("communication").is_null());
 }
 
-TEST_CASE("sched --format json gives the ZB-H1 and ZB-V bubbles of SCHEDULES.md") {
+TEST_CASE("sched --format json gives the ZB-H1 and ZB-V bubbles (p-1)/(3m+p-1) and (p-1)/(6m+p-1)") {
   // F = I = W = 1: ZB-H1 (p-1)/(3m+p-1) = 3/27, ZB-V (p-1)/(6m+p-1) = 3/51.
   const auto h1 = sched_json({"--schedule", "zb-h1", "--stages", "4", "--micro-batches", "8", "--durations", "1,2,1,1"});
   CHECK(std::abs(h1.at("bubble").get<double>() - 3.0 / 27.0) < 1e-12);

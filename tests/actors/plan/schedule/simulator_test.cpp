@@ -16,7 +16,7 @@ namespace {
 
 constexpr double kTight = 1e-9;
 
-// F = I = W = 1, B = 2: the units of SCHEDULES.md's cost table.
+// F = I = W = 1, B = 2: the unit costs the zero-bubble paper (Qi et al., 2023) counts in.
 const SimCosts kUnit = SimCosts::uniform(1.0, 2.0, 1.0, 1.0);
 
 double bubble(const ScheduleSpec& spec, const SimCosts& costs = kUnit) {
@@ -97,7 +97,7 @@ TEST_CASE("Interleaved 1F1B bubble in chunk units is (p-1)/(vm+p-1)") {
         const SimResult r = simulate(make_schedule({"interleaved-1f1b", p, m, v}), kUnit);
         REQUIRE(r.ok());
         CHECK(r.bubble == doctest::Approx(double(p - 1) / (v * m + p - 1)).epsilon(kTight));
-        if (v == 2) {  // SCHEDULES.md's row: 3(p-1) idle per rank
+        if (v == 2) {  // (p-1)(F+B)/v idle per rank: 3(p-1) in these units
           for (int k = 0; k < p; ++k) CHECK(r.idle[k] == doctest::Approx(3.0 * (p - 1)).epsilon(kTight));
         }
       }

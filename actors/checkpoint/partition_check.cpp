@@ -67,10 +67,11 @@ void check_partition_against_shards(const Manifest& m, const std::string& path) 
   std::string partition;
   for (auto h : halves) partition += (partition.empty() ? "" : ", ") + blocks(h);
   partition = "partition [" + partition + "]";
-  if (m.schedule == "zbv" && chunks != 2)
+  if (const auto expected = sched::schedule_chunks(m.schedule, chunks); expected != chunks)
     throw CheckpointError(path, partition + " has " + std::to_string(halves.size()) + " entries for " +
-                                    std::to_string(stages) + " stages, but zbv runs 2 chunks per stage (" +
-                                    std::to_string(2 * stages) + " entries)");
+                                    std::to_string(stages) + " stages, but " + m.schedule + " runs " +
+                                    std::to_string(expected) + " chunks per stage (" +
+                                    std::to_string(expected * stages) + " entries)");
   sched::Schedule placement;  // only its rank and chunk → model stage mapping is used
   placement.spec = sched::ScheduleSpec{m.schedule, stages, 1, chunks};
   std::vector<std::int64_t> first(halves.size() + 1, 0);  // model stage k: [first[k], first[k + 1])

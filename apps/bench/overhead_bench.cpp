@@ -101,7 +101,7 @@ nlohmann::json run_overhead_bench(const OverheadOptions& o) {
   if (o.steps < 2) throw InputError("--steps: must be >= 2, got " + std::to_string(o.steps));
   // One block per model stage: interleaved-1f1b runs 2 chunks per stage here, zbv always 2.
   const bool interleaved = o.schedule == "interleaved-1f1b";
-  const int chunks = interleaved || o.schedule == "zbv" ? 2 : 1;
+  const int chunks = static_cast<int>(sched::schedule_chunks(o.schedule, interleaved ? 2 : 1));
   Job job;
   job.plan.model = GptConfig{o.stages * chunks, 8, 1, 8, 256};
   std::vector<TokenId> tokens(4096);

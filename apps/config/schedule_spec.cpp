@@ -9,7 +9,7 @@ std::int64_t replica_micro_batches(const RunConfig& config) {
 }
 
 std::int64_t chunks_per_stage(const PipelineSection& pipeline) {
-  return pipeline.schedule == PipelineSchedule::zbv ? 2 : pipeline.virtual_stages;
+  return sched::schedule_chunks(enum_name(pipeline.schedule), pipeline.virtual_stages);
 }
 
 sched::ScheduleSpec schedule_spec_of(const RunConfig& config) {

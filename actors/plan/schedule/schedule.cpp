@@ -21,15 +21,18 @@ std::string known_names() {
 
 }  // namespace
 
-std::int64_t spec_chunks(const ScheduleSpec& spec) { return spec.name == "zbv" ? 2 : spec.virtual_stages; }
+std::int64_t schedule_chunks(std::string_view name, std::int64_t virtual_stages) {
+  return name == "zbv" ? 2 : virtual_stages;
+}
+
+std::int64_t spec_chunks(const ScheduleSpec& spec) { return schedule_chunks(spec.name, spec.virtual_stages); }
 
 std::int64_t schedule_cells(const ScheduleSpec& spec) {
   return std::int64_t{spec.stages} * spec.micro_batches * spec_chunks(spec);
 }
 
 int Schedule::chunks_per_rank() const {
-  if (spec.name == "zbv") return 2;
-  return std::max(1, spec.virtual_stages);
+  return static_cast<int>(std::max<std::int64_t>(1, spec_chunks(spec)));
 }
 
 int Schedule::model_stages() const { return spec.stages * chunks_per_rank(); }

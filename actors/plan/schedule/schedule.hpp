@@ -11,6 +11,7 @@
 // SEND/RECV actions. Pure logic: no CAF, CUDA or network.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/plan/schedule/action.hpp"
@@ -28,8 +29,12 @@ struct ScheduleSpec {
   int virtual_stages = 1;  // chunks per rank for interleaved-1f1b (>= 2); 1 elsewhere
 };
 
-/// The spec's chunks per rank as written (zbv always 2), unclamped so that a bad value
-/// read from a file can be named, and its stages x micro-batches x chunks cells, in 64 bits.
+/// Chunks per rank of the schedule `name` with `virtual_stages` as written: zbv always 2
+/// (its V), the others `virtual_stages`. The one place that knows; unclamped so that a bad
+/// value read from a file or a config can be named.
+std::int64_t schedule_chunks(std::string_view name, std::int64_t virtual_stages);
+/// The spec's chunks per rank (schedule_chunks), and its stages x micro-batches x chunks
+/// cells, in 64 bits.
 std::int64_t spec_chunks(const ScheduleSpec& spec);
 std::int64_t schedule_cells(const ScheduleSpec& spec);
 

@@ -2,8 +2,9 @@
 // The CAF actor around a StageWorker: it routes the worker's outgoing messages to the
 // peer that holds the target model stage (or back into itself), reports to the
 // coordinator when its plan is done, and turns any error into an actor failure whose
-// reason names the stage and the problem. Spawned detached: each stage owns a thread,
-// so its kernels never block a scheduler thread and stages run in parallel.
+// reason names the stage and the problem. Spawned detached (a thread of its own) or on a
+// scheduler worker of its own (actors/runtime/run_job.cpp): either way its kernels never
+// block another stage, and stages run in parallel.
 #include <caf/all.hpp>
 #include <memory>
 

@@ -459,7 +459,8 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     return;
   // With replicas a stage may die while a recovery is under way: after its group failed
   // its replicas (they reported that first), or during the restore.
-  if (st.in(CoordinatorPhase::recovering) && st.job->plan.replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+  if (st.in(CoordinatorPhase::recovering) && st.job->plan.replicas > 1 && !is_remote(st, rank) &&
+      st.restarts.respawn &&
       join_recovery(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   fail(self, why);
@@ -485,12 +486,14 @@ void on_hang(Self* self, int culprit, const std::string& verdict) {
   }
   std::vector<int> blamed;
   if (culprit >= 0 && culprit < static_cast<int>(st.stages.size())) blamed.push_back(culprit);
-  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"hang", blamed, blamed, why}))) fail(self, why);
+  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"hang", blamed, blamed, why})))
+    fail(self, why);
 }
 
 void on_report(Self* self, StageReport& report) {
   auto& st = self->state;
-  if (st.in(CoordinatorPhase::recovering) || report.round < st.round) return;  // of an aborted round
+  // Of an aborted round.
+  if (st.in(CoordinatorPhase::recovering) || report.round < st.round) return;
   st.probe.report_received(report);
   if (report.round != st.round || report.step != st.step || report.phase != st.phase) {
     fail(self, fmt::format("stage {} reported {} step {} (round {}) during {} step {} (round {})",

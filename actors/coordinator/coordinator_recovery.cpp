@@ -278,10 +278,11 @@ void restore_checkpoint(Self* self) {
       [=](int rank) {
         auto& st = self->state;
         const auto r = static_cast<std::size_t>(rank);
+        const auto stage = static_cast<int>(r % st.job->plan.placement.ranks.size());
         return self->request(st.restarts.keeper, caf::infinite,
-                             RestoreFromCheckpoint{rank, st.stages[r], RestoreStage{point.step, st.round},
-                                                   point.path,
-                                                   static_cast<int>(r % st.job->plan.placement.ranks.size())});
+                             RestoreFromCheckpoint{rank, st.stages[r],
+                                                   RestoreStage{point.step, st.round}, point.path,
+                                                   stage});
       },
       {.all = [=](std::map<int, StageRestored>&) { rejoin_replica_groups(self); },
        .failed = [=](int rank, caf::error& e) { on_restore_failed(self, rank, e); },

@@ -154,9 +154,11 @@ bool join_recovery(Self* self, Failure f) {
 void on_group_failed(Self* self, int rank, std::int64_t round, const std::string& what) {
   auto& st = self->state;
   // A recovery under way rebuilds every group; a round already over is not this run's.
-  if (st.in(CoordinatorPhase::recovering) || st.in(CoordinatorPhase::finishing) || round < st.round) return;
+  if (st.in(CoordinatorPhase::recovering) || st.in(CoordinatorPhase::finishing) || round < st.round)
+    return;
   const auto why = fmt::format("stage {}: its replica group failed: {}", rank, what);
-  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"collective", {rank}, {}, why}))) fail(self, why);
+  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"collective", {rank}, {}, why})))
+    fail(self, why);
 }
 
 }  // namespace conveyor::coordinator_flow

@@ -74,7 +74,8 @@ void gather(Self* self, const std::vector<int>& ranks, Ask ask, GatherHandlers<R
 template <class Self, class Message>
 auto asking_stages(Self* self, Message message) {
   return [self, message](int rank) {
-    return self->request(self->state.stages[static_cast<std::size_t>(rank)], caf::infinite, message);
+    const auto& stage = self->state.stages[static_cast<std::size_t>(rank)];
+    return self->request(stage, caf::infinite, message);
   };
 }
 

@@ -10,6 +10,7 @@
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/job_failure.hpp"
 #include "actors/coordinator/replica_weights.hpp"
+#include "actors/coordinator/stage_gather.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
 #include "actors/coordinator/step_accounting.hpp"
 #include "actors/plan/eval_plan.hpp"
@@ -88,35 +89,37 @@ bool spans_processes(const CoordinatorState& st) {
 
 void gather_weights(Self* self) {
   auto& st = self->state;
-  st.finishing = true;
-  for (std::size_t r = 0; r < st.stages.size(); ++r)
-    self->request(st.stages[r], caf::infinite, weights_atom::value)
-        .then(
-            [=](WeightsReply& reply) {
-              auto& st = self->state;
-              st.weights.push_back(std::move(reply));
-              if (st.weights.size() < st.stages.size()) return;
-              TrainResult result;
-              auto models = weights_by_replica(st.weights, st.job->plan.replica_layout());
-              if (st.job->plan.replicas > 1) {
-                // Across processes the bytes are compared once fetched (actors/runtime/run_job.cpp).
-                if (auto diff = spans_processes(st) ? std::nullopt : replica_difference(models)) {
-                  fail(self, "data-parallel replicas ended with different weights: " + *diff);
-                  return;
-                }
-                result.replica_weights = models;
-              }
-              result.weights = std::move(models.front());
-              result.final_loss = st.last_step.loss;
-              if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
-              result.final_eval_dropped = st.final_eval_dropped;
-              st.done.deliver(std::move(result));
-              for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
-              self->quit();
-            },
-            [=](caf::error& e) {
-              fail(self, fmt::format("gathering weights: stage {}: {}", r, stage_text(self, e, static_cast<int>(r))));
-            });
+  st.enter(CoordinatorPhase::finishing);
+  gather<WeightsReply>(
+      self, first_ranks(st.stages.size()),
+      asking_stages(self, weights_atom::value),
+      {.all =
+           [=](std::map<int, WeightsReply>& replies) {
+             auto& st = self->state;
+             std::vector<WeightsReply> weights;
+             for (auto& [rank, reply] : replies) weights.push_back(std::move(reply));
+             TrainResult result;
+             auto models = weights_by_replica(weights, st.job->plan.replica_layout());
+             if (st.job->plan.replicas > 1) {
+               // Across processes the bytes are compared once fetched (actors/runtime/run_job.cpp).
+               if (auto diff = spans_processes(st) ? std::nullopt : replica_difference(models)) {
+                 fail(self, "data-parallel replicas ended with different weights: " + *diff);
+                 return;
+               }
+               result.replica_weights = models;
+             }
+             result.weights = std::move(models.front());
+             result.final_loss = st.last_step.loss;
+             if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
+             result.final_eval_dropped = st.final_eval_dropped;
+             st.done.deliver(std::move(result));
+             for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
+             self->quit();
+           },
+       .failed =
+           [=](int r, caf::error& e) {
+             fail(self, fmt::format("gathering weights: stage {}: {}", r, stage_text(self, e, r)));
+           }});
 }
 
 bool eval_due(const Job& job, std::int64_t step) {
@@ -137,7 +140,7 @@ void next_after_step(Self* self) {
 // A preemption stop: the checkpoint is written, the run ends without its final weights.
 void finish_stopped(Self* self) {
   auto& st = self->state;
-  st.finishing = true;
+  st.enter(CoordinatorPhase::finishing);
   TrainResult result;
   result.final_loss = st.last_step.loss;
   if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
@@ -170,19 +173,19 @@ constexpr auto kCopyPoll = std::chrono::milliseconds(1);
 // that cannot send one fails (and is recovered, or ends the run, as any failure).
 void ask_for_copies(Self* self, std::int64_t steps_done) {
   auto& st = self->state;
-  const auto generation = st.generation;
   for (std::size_t r = 0; r < st.stages.size(); ++r) {
     const int rank = static_cast<int>(r);
     const auto held = st.job->services.snapshots->get(rank, steps_done);
     if (!is_remote(st, rank) || (held && !held->marker)) continue;
-    self->request(st.stages[r], caf::infinite, CopySnapshot{steps_done})
-        .then([](const SnapshotTaken&) {},
-              [=](caf::error& e) {
-                if (self->state.generation != generation || self->state.budget) return;
-                fail(self, fmt::format("checkpoint after step {}: stage {}: copying its snapshot "
-                                       "to node 0: {}",
-                                       steps_done, rank, stage_text(self, e, rank)));
-              });
+    if_current<SnapshotTaken>(
+        self, self->request(st.stages[r], caf::infinite, CopySnapshot{steps_done}),
+        [](const SnapshotTaken&) {},
+        [=](caf::error& e) {
+          if (self->state.budget) return;
+          fail(self, fmt::format("checkpoint after step {}: stage {}: copying its snapshot "
+                                 "to node 0: {}",
+                                 steps_done, rank, stage_text(self, e, rank)));
+        });
   }
 }
 
@@ -226,31 +229,31 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
   // are asked, and each stage's parts merged.
   const bool sharded = st.job->plan.shards_optimizer_state();
   const std::size_t n = sharded ? st.stages.size() : st.job->plan.placement.ranks.size();
-  auto shards = std::make_shared<std::vector<checkpoint::StageShard>>(n);
-  auto pending = std::make_shared<std::size_t>(n);
-  auto optimizer_steps = std::make_shared<std::int64_t>(0);
-  const auto generation = st.generation;
-  for (std::size_t r = 0; r < n; ++r)
-    self->request(st.stages[r], caf::infinite, snapshot_atom::value)
-        .then(
-            [=](StageSnapshot& snap) {
-              if (self->state.generation != generation) return;
-              auto& shard = shards->at(static_cast<std::size_t>(snap.rank));
-              shard.stage = snap.rank;
-              shard.tensors = std::move(snap.tensors);
-              *optimizer_steps = snap.optimizer_steps;
-              if (--*pending > 0) return;
-              if (sharded)
-                *shards = checkpoint::merge_sharded_replicas(std::move(*shards),
-                                                             self->state.job->plan.replicas);
-              hand_over(self, steps_done, std::move(*shards), *optimizer_steps, stop);
-            },
-            [=](caf::error& e) {
-              // A stage that died here is recovered through its down message.
-              if (self->state.generation != generation || self->state.budget) return;
-              fail(self, fmt::format("checkpoint after step {}: stage {}: {}", steps_done, r,
-                                     stage_text(self, e, static_cast<int>(r))));
-            });
+  gather<StageSnapshot>(
+      self, first_ranks(n),
+      asking_stages(self, snapshot_atom::value),
+      {.all =
+           [=](std::map<int, StageSnapshot>& snaps) {
+             std::vector<checkpoint::StageShard> shards(n);
+             for (auto& [r, snap] : snaps) {
+               auto& shard = shards.at(static_cast<std::size_t>(snap.rank));
+               shard.stage = snap.rank;
+               shard.tensors = std::move(snap.tensors);
+             }
+             // Every stage has taken the same optimizer steps.
+             const std::int64_t optimizer_steps = snaps.begin()->second.optimizer_steps;
+             if (sharded)
+               shards = checkpoint::merge_sharded_replicas(std::move(shards),
+                                                           self->state.job->plan.replicas);
+             hand_over(self, steps_done, std::move(shards), optimizer_steps, stop);
+           },
+       .failed =
+           [=](int r, caf::error& e) {
+             // A stage that died here is recovered through its down message.
+             if (self->state.budget) return;
+             fail(self, fmt::format("checkpoint after step {}: stage {}: {}", steps_done, r,
+                                    stage_text(self, e, r)));
+           }});
 }
 
 void after_step(Self* self) {
@@ -314,6 +317,25 @@ void finish_eval_wave(Self* self) {
   }
 }
 
+// Every stage took step st.step: its metrics, then the boundary after it.
+void on_optimizer_done(Self* self) {
+  auto& st = self->state;
+  st.boundary = st.step + 1;
+  const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
+  st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  st.last_step.tokens_per_s = st.job->plan.tokens_per_step() / (st.last_step.step_ms / 1e3);
+  auto bubble = measure_bubble(st.reports, static_cast<int>(st.stages.size()));
+  st.last_step.bubble = bubble.bubble;
+  st.last_step.stage_busy_ms = bubble.busy_ms;
+  if (st.job->plan.replicas > 1) {
+    const ReductionCost cost = reduction_cost(st.reports);
+    st.last_step.allreduce_ms = cost.busy_ms;
+    st.last_step.allreduce_exposed_ms = cost.exposed_ms;
+  }
+  st.observer->on_step(st.last_step, st.reports);
+  after_step(self);
+}
+
 void finish_train_compute(Self* self) {
   auto& st = self->state;
   const auto& job = *st.job;
@@ -351,45 +373,30 @@ void finish_train_compute(Self* self) {
     }
     st.last_step.skipped = true;
   }
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  const auto generation = st.generation;
   st.boundary.reset();  // from here some stages may have stepped and some not
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    OptimizerStep step{st.step, lr, scale};
-    step.skip = st.last_step.skipped;
-    st.probe.optimizer_sending(step, static_cast<int>(r));
-    self->request(st.stages[r], caf::infinite, step)
-        .then(
-            [=](const OptimizerDone& done) {
-              auto& st = self->state;
-              if (st.generation != generation) return;
-              st.probe.done_received(done);
-              st.last_step.allgather_ms +=
-                  done.allgather_ms / static_cast<double>(st.stages.size());
-              note_remote_snapshot(st, done.rank, done.step + 1);
-              if (--*pending > 0) return;
-              st.boundary = st.step + 1;
-              const auto elapsed = std::chrono::steady_clock::now() - st.step_start;
-              st.last_step.step_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-              st.last_step.tokens_per_s =
-                  st.job->plan.tokens_per_step() / (st.last_step.step_ms / 1e3);
-              auto bubble = measure_bubble(st.reports, static_cast<int>(st.stages.size()));
-              st.last_step.bubble = bubble.bubble;
-              st.last_step.stage_busy_ms = bubble.busy_ms;
-              if (st.job->plan.replicas > 1) {
-                const ReductionCost cost = reduction_cost(st.reports);
-                st.last_step.allreduce_ms = cost.busy_ms;
-                st.last_step.allreduce_exposed_ms = cost.exposed_ms;
-              }
-              st.observer->on_step(st.last_step, st.reports);
-              after_step(self);
-            },
-            [=](caf::error& e) {
-              // A stage that died here is recovered through its down message.
-              if (self->state.generation != generation || self->state.budget) return;
-              fail(self, fmt::format("optimizer step: stage {}: {}", r, stage_text(self, e, static_cast<int>(r))));
-            });
-  }
+  gather<OptimizerDone>(
+      self, first_ranks(st.stages.size()),
+      [=](int r) {
+        auto& st = self->state;
+        OptimizerStep step{st.step, lr, scale};
+        step.skip = st.last_step.skipped;
+        st.probe.optimizer_sending(step, r);
+        return self->request(st.stages[static_cast<std::size_t>(r)], caf::infinite, step);
+      },
+      {.all = [=](std::map<int, OptimizerDone>&) { on_optimizer_done(self); },
+       .failed =
+           [=](int r, caf::error& e) {
+             // A stage that died here is recovered through its down message.
+             if (self->state.budget) return;
+             fail(self, fmt::format("optimizer step: stage {}: {}", r, stage_text(self, e, r)));
+           },
+       .each =
+           [=](int, OptimizerDone& done) {
+             auto& st = self->state;
+             st.probe.done_received(done);
+             st.last_step.allgather_ms += done.allgather_ms / static_cast<double>(st.stages.size());
+             note_remote_snapshot(st, done.rank, done.step + 1);
+           }});
 }
 
 }  // namespace
@@ -429,7 +436,7 @@ int rank_of(const CoordinatorState& st, const caf::actor_addr& who) {
 
 void on_stage_down(Self* self, const caf::down_msg& down) {
   auto& st = self->state;
-  if (st.finishing && !down.reason) return;
+  if (st.in(CoordinatorPhase::finishing) && !down.reason) return;
   const int rank = rank_of(st, down.source);
   if (rank < 0) return;  // a stage already replaced by a recovery
   const auto why = fmt::format("stage {} failed: {}", rank, stage_text(self, down.reason, rank));
@@ -438,7 +445,7 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     on_node_lost(self, node, fmt::format("stage {} failed: node {} became unreachable", rank, node));
     return;
   }
-  if (st.recovering && (!st.awaiting.empty() || st.respawning > 0) &&
+  if (st.in(CoordinatorPhase::recovering) && (!st.awaiting.empty() || st.respawning > 0) &&
       respawns_in_place(st, rank)) {
     // Its transfers to a lost node broke (a stage of this process, or of another surviving
     // one — its UCX endpoint to the lost node timed out): replaced within the recovery
@@ -447,12 +454,13 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
     replace_stage(self, rank, /*lost_why=*/nullptr);
     return;
   }
-  if (st.started && !st.finishing && !st.recovering &&
+  if (st.in(CoordinatorPhase::running) &&
       try_recover(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   // With replicas a stage may die while a recovery is under way: after its group failed
   // its replicas (they reported that first), or during the restore.
-  if (st.recovering && st.job->plan.replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
+  if (st.in(CoordinatorPhase::recovering) && st.job->plan.replicas > 1 && !is_remote(st, rank) &&
+      st.restarts.respawn &&
       join_recovery(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   fail(self, why);
@@ -462,9 +470,9 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
 // be stuck waiting for a message that will never come), every stage rolls back.
 void on_hang(Self* self, int culprit, const std::string& verdict) {
   auto& st = self->state;
-  if (st.finishing) return;
+  if (st.in(CoordinatorPhase::finishing)) return;
   const auto why = "hang: " + verdict;
-  if (st.recovering) {
+  if (st.in(CoordinatorPhase::recovering)) {
     // Waiting for a lost node's replacement is bounded by fault.rejoin_timeout_s, not by
     // the watchdog (a diagnosis made just before the wait began): it looks again from now.
     // Any other recovery that stalls this long (a restore never answered) is a hang of its
@@ -478,12 +486,14 @@ void on_hang(Self* self, int culprit, const std::string& verdict) {
   }
   std::vector<int> blamed;
   if (culprit >= 0 && culprit < static_cast<int>(st.stages.size())) blamed.push_back(culprit);
-  if (!(st.started && try_recover(self, Failure{"hang", blamed, blamed, why}))) fail(self, why);
+  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"hang", blamed, blamed, why})))
+    fail(self, why);
 }
 
 void on_report(Self* self, StageReport& report) {
   auto& st = self->state;
-  if (st.recovering || report.round < st.round) return;  // of an aborted round
+  // Of an aborted round.
+  if (st.in(CoordinatorPhase::recovering) || report.round < st.round) return;
   st.probe.report_received(report);
   if (report.round != st.round || report.step != st.step || report.phase != st.phase) {
     fail(self, fmt::format("stage {} reported {} step {} (round {}) during {} step {} (round {})",
@@ -549,7 +559,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const Job> job,
         auto& st = self->state;
         st.done = self->make_response_promise();
         take_first_snapshot(self, [=] {
-          self->state.started = true;
+          self->state.enter(CoordinatorPhase::running);
           // A resumed run first runs the evaluation due after its checkpoint's step: a
           // stop there skipped or dropped it.
           resume_at_boundary(self, self->state.step);
@@ -559,7 +569,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const Job> job,
       [=](stop_run_atom, const std::string& why) { fail(self, why); },
       [=](node_lost_atom, int node, const std::string& why) { on_node_lost(self, node, why); },
       [=](capture_retry_atom, std::int64_t steps_done, bool stop, int polls, std::uint64_t generation) {
-        if (self->state.generation == generation && !self->state.recovering)
+        if (is_current(self->state, generation) && !self->state.in(CoordinatorPhase::recovering))
           capture_state(self, steps_done, stop, polls);
       },
       [=](NodeStages& stages) { on_node_rejoined(self, stages); },

@@ -14,7 +14,7 @@
 // through StageRestarts::respawn, every stage drops the aborted round and loads the
 // newest snapshot all of them hold, and the steps from there are replayed. Every request
 // made before a recovery carries the generation it was made in; replies from an older
-// generation are ignored, and so are reports of aborted rounds.
+// generation are ignored (stage_gather.hpp), and so are reports of aborted rounds.
 // Across processes (coordinator_rejoin.cpp): a node whose process is lost (its silence
 // at the store, its CAF connection) is waited for up to fault.rejoin_timeout_s; its
 // replacement's stages (NodeStages, from node 0's directory) take the lost ranks and are
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "actors/checkpoint/remote_shards.hpp"
+#include "actors/coordinator/coordinator_phase.hpp"
 #include "actors/job/checkpoint_hook.hpp"
 #include "actors/fault/restart_budget.hpp"
 #include "actors/messages/messages.hpp"
@@ -106,16 +107,17 @@ struct CoordinatorState {
   std::chrono::steady_clock::time_point step_start;
   StepMetrics last_step;
   std::optional<EvalMetrics> last_eval;  // none before the first evaluation
-  bool finishing = false;
-  std::vector<WeightsReply> weights;
   trace::CoordinatorProbe probe;  // trace records of plans, reports, optimizer steps
 
   // Recovery (coordinator_recovery.cpp).
   StageRestarts restarts;
   std::optional<RestartBudget> budget;  // set when recovery is possible
   std::uint64_t generation = 0;   // bumped by every recovery; older replies are void
-  bool started = false;           // the first snapshot is taken and plans are under way
-  bool recovering = false;
+  // Where the run is (coordinator_phase.hpp); changed only through enter(). What a
+  // recovery waits for (awaiting, respawning, rejoined) stays in its own fields: they are
+  // counts and sets the recovery needs anyway, and a phase for them would be a second
+  // record to keep in step.
+  CoordinatorPhase run_phase = CoordinatorPhase::starting;
   std::shared_ptr<coordinator_flow::PendingRecovery> recovery;  // while recovering
   std::map<int, AwaitedNode> awaiting;  // lost nodes, until their replacements announce
   std::set<int> rejoined;               // ranks to restore from node 0's copies
@@ -133,8 +135,15 @@ struct CoordinatorState {
   // of the current one, and the reports of those before it.
   int eval_first = 0;
   std::vector<StageReport> eval_reports;
-  bool final_eval_dropped = false;  // a stop dropped the evaluation after the last step
+  // A stop dropped the evaluation after the last step: a fact of the result (TrainResult),
+  // not a phase; the run then finishes as any other.
+  bool final_eval_dropped = false;
   static inline const char* name = "coordinator";
+
+  /// Goes to phase `to`; an illegal transition throws std::logic_error (the actor's
+  /// exception handler then fails the run with it).
+  void enter(CoordinatorPhase to) { run_phase = transition(run_phase, to); }
+  bool in(CoordinatorPhase p) const { return run_phase == p; }
 };
 
 caf::behavior coordinator_actor(caf::stateful_actor<CoordinatorState>* self,

@@ -20,6 +20,7 @@
 #include "actors/checkpoint/sharded_state.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/stage_end_text.hpp"
+#include "actors/coordinator/stage_gather.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/messages/recovery_messages.hpp"
 #include "actors/fault/restore_source.hpp"
@@ -89,23 +90,20 @@ void replace_stage(Self* self, int rank, const std::string* lost_why) {
   }
   if (!lost_why) {
     ++st.respawning;
-    const auto generation = st.generation;
-    self->request(st.restarts.directory, caf::infinite, RespawnStage{rank, st.round})
-        .then(
-            [=](caf::actor& fresh) {
-              auto& st = self->state;
-              if (st.generation != generation) return;
-              st.stages.at(static_cast<std::size_t>(rank)) = fresh;
-              self->monitor(fresh);
-              --st.respawning;
-              restore_when_replaced(self);
-            },
-            [=](caf::error& e) {
-              if (self->state.generation != generation) return;
-              fail(self, fmt::format("{}; recovering from it failed: respawning stage {}: {}",
-                                     self->state.recovery->failure.reason, rank,
-                                     stage_text(self, e, rank)));
-            });
+    if_current<caf::actor>(
+        self, self->request(st.restarts.directory, caf::infinite, RespawnStage{rank, st.round}),
+        [=](caf::actor& fresh) {
+          auto& st = self->state;
+          st.stages.at(static_cast<std::size_t>(rank)) = fresh;
+          self->monitor(fresh);
+          --st.respawning;
+          restore_when_replaced(self);
+        },
+        [=](caf::error& e) {
+          fail(self, fmt::format("{}; recovering from it failed: respawning stage {}: {}",
+                                 self->state.recovery->failure.reason, rank,
+                                 stage_text(self, e, rank)));
+        });
     return;
   }
   const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
@@ -193,7 +191,7 @@ bool try_recover(Self* self, Failure f) {
     return true;
   }
   ++st.generation;
-  st.recovering = true;
+  st.enter(CoordinatorPhase::recovering);
   st.reports.clear();
   // Every group is rebuilt after a recovery: end its survivors' waits now (a GPU
   // rank would otherwise wait in a bucket its failed peer never starts until
@@ -223,35 +221,25 @@ void restore_when_replaced(Self* self) {
   }
   // NCCL edges first: kernels stuck on the failed stage's edges end, and the replay's
   // messages meet new communicators (NCCL matches by order, so the old ones cannot serve).
-  const auto generation = st.generation;
-  self->request(st.restarts.directory, caf::infinite,
-                RebuildChannels{++st.channel_generation, /*forward=*/true})
-      .then(
-          [=](bool) {
-            if (self->state.generation == generation) send_restores(self);
-          },
-          [=](caf::error& e) {
-            if (self->state.generation != generation) return;
-            fail(self, fmt::format("{}; recovering from it failed: rebuilding the NCCL edges: {}",
-                                   self->state.recovery->failure.reason,
-                                   error_text(self->system(), e)));
-          });
+  if_current<bool>(
+      self,
+      self->request(st.restarts.directory, caf::infinite,
+                    RebuildChannels{++st.channel_generation, /*forward=*/true}),
+      [=](bool) { send_restores(self); },
+      [=](caf::error& e) {
+        fail(self, fmt::format("{}; recovering from it failed: rebuilding the NCCL edges: {}",
+                               self->state.recovery->failure.reason,
+                               error_text(self->system(), e)));
+      });
 }
 
 namespace {
 
-// A stage's answer to a restore of this recovery's: once every stage answered, the stage
-// groups are rebuilt (with replicas) and the replay starts.
-void on_restored(Self* self, std::uint64_t generation, const std::shared_ptr<std::size_t>& pending) {
-  if (self->state.generation != generation || --*pending > 0) return;
-  rejoin_replica_groups(self);
-}
-
-// A restore that failed: a stage of another process that cannot answer means its process
-// is gone (a node recovery again); anything else fails the run.
-void on_restore_failed(Self* self, std::uint64_t generation, int rank, const caf::error& e) {
+// A restore of this recovery's that failed: a stage of another process that cannot answer
+// means its process is gone (a node recovery again); anything else fails the run.
+void on_restore_failed(Self* self, int rank, const caf::error& e) {
   auto& st = self->state;
-  if (st.generation != generation || died_meanwhile(st, rank, e)) return;
+  if (died_meanwhile(st, rank, e)) return;
   if (is_remote(st, rank) && (e == caf::sec::request_receiver_down ||
                               e == caf::exit_reason::remote_link_unreachable)) {
     const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
@@ -283,42 +271,46 @@ void restore_checkpoint(Self* self) {
   // Newer snapshots belong to the steps replayed; gone first, so that the restored step
   // each stage keeps is not the oldest beyond what the store holds.
   st.job->services.snapshots->discard_after(point.step);
-  const auto generation = st.generation;
-  auto left = std::make_shared<std::size_t>(st.stages.size());
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    self->request(st.restarts.keeper, caf::infinite,
-                  RestoreFromCheckpoint{rank, st.stages[r], RestoreStage{point.step, st.round}, point.path,
-                                        static_cast<int>(r % st.job->plan.placement.ranks.size())})
-        .then(
-            [=](const StageRestored&) {
-              auto& st = self->state;
-              if (st.generation == generation && is_remote(st, rank))
-                st.job->services.snapshots->put_marker(rank, point.step);  // kept in its own process
-              on_restored(self, generation, left);
-            },
-            [=](caf::error& e) { on_restore_failed(self, generation, rank, e); });
-  }
+  // Once every stage is restored, the stage groups are rebuilt (with replicas) and the
+  // replay starts.
+  gather<StageRestored>(
+      self, first_ranks(st.stages.size()),
+      [=](int rank) {
+        auto& st = self->state;
+        const auto r = static_cast<std::size_t>(rank);
+        const auto stage = static_cast<int>(r % st.job->plan.placement.ranks.size());
+        return self->request(st.restarts.keeper, caf::infinite,
+                             RestoreFromCheckpoint{rank, st.stages[r],
+                                                   RestoreStage{point.step, st.round}, point.path,
+                                                   stage});
+      },
+      {.all = [=](std::map<int, StageRestored>&) { rejoin_replica_groups(self); },
+       .failed = [=](int rank, caf::error& e) { on_restore_failed(self, rank, e); },
+       .each =
+           [=](int rank, StageRestored&) {
+             auto& st = self->state;
+             if (is_remote(st, rank))
+               st.job->services.snapshots->put_marker(rank, point.step);  // kept in its own process
+           }});
 }
 
 // Every stage loads its snapshot of the step restored (a stage of a rejoined node: node 0's
 // copy of it); then, with replicas, every stage group is rebuilt.
 void restore_snapshots(Self* self) {
   auto& st = self->state;
-  const auto generation = st.generation;
-  const auto restored = st.recovery->restored;
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    const RestoreStage restore{restored, st.round};
-    const int rank = static_cast<int>(r);
-    // A stage of a rejoined node starts empty: node 0's keeper hands it its copy.
-    auto request = st.rejoined.count(rank)
-                       ? self->request(st.restarts.keeper, caf::infinite,
-                                       RestoreRejoined{rank, st.stages[r], restore})
-                       : self->request(st.stages[r], caf::infinite, restore);
-    std::move(request).then([=](const StageRestored&) { on_restored(self, generation, pending); },
-                            [=](caf::error& e) { on_restore_failed(self, generation, rank, e); });
-  }
+  const RestoreStage restore{st.recovery->restored, st.round};
+  gather<StageRestored>(
+      self, first_ranks(st.stages.size()),
+      [=](int rank) {
+        auto& st = self->state;
+        const auto r = static_cast<std::size_t>(rank);
+        // A stage of a rejoined node starts empty: node 0's keeper hands it its copy.
+        return st.rejoined.count(rank) ? self->request(st.restarts.keeper, caf::infinite,
+                                                       RestoreRejoined{rank, st.stages[r], restore})
+                                       : self->request(st.stages[r], caf::infinite, restore);
+      },
+      {.all = [=](std::map<int, StageRestored>&) { rejoin_replica_groups(self); },
+       .failed = [=](int rank, caf::error& e) { on_restore_failed(self, rank, e); }});
 }
 
 void send_restores(Self* self) {
@@ -354,7 +346,7 @@ void finish_recovery(Self* self) {
   auto& st = self->state;
   const auto pending = std::move(st.recovery);
   const Failure& f = pending->failure;
-  st.recovering = false;
+  st.enter(CoordinatorPhase::running);
   st.rejoined.clear();
   if (st.job->services.snapshots)
     st.job->services.snapshots->discard_after(pending->restored);  // the replay puts them again
@@ -385,22 +377,23 @@ void take_first_snapshot(Self* self, std::function<void()> then) {
     then();
     return;
   }
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  auto next = std::make_shared<std::function<void()>>(std::move(then));
-  for (std::size_t r = 0; r < st.stages.size(); ++r)
-    self->request(st.stages[r], caf::infinite, TakeSnapshot{st.step})
-        .then(
-            [=](const SnapshotTaken& taken) {
-              auto& st = self->state;
-              if (st.restarts.remote_markers && is_remote(st, taken.rank))
-                st.job->services.snapshots->put_marker(taken.rank, taken.steps_done);
-              if (--*pending == 0) (*next)();
-            },
-            [=](caf::error& e) {
-              fail(self, fmt::format("stage {}: taking its first in-memory snapshot (for "
-                                     "fault.policy restart / fault.on_nan rollback): {}",
-                                     r, stage_text(self, e, static_cast<int>(r))));
-            });
+  const TakeSnapshot take{st.step};
+  gather<SnapshotTaken>(
+      self, first_ranks(st.stages.size()),
+      asking_stages(self, take),
+      {.all = [next = std::move(then)](std::map<int, SnapshotTaken>&) { next(); },
+       .failed =
+           [=](int r, caf::error& e) {
+             fail(self, fmt::format("stage {}: taking its first in-memory snapshot (for "
+                                    "fault.policy restart / fault.on_nan rollback): {}",
+                                    r, stage_text(self, e, r)));
+           },
+       .each =
+           [=](int, SnapshotTaken& taken) {
+             auto& st = self->state;
+             if (st.restarts.remote_markers && is_remote(st, taken.rank))
+               st.job->services.snapshots->put_marker(taken.rank, taken.steps_done);
+           }});
 }
 
 }  // namespace conveyor::coordinator_flow

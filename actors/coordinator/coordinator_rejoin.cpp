@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/stage_gather.hpp"
 
 namespace conveyor::coordinator_flow {
 
@@ -22,11 +23,11 @@ void on_node_lost(Self* self, int node, const std::string& why) {
   std::vector<int> ranks;
   for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
     if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));
-  if (ranks.empty() || !st.started || st.finishing) {
+  if (ranks.empty() || st.in(CoordinatorPhase::starting) || st.in(CoordinatorPhase::finishing)) {
     fail(self, why);
     return;
   }
-  if (st.recovering) {
+  if (st.in(CoordinatorPhase::recovering)) {
     // This node's ranks join the recovery under way. Restores already sent are void (a
     // stage of this node cannot answer): every stage restores again once it is back.
     if (st.awaiting.empty() && st.respawning == 0) ++st.generation;
@@ -73,7 +74,7 @@ void on_node_rejoined(Self* self, NodeStages& stages) {
 void on_rejoin_deadline(Self* self, int node, std::uint64_t generation) {
   auto& st = self->state;
   auto it = st.awaiting.find(node);
-  if (it == st.awaiting.end() || st.generation != generation) return;
+  if (it == st.awaiting.end() || !is_current(st, generation)) return;
   fail(self, fmt::format("{}; no replacement of node {} joined within fault.rejoin_timeout_s "
                          "({} s)",
                          it->second.why, node,

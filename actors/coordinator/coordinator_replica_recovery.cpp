@@ -1,7 +1,8 @@
 // Recovery with data-parallel replicas (parallel.data > 1, one process; coordinator_flow.hpp):
 //   AbortRound to every stage (drop the round, leave the stage group)
-//   → each respawned stage copies a healthy replica of its pipeline stage
-//     (snapshot_atom → RestoreFromReplica); every other stage keeps its state
+//   → each respawned stage copies a healthy replica of its pipeline stage (snapshot_atom
+//     to every source, then RestoreFromReplica to every respawned stage); every other
+//     stage keeps its state
 //   → JoinReplicaGroup{next generation} to every stage → replay.
 // The snapshot path (restore_snapshots in coordinator_recovery.cpp) ends in the same
 // rejoin. A stage's failed group is handled here too (on_group_failed), and failures seen
@@ -22,6 +23,7 @@
 #include <memory>
 
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/stage_gather.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/messages/replica_recovery_messages.hpp"
 #include "actors/messages/stage_snapshot.hpp"
@@ -36,72 +38,66 @@ void recovery_failed(Self* self, const std::string& what, const caf::error& e) {
                          error_text(self->system(), e)));
 }
 
-// Each respawned stage copies its source's state; then the groups are rebuilt.
+// Every respawned stage (a key of `states`) loads its source's state.
+void load_copies(Self* self, const std::map<int, int>& sources,
+                 std::map<int, StageSnapshot>& states) {
+  std::vector<int> targets;
+  for (const auto& [to, from] : sources) targets.push_back(to);
+  const auto restored = self->state.recovery->restored;
+  gather<StageRestored>(
+      self, targets,
+      [&](int target) {
+        return self->request(self->state.stages.at(static_cast<std::size_t>(target)),
+                             caf::infinite,
+                             RestoreFromReplica{restored, std::move(states.at(target))});
+      },
+      {.all = [=](std::map<int, StageRestored>&) { rejoin_replica_groups(self); },
+       .failed =
+           [=](int target, caf::error& e) {
+             if (died_meanwhile(self->state, target, e)) return;
+             recovery_failed(self,
+                             fmt::format("stage {} loading the state of stage {} (its replica)",
+                                         target, sources.at(target)),
+                             e);
+           }});
+}
+
+// Each respawned stage copies its source's state (every source is read first, then every
+// respawned stage loads its copy); then the groups are rebuilt.
 void copy_from_sources(Self* self, const std::map<int, int>& sources) {
-  auto& st = self->state;
-  if (sources.empty()) {
-    rejoin_replica_groups(self);
-    return;
-  }
-  const auto generation = st.generation;
-  const auto restored = st.recovery->restored;
-  auto pending = std::make_shared<std::size_t>(sources.size());
-  for (const auto& [to, from] : sources) {
-    const int target = to;
-    const int source = from;
-    self->request(st.stages.at(static_cast<std::size_t>(source)), caf::infinite,
-                  snapshot_atom::value)
-        .then(
-            [=](StageSnapshot& state) {
-              auto& st = self->state;
-              if (st.generation != generation) return;
-              self->request(st.stages.at(static_cast<std::size_t>(target)), caf::infinite,
-                            RestoreFromReplica{restored, std::move(state)})
-                  .then(
-                      [=](const StageRestored&) {
-                        if (self->state.generation != generation || --*pending > 0) return;
-                        rejoin_replica_groups(self);
-                      },
-                      [=](caf::error& e) {
-                        if (self->state.generation != generation ||
-                            died_meanwhile(self->state, target, e))
-                          return;
-                        recovery_failed(self,
-                                        fmt::format("stage {} loading the state of stage {} "
-                                                    "(its replica)", target, source),
-                                        e);
-                      });
-            },
-            [=](caf::error& e) {
-              if (self->state.generation != generation || died_meanwhile(self->state, source, e))
-                return;
-              recovery_failed(self, fmt::format("reading the state of stage {} for stage {}",
-                                                source, target),
-                              e);
-            });
-  }
+  std::vector<int> targets;
+  for (const auto& [to, from] : sources) targets.push_back(to);
+  gather<StageSnapshot>(
+      self, targets,
+      [=](int target) {
+        return self->request(self->state.stages.at(static_cast<std::size_t>(sources.at(target))),
+                             caf::infinite, snapshot_atom::value);
+      },
+      {.all = [=](std::map<int, StageSnapshot>& states) { load_copies(self, sources, states); },
+       .failed =
+           [=](int target, caf::error& e) {
+             const int source = sources.at(target);
+             if (died_meanwhile(self->state, source, e)) return;
+             recovery_failed(self, fmt::format("reading the state of stage {} for stage {}",
+                                               source, target),
+                             e);
+           }});
 }
 
 }  // namespace
 
 void restore_from_replicas(Self* self, const std::map<int, int>& sources) {
   auto& st = self->state;
-  const auto generation = st.generation;
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    self->request(st.stages[r], caf::infinite, AbortRound{st.round})
-        .then(
-            [=](const RoundAborted&) {
-              if (self->state.generation != generation || --*pending > 0) return;
-              copy_from_sources(self, sources);
-            },
-            [=](caf::error& e) {
-              if (self->state.generation != generation || died_meanwhile(self->state, rank, e))
-                return;
-              recovery_failed(self, fmt::format("aborting the round on stage {}", rank), e);
-            });
-  }
+  const AbortRound abort{st.round};
+  gather<RoundAborted>(
+      self, first_ranks(st.stages.size()),
+      asking_stages(self, abort),
+      {.all = [=](std::map<int, RoundAborted>&) { copy_from_sources(self, sources); },
+       .failed =
+           [=](int rank, caf::error& e) {
+             if (died_meanwhile(self->state, rank, e)) return;
+             recovery_failed(self, fmt::format("aborting the round on stage {}", rank), e);
+           }});
 }
 
 void rejoin_replica_groups(Self* self) {
@@ -110,29 +106,22 @@ void rejoin_replica_groups(Self* self) {
     finish_recovery(self);
     return;
   }
-  const auto generation = st.generation;
   const JoinReplicaGroup join{++st.group_generation};
-  auto pending = std::make_shared<std::size_t>(st.stages.size());
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    self->request(st.stages[r], caf::infinite, join)
-        .then(
-            [=](const ReplicaGroupJoined&) {
-              if (self->state.generation != generation || --*pending > 0) return;
-              finish_recovery(self);
-            },
-            [=](caf::error& e) {
-              auto& st = self->state;
-              if (st.generation != generation || died_meanwhile(st, rank, e)) return;
-              // A replica that did not join in time (it died, or hung): start the restore
-              // over; a dead one is respawned through its down message.
-              join_recovery(self, Failure{"collective", {rank}, {},
-                                          fmt::format("stage {}: joining generation {} of its "
-                                                      "replica group failed: {}",
-                                                      rank, join.generation,
-                                                      error_text(self->system(), e))});
-            });
-  }
+  gather<ReplicaGroupJoined>(
+      self, first_ranks(st.stages.size()),
+      asking_stages(self, join),
+      {.all = [=](std::map<int, ReplicaGroupJoined>&) { finish_recovery(self); },
+       .failed =
+           [=](int rank, caf::error& e) {
+             if (died_meanwhile(self->state, rank, e)) return;
+             // A replica that did not join in time (it died, or hung): start the restore
+             // over; a dead one is respawned through its down message.
+             join_recovery(self, Failure{"collective", {rank}, {},
+                                         fmt::format("stage {}: joining generation {} of its "
+                                                     "replica group failed: {}",
+                                                     rank, join.generation,
+                                                     error_text(self->system(), e))});
+           }});
 }
 
 bool join_recovery(Self* self, Failure f) {
@@ -165,9 +154,11 @@ bool join_recovery(Self* self, Failure f) {
 void on_group_failed(Self* self, int rank, std::int64_t round, const std::string& what) {
   auto& st = self->state;
   // A recovery under way rebuilds every group; a round already over is not this run's.
-  if (st.recovering || st.finishing || round < st.round) return;
+  if (st.in(CoordinatorPhase::recovering) || st.in(CoordinatorPhase::finishing) || round < st.round)
+    return;
   const auto why = fmt::format("stage {}: its replica group failed: {}", rank, what);
-  if (!(st.started && try_recover(self, Failure{"collective", {rank}, {}, why}))) fail(self, why);
+  if (!(st.in(CoordinatorPhase::running) && try_recover(self, Failure{"collective", {rank}, {}, why})))
+    fail(self, why);
 }
 
 }  // namespace conveyor::coordinator_flow

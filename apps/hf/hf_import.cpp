@@ -53,7 +53,10 @@ std::string emit(const YAML::Node& node) {
 
 // A hidden name beside `out` for the folder in the making.
 fs::path temp_folder_for(const fs::path& out) {
-  return out.parent_path() / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  std::string name = ".";  // appended piecewise: GCC 12 warns falsely on "." + str
+  name += out.filename().string();
+  name += ".tmp-" + std::to_string(::getpid());
+  return out.parent_path() / name;
 }
 
 }  // namespace

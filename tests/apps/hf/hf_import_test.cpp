@@ -159,3 +159,33 @@ TEST_CASE("hf import --help names its options on stdout and exits 0") {
   CHECK(r.exit_code == 0);
   for (const char* option : {"--out", "--seq-len", "--format", "LlamaForCausalLM"}) CHECK(contains(r.out, option));
 }
+
+TEST_CASE("hf import of a Llama 3.1-style config (transformers 5's rope_parameters, llama3 scaling, tied)") {
+  TempDir dir;
+  auto config = small_llama_config(2, 32, 4, 1, 48, 260, true);
+  config.erase("rope_theta");
+  config.erase("rope_scaling");
+  config["rope_parameters"] = {{"rope_type", "llama3"},
+                               {"rope_theta", 500000.0},
+                               {"factor", 32.0},
+                               {"low_freq_factor", 1.0},
+                               {"high_freq_factor", 4.0},
+                               {"original_max_position_embeddings", 8192}};
+  config["head_dim"] = 8;
+  auto t = llama_tensors(config, "BF16", 3);
+  t.push_back({"lm_head.weight", {260, 32}, hf_tensor(t, "model.embed_tokens.weight").values});  // saved though tied
+  write_hf_folder(dir.path() / "hf", config, t, "BF16");
+  const auto r = run_conveyor({"hf", "import", dir / "hf", "--out", dir / "ckpt", "--format", "json"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto json = nlohmann::json::parse(r.out);
+  CHECK(json.at("model").at("rope_scaling") == "llama3");
+  CHECK(json.at("model").at("rope_theta") == 500000.0);
+  CHECK(json.at("model").at("kv_heads") == 1);
+  CHECK(json.at("ignored") == 1);  // the tied lm_head.weight
+  const std::string yaml = read_text(dir.path() / "ckpt/config.yaml");
+  for (const char* line : {"rope_scaling: llama3", "rope_scaling_factor: 32", "rope_original_max_position: 8192",
+                           "tie_embeddings: true"})
+    CHECK(contains(yaml, line));
+  CHECK(run_conveyor({"checkpoint", "verify", dir / "ckpt"}).exit_code == 0);
+}

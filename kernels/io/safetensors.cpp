@@ -75,7 +75,8 @@ void write_all(int fd, const void* data, std::size_t bytes, const std::string& p
 
 struct Entry {
   std::string name;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;  // meaningful only when `stored` is one conveyor has (F32, BF16, I32)
+  std::string stored;        // the header's dtype name
   std::vector<std::int64_t> shape;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
@@ -88,8 +89,19 @@ std::uint64_t json_unsigned(const nlohmann::json& v, const std::string& path, co
   return v.get<std::uint64_t>();
 }
 
+// Element bytes of every dtype the format defines; 0 for a name it does not.
+std::uint64_t stored_dtype_size(std::string_view s) {
+  if (s == "F64" || s == "I64" || s == "U64") return 8;
+  if (s == "F32" || s == "I32" || s == "U32") return 4;
+  if (s == "F16" || s == "BF16" || s == "I16" || s == "U16") return 2;
+  if (s == "I8" || s == "U8" || s == "BOOL" || s == "F8_E4M3" || s == "F8_E5M2") return 1;
+  return 0;
+}
+
+// any_dtype: accept every dtype the format defines (the bytes are read raw, not as a
+// Tensor), else only those conveyor's tensors have.
 Entry parse_entry(const std::string& name, const nlohmann::json& v, std::uint64_t data_bytes,
-                  const std::string& path) {
+                  const std::string& path, bool any_dtype) {
   const std::string where = "tensor '" + name + "'";
   if (!v.is_object()) bad_file(path, where + " is not a JSON object");
   for (const char* field : {"dtype", "shape", "data_offsets"})
@@ -97,11 +109,13 @@ Entry parse_entry(const std::string& name, const nlohmann::json& v, std::uint64_
   Entry e;
   e.name = name;
   const auto& dtype = v["dtype"];
-  if (!dtype.is_string() || !parse_safetensors_dtype(dtype.get<std::string>(), &e.dtype))
+  const bool known = dtype.is_string() && parse_safetensors_dtype(dtype.get<std::string>(), &e.dtype);
+  if (!known && !(any_dtype && dtype.is_string() && stored_dtype_size(dtype.get<std::string>()) > 0))
     bad_file(path, where + ": dtype " + dtype.dump() + " is not supported (F32, BF16, I32)");
+  e.stored = dtype.get<std::string>();
   const auto& shape = v["shape"];
   if (!shape.is_array()) bad_file(path, where + ": shape must be a list, got " + shape.dump());
-  std::uint64_t bytes = dtype_size(e.dtype);
+  std::uint64_t bytes = stored_dtype_size(e.stored);
   bool overflow = false;
   for (const auto& d : shape) {
     std::uint64_t dim = json_unsigned(d, path, where + ": shape dimensions");
@@ -204,7 +218,7 @@ struct Header {
   std::uint64_t data_start = 0;
 };
 
-Header read_header(const InputFile& file) {
+Header read_header(const InputFile& file, bool any_dtype = false) {
   const std::string& path = file.path();
   if (file.size() < 8)
     bad_file(path, "file is " + std::to_string(file.size()) +
@@ -252,7 +266,7 @@ Header read_header(const InputFile& file) {
       }
       continue;
     }
-    entries.push_back(parse_entry(name, value, data_bytes, path));
+    entries.push_back(parse_entry(name, value, data_bytes, path, any_dtype));
   }
 
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -308,6 +322,15 @@ SafetensorsIndex read_safetensors_index(const std::string& path) {
   SafetensorsIndex out;
   out.metadata = header.metadata;
   for (const auto& e : header.entries) out.tensors.push_back({e.name, e.dtype, Shape(e.shape)});
+  return out;
+}
+
+std::vector<SafetensorsStoredEntry> read_safetensors_stored_index(const std::string& path) {
+  const InputFile file(path, "safetensors file");
+  const Header header = read_header(file, /*any_dtype=*/true);
+  std::vector<SafetensorsStoredEntry> out;
+  for (const auto& e : header.entries)
+    out.push_back({e.name, e.stored, Shape(e.shape), header.data_start + e.begin, e.end - e.begin});
   return out;
 }
 

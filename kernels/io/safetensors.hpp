@@ -59,6 +59,21 @@ struct SafetensorsIndex {
 /// tensor bytes read: names, dtypes and shapes of a file too large to load for a look.
 SafetensorsIndex read_safetensors_index(const std::string& path);
 
+/// A tensor's entry as stored, of any dtype the format defines (F16, F64, U8, ... as well
+/// as conveyor's three), and where its bytes are: `offset` from the start of the file,
+/// `bytes` long. For readers that convert other dtypes themselves (Hugging Face folders).
+struct SafetensorsStoredEntry {
+  std::string name;
+  std::string dtype;  // the header's name: "F16", "BF16", "F32", ...
+  Shape shape;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// The header checked as read_safetensors checks it, but any dtype of the format allowed;
+/// file order. No tensor bytes read.
+std::vector<SafetensorsStoredEntry> read_safetensors_stored_index(const std::string& path);
+
 /// read_safetensors of the tensors named in `names` only, in file order; the others' bytes
 /// are not read. The whole header is checked; a name the file lacks is an InputError.
 std::vector<NamedTensor> read_safetensors_subset(const std::string& path, const std::set<std::string>& names);

@@ -27,7 +27,7 @@ struct JobServices {
   // fault.inject (ScriptedFaults) or a test's own: faults injected on purpose; null: none.
   std::shared_ptr<MessageFault> fault;
 
-  // Made by the composition root from the plan (actors/runtime/job_services_setup.hpp).
+  // Made by the composition root from the plan (actors/runtime/job_setup.hpp).
   // The stage groups of gradient averaging: with replicas > 1, and with one replica for
   // model.tie_embeddings (its group of two): test plan.replicas > 1, not this pointer,
   // for data parallelism.

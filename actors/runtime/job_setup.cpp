@@ -63,6 +63,7 @@ RecoveryShape recovery_shape(const JobPlan& plan, const NodeSetup& setup, bool a
   // In one process no stage has another node to copy its snapshots to.
   shape.copies = across_processes && shape.snapshots && buddy_copies(plan);
   shape.no_rejoin = no_rejoin_reason(plan, setup, shape.snapshots, shape.copies);
+  shape.nodes_write_shards = plan.nodes_write_shards && shape.snapshots && setup.nnodes > 1;
   return shape;
 }
 
@@ -84,7 +85,7 @@ std::shared_ptr<const Job> make_job(const JobPlan& plan, JobServices given, cons
   if (plan.watchdog_timeout_s > 0 && !s.progress)
     s.progress = std::make_shared<trace::ProgressBoard>(actors);
   // checkpoint.writers every_node: node k > 0 writes its own stages' shards.
-  if (plan.nodes_write_shards && shape.snapshots && setup.nnodes > 1 && setup.node != 0 && !s.shard_writes)
+  if (shape.nodes_write_shards && setup.node != 0 && !s.shard_writes)
     s.shard_writes = std::make_shared<NodeShardWrites>();
   return std::make_shared<const Job>(std::move(job));
 }

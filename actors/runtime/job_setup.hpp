@@ -19,6 +19,9 @@ struct RecoveryShape {
   // Why a lost node k > 0 cannot be replaced in the running job; empty when it can.
   std::string no_rejoin;
   bool rejoin() const { return no_rejoin.empty(); }
+  // checkpoint.writers every_node across processes: node k > 0 writes its own stages'
+  // shards, node 0 keeps the book of them (needs the snapshots the shards come from).
+  bool nodes_write_shards = false;
   // Snapshots each store keeps: node 0 one more than the minimum with copies (the copies
   // of other nodes' snapshots arrive a little after its own stages'), the others a margin
   // beyond that; the minimum without (a GPU stage's snapshot is its whole state).

@@ -140,7 +140,8 @@ class NodeRun {
  private:
   bool across() const { return store_ != nullptr; }
   bool node0() const { return setup_.node == 0; }
-  bool nodes_write() const { return job_->plan.nodes_write_shards && shape_.snapshots && setup_.nnodes > 1; }
+  // Stages on threads of their own: runtime.stage_threads detached, in one process only.
+  bool detached_stages() const { return !across() && job_->plan.detached_stages; }
   void check_rejoin() const;
   void start_system();
   void watch_liveness();
@@ -204,7 +205,7 @@ void NodeRun::start_system() {
   // fixed in 0.18), seen here when a peer process died mid-run. Detached stages own a
   // thread each, and the scheduler runs only the coordinator and the blocking caller;
   // scheduled ones take a worker each besides those two.
-  const bool detached = !across() && job_->plan.detached_stages;
+  const bool detached = detached_stages();
   if (across()) {
     cfg.load<caf::io::middleman>();  // it has a thread of its own
     add_wire_types(cfg);
@@ -220,7 +221,7 @@ void NodeRun::start_system() {
   // left alive (detached_threads.hpp).
   await_actors_.emplace(detached_, system_);
   close_shard_writes_.writes = job_->services.shard_writes.get();
-  if (nodes_write() && node0()) shard_book_.book = std::make_shared<checkpoint::RemoteShards>();
+  if (shape_.nodes_write_shards && node0()) shard_book_.book = std::make_shared<checkpoint::RemoteShards>();
   mine_ = NodeStages{setup_.node, local_ranks_, {}, {}, {}};
   release_relay_.emplace(ReleaseRelay{relay_});
 }
@@ -287,15 +288,14 @@ void NodeRun::spawn_stages() {
     end_.actors.push_back(shard_reports_);
     job_->services.shard_writes->attach(shard_reports_);
   }
-  const bool detached = !across() && job_->plan.detached_stages;
-  auto spawn = [&system, detached, d = detached_](auto&& fun, auto&&... args) {
+  auto spawn = [&system, detached = detached_stages(), d = detached_](auto&& fun, auto&&... args) {
     if (!detached) return system.spawn(fun, args...);
     caf::actor a = system.spawn<caf::detached>(fun, args...);
     d->spawned();
     return a;
   };
   for (int r : local_ranks_) {
-    auto a = spawn(linked_stage_actor, job_, r, epoch_, links_, !setup_.rejoining);
+    auto a = spawn(stage_actor, job_, r, epoch_, links_, !setup_.rejoining);
     mine_.actors.push_back(a);
     end_.actors.push_back(a);
   }
@@ -307,7 +307,7 @@ void NodeRun::spawn_stages() {
   if (!across() || shape_.snapshots)
     respawn_local_ = [spawn, job = job_, epoch = epoch_, links = links_, node = setup_.node,
                       watcher = caf::actor_cast<caf::weak_actor_ptr>(self_->ptr())](int rank, std::int64_t fence) {
-      auto fresh = spawn(restarted_linked_stage_actor, job, rank, epoch, links, fence);
+      auto fresh = spawn(restarted_stage_actor, job, rank, epoch, links, fence);
       if (auto w = watcher.lock(); w && node != 0)
         caf::anon_send(caf::actor_cast<caf::actor>(w), stage_replaced_atom::value, rank, fresh);
       return fresh;

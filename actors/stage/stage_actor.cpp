@@ -378,30 +378,20 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int ran
 }  // namespace
 
 caf::behavior stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
-                          StageWorker::Clock::time_point epoch) {
-  return stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/true);
-}
-
-caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
-                                    StageWorker::Clock::time_point epoch, std::int64_t round_fence) {
-  auto behavior = stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/false);
-  if (self->state.worker) self->state.worker->abort(round_fence);
-  return behavior;
-}
-
-caf::behavior linked_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
-                                 StageWorker::Clock::time_point epoch,
-                                 std::shared_ptr<const StageLinks> links, bool join_group) {
+                          StageWorker::Clock::time_point epoch,
+                          std::shared_ptr<const StageLinks> links, bool join_group) {
   self->state.links = std::move(links);
   return stage_behavior(self, std::move(job), rank, epoch, join_group);
 }
 
-caf::behavior restarted_linked_stage_actor(Self* self, std::shared_ptr<const Job> job,
-                                           int rank, StageWorker::Clock::time_point epoch,
-                                           std::shared_ptr<const StageLinks> links,
-                                           std::int64_t round_fence) {
+caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
+                                    StageWorker::Clock::time_point epoch,
+                                    std::shared_ptr<const StageLinks> links,
+                                    std::int64_t round_fence) {
   self->state.links = std::move(links);
-  return restarted_stage_actor(self, std::move(job), rank, epoch, round_fence);
+  auto behavior = stage_behavior(self, std::move(job), rank, epoch, /*join_group=*/false);
+  if (self->state.worker) self->state.worker->abort(round_fence);
+  return behavior;
 }
 
 }  // namespace conveyor

@@ -30,32 +30,23 @@ struct StageActorState {
   static inline const char* name = "stage";
 };
 
+/// A stage actor. Its edges to ranks of other processes go through `links`
+/// (actors/stage/stage_remote.hpp); null when every peer is in this process. `join_group`:
+/// join the stage group's generation 0 as it starts (false for a lost node's replacement,
+/// whose stages join the next generation with every other stage once the recovery
+/// restored them).
 caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
                           std::shared_ptr<const Job> job, int rank,
-                          StageWorker::Clock::time_point epoch);
+                          StageWorker::Clock::time_point epoch,
+                          std::shared_ptr<const StageLinks> links, bool join_group);
 
 /// The replacement of a failed stage actor (fault.policy restart): a stage_actor that
 /// ignores every message of a round up to `round_fence` (the aborted ones) until the
 /// coordinator restores its state (RestoreStage).
 caf::behavior restarted_stage_actor(caf::stateful_actor<StageActorState>* self,
                                     std::shared_ptr<const Job> job, int rank,
-                                    StageWorker::Clock::time_point epoch, std::int64_t round_fence);
-
-/// A stage actor whose edges to ranks of other processes go through `links`
-/// (actors/stage/stage_remote.hpp); the rest is stage_actor. `join_group`: join the
-/// stage group's generation 0 as it starts (false for a lost node's replacement, whose
-/// stages join the next generation with every other stage once the recovery restored
-/// them).
-caf::behavior linked_stage_actor(caf::stateful_actor<StageActorState>* self,
-                                 std::shared_ptr<const Job> job, int rank,
-                                 StageWorker::Clock::time_point epoch,
-                                 std::shared_ptr<const StageLinks> links, bool join_group);
-
-/// The replacement of a failed linked_stage_actor, as restarted_stage_actor.
-caf::behavior restarted_linked_stage_actor(caf::stateful_actor<StageActorState>* self,
-                                           std::shared_ptr<const Job> job, int rank,
-                                           StageWorker::Clock::time_point epoch,
-                                           std::shared_ptr<const StageLinks> links,
-                                           std::int64_t round_fence);
+                                    StageWorker::Clock::time_point epoch,
+                                    std::shared_ptr<const StageLinks> links,
+                                    std::int64_t round_fence);
 
 }  // namespace conveyor

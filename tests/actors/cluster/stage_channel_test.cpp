@@ -33,7 +33,7 @@ std::string failure_of_stage_1(const PipeHeader& header) {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system system{cfg};
-  auto stage = system.spawn<caf::detached>(linked_stage_actor, job, 1, StageWorker::Clock::now(),
+  auto stage = system.spawn<caf::detached>(stage_actor, job, 1, StageWorker::Clock::now(),
                                            std::shared_ptr<const StageLinks>(links),
                                            /*join_group=*/true);
   caf::scoped_actor self{system};

@@ -15,7 +15,7 @@ TEST_CASE("a stage actor sent a message for the wrong micro-batch fails with a c
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system system{cfg};
-  auto stage = system.spawn<caf::detached>(stage_actor, job, 1, StageWorker::Clock::now());
+  auto stage = system.spawn<caf::detached>(stage_actor, job, 1, StageWorker::Clock::now(), nullptr, true);
   caf::scoped_actor self{system};
   self->monitor(stage);
   self->send(stage, PeerTable{{stage, stage}});

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "actors/job/replica_groups.hpp"
+#include "actors/plan/node_replacement.hpp"
 #include "actors/stage/own_shard_write.hpp"
 
 namespace conveyor {
@@ -14,34 +15,11 @@ namespace {
 // step. Without them stages recover in place (GPU stages' NCCL edges rebuilt) from their
 // own process's snapshots, and a checkpoint asks for copies of the step it writes.
 bool buddy_copies(const JobPlan& plan) {
-  switch (plan.recovery.buddy_copies) {
-    case BuddyCopies::off: return false;
-    case BuddyCopies::automatic: return plan.all_cpu();
-    case BuddyCopies::on:
-      if (!plan.all_cpu())
-        throw std::invalid_argument(
-            "fault.buddy_copies: on needs every stage on the CPU (node 0 keeps copies of "
-            "host-memory stages only)");
-      return true;
-  }
-  return false;
-}
-
-// Why a lost node k > 0 cannot be replaced in the running job (its replacement rejoins
-// and restores node 0's copies of its stages' snapshots, or without them every stage goes
-// back to the newest checkpoint); empty when it can.
-std::string no_rejoin_reason(const JobPlan& plan, const NodeSetup& setup, bool snapshots, bool copies) {
-  if (setup.nnodes <= 1) return "it runs in one process";
-  if (plan.recovery.policy != FaultPolicy::restart) return "fault.policy is abort";
-  if (!snapshots) return "fault.snapshot_every is 0: no snapshots to restore";
-  if (!copies && !plan.all_cpu())
-    return "node 0 keeps no copy of GPU stages' snapshots (fault.buddy_copies), and a "
-           "replacement process does not join the NCCL edges yet";
-  if (!copies && plan.checkpoint_every <= 0)
-    return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies is off) "
-           "and no checkpoint is written to go back to (checkpoint.every is 0)";
-  if (setup.rejoin_timeout.count() <= 0) return "fault.rejoin_timeout_s is 0";
-  return "";
+  if (plan.recovery.buddy_copies == BuddyCopies::on && !plan.all_cpu())
+    throw std::invalid_argument(
+        "fault.buddy_copies: on needs every stage on the CPU (node 0 keeps copies of "
+        "host-memory stages only)");
+  return buddy_copies_on(plan.recovery.buddy_copies, plan.all_cpu());
 }
 
 std::shared_ptr<ReplicaGroups> replica_groups(const JobPlan& plan, const NodeSetup& setup,
@@ -62,7 +40,14 @@ RecoveryShape recovery_shape(const JobPlan& plan, const NodeSetup& setup, bool a
   shape.snapshots = plan.keeps_snapshots();
   // In one process no stage has another node to copy its snapshots to.
   shape.copies = across_processes && shape.snapshots && buddy_copies(plan);
-  shape.no_rejoin = no_rejoin_reason(plan, setup, shape.snapshots, shape.copies);
+  shape.no_rejoin = no_replacement_reason(ReplacementFacts{
+      .nodes = setup.nnodes,
+      .policy = plan.recovery.policy,
+      .snapshots = shape.snapshots,
+      .copies = shape.copies,
+      .all_cpu = plan.all_cpu(),
+      .checkpoint_every = plan.checkpoint_every,
+      .rejoin_timeout_s = std::chrono::duration<double>(setup.rejoin_timeout).count()});
   shape.nodes_write_shards = plan.nodes_write_shards && shape.snapshots && setup.nnodes > 1;
   return shape;
 }

@@ -1,16 +1,23 @@
 #include "apps/train/node_replacement.hpp"
 
+#include "actors/plan/node_replacement.hpp"
+
 namespace conveyor {
 
 bool takes_replacements(const RunConfig& config) {
   const auto& f = config.fault;
   const bool cpu = config.devices.kind == DeviceKind::cpu;
-  const bool copies = f.buddy_copies == BuddyCopies::on || (f.buddy_copies == BuddyCopies::automatic && cpu);
-  // Without copies every stage goes back to the newest checkpoint (CPU stages so far);
-  // with optim.shard_state each replica cuts its part of the merged AdamW state.
-  const bool from_checkpoint = cpu && config.checkpoint.every > 0;
-  return (copies || from_checkpoint) && f.policy == FaultPolicy::restart && f.snapshot_every > 0 &&
-         f.rejoin_timeout_s > 0;
+  return no_replacement_reason(ReplacementFacts{
+                                   .nodes = 2,  // asked of a job over several processes
+                                   .policy = f.policy,
+                                   .snapshots = f.snapshot_every > 0 &&
+                                                (f.policy == FaultPolicy::restart ||
+                                                 f.on_nan == NanPolicy::rollback),
+                                   .copies = buddy_copies_on(f.buddy_copies, cpu),
+                                   .all_cpu = cpu,
+                                   .checkpoint_every = config.checkpoint.every,
+                                   .rejoin_timeout_s = f.rejoin_timeout_s})
+      .empty();
 }
 
 }  // namespace conveyor

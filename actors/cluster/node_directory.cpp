@@ -98,7 +98,7 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
 }
 
 // Respawns one of this node's stages, or forwards to the node that runs it.
-caf::result<caf::actor> respawn(Self* self, const RespawnStage& r) {
+caf::result<StageActor> respawn(Self* self, const RespawnStage& r) {
   auto& st = self->state;
   const auto& mine = st.ranks_of_node[st.node];
   if (std::find(mine.begin(), mine.end(), r.rank) != mine.end()) {
@@ -184,13 +184,13 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         if (auto err = add(self, stages)) return err;
         return true;
       },
-      [=](stages_atom) -> caf::result<std::vector<caf::actor>> {
+      [=](stages_atom) -> caf::result<std::vector<StageActor>> {
         auto& st = self->state;
         if (st.known == st.ranks) return st.by_rank;
         st.waiting.push_back(self->make_response_promise());
         return st.waiting.back();
       },
-      [=](coordinator_atom, caf::actor coordinator) { self->state.coordinator = std::move(coordinator); },
+      [=](coordinator_atom, CoordinatorActor coordinator) { self->state.coordinator = std::move(coordinator); },
       // From a peer: a node of this job that announced its stages, else it is ignored.
       [=](stop_request_atom, int node, int signal) {
         auto& st = self->state;

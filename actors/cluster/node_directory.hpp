@@ -5,7 +5,7 @@
 // process resolve to a direct route when the coordinator's PeerTable reaches them.
 // Node 0's directory also gathers the stage actors of every node (NodeStages) and hands
 // them, ordered by rank, to the coordinator's builder (stages_atom), so remote stage
-// actors reach the coordinator as ordinary caf::actor handles.
+// actors reach the coordinator as ordinary StageActor handles.
 //
 // A lost process's replacement (same node rank, fault.rejoin_timeout_s) announces its
 // stages again, once every rank is known: node 0's directory then connects this
@@ -26,6 +26,7 @@
 #include <set>
 #include <vector>
 
+#include "actors/messages/coordinator_interface.hpp"
 #include "actors/messages/messages.hpp"
 
 namespace conveyor {
@@ -37,7 +38,7 @@ using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
 /// Connects this process's channels to node `node`'s new UCX worker; throws on failure.
 using Reconnect = std::function<void(int node, const std::vector<std::uint8_t>& ucx_address)>;
 /// Spawns a replacement for this node's stage `rank`, fenced at `round_fence`.
-using RespawnLocal = std::function<caf::actor(int rank, std::int64_t round_fence)>;
+using RespawnLocal = std::function<StageActor(int rank, std::int64_t round_fence)>;
 /// Rebuilds this node's NCCL edges with communicators of `generation`; blocks until done.
 using RebuildEdges = std::function<void(std::uint32_t generation)>;
 /// To node 0's directory, from node k: a stop signal node k caught (SIGTERM, SIGINT).
@@ -47,7 +48,7 @@ using PeerStop = std::function<void(int node, int signal)>;
 
 struct NodeDirectoryState {
   int ranks = 0;                      // pipeline ranks of the whole job
-  std::vector<caf::actor> by_rank;    // filled as nodes announce their stages
+  std::vector<StageActor> by_rank;    // filled as nodes announce their stages
   int known = 0;                      // entries of by_rank filled
   std::vector<caf::response_promise> waiting;  // stages_atom requests before all known
   std::map<int, std::vector<int>> ranks_of_node;  // as first announced
@@ -59,7 +60,7 @@ struct NodeDirectoryState {
   std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored
   std::set<int> refused_reports;     // nodes whose bad progress report was logged
   int node = 0;                      // this directory's
-  caf::actor coordinator;            // node 0, once it runs
+  CoordinatorActor coordinator;      // node 0, once it runs
   static inline const char* name = "node-directory";
 };
 

@@ -18,7 +18,7 @@
 namespace conveyor {
 namespace {
 
-using Self = caf::stateful_actor<SnapshotKeeperState>;
+using Self = KeeperActor::stateful_base<SnapshotKeeperState>;
 
 // Receives the bytes of a copy from the node that runs its rank; then it is kept.
 void keep(Self* self, SnapshotCopy copy) {
@@ -47,7 +47,7 @@ void keep(Self* self, SnapshotCopy copy) {
 
 // Has `stage` restore `copy`: its bytes go over the channel to a stage of another node;
 // a stage of this node takes the tensors with the message.
-caf::result<StageRestored> hand_copy(Self* self, const caf::actor& stage, std::int64_t round_fence,
+caf::result<StageRestored> hand_copy(Self* self, const StageActor& stage, std::int64_t round_fence,
                                      SnapshotCopy copy) {
   const auto& st = self->state;
   const int node = st.links->node_of_rank.at(copy.rank);
@@ -56,7 +56,7 @@ caf::result<StageRestored> hand_copy(Self* self, const caf::actor& stage, std::i
         st.links->channel_to(node), copy.tensors,
         [rank = copy.rank, steps = copy.steps_done](int i) { return snapshot_tag(rank, steps, i); },
         st.links->timeout, fmt::format("restoring stage {} on node {}", copy.rank, node));
-  auto promise = self->make_response_promise();
+  auto promise = self->make_response_promise<StageRestored>();
   promise.delegate(stage, RestoreFromCopy{round_fence, std::move(copy)});
   return promise;
 }
@@ -126,9 +126,9 @@ bool note_shard(Self* self, ShardWritten& w) {
 
 }  // namespace
 
-caf::behavior snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
-                              std::shared_ptr<const StageLinks> links,
-                              std::shared_ptr<checkpoint::RemoteShards> shards) {
+KeeperActor::behavior_type snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
+                                           std::shared_ptr<const StageLinks> links,
+                                           std::shared_ptr<checkpoint::RemoteShards> shards) {
   self->state.store = std::move(store);
   self->state.links = std::move(links);
   self->state.shards = std::move(shards);

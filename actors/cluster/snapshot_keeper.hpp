@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "actors/checkpoint/remote_shards.hpp"
+#include "actors/messages/keeper_interface.hpp"
 #include "actors/stage/stage_links.hpp"
 #include "actors/fault/snapshot_store.hpp"
 
@@ -33,9 +34,9 @@ struct SnapshotKeeperState {
   static inline const char* name = "snapshot-keeper";
 };
 
-caf::behavior snapshot_keeper(caf::stateful_actor<SnapshotKeeperState>* self,
-                              std::shared_ptr<SnapshotStore> store,
-                              std::shared_ptr<const StageLinks> links,
-                              std::shared_ptr<checkpoint::RemoteShards> shards);
+KeeperActor::behavior_type snapshot_keeper(KeeperActor::stateful_pointer<SnapshotKeeperState> self,
+                                           std::shared_ptr<SnapshotStore> store,
+                                           std::shared_ptr<const StageLinks> links,
+                                           std::shared_ptr<checkpoint::RemoteShards> shards);
 
 }  // namespace conveyor

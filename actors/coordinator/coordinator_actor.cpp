@@ -515,9 +515,9 @@ void on_report(Self* self, StageReport& report) {
 
 }  // namespace
 
-caf::behavior coordinator_actor(Self* self, std::shared_ptr<const Job> job,
-                                std::vector<caf::actor> stages, TrainingObserver* observer,
-                                StageRestarts restarts) {
+CoordinatorActor::behavior_type coordinator_actor(Self* self, std::shared_ptr<const Job> job,
+                                                  std::vector<StageActor> stages,
+                                                  TrainingObserver* observer, StageRestarts restarts) {
   auto& st = self->state;
   st.job = job;
   st.observer = observer;
@@ -557,7 +557,7 @@ caf::behavior coordinator_actor(Self* self, std::shared_ptr<const Job> job,
   return {
       [=](train_atom) -> caf::result<TrainResult> {
         auto& st = self->state;
-        st.done = self->make_response_promise();
+        st.done = self->make_response_promise<TrainResult>();
         take_first_snapshot(self, [=] {
           self->state.enter(CoordinatorPhase::running);
           // A resumed run first runs the evaluation due after its checkpoint's step: a

@@ -34,6 +34,7 @@
 #include "actors/coordinator/coordinator_phase.hpp"
 #include "actors/job/checkpoint_hook.hpp"
 #include "actors/fault/restart_budget.hpp"
+#include "actors/messages/coordinator_interface.hpp"
 #include "actors/messages/messages.hpp"
 #include "actors/job/job_services.hpp"
 #include "actors/trace/coordinator_probe.hpp"
@@ -44,7 +45,7 @@ namespace conveyor {
 struct StageRestarts {
   /// A new actor for `rank` (of the coordinator's process) that ignores messages of
   /// rounds up to `round_fence`.
-  std::function<caf::actor(int rank, std::int64_t round_fence)> respawn;
+  std::function<StageActor(int rank, std::int64_t round_fence)> respawn;
   /// After every recovery, before the replay (re-arms the hang watchdog).
   std::function<void()> recovered;
   /// A recovery began to wait for a lost node's replacement, a wait that
@@ -55,7 +56,7 @@ struct StageRestarts {
   std::vector<int> node_of_rank;
   /// Node 0's snapshot keeper: takes the other nodes' snapshot copies and restores the
   /// ranks of a rejoined node. Null in one process.
-  caf::actor keeper;
+  KeeperActor keeper;
   /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s); 0 (no
   /// buddy copies to restore it from, or the key's 0): lost nodes end the run.
   std::chrono::milliseconds rejoin_timeout{0};
@@ -96,10 +97,10 @@ struct CoordinatorState {
   TrainingObserver* observer = nullptr;
   CheckpointHook* checkpoints = nullptr;  // job->services.checkpoints
   std::optional<std::int64_t> handed_over;  // the step of the last state given to checkpoints->take
-  std::vector<caf::actor> stages;
+  std::vector<StageActor> stages;
   std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans;
 
-  caf::response_promise done;
+  caf::typed_response_promise<TrainResult> done;
   std::int64_t round = 0;
   std::int64_t step = 0;
   Phase phase = Phase::train;
@@ -146,10 +147,11 @@ struct CoordinatorState {
   bool in(CoordinatorPhase p) const { return run_phase == p; }
 };
 
-caf::behavior coordinator_actor(caf::stateful_actor<CoordinatorState>* self,
-                                std::shared_ptr<const Job> job,
-                                std::vector<caf::actor> stages, TrainingObserver* observer,
-                                StageRestarts restarts);
+using CoordinatorSelf = CoordinatorActor::stateful_base<CoordinatorState>;
+
+CoordinatorActor::behavior_type coordinator_actor(CoordinatorSelf* self, std::shared_ptr<const Job> job,
+                                                  std::vector<StageActor> stages,
+                                                  TrainingObserver* observer, StageRestarts restarts);
 
 }  // namespace conveyor
 

@@ -14,7 +14,7 @@
 
 namespace conveyor::coordinator_flow {
 
-using Self = caf::stateful_actor<CoordinatorState>;
+using Self = CoordinatorSelf;
 
 /// Sends every stage its plan for the next round of `phase` (the step is st.step).
 void start_round(Self* self, Phase phase);
@@ -96,6 +96,10 @@ void rejoin_replica_groups(Self* self);
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);
+/// Whether a lost node's stages are waited for (its replacement restores node 0's copies
+/// or the newest checkpoint): a keeper and a fault.rejoin_timeout_s. Without it a lost
+/// node ends the job, whether the loss comes first or during another recovery.
+bool waits_for_replacements(const CoordinatorState& st);
 /// Whether a failed `rank` can be respawned where its process lives on: node 0's own
 /// stages by the coordinator's respawn, another node's through the node directories.
 bool respawns_in_place(const CoordinatorState& st, int rank);

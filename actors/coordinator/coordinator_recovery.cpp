@@ -38,7 +38,7 @@ bool recoverable(const CoordinatorState& st, const Failure& f) {
     // A stage of a lost process comes back with its node's replacement; one that failed
     // while its process lives on is respawned there.
     if (is_remote(st, r) && f.fault == "node") {
-      if (!st.restarts.keeper || st.restarts.rejoin_timeout.count() <= 0) return false;
+      if (!waits_for_replacements(st)) return false;
     } else if (!respawns_in_place(st, r)) {
       return false;
     }
@@ -65,6 +65,10 @@ bool is_remote(const CoordinatorState& st, int rank) {
   return !nodes.empty() && nodes.at(static_cast<std::size_t>(rank)) != 0;
 }
 
+bool waits_for_replacements(const CoordinatorState& st) {
+  return st.restarts.keeper && st.restarts.rejoin_timeout.count() > 0;
+}
+
 bool respawns_in_place(const CoordinatorState& st, int rank) {
   return is_remote(st, rank) ? static_cast<bool>(st.restarts.directory)
                              : static_cast<bool>(st.restarts.respawn);
@@ -81,7 +85,7 @@ void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_don
 void replace_stage(Self* self, int rank, const std::string* lost_why) {
   auto& st = self->state;
   auto& old = st.stages.at(static_cast<std::size_t>(rank));
-  self->demonitor(old);
+  self->demonitor(old.address());
   self->send_exit(old, caf::exit_reason::kill);  // a hung one; a dead one ignores it
   if (!is_remote(st, rank)) {
     old = st.restarts.respawn(rank, st.round);
@@ -90,9 +94,9 @@ void replace_stage(Self* self, int rank, const std::string* lost_why) {
   }
   if (!lost_why) {
     ++st.respawning;
-    if_current<caf::actor>(
+    if_current<StageActor>(
         self, self->request(st.restarts.directory, caf::infinite, RespawnStage{rank, st.round}),
-        [=](caf::actor& fresh) {
+        [=](StageActor& fresh) {
           auto& st = self->state;
           st.stages.at(static_cast<std::size_t>(rank)) = fresh;
           self->monitor(fresh);

@@ -27,6 +27,15 @@ void on_node_lost(Self* self, int node, const std::string& why) {
     fail(self, why);
     return;
   }
+  // Also when the loss comes during a recovery (a stage here failed first, its transfers
+  // to the lost node broken): nothing would take the lost node's ranks.
+  if (!waits_for_replacements(st)) {
+    fail(self, st.restarts.no_rejoin.empty()
+                   ? why
+                   : fmt::format("{}; the job takes no replacement for a lost node ({})", why,
+                                 st.restarts.no_rejoin));
+    return;
+  }
   if (st.in(CoordinatorPhase::recovering)) {
     // This node's ranks join the recovery under way. Restores already sent are void (a
     // stage of this node cannot answer): every stage restores again once it is back.
@@ -47,10 +56,7 @@ void on_node_lost(Self* self, int node, const std::string& why) {
     return;
   }
   if (try_recover(self, Failure{"node", ranks, ranks, why})) return;
-  fail(self, st.restarts.no_rejoin.empty()
-                 ? why
-                 : fmt::format("{}; the job takes no replacement for a lost node ({})", why,
-                               st.restarts.no_rejoin));
+  fail(self, why);
 }
 
 void on_node_rejoined(Self* self, NodeStages& stages) {

@@ -10,6 +10,8 @@
 
 #include "actors/messages/recovery_messages.hpp"
 #include "actors/messages/replica_recovery_messages.hpp"
+#include "actors/messages/keeper_interface.hpp"
+#include "actors/messages/stage_interface.hpp"
 #include "actors/plan/protocol.hpp"
 #include "actors/trace/remote_progress.hpp"
 #include "actors/messages/wire_format.hpp"
@@ -29,10 +31,10 @@ namespace conveyor {
 /// Handles of every stage actor by rank; sent before the first plan and after every
 /// recovery that replaced one.
 struct PeerTable {
-  std::vector<caf::actor> ranks;
+  std::vector<StageActor> ranks;
   /// Node 0's snapshot keeper (actors/cluster/snapshot_keeper.hpp) when the stages of
   /// other nodes send it copies of their snapshots; null otherwise.
-  caf::actor keeper;
+  KeeperActor keeper;
 };
 
 template <class Inspector, class T>
@@ -44,7 +46,7 @@ wire::both_t<Inspector, T, PeerTable> inspect(Inspector& f, T& x) {
 struct NodeStages {
   int node = 0;
   std::vector<int> ranks;
-  std::vector<caf::actor> actors;  // actors[i] runs rank ranks[i]
+  std::vector<StageActor> actors;  // actors[i] runs rank ranks[i]
   caf::actor directory;            // the node's own directory (node_directory.hpp)
   std::vector<std::uint8_t> ucx_address;  // its UCX worker's, for peers that reconnect
 };
@@ -88,7 +90,6 @@ struct ChannelFailure {
   std::int64_t round = 0;
 };
 
-using weights_atom = caf::atom_constant<caf::atom("weights")>;
 using train_atom = caf::atom_constant<caf::atom("train")>;
 /// To the coordinator, from the hang watchdog or from the liveness watch when a node is
 /// lost: fail the run with this reason.
@@ -104,6 +105,8 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<OptimizerStep>("conveyor::OptimizerStep");
   cfg.add_message_type<OptimizerDone>("conveyor::OptimizerDone");
   cfg.add_message_type<WeightsReply>("conveyor::WeightsReply");
+  cfg.add_message_type<StageActor>("conveyor::StageActor");
+  cfg.add_message_type<std::vector<StageActor>>("conveyor::StageActors");
   cfg.add_message_type<PeerTable>("conveyor::PeerTable");
   cfg.add_message_type<NodeStages>("conveyor::NodeStages");
   cfg.add_message_type<PeerRejoined>("conveyor::PeerRejoined");

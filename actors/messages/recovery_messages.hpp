@@ -122,27 +122,6 @@ struct RebuildChannels {
   bool forward = false;
 };
 
-/// To node 0's snapshot keeper (inside node 0): have `stage`, which runs rank `rank`,
-/// restore node 0's copy of its state per `restore`; `stage` answers the requester.
-struct RestoreRejoined {
-  int rank = 0;
-  caf::actor stage;
-  RestoreStage restore;
-};
-
-/// To node 0's snapshot keeper (inside node 0), without buddy copies, when a lost node's
-/// replacement joined: have `stage`, which runs rank `rank`, restore the shard of
-/// pipeline stage `shard` (a checkpoint holds replica 0's: rank modulo the pipeline's
-/// stages) of the verified checkpoint in `path` (the step folder of `restore.steps_done`
-/// steps); `stage` answers the requester.
-struct RestoreFromCheckpoint {
-  int rank = 0;
-  caf::actor stage;
-  RestoreStage restore;
-  std::string path;
-  int shard = 0;
-};
-
 /// From the hang watchdog under fault.policy restart: the stage its verdict blames (-1:
 /// none in particular) and the verdict.
 using stage_hang_atom = caf::atom_constant<caf::atom("stagehang")>;
@@ -224,7 +203,13 @@ wire::both_t<Inspector, T, RestoreFromCopy> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("RestoreFromCopy"), x.round_fence, x.copy);
 }
 
+/// A stage to itself: the bytes of a copy to restore from (RestoreFromCopy) have arrived
+/// (or failed: `error`). Local: it holds the tensors.
+struct CopyArrived {
+  SnapshotCopy copy;
+  std::string error;
+};
+
 }  // namespace conveyor
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreRejoined)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::RestoreFromCheckpoint)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::CopyArrived)

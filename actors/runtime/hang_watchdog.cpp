@@ -32,7 +32,7 @@ trace::WaitForContext wait_for_context(const Job& job) {
 }  // namespace
 
 std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const Job>& job,
-                                                     const caf::actor& coordinator,
+                                                     const CoordinatorActor& coordinator,
                                                      std::shared_ptr<std::string> diagnosis) {
   if (job->plan.watchdog_timeout_s <= 0 || !job->services.progress) return nullptr;
   const bool restart = job->plan.recovery.policy == FaultPolicy::restart && job->plan.recovers_in_place();
@@ -70,7 +70,7 @@ void RunWatchdog::wire(StageRestarts& restarts) const {
   };
 }
 
-void RunWatchdog::start(const std::shared_ptr<const Job>& job, const caf::actor& coordinator) {
+void RunWatchdog::start(const std::shared_ptr<const Job>& job, const CoordinatorActor& coordinator) {
   watchdog_ = start_hang_watchdog(job, coordinator, diagnosis_);
   armed_->store(watchdog_.get());
 }

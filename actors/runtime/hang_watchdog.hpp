@@ -24,7 +24,7 @@ namespace conveyor {
 /// Null when the job has no watchdog (watchdog_timeout_s 0) or no progress board.
 /// `diagnosis` receives the text of the hang it diagnosed.
 std::unique_ptr<trace::Watchdog> start_hang_watchdog(const std::shared_ptr<const Job>& job,
-                                                     const caf::actor& coordinator,
+                                                     const CoordinatorActor& coordinator,
                                                      std::shared_ptr<std::string> diagnosis);
 
 /// The watchdog of one run, wired to its coordinator. The coordinator is spawned before
@@ -44,7 +44,7 @@ class RunWatchdog {
   /// Sets restarts.recovered (rearm) and restarts.waiting_for_replacement (pause).
   void wire(StageRestarts& restarts) const;
   /// Starts the watchdog if the job has one (start_hang_watchdog).
-  void start(const std::shared_ptr<const Job>& job, const caf::actor& coordinator);
+  void start(const std::shared_ptr<const Job>& job, const CoordinatorActor& coordinator);
   /// Stops it; true when it diagnosed a hang the run did not recover from (the caller
   /// throws HangError(diagnosis())).
   bool stop();

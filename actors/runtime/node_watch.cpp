@@ -58,7 +58,7 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
                                                stage_end_text(self->system(), d.reason, it->second,
                                                               node_of_rank, mine.node, peer_silence)));
   };
-  auto on_replaced = [&](stage_replaced_atom, int rank, caf::actor& fresh) {
+  auto on_replaced = [&](stage_replaced_atom, int rank, StageActor& fresh) {
     self->monitor(fresh);
     rank_of[fresh.address()] = rank;
     ++alive;

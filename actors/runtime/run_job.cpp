@@ -149,9 +149,9 @@ class NodeRun {
   void spawn_stages();
   void publish_directory();
   std::optional<TrainResult> serve_node_k();
-  std::vector<caf::actor> gather_stages();
+  std::vector<StageActor> gather_stages();
   StageRestarts stage_restarts();
-  TrainResult coordinate(const std::vector<caf::actor>& stages);
+  TrainResult coordinate(const std::vector<StageActor>& stages);
   TrainResult with_remote_weights(TrainResult result);
 
   const NodeSetup setup_;
@@ -290,14 +290,14 @@ void NodeRun::spawn_stages() {
   }
   auto spawn = [&system, detached = detached_stages(), d = detached_](auto&& fun, auto&&... args) {
     if (!detached) return system.spawn(fun, args...);
-    caf::actor a = system.spawn<caf::detached>(fun, args...);
+    auto a = system.spawn<caf::detached>(fun, args...);
     d->spawned();
     return a;
   };
   for (int r : local_ranks_) {
     auto a = spawn(stage_actor, job_, r, epoch_, links_, !setup_.rejoining);
     mine_.actors.push_back(a);
-    end_.actors.push_back(a);
+    end_.actors.push_back(caf::actor_cast<caf::actor>(a));
   }
   self_.emplace(system);
   // Replacements of this node's stages, spawned like the originals. In one process the
@@ -400,14 +400,14 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
 
 // Every stage actor of the job, by rank: this process's own, or across processes those
 // node 0's directory gathered once every node announced its stages.
-std::vector<caf::actor> NodeRun::gather_stages() {
+std::vector<StageActor> NodeRun::gather_stages() {
   if (!across()) return mine_.actors;
   store_->barrier("stages", setup_.rendezvous_timeout);  // names the nodes that never announced
   store_->set(kJobRunningKey, "1");  // a node that joins from now on is a replacement
-  std::vector<caf::actor> stages;
+  std::vector<StageActor> stages;
   std::string failed;
   (*self_)->request(directory_, setup_.rendezvous_timeout, stages_atom::value)
-      .receive([&](std::vector<caf::actor>& all) { stages = std::move(all); },
+      .receive([&](std::vector<StageActor>& all) { stages = std::move(all); },
                [&](caf::error& e) { failed = error_text(*system_, e); });
   if (!failed.empty()) throw std::runtime_error("gathering the stage actors: " + failed);
   return stages;
@@ -425,7 +425,7 @@ StageRestarts NodeRun::stage_restarts() {
   // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
   // else those a checkpoint asks for (CopySnapshot).
   auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots, links_, shard_book_.book);
-  end_.actors.push_back(keeper);
+  end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));
   restarts.keeper = keeper;
   restarts.remote_shards = shard_book_.book;
   // A copy's tensors may each take up to transport.timeout_s.
@@ -436,15 +436,15 @@ StageRestarts NodeRun::stage_restarts() {
 }
 
 // Node 0: the coordinator drives every stage to the end of the run.
-TrainResult NodeRun::coordinate(const std::vector<caf::actor>& stages) {
+TrainResult NodeRun::coordinate(const std::vector<StageActor>& stages) {
   StageRestarts restarts = stage_restarts();
   RunWatchdog watchdog;
   watchdog.wire(restarts);
   auto coordinator = system_->spawn(coordinator_actor, job_, stages, observer_, restarts);
-  end_.actors.push_back(coordinator);
+  end_.actors.push_back(caf::actor_cast<caf::actor>(coordinator));
   if (across()) {
     (*self_)->send(directory_, coordinator_atom::value, coordinator);
-    relay_.deliver_to(coordinator);
+    relay_.deliver_to(caf::actor_cast<caf::actor>(coordinator));
   }
   watchdog.start(job_, coordinator);
   TrainResult result;

@@ -23,7 +23,7 @@ void NodeShardWrites::detach() {
   reporter_ = nullptr;
 }
 
-void NodeShardWrites::report(const caf::actor& keeper, ShardWritten report) {
+void NodeShardWrites::report(const KeeperActor& keeper, ShardWritten report) {
   std::lock_guard lock(mutex_);
   if (!reporter_) {
     checkpoint::checkpoint_log().warn("stage {}'s shard report is dropped: this node is shutting down", report.rank);
@@ -86,7 +86,7 @@ caf::behavior shard_reporter(caf::event_based_actor* self, std::chrono::millisec
   };
   auto st = std::make_shared<State>();
   return {
-      [=](const caf::actor& keeper, ShardWritten& w) {
+      [=](const KeeperActor& keeper, ShardWritten& w) {
         ++st->outstanding;
         const int rank = w.rank;
         self->request(keeper, timeout, std::move(w))

@@ -33,7 +33,7 @@ class NodeShardWrites {
   void attach(caf::actor reporter);
   void detach();
   /// From the queue's thread: `report` to node 0's `keeper`, through the reporter.
-  void report(const caf::actor& keeper, ShardWritten report);
+  void report(const KeeperActor& keeper, ShardWritten report);
 
  private:
   checkpoint::ShardWriteQueue queue_;

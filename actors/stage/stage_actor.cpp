@@ -21,7 +21,6 @@
 namespace conveyor {
 namespace {
 
-using Self = caf::stateful_actor<StageActorState>;
 
 // Runs what the worker can run now; routes its messages; reports a finished plan.
 // fault.inject nan: a NaN in the message's first element, as a numerical blow-up upstream
@@ -36,7 +35,7 @@ void put_nan(Tensor& t) {
     static_cast<std::uint16_t*>(t.raw())[0] = 0x7FC0;  // bf16 quiet NaN
 }
 
-void drive_worker(Self* self) {
+void drive_worker(StageSelf* self) {
   auto& st = self->state;
   std::vector<PipeMessage> to_self;
   auto outbox = [&](PipeMessage m) {
@@ -67,7 +66,7 @@ void drive_worker(Self* self) {
 //  - its replicas' stage group (parallel.data > 1);
 //  - model.tie_embeddings: a stage holding one copy joins its replica's group of two
 //    (rank 0: the embedding's holder); one holding both sums in place, no group.
-void join_groups(Self* self, std::uint32_t generation) {
+void join_groups(StageSelf* self, std::uint32_t generation) {
   auto& st = self->state;
   const auto& job = *st.job;
   const auto layout = job.plan.replica_layout();
@@ -96,14 +95,14 @@ void join_groups(Self* self, std::uint32_t generation) {
 // settle first (a bucket may still be writing the gradients), and the groups'
 // connections close, so a peer still waiting on this stage's part fails at once instead
 // of after the group's timeout.
-void leave_groups(Self* self) {
+void leave_groups(StageSelf* self) {
   if (self->state.job->plan.replicas > 1) self->state.worker->set_replica_group(nullptr);
   self->state.worker->leave_tied_group();
 }
 
 // Drops the round under way (and every one up to `fence`): the stage group is left first,
 // its buckets settled, since the abort zeroes the gradients they may still be writing.
-void drop_round(Self* self, std::int64_t fence) {
+void drop_round(StageSelf* self, std::int64_t fence) {
   auto& st = self->state;
   leave_groups(self);
   st.worker->abort(fence);
@@ -114,13 +113,13 @@ void drop_round(Self* self, std::int64_t fence) {
 // Not this stage's own failure: it drops the round (the buckets settled before the
 // gradients are zeroed) and tells the coordinator, which recovers from it (or already
 // does: then it ignores this) and rebuilds every group.
-void abandon_round(Self* self, const CollectiveError& e) {
+void abandon_round(StageSelf* self, const CollectiveError& e) {
   auto& st = self->state;
   drop_round(self, st.round);
   self->send(st.coordinator, ReplicaGroupFailed{st.worker->rank(), st.round, e.what()});
 }
 
-void drive(Self* self) {
+void drive(StageSelf* self) {
   try {
     drive_worker(self);
   } catch (const CollectiveError& e) {
@@ -131,7 +130,7 @@ void drive(Self* self) {
 // The stage's state after `steps_done` steps into the process's snapshot store, and on
 // a node other than 0 (when `copy`, with buddy copies) a copy to node 0's keeper
 // (snapshot_keeper.hpp).
-void put_snapshot(Self* self, std::int64_t steps_done, bool copy = true) {
+void put_snapshot(StageSelf* self, std::int64_t steps_done, bool copy = true) {
   auto& st = self->state;
   StageStateSnapshot snapshot{steps_done, st.worker->snapshot()};
   const bool copied = copy && st.job->plan.recovery.buddy_copies == BuddyCopies::on && st.links &&
@@ -144,7 +143,7 @@ void put_snapshot(Self* self, std::int64_t steps_done, bool copy = true) {
 
 // Without buddy copies: the copy of its snapshot after `steps_done` steps that a
 // checkpoint of node 0 asks for (CopySnapshot).
-void copy_snapshot_to_node0(Self* self, std::int64_t steps_done) {
+void copy_snapshot_to_node0(StageSelf* self, std::int64_t steps_done) {
   auto& st = self->state;
   const int rank = st.worker->rank();
   if (!st.links || st.links->node == 0 || !st.peers.keeper)
@@ -166,7 +165,7 @@ bool snapshot_due(const Job& job, std::int64_t steps_done) {
 
 // Every handler body runs through this: an exception becomes the actor's exit reason.
 template <class F>
-void guarded(Self* self, F&& body) {
+void guarded(StageSelf* self, F&& body) {
   try {
     body();
   } catch (const std::exception& e) {
@@ -177,7 +176,7 @@ void guarded(Self* self, F&& body) {
 // A request handler's body: its reply, or (on an exception) the actor's failure, which is
 // also the reply the requester gets.
 template <class T, class F>
-caf::result<T> replying(Self* self, F&& body) {
+caf::result<T> replying(StageSelf* self, F&& body) {
   try {
     return body();
   } catch (const std::exception& e) {
@@ -188,7 +187,7 @@ caf::result<T> replying(Self* self, F&& body) {
 
 // A stage actor; `join_group`: join the stage group of generation 0 now (a replacement
 // joins the next generation with every other stage once the recovery restored it).
-caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int rank,
+StageActor::behavior_type stage_behavior(StageSelf* self, std::shared_ptr<const Job> job, int rank,
                              StageWorker::Clock::time_point epoch, bool join_group) {
   auto& st = self->state;
   st.job = job;
@@ -212,7 +211,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int ran
       [=](const PeerTable& peers) { self->state.peers = peers; },
       [=](const StepPlan& plan) {
         guarded(self, [&] {
-          self->state.coordinator = caf::actor_cast<caf::actor>(self->current_sender());
+          self->state.coordinator = caf::actor_cast<CoordinatorActor>(self->current_sender());
           self->state.round = plan.round;
           const auto& fault = self->state.job->services.fault;
           if (fault && plan.phase == Phase::train && fault->exit_process(plan.step)) {
@@ -305,7 +304,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int ran
         try {
           st.worker->abort(restore.round_fence);
           st.probe->plan_aborted();
-          st.restoring = self->make_response_promise();
+          st.restoring = self->make_response_promise<StageRestored>();
           receive_snapshot_copy(self, std::move(restore.copy));
           return st.restoring;
         } catch (const std::exception& e) {
@@ -367,7 +366,7 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int ran
                                self->state.worker->optimizer_steps()};
         });
       },
-      [=](weights_atom) {
+      [=](weights_atom) -> caf::result<WeightsReply> {
         auto weights = self->state.worker->weights();
         guarded(self, [&] { send_weights_payload(self, weights); });
         return weights;
@@ -377,14 +376,14 @@ caf::behavior stage_behavior(Self* self, std::shared_ptr<const Job> job, int ran
 
 }  // namespace
 
-caf::behavior stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
+StageActor::behavior_type stage_actor(StageSelf* self, std::shared_ptr<const Job> job, int rank,
                           StageWorker::Clock::time_point epoch,
                           std::shared_ptr<const StageLinks> links, bool join_group) {
   self->state.links = std::move(links);
   return stage_behavior(self, std::move(job), rank, epoch, join_group);
 }
 
-caf::behavior restarted_stage_actor(Self* self, std::shared_ptr<const Job> job, int rank,
+StageActor::behavior_type restarted_stage_actor(StageSelf* self, std::shared_ptr<const Job> job, int rank,
                                     StageWorker::Clock::time_point epoch,
                                     std::shared_ptr<const StageLinks> links,
                                     std::int64_t round_fence) {

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "actors/stage/stage_links.hpp"
+#include "actors/messages/coordinator_interface.hpp"
 #include "actors/messages/messages.hpp"
+#include "actors/messages/stage_interface.hpp"
 #include "actors/job/job_services.hpp"
 #include "actors/trace/stage_probe.hpp"
 #include "actors/worker/stage_worker.hpp"
@@ -21,12 +23,12 @@ struct StageActorState {
   std::unique_ptr<StageWorker> worker;
   std::unique_ptr<trace::StageProbe> probe;  // trace records and watchdog state
   PeerTable peers;
-  caf::actor coordinator;
+  CoordinatorActor coordinator;  // the sender of the last plan
   std::int64_t round = 0;  // of the last plan received (a failed stage group drops it)
   // Edges to other processes (actors/cluster/); null when every peer is in this process.
   std::shared_ptr<const StageLinks> links;
   // A RestoreFromCopy waiting for its bytes (stage_remote.hpp CopyArrived).
-  caf::response_promise restoring;
+  caf::typed_response_promise<StageRestored> restoring;
   static inline const char* name = "stage";
 };
 
@@ -35,7 +37,9 @@ struct StageActorState {
 /// join the stage group's generation 0 as it starts (false for a lost node's replacement,
 /// whose stages join the next generation with every other stage once the recovery
 /// restored them).
-caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
+using StageSelf = StageActor::stateful_base<StageActorState>;
+
+StageActor::behavior_type stage_actor(StageSelf* self,
                           std::shared_ptr<const Job> job, int rank,
                           StageWorker::Clock::time_point epoch,
                           std::shared_ptr<const StageLinks> links, bool join_group);
@@ -43,7 +47,7 @@ caf::behavior stage_actor(caf::stateful_actor<StageActorState>* self,
 /// The replacement of a failed stage actor (fault.policy restart): a stage_actor that
 /// ignores every message of a round up to `round_fence` (the aborted ones) until the
 /// coordinator restores its state (RestoreStage).
-caf::behavior restarted_stage_actor(caf::stateful_actor<StageActorState>* self,
+StageActor::behavior_type restarted_stage_actor(StageSelf* self,
                                     std::shared_ptr<const Job> job, int rank,
                                     StageWorker::Clock::time_point epoch,
                                     std::shared_ptr<const StageLinks> links,

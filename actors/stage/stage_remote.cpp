@@ -31,8 +31,9 @@ std::uint64_t tag_of(const M& m, const Job& job, int rank) {
 
 // Channel callbacks hold the stage weakly: a callback still queued in the channel when
 // the stage ends must not keep the actor (and through its state, the channel) alive.
-void tell(const caf::weak_actor_ptr& stage, caf::message m) {
-  if (auto strong = stage.lock()) caf::anon_send(caf::actor_cast<caf::actor>(strong), std::move(m));
+template <class Message>
+void tell(const caf::weak_actor_ptr& stage, Message m) {
+  if (auto strong = stage.lock()) caf::anon_send(caf::actor_cast<StageActor>(strong), std::move(m));
 }
 
 caf::weak_actor_ptr weak(StageSelf* self) { return caf::actor_cast<caf::weak_actor_ptr>(self); }
@@ -53,7 +54,7 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage m) {
                [me = weak(self), what, round = m.round](Tensor, std::exception_ptr e) {
                  // An edge rebuilt by a recovery voided it: no failure of this stage.
                  if (e && !is_channel_reset(e))
-                   tell(me, caf::make_message(ChannelFailure{what + " failed: " + exception_text(e), round}));
+                   tell(me, ChannelFailure{what + " failed: " + exception_text(e), round});
                });
   self->send(st.peers.ranks.at(dest), std::move(header));
 }
@@ -87,12 +88,11 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
       [me = weak(self), h, what](Tensor t, std::exception_ptr e) {
         if (e) {
           if (!is_channel_reset(e))
-            tell(me, caf::make_message(ChannelFailure{what + ": " + exception_text(e), h.round}));
+            tell(me, ChannelFailure{what + ": " + exception_text(e), h.round});
           return;
         }
-        tell(me, caf::make_message(PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch,
-                                               h.from_model_stage, h.to_model_stage,
-                                               std::move(t), h.trace_id}));
+        tell(me, PipeMessage{h.kind, h.round, h.step, h.phase, h.micro_batch, h.from_model_stage,
+                             h.to_model_stage, std::move(t), h.trace_id});
       });
 }
 
@@ -137,7 +137,7 @@ void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy) {
                    [me = weak(self), header](std::vector<NamedTensor> tensors, std::exception_ptr e) {
                      CopyArrived arrived{header, e ? exception_text(e) : std::string()};
                      arrived.copy.tensors = std::move(tensors);
-                     tell(me, caf::make_message(std::move(arrived)));
+                     tell(me, std::move(arrived));
                    });
 }
 

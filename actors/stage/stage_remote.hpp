@@ -12,8 +12,6 @@
 
 namespace conveyor {
 
-using StageSelf = caf::stateful_actor<StageActorState>;
-
 /// REQUIRES: self->state.links and links->crosses(dest).
 void send_over_channel(StageSelf* self, int dest, PipeMessage message);
 
@@ -31,16 +29,8 @@ void send_weights_payload(StageSelf* self, const WeightsReply& weights);
 void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
                         const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
 
-/// The bytes of a copy to restore from (RestoreFromCopy) have arrived (or failed: `error`).
-struct CopyArrived {
-  SnapshotCopy copy;
-  std::string error;
-};
-
 /// Posts the receives of `copy`'s bytes from node 0; CopyArrived comes back to the stage
 /// (at once on node 0, where the keeper's copy holds the tensors themselves).
 void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy);
 
 }  // namespace conveyor
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::CopyArrived)

@@ -36,7 +36,7 @@ class EmptyStageModel final : public StageModel {
 
 StageModelFactory empty_stage_model_factory(std::int64_t micro_batch_size) {
   return [micro_batch_size](const GptConfig& config, const StageSlice& slice, std::uint64_t,
-                            Device) {
+                            Device, float) {
     return std::make_unique<EmptyStageModel>(config, slice, micro_batch_size);
   };
 }

@@ -299,18 +299,16 @@ StageActor::behavior_type stage_behavior(StageSelf* self, std::shared_ptr<const 
           return StageRestored{st.worker->rank(), restore.steps_done};
         });
       },
-      [=](RestoreFromCopy& restore) -> caf::result<StageRestored> {
-        auto& st = self->state;
-        try {
+      [=](RestoreFromCopy& restore) {
+        // Answered once the copy's bytes arrived (CopyArrived).
+        return replying<StageRestored>(self, [&]() -> caf::result<StageRestored> {
+          auto& st = self->state;
           st.worker->abort(restore.round_fence);
           st.probe->plan_aborted();
           st.restoring = self->make_response_promise<StageRestored>();
           receive_snapshot_copy(self, std::move(restore.copy));
           return st.restoring;
-        } catch (const std::exception& e) {
-          self->quit(failure(e.what()));
-          return failure(e.what());
-        }
+        });
       },
       [=](CopyArrived& arrived) {
         auto& st = self->state;

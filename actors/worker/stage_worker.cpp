@@ -33,7 +33,8 @@ StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
       epoch_(epoch),
       channel_(make_in_process_channel(placement.device)) {
   for (const auto& c : placement.chunks)
-    chunks_.push_back(Chunk{c.model_stage, make_model(model, c.slice, data_.seed, placement.device)});
+    chunks_.push_back(Chunk{c.model_stage,
+                            make_model(model, c.slice, data_.seed, placement.device, loss_scale())});
 }
 
 bool StageWorker::holds_model_stage(int model_stage) const {
@@ -293,13 +294,12 @@ void StageWorker::backward(const sched::Action& a, Chunk& c, const Outbox& outbo
     grad_output = channel_->receive(it->second.tensor);
     gradients_.erase(it);
   }
-  const float loss_scale = 1.0f / static_cast<float>(data_.micro_batches);
   Tensor grad_input;
   if (a.kind == sched::ActionKind::B) {
-    grad_input = c.model->backward(*stashed->second, grad_output, loss_scale);
+    grad_input = c.model->backward(*stashed->second, grad_output, loss_scale());
     stash_.erase(stashed);
   } else {
-    grad_input = c.model->backward_input(*stashed->second, grad_output, loss_scale);
+    grad_input = c.model->backward_input(*stashed->second, grad_output, loss_scale());
   }
   if (ms > 0)
     outbox(PipeMessage{PipeKind::gradient, plan_->round, plan_->step, plan_->phase,

@@ -161,6 +161,10 @@ class StageWorker {
   void check_and_store(PipeMessage m);
   MicroBatch batch_for(int micro_batch) const;
   std::string where() const;
+  /// What every backward scales the loss gradient by: a mean over this replica's
+  /// micro-batches of the step (the replicas' gradients are then averaged). The one place
+  /// it is computed; the models get it when they are made (StageModelFactory).
+  float loss_scale() const { return 1.0f / static_cast<float>(data_.micro_batches); }
 
   GptConfig model_;
   int rank_;

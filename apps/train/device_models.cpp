@@ -67,9 +67,6 @@ CudaStageOptions cuda_stage_options(const RunConfig& config) {
   options.deterministic = config.runtime.deterministic;
   options.grads_bf16 = config.optim.grad_dtype == GradDtype::bf16;
   options.attention = attention_backend_of(config.runtime.attention);
-  // What the stage worker scales the loss gradient by: a mean over the replica's share of
-  // the step's micro-batches (the replicas' gradients are then averaged).
-  options.head_loss_scale = 1.0f / static_cast<float>(replica_micro_batches(config));
   options.defer_loss_readback = true;  // StageWorker resolves the losses in take_report
   return options;
 }
@@ -79,9 +76,13 @@ StageModelFactory stage_model_factory(const RunConfig& config) {
   if (config.devices.kind == DeviceKind::cpu) return make_cpu_stage_model;
 #if CONVEYOR_WITH_CUDA
   const CudaStageOptions options = cuda_stage_options(config);
-  return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device) {
+  return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device,
+             float loss_scale) {
     CudaStageOptions on_device = options;
     on_device.device = device.index;
+    // The scale the stage worker calls every backward with: the head forms d(loss)/d(logits)
+    // with it in its forward.
+    on_device.head_loss_scale = loss_scale;
     return make_cuda_stage_model(model, slice, seed, on_device);
   };
 #else

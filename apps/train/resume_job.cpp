@@ -181,8 +181,8 @@ void check_resume_continues(const std::filesystem::path& out, const std::string&
 
 StageModelFactory restoring_models(StageModelFactory make, std::shared_ptr<const ResumeSource> resume) {
   return [make, resume](const GptConfig& model, const StageSlice& slice, std::uint64_t seed,
-                        Device device) -> std::unique_ptr<StageModel> {
-    auto m = make(model, slice, seed, device);
+                        Device device, float loss_scale) -> std::unique_ptr<StageModel> {
+    auto m = make(model, slice, seed, device, loss_scale);
     if (!resume) return m;
     for (std::size_t s = 0; s < resume->slices.size(); ++s)
       if (resume->slices[s] == slice) {

@@ -10,6 +10,7 @@
 #include "kernels/cuda/bf16x8.cuh"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/row_checks.cuh"
 #include "kernels/cuda/layernorm.hpp"
 
 namespace conveyor {
@@ -301,11 +302,6 @@ __global__ void layernorm_weight_partial_vec_kernel(float* partial, const bf16* 
     *reinterpret_cast<float4*>(p + k) = make_float4(dw[k], dw[k + 1], dw[k + 2], dw[k + 3]);
     *reinterpret_cast<float4*>(p + C + k) = make_float4(db[k], db[k + 1], db[k + 2], db[k + 3]);
   }
-}
-
-void check_nc(const char* what, int N, int C) {
-  require(N > 0 && C > 0, what,
-          "N and C must be positive, got " + std::to_string(N) + ", " + std::to_string(C));
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ void CpuStageModel::restore_state(const std::vector<NamedTensor>& tensors,
 }
 
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
-                                                 std::uint64_t seed, Device device) {
+                                                 std::uint64_t seed, Device device, float /*loss_scale*/) {
   if (!device.is_cpu())
     throw std::invalid_argument("make_cpu_stage_model: device " + device.str() + " is not the CPU");
   return std::make_unique<CpuStageModel>(config, slice, seed);

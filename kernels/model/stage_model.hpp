@@ -102,13 +102,18 @@ class StageModel {
   virtual DeviceActionClock* action_clock() { return nullptr; }
 };
 
-/// Builds the model of one chunk; chosen by device when the job is built.
+/// Builds the model of one chunk; chosen by device when the job is built. `loss_scale`
+/// is the one every backward of the model will be called with (the stage worker's
+/// 1 / micro-batches of its replica, decided there once): a model that forms the loss
+/// gradient in its forward (the CUDA head) needs it up front.
 using StageModelFactory = std::function<std::unique_ptr<StageModel>(
-    const GptConfig&, const StageSlice&, std::uint64_t seed, Device device)>;
+    const GptConfig&, const StageSlice&, std::uint64_t seed, Device device, float loss_scale)>;
 
-/// The CPU reference: GptStage and fp32 AdamW in host memory.
+/// The CPU reference: GptStage and fp32 AdamW in host memory. It takes the loss scale at
+/// each backward, so `loss_scale` is not kept.
 /// REQUIRES: device is the CPU.
 std::unique_ptr<StageModel> make_cpu_stage_model(const GptConfig& config, const StageSlice& slice,
-                                                 std::uint64_t seed, Device device = Device::cpu());
+                                                 std::uint64_t seed, Device device = Device::cpu(),
+                                                 float loss_scale = 1.0f);
 
 }  // namespace conveyor

@@ -72,9 +72,9 @@ std::map<std::string, Tensor> by_name(const std::vector<checkpoint::StageShard>&
 // Stage models restored from `state` (the shards of a snapshot), split by name.
 StageModelFactory restoring(std::shared_ptr<const std::map<std::string, Tensor>> state,
                             std::int64_t optimizer_steps) {
-  return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device)
-             -> std::unique_ptr<StageModel> {
-    auto m = make_cpu_stage_model(model, slice, seed, device);
+  return [=](const GptConfig& model, const StageSlice& slice, std::uint64_t seed, Device device,
+             float loss_scale) -> std::unique_ptr<StageModel> {
+    auto m = make_cpu_stage_model(model, slice, seed, device, loss_scale);
     std::vector<NamedTensor> mine;
     for (const auto& t : m->weights())
       for (const auto& name : {t.name, checkpoint::opt_m_name(t.name), checkpoint::opt_v_name(t.name)})

@@ -63,8 +63,8 @@ struct LastStage {
   Job job = tiny_job(TinyJobOptions{});  // 2 stages, 1f1b, 4 micro-batches
   Ledger ledger;
   StageModelFactory deferring = [this](const GptConfig& c, const StageSlice& s, std::uint64_t seed,
-                                       Device d) -> std::unique_ptr<StageModel> {
-    return std::make_unique<DeferringModel>(make_cpu_stage_model(c, s, seed, d), ledger);
+                                       Device d, float loss_scale) -> std::unique_ptr<StageModel> {
+    return std::make_unique<DeferringModel>(make_cpu_stage_model(c, s, seed, d, loss_scale), ledger);
   };
   std::vector<PipeMessage> sent;
   StageWorker::Outbox outbox = [this](PipeMessage m) { sent.push_back(std::move(m)); };

@@ -1,0 +1,70 @@
+// SwiGLU forward and input backward, element-wise; see swiglu.hpp.
+#include <string>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/swiglu.hpp"
+
+namespace conveyor {
+namespace {
+using namespace cuda_detail;
+
+constexpr int kThreads = 256;
+
+// sigmoid(g) = 1 / (1 + exp(-g)); a very negative g gives exp(-g) = inf and 0, the limit.
+__device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+__global__ void swiglu_forward_kernel(bf16* out, const bf16* gate_up, std::int64_t N,
+                                      std::int64_t F) {
+  const std::int64_t n_out = N * F;
+  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < n_out;
+       k += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t n = k / F, i = k % F;
+    const float g = to_float(gate_up[n * 2 * F + i]);
+    const float u = to_float(gate_up[n * 2 * F + F + i]);
+    out[k] = to_bf16((g * sigmoid(g)) * u);
+  }
+}
+
+__global__ void swiglu_backward_kernel(bf16* dgate_up, const bf16* dout, const bf16* gate_up,
+                                       std::int64_t N, std::int64_t F) {
+  const std::int64_t n_out = N * F;
+  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < n_out;
+       k += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t n = k / F, i = k % F;
+    const float g = to_float(gate_up[n * 2 * F + i]);
+    const float u = to_float(gate_up[n * 2 * F + F + i]);
+    const float dy = to_float(dout[k]);
+    const float sig = sigmoid(g);
+    // silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
+    dgate_up[n * 2 * F + i] = to_bf16(dy * u * (sig * (1.0f + g * (1.0f - sig))));
+    dgate_up[n * 2 * F + F + i] = to_bf16(dy * (g * sig));
+  }
+}
+
+void check_nf(const char* what, std::int64_t N, std::int64_t F) {
+  require(N >= 0 && F > 0, what,
+          "N must not be negative and F must be positive, got " + std::to_string(N) + ", " +
+              std::to_string(F));
+}
+
+}  // namespace
+
+void swiglu_forward(bf16* out, const bf16* gate_up, std::int64_t N, std::int64_t F,
+                    cudaStream_t stream) {
+  check_nf("swiglu_forward", N, F);
+  if (N == 0) return;
+  swiglu_forward_kernel<<<grid_stride_blocks(N * F, kThreads), kThreads, 0, stream>>>(out, gate_up,
+                                                                                      N, F);
+  CUDA_CHECK_LAUNCH();
+}
+
+void swiglu_backward_input(bf16* dgate_up, const bf16* dout, const bf16* gate_up, std::int64_t N,
+                           std::int64_t F, cudaStream_t stream) {
+  check_nf("swiglu_backward_input", N, F);
+  if (N == 0) return;
+  swiglu_backward_kernel<<<grid_stride_blocks(N * F, kThreads), kThreads, 0, stream>>>(
+      dgate_up, dout, gate_up, N, F);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace conveyor

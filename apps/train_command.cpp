@@ -309,7 +309,7 @@ std::shared_ptr<const ResumeSource> prepare_resume(const TrainOptions& opt, cons
 }
 
 // --init-from: the weights, checked against the config and cut to this process's stages,
-// which are made from them as a resume's are (at step 0, AdamW fresh). Null without it.
+// which are made from them as a resume's are (at step 0, AdamW fresh). None without it.
 std::optional<InitFrom> prepare_init_from(const TrainOptions& opt, const RunConfig& config,
                                           const LaunchSpec& spec, JobPlan& plan) {
   if (!opt.init_from) return std::nullopt;

@@ -139,9 +139,7 @@ const char* source_name(ModelWeights::Source source) {
 ModelWeights read_model_weights(const std::string& path, const std::string& flag) {
   std::error_code ec;
   if (!fs::is_directory(path, ec))
-    throw InputError(fmt::format("{} {}: no such folder (a Hugging Face model folder, a run folder or a "
-                                 "checkpoint was expected)",
-                                 flag, path));
+    throw InputError(fmt::format("{} {}: no such folder", flag, path));
   if (fs::exists(fs::path(path) / kHfConfigFile, ec)) return from_hf_folder(path);
   if (fs::exists(fs::path(path) / "metrics.jsonl", ec)) return from_run(path, flag);
   return from_checkpoint(path, flag);

@@ -1,10 +1,14 @@
 // conveyor hf import HF_DIR --out OUT [--seq-len N] [--format text|json]
-// Reads a Hugging Face model folder (LlamaForCausalLM or GPT2LMHeadModel: config.json and
-// model.safetensors, or shards with model.safetensors.index.json; F32, BF16 or F16) into a
-// new conveyor checkpoint folder that `train --resume OUT` starts from (apps/hf/hf_import.hpp).
+// conveyor hf export RUN_DIR|CKPT_DIR --out OUT [--dtype fp32|bf16] [--format text|json]
+// import reads a Hugging Face model folder (LlamaForCausalLM or GPT2LMHeadModel: config.json
+// and model.safetensors, or shards with model.safetensors.index.json; F32, BF16 or F16) into a
+// new conveyor checkpoint folder that `train --resume OUT` starts from (apps/hf/hf_import.hpp);
+// `train --init-from HF_DIR` reads one directly. export writes a run's or a checkpoint's
+// weights as a Hugging Face folder that from_pretrained loads (apps/hf/hf_export.hpp).
 // Progress goes to stderr; --format json prints one JSON summary alone on stdout. Bad input
-// (an unknown architecture or rope scaling, a missing, unexpected or misshapen tensor, an
-// existing --out) is one `error:` line and exit code 2, and OUT is not created.
+// (an unknown architecture or rope scaling, a missing, unexpected or misshapen tensor, no
+// checkpoint, an unknown --dtype, an existing --out) is one `error:` line and exit code 2,
+// and OUT is not created.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
@@ -12,6 +16,7 @@
 #include <string>
 
 #include "apps/commands.hpp"
+#include "apps/hf/hf_export.hpp"
 #include "apps/hf/hf_import.hpp"
 
 namespace conveyor {
@@ -19,6 +24,7 @@ namespace {
 
 struct HfOptions {
   HfImportOptions import;
+  HfExportOptions exp;
   std::string format = "text";
 };
 
@@ -55,10 +61,26 @@ void run_import(const HfOptions& o) {
     fmt::print("{}\n", import_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+nlohmann::json export_json(const HfExportResult& r) {
+  return {{"architecture", r.architecture}, {"from", r.from},       {"source", r.source},
+          {"step", r.step},                 {"out", r.out},         {"dtype", r.dtype},
+          {"tensors", r.tensors},           {"parameters", r.parameters}, {"bytes", r.bytes}};
+}
+
+void run_export(const HfOptions& o) {
+  fmt::print(stderr, "conveyor hf: exporting {}\n", o.exp.from);
+  const HfExportResult r = export_hf_folder(o.exp);
+  fmt::print(stderr, "conveyor hf: {} (step {}) → {} {}: {} tensors, {:.1f}M parameters, {} ({:.2f} GB)\n", r.from,
+             r.step, r.architecture, r.out, r.tensors, static_cast<double>(r.parameters) / 1e6, r.dtype,
+             static_cast<double>(r.bytes) / 1e9);
+  if (o.format == "json")
+    fmt::print("{}\n", export_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 }  // namespace
 
 void add_hf_command(CLI::App& app) {
-  auto* hf = app.add_subcommand("hf", "Hugging Face model folders: import one as a conveyor checkpoint");
+  auto* hf = app.add_subcommand("hf", "Hugging Face model folders: import one as a conveyor checkpoint, or export a run's weights as one");
   hf->require_subcommand(1);
   auto opt = std::make_shared<HfOptions>();
   auto* imp = hf->add_subcommand(
@@ -75,6 +97,21 @@ void add_hf_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   imp->callback([opt] { run_import(*opt); });
+
+  auto* exp = hf->add_subcommand(
+      "export", "Write the weights of a run (its final weights, else its newest checkpoint) or of a checkpoint as a "
+                "Hugging Face model folder (config.json and model.safetensors) that transformers' from_pretrained "
+                "loads as LlamaForCausalLM or GPT2LMHeadModel");
+  exp->add_option("from", opt->exp.from,
+                  "A run folder, a checkpoint.dir (its newest intact checkpoint) or one step-N folder")
+      ->required();
+  exp->add_option("--out", opt->exp.out, "The Hugging Face folder to create (must not exist)")->required();
+  exp->add_option("--dtype", opt->exp.dtype, "fp32, or bf16 (rounded to nearest even; half the size)")
+      ->capture_default_str();
+  exp->add_option("--format", opt->format, "text, or json (a summary alone on stdout)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  exp->callback([opt] { run_export(*opt); });
 }
 
 }  // namespace conveyor

@@ -7,7 +7,8 @@
 // and print nothing on stdout.
 // Checkpoints (docs/CHECKPOINTS.md): every checkpoint.every steps in the background, and
 // on SIGTERM or a first Ctrl-C before a clean exit 0; --resume PATH|latest continues a run
-// exactly.
+// exactly. --init-from PATH starts a new run from another's weights or a Hugging Face
+// folder's (apps/train/init_from.hpp): fine-tuning.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -28,6 +29,7 @@
 #include "apps/train/cross_process_checkpoints.hpp"
 #include "apps/train/node_replacement.hpp"
 #include "apps/train/folder_lock.hpp"
+#include "apps/train/init_from.hpp"
 #include "apps/train/job_builder.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/plan_json.hpp"
@@ -54,6 +56,7 @@ struct TrainOptions {
   LaunchFlags launch;                 // --nnodes, --node-rank, --rdzv
   std::optional<std::string> token;   // --token (else CONVEYOR_TOKEN)
   std::optional<std::string> resume;  // --resume PATH|latest
+  std::optional<std::string> init_from;  // --init-from HF_DIR|RUN_DIR|CKPT_DIR
   bool force = false;                 // --force: resume another run's checkpoint
   bool supervise = false;             // --supervise
 };
@@ -70,6 +73,7 @@ struct TrainOptions {
   run.out = opt.out ? std::filesystem::path(*opt.out) : unused_run_dir();
   run.checkpoint_dir = checkpoint_folder(config.checkpoint.dir, run.out);
   run.first_resume = opt.resume;
+  run.init_from = opt.init_from;
   run.max_restarts = static_cast<int>(config.fault.max_restarts);
   run.args = {"train", opt.config, "--format", opt.format};
   for (const auto& s : opt.overrides) run.args.insert(run.args.end(), {"--set", s});
@@ -170,6 +174,7 @@ void refuse_non_utf8_paths(const TrainOptions& opt, const RunConfig& config) {
   check("data.path", config.data.path);
   check("checkpoint.dir", config.checkpoint.dir);
   if (opt.resume) check("--resume", *opt.resume);
+  if (opt.init_from) check("--init-from", *opt.init_from);
 }
 
 // A trace file that could not be written whole (a full disk) fails the run once its
@@ -303,6 +308,18 @@ std::shared_ptr<const ResumeSource> prepare_resume(const TrainOptions& opt, cons
   return resume;
 }
 
+// --init-from: the weights, checked against the config and cut to this process's stages,
+// which are made from them as a resume's are (at step 0, AdamW fresh). None without it.
+std::optional<InitFrom> prepare_init_from(const TrainOptions& opt, const RunConfig& config,
+                                          const LaunchSpec& spec, JobPlan& plan) {
+  if (!opt.init_from) return std::nullopt;
+  const auto here = local_model_stages(plan, node_of_actor(config, spec.nnodes), spec.node_rank);
+  InitFrom init = load_init_from(*opt.init_from, config, plan, here);
+  fmt::print(stderr, "conveyor train: {}\n", init.stages->description);
+  plan.make_model = restoring_models(plan.make_model, init.stages);
+  return init;
+}
+
 // Node k > 0 of a job over several processes: no run folder of its own, only its trace
 // file when traced, into --out/trace/ (one folder for the whole job when --out is shared
 // or on one host); node 0 coordinates, writes the results and stops the job.
@@ -342,6 +359,7 @@ void run_train(const TrainOptions& opt) {
   // On --resume the stage models (CPU or GPU) are built from the checkpoint. Everything
   // here is checked before the run folder exists.
   const auto resume = prepare_resume(opt, config, spec, job.plan);
+  const auto init = prepare_init_from(opt, config, spec, job.plan);
 
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
@@ -402,6 +420,11 @@ void run_train(const TrainOptions& opt) {
   unstarted.started();
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
+  if (init)
+    log.event({{"event", "init_from"},
+               {"from", init->stages->path},
+               {"source", init->source},
+               {"weights_step", init->weights_step}});
   // One process: every stage model captures its state (CPU, CUDA). Several: node 0 writes
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
@@ -435,10 +458,17 @@ void add_train_command(CLI::App& app) {
                   "Continue from a checkpoint: latest (the newest under checkpoint.dir, by "
                   "default OUT/checkpoints), a run folder, a checkpoint.dir or one step-N "
                   "folder; a corrupt one is skipped for the previous one");
+  auto* init_from = cmd->add_option(
+      "--init-from", opt->init_from,
+      "Start a new run (step 0, fresh optimizer, the data order of train.seed) from the weights of a Hugging "
+      "Face model folder (LlamaForCausalLM or GPT2LMHeadModel, read as `hf import` reads it), a run folder or a "
+      "checkpoint: fine-tuning. Any stage count or schedule; the config's model must be the weights' (a GPT-2's "
+      "model.seq_len may be shorter)");
   cmd->add_flag("--force", opt->force,
                 "With --resume: continue a checkpoint written by another run (another seed, "
                 "learning rate, data or batch; see docs/CHECKPOINTS.md), with this config")
       ->needs("--resume");
+  init_from->excludes("--resume");
   cmd->add_option("--nnodes", opt->launch.nnodes,
                   "Processes (nodes) of the job (default: from torchrun, Slurm or Open MPI "
                   "variables, else 1)");

@@ -15,7 +15,7 @@
 #include "kernels/common/error.hpp"
 #include "kernels/model/param_layout.hpp"
 #include "kernels/model/state_names.hpp"
-#include "kernels/tensor/bf16.hpp"
+#include "kernels/tensor/bf16_tensor.hpp"
 
 namespace conveyor {
 namespace {
@@ -66,14 +66,6 @@ CheckpointReport report_on(checkpoint::Filesystem& fs, const checkpoint::Checkpo
 }
 
 // Checkpoints hold f32 (capture_state).
-Tensor to_bf16(const Tensor& f32) {
-  Tensor out = Tensor::uninitialized(f32.shape(), DType::bf16);
-  auto* bits = static_cast<std::uint16_t*>(out.raw());
-  const float* values = f32.f32();
-  for (std::int64_t i = 0; i < f32.numel(); ++i) bits[i] = float_to_bf16_bits(values[i]);
-  return out;
-}
-
 std::string gigabytes(std::uint64_t bytes) { return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9); }
 std::string millions(std::uint64_t n) { return fmt::format("{:.1f}M", static_cast<double>(n) / 1e6); }
 
@@ -180,6 +172,15 @@ std::optional<std::string> checkpoint_folder_holding(const std::string& file) {
   }
 }
 
+std::vector<NamedTensor> read_checkpoint_weights(const checkpoint::ResumePoint& point) {
+  const auto index = checkpoint::index_checkpoint(point.path, point.manifest);
+  const auto order = weight_order(point.manifest, index, point.path);
+  auto loaded = checkpoint::load_tensors(point.path, point.manifest, index, {order.begin(), order.end()});
+  std::vector<NamedTensor> weights;
+  for (const auto& name : order) weights.push_back({name, std::move(loaded.at(name))});
+  return weights;
+}
+
 ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& path, const std::string& out,
                                bool overwrite, bool bf16) {
   const std::string flag = "checkpoint export";
@@ -194,14 +195,11 @@ ExportedWeights export_weights(checkpoint::Filesystem& fs, const std::string& pa
                                  out, *inside));
   if (std::filesystem::exists(out) && !overwrite)
     throw InputError(fmt::format("--out {}: already exists (--force replaces it)", out));
-  const auto index = checkpoint::index_checkpoint(point.path, point.manifest);
-  const auto order = weight_order(point.manifest, index, point.path);
-  auto loaded = checkpoint::load_tensors(point.path, point.manifest, index, {order.begin(), order.end()});
-  std::vector<NamedTensor> weights;
-  ExportedWeights result{point.path, point.manifest.step, out, order.size()};
-  for (const auto& name : order) {
-    result.parameters += static_cast<std::uint64_t>(loaded.at(name).numel());
-    weights.push_back({name, bf16 ? to_bf16(loaded.at(name)) : std::move(loaded.at(name))});
+  auto weights = read_checkpoint_weights(point);
+  ExportedWeights result{point.path, point.manifest.step, out, weights.size()};
+  for (auto& w : weights) {
+    result.parameters += static_cast<std::uint64_t>(w.tensor.numel());
+    if (bf16) w.tensor = to_bf16(w.tensor);
   }
   try {
     write_weights_file(out, weights);

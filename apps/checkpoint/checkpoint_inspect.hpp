@@ -16,6 +16,8 @@
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/manifest.hpp"
+#include "actors/checkpoint/resume.hpp"
+#include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
 
@@ -56,6 +58,12 @@ struct ExportedWeights {
 /// holds a manifest or is named like a step folder (step-N, also a staging one); nullopt
 /// when there is none.
 std::optional<std::string> checkpoint_folder_holding(const std::string& file);
+
+/// The model weights (no optimizer state) of the verified checkpoint `point`
+/// (resolve_resume's), f32, in model order: the manifest's model config's parameter
+/// layout (shard order when it has none). Only the weights' bytes are read. InputError
+/// when the shards hold other weights than that model's.
+std::vector<NamedTensor> read_checkpoint_weights(const checkpoint::ResumePoint& point);
 
 /// The weights of the checkpoint `path` names (as --resume resolves it: a step folder, or
 /// the newest intact one of a checkpoint.dir or run folder) written to `out` atomically,

@@ -1,7 +1,5 @@
 #include "apps/hf/hf_import.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <yaml-cpp/yaml.h>
 
@@ -12,6 +10,7 @@
 #include "actors/checkpoint/layout.hpp"
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/hf/new_folder.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/hf_weights.hpp"
 
@@ -51,25 +50,10 @@ std::string emit(const YAML::Node& node) {
   return std::string(out.c_str()) + "\n";
 }
 
-// A hidden name beside `out` for the folder in the making.
-fs::path temp_folder_for(const fs::path& out) {
-  std::string name = ".";  // appended piecewise: GCC 12 warns falsely on "." + str
-  name += out.filename().string();
-  name += ".tmp-" + std::to_string(::getpid());
-  return out.parent_path() / name;
-}
-
 }  // namespace
 
 HfImportResult import_hf_folder(const HfImportOptions& o) {
-  fs::path out = fs::path(o.out).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();  // "dir/" -> "dir"
-  if (out.empty() || out.filename() == "." || out.filename() == "..")
-    throw InputError("--out " + o.out + ": name a new folder");
-  if (fs::exists(out) || fs::is_symlink(out)) throw InputError("--out " + o.out + ": exists (name a new folder)");
-  if (!out.parent_path().empty() && !fs::is_directory(out.parent_path()))
-    throw InputError("--out " + o.out + ": " + out.parent_path().string() + " is not a folder");
-
+  const fs::path out = new_folder_path(o.out);
   const HfFolder folder(o.hf_dir);
   // The config as `conveyor train` would load it, checked before any tensor: validation
   // refuses what conveyor cannot run (say a head size that rotary cannot split), naming
@@ -113,25 +97,15 @@ HfImportResult import_hf_folder(const HfImportOptions& o) {
   m.config = source_line + to_yaml(config);
   snap.shards.push_back({0, std::move(w.params), nullptr, nullptr});
 
-  auto& files = checkpoint::posix_filesystem();
-  const fs::path tmp = temp_folder_for(out);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // a leftover of this pid's earlier, failed import
-  try {
-    fs::create_directories(tmp);
+  write_new_folder(out, [&](const fs::path& tmp) {
+    auto& files = checkpoint::posix_filesystem();
     checkpoint::write_checkpoint(files, tmp.string(), snap, 1);
     checkpoint::write_file_atomically(files, (tmp / "config.yaml").string(), [&](const checkpoint::ByteSink& sink) {
       const std::string text = source_line + "# Train from these weights: conveyor train " + r.config_file +
                                " --resume " + r.out + "\n" + yaml_text;
       sink(text.data(), text.size());
     });
-    files.sync_dir(tmp.string());
-    fs::rename(tmp, out);
-    files.sync_dir(out.parent_path().empty() ? "." : out.parent_path().string());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  });
   return r;
 }
 

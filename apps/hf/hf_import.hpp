@@ -9,7 +9,9 @@
 //                                      under a comment naming the folder it came from
 //   OUT/step-000000/stage-0.safetensors  every parameter in conveyor's names, f32
 // so OUT is a checkpoint.dir that `train --resume OUT` starts from (resharded to any
-// partition). There are no AdamW moments: resume loads weights alone and AdamW starts as
+// partition). `train --init-from HF_DIR` reads the folder through the same code
+// (kernels/model/hf_weights.hpp) without writing this checkpoint (apps/train/init_from.hpp);
+// `hf export` is the way back (apps/hf/hf_export.hpp). There are no AdamW moments: resume loads weights alone and AdamW starts as
 // in a fresh run (t = 0, moments zero), which is what a first step needs.
 // Nothing half-written: everything goes into a hidden folder beside OUT, renamed to OUT at
 // the end; OUT must not exist. Bad input is an InputError naming the file, key or tensor.

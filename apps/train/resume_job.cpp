@@ -13,6 +13,7 @@
 #include "actors/checkpoint/resume.hpp"
 #include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/train/model_match.hpp"
 #include "apps/train/run_dir.hpp"
 #include "apps/train/run_identity.hpp"
 #include "kernels/model/param_state.hpp"
@@ -35,37 +36,10 @@ std::optional<RunConfig> written_config(const checkpoint::Manifest& m, const std
   }
 }
 
-// The checkpoint's model against this run's: every key that changes what the weights mean
-// (tie_embeddings, heads and a Llama's rotary and norm settings change no tensor's shape,
-// so the shards alone would not show them). model.recompute changes no bit and may differ.
-// Not even --force resumes another model.
+// The checkpoint's model against this run's (model_match.hpp). Not even --force resumes
+// another model.
 void check_same_model(const GptConfig& then, const GptConfig& now, const std::string& path) {
-  std::vector<std::string> diff;
-  auto same = [&](const char* key, auto a, auto b) {
-    if (a != b) diff.push_back(fmt::format("{} {} (checkpoint) vs {} (this run)", key, a, b));
-  };
-  same("model.layers", then.layers, now.layers);
-  same("model.d_model", then.d_model, now.d_model);
-  same("model.heads", then.heads, now.heads);
-  same("model.seq_len", then.seq_len, now.seq_len);
-  same("model.vocab", then.vocab, now.vocab);
-  same("model.tie_embeddings", then.tie_embeddings, now.tie_embeddings);
-  same("model.arch", model_arch_name(then.arch), model_arch_name(now.arch));
-  if (then.arch == ModelArch::llama && now.arch == ModelArch::llama) {
-    same("model.kv_heads", then.kv_head_count(), now.kv_head_count());
-    same("model.ffn_dim", then.llama_ffn_dim(), now.llama_ffn_dim());
-    same("model.rope_theta", then.rope_theta, now.rope_theta);
-    same("model.rope_scaling", rope_scaling_name(then.rope_scaling),
-         rope_scaling_name(now.rope_scaling));
-    if (now.rope_scaling == RopeScaling::llama3) {
-      same("model.rope_scaling_factor", then.rope_scaling_factor, now.rope_scaling_factor);
-      same("model.rope_low_freq_factor", then.rope_low_freq_factor, now.rope_low_freq_factor);
-      same("model.rope_high_freq_factor", then.rope_high_freq_factor, now.rope_high_freq_factor);
-      same("model.rope_original_max_position", then.rope_original_max_position,
-           now.rope_original_max_position);
-    }
-    same("model.norm_eps", then.norm_eps, now.norm_eps);
-  }
+  const auto diff = model_differences(then, now, "checkpoint", SeqLenRule::same);
   if (!diff.empty())
     throw InputError(fmt::format("--resume {}: the checkpoint holds another model: {}", path,
                                  fmt::join(diff, ", ")));

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -126,6 +127,9 @@ int supervise(const SupervisedRun& run) {
     } else if (attempt > 1) {
       set_aside(run.out, attempt - 1);
     }
+    // Until the run has a checkpoint of its own, each start is the run's start.
+    if (run.init_from && std::find(args.begin(), args.end(), "--resume") == args.end())
+      args.insert(args.end(), {"--init-from", *run.init_from});
     if (attempt > 1)
       fmt::print(stderr, "conveyor train --supervise: starting attempt {} of {} from {}\n", attempt,
                  run.max_restarts + 1, from);

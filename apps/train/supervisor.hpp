@@ -28,6 +28,7 @@ struct SupervisedRun {
   std::filesystem::path out;              // the run folder, fixed for every attempt
   std::filesystem::path checkpoint_dir;   // where `--resume latest` looks
   std::optional<std::string> first_resume;  // the user's --resume, for the first attempt
+  std::optional<std::string> init_from;     // the user's --init-from, for each attempt that does not resume
   int max_restarts = 3;
   /// A node other than 0 of a job over several processes: a restarted attempt rejoins
   /// the job if it is running, else (node 0 was lost too) resumes with the others.

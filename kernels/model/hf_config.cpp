@@ -171,7 +171,55 @@ HfModelConfig parse_gpt2(const json& config, const std::string& where, std::int6
   return out;
 }
 
+nlohmann::ordered_json llama_config_json(const GptConfig& m) {
+  nlohmann::ordered_json rope_scaling = nullptr;  // transformers 4's "no scaling"
+  if (m.rope_scaling == RopeScaling::llama3)
+    rope_scaling = {{"rope_type", "llama3"},
+                    {"factor", m.rope_scaling_factor},
+                    {"low_freq_factor", m.rope_low_freq_factor},
+                    {"high_freq_factor", m.rope_high_freq_factor},
+                    {"original_max_position_embeddings", m.rope_original_max_position}};
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"hidden_size", m.d_model},
+          {"intermediate_size", m.llama_ffn_dim()},
+          {"num_hidden_layers", m.layers},
+          {"num_attention_heads", m.heads},
+          {"num_key_value_heads", m.kv_head_count()},
+          {"head_dim", m.head_dim()},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", m.seq_len},
+          {"rms_norm_eps", m.norm_eps},
+          {"rope_theta", m.rope_theta},
+          {"rope_scaling", rope_scaling},
+          {"vocab_size", m.vocab},
+          {"tie_word_embeddings", m.tie_embeddings},
+          {"attention_bias", false},
+          {"mlp_bias", false}};
+}
+
+nlohmann::ordered_json gpt2_config_json(const GptConfig& m) {
+  return {{"architectures", {"GPT2LMHeadModel"}},
+          {"model_type", "gpt2"},
+          {"n_embd", m.d_model},
+          {"n_layer", m.layers},
+          {"n_head", m.heads},
+          {"n_inner", nullptr},  // 4 n_embd, conveyor's MLP width
+          {"n_positions", m.seq_len},
+          {"n_ctx", m.seq_len},
+          {"vocab_size", m.vocab},
+          {"layer_norm_epsilon", 1e-5},
+          {"activation_function", "gelu_new"},
+          {"tie_word_embeddings", m.tie_embeddings}};
+}
+
 }  // namespace
+
+nlohmann::ordered_json hf_config_json(const GptConfig& model, const std::string& torch_dtype) {
+  auto out = model.arch == ModelArch::llama ? llama_config_json(model) : gpt2_config_json(model);
+  out["torch_dtype"] = torch_dtype;
+  return out;
+}
 
 const char* hf_known_architectures() { return "LlamaForCausalLM, GPT2LMHeadModel"; }
 

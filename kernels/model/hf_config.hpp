@@ -16,6 +16,10 @@
 // than hidden_size / num_attention_heads.
 // seq_len: the model's maximum positions, or `seq_len_cap` when smaller (> 0): a Llama's
 // positions are rotary (no weights), a GPT-2's wpe rows past the cap are dropped.
+// hf_config_json is the way back: a config.json that parse_hf_config reads as the same
+// GptConfig (seq_len as the maximum positions), holding every key transformers' config
+// class of the architecture reads for the model's shape, so nothing falls to a default
+// that would compute something else.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +37,10 @@ struct HfModelConfig {
 /// Throws InputError naming `where` (config.json's path) and the key.
 HfModelConfig parse_hf_config(const nlohmann::json& config, const std::string& where,
                               std::int64_t seq_len_cap = 0);
+
+/// config.json for `model` (its arch decides the architecture), with "torch_dtype"
+/// `torch_dtype` ("float32" or "bfloat16": the dtype of the weights beside it).
+nlohmann::ordered_json hf_config_json(const GptConfig& model, const std::string& torch_dtype);
 
 /// The architectures parse_hf_config knows, for messages.
 const char* hf_known_architectures();

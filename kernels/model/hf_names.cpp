@@ -145,4 +145,36 @@ Tensor apply_hf_recipe(const HfParamRecipe& r, const std::vector<Tensor>& source
   return out;
 }
 
+std::vector<Tensor> split_hf_recipe(const HfParamRecipe& r, const Tensor& param) {
+  if (param.shape() != r.shape || param.dtype() != DType::f32)
+    throw std::invalid_argument("split_hf_recipe " + r.param + ": the parameter is " + param.describe());
+  if (r.op == HfOp::first_rows && r.sources[0].shape != r.shape)
+    throw std::invalid_argument("split_hf_recipe " + r.param + ": the source " + r.sources[0].name +
+                                " has other rows than the parameter (make the recipe with positions = seq_len)");
+  std::vector<Tensor> out;
+  const float* src = param.f32();
+  for (const auto& s : r.sources) {
+    Tensor t = Tensor::uninitialized(s.shape);
+    float* dst = t.f32();
+    switch (r.op) {
+      case HfOp::copy:
+      case HfOp::first_rows:
+        std::memcpy(dst, src, t.bytes());
+        break;
+      case HfOp::stack_rows:
+        std::memcpy(dst, src, t.bytes());
+        src += t.numel();
+        break;
+      case HfOp::transpose: {  // param (out, in) -> source (in, out)
+        const std::int64_t in = s.shape[0], outs = s.shape[1];
+        for (std::int64_t i = 0; i < in; ++i)
+          for (std::int64_t o = 0; o < outs; ++o) dst[i * outs + o] = src[o * in + i];
+        break;
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace conveyor

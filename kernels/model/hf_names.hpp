@@ -76,4 +76,11 @@ bool hf_ignorable_tensor(const GptConfig& c, const std::string& prefix, const st
 /// REQUIRES: sources match the recipe's count and shapes (std::invalid_argument otherwise).
 Tensor apply_hf_recipe(const HfParamRecipe& recipe, const std::vector<Tensor>& sources);
 
+/// The way back: the sources a parameter was made from, in the recipe's order, such that
+/// apply_hf_recipe(recipe, split_hf_recipe(recipe, param)) is `param` bit for bit (rows
+/// unstacked, Conv1D weights transposed back to (in, out)).
+/// REQUIRES: `param` is f32 of the recipe's shape, and a first_rows recipe keeps every row
+/// (made with positions = c.seq_len) (std::invalid_argument otherwise).
+std::vector<Tensor> split_hf_recipe(const HfParamRecipe& recipe, const Tensor& param);
+
 }  // namespace conveyor

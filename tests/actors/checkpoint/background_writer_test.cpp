@@ -31,7 +31,7 @@ void wait_idle(const BackgroundWriter& writer) {
   }
 }
 
-TEST_CASE("submitting a checkpoint does not wait for a slow disk; flush does") {
+TEST_CASE("submitting a checkpoint does not wait for a slow disk, flush does") {
   ScratchDir dir("background_slow");
   FaultFilesystem slow;
   slow.write_delay = std::chrono::milliseconds(20);  // 11 writes (2 shards, 1 manifest): >= 220 ms

@@ -140,7 +140,7 @@ TEST_CASE("a node that does not see node 0's staging folder is told that checkpo
   CHECK(unknown.find("does not see it") != std::string::npos);
 }
 
-TEST_CASE("two attempts at one step's checkpoint stage their shards side by side; each places its own") {
+TEST_CASE("two attempts at one step's checkpoint stage their shards side by side, each places its own") {
   ScratchDir dir("staged_attempts");
   const auto staging = checkpoint::staging_dir(dir.path(), 4);
   const std::string first = checkpoint::make_staging_token(), second = checkpoint::make_staging_token();
@@ -163,7 +163,7 @@ TEST_CASE("two attempts at one step's checkpoint stage their shards side by side
         }).find("missing") != std::string::npos);
 }
 
-TEST_CASE("a shard its node could not write fails that checkpoint only; the earlier one stays") {
+TEST_CASE("a shard its node could not write fails that checkpoint only, the earlier one stays") {
   ScratchDir dir("staged_fail");
   checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(2, 2), 3);
   auto book = std::make_shared<checkpoint::RemoteShards>();
@@ -173,15 +173,17 @@ TEST_CASE("a shard its node could not write fails that checkpoint only; the earl
   const auto why = error_of([&] { checkpoint::write_checkpoint(posix_filesystem(), dir.path(), to_write, 3); });
   CHECK(why.find("stage 1's node could not write its shard: disk full on node 1") != std::string::npos);
   CHECK(why.find("earlier checkpoints are untouched") != std::string::npos);
+  // A failed write leaves no step folder (the earlier checkpoint is the newest).
   const auto all = checkpoint::list_checkpoints(posix_filesystem(), dir.path());
-  REQUIRE(all.size() == 2);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].step == 2);
   CHECK(all[0].complete);
-  CHECK_FALSE(all[1].complete);  // step 4: no manifest
+  CHECK_FALSE(fs::exists(dir / "step-000004"));
   checkpoint::verify_checkpoint(posix_filesystem(), all[0].path);
 
-  // The next checkpoint removes the failed one's folder and its staging folder.
+  // The next checkpoint removes the failed attempt's staging folder.
   checkpoint::write_checkpoint(posix_filesystem(), dir.path(), small_snapshot(6, 2), 3);
-  CHECK_FALSE(fs::exists(dir / "step-000004"));
+  CHECK(fs::exists(dir / "step-000006"));
   CHECK_FALSE(fs::exists(target.staging));
 }
 
@@ -251,7 +253,7 @@ TEST_CASE("a staging folder that node 0 could not prepare fails that checkpoint 
             .find("read-only filesystem") != std::string::npos);
 }
 
-TEST_CASE("staging folders of earlier steps are leftovers; later ones are kept") {
+TEST_CASE("staging folders of earlier steps are leftovers, later ones are kept") {
   ScratchDir dir("staged_leftovers");
   for (std::int64_t step : {2, 4, 6}) checkpoint::prepare_staging(posix_filesystem(), dir.path(), step, "t");
   CHECK(checkpoint::remove_staging_before(posix_filesystem(), dir.path(), 4, /*inclusive=*/false).empty());

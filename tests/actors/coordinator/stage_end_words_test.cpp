@@ -28,7 +28,7 @@ TEST_CASE("a node and its stages are named as ranges where they are contiguous")
   CHECK(node_and_stages(3, node_of_rank) == "node 3");
 }
 
-TEST_CASE("CAF's codes for a stage's end become words; a stage's own message passes through") {
+TEST_CASE("CAF's codes for a stage's end become words, a stage's own message passes through") {
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
   const std::vector<int> node_of_rank{0, 0, 1, 1};

@@ -6,7 +6,7 @@
 using namespace conveyor;
 using namespace std::chrono_literals;
 
-TEST_CASE("recoveries beyond max_restarts within the window are refused; older ones expire") {
+TEST_CASE("recoveries beyond max_restarts within the window are refused, older ones expire") {
   RestartBudget budget(2, 10.0);
   const auto t0 = RestartBudget::Clock::time_point{} + 100s;
   CHECK(budget.admit(t0));
@@ -18,7 +18,7 @@ TEST_CASE("recoveries beyond max_restarts within the window are refused; older o
   CHECK_FALSE(budget.admit(t0 + 10500ms));
 }
 
-TEST_CASE("max_restarts 0 refuses every recovery; bad settings are rejected") {
+TEST_CASE("max_restarts 0 refuses every recovery, bad settings are rejected") {
   RestartBudget none(0, 1.0);
   CHECK_FALSE(none.admit(RestartBudget::Clock::now()));
   CHECK_THROWS_AS(RestartBudget(-1, 1.0), std::invalid_argument);

@@ -28,7 +28,7 @@ TEST_CASE("the consistent step is the newest one every stage holds") {
   CHECK(store.consistent_step() == 1);
 }
 
-TEST_CASE("two snapshots are kept per stage; a replay replaces the discarded newer ones") {
+TEST_CASE("two snapshots are kept per stage, a replay replaces the discarded newer ones") {
   SnapshotStore store(1);
   for (int k = 0; k < 4; ++k) store.put(0, snap(k, static_cast<float>(k)));
   CHECK(store.get(0, 1) == nullptr);
@@ -57,7 +57,7 @@ TEST_CASE("shards of a step come in rank order only when every stage holds it") 
   CHECK_THROWS_AS(store.put(2, snap(5, 0.0f)), std::out_of_range);
 }
 
-TEST_CASE("a marker counts for the consistent step but makes no shard; a copy replaces it, and a later marker does not replace the copy") {
+TEST_CASE("a marker counts for the consistent step but makes no shard, a copy replaces it, and a later marker does not replace the copy") {
   SnapshotStore store(2);
   store.put(0, snap(5, 1.0f));
   store.put_marker(1, 5);  // rank 1 holds step 5 in its own process

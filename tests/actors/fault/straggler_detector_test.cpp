@@ -33,7 +33,7 @@ TEST_CASE("a rank at or under factor x its baseline ratio is never reported") {
   for (; s < 20; ++s) CHECK(d.observe(step(s, {10, 11, 19.9, 10})).empty());
 }
 
-TEST_CASE("a stage heavier by design (the head) is not a straggler; its slowing down is") {
+TEST_CASE("a stage heavier by design (the head) is not a straggler, its slowing down is") {
   StragglerDetector d(2.0, 3);
   auto s = baseline(d, {10, 10, 10, 25});  // the last stage carries the LM head: 2.5x
   for (; s < 10; ++s) CHECK(d.observe(step(s, {10, 10, 10, 26})).empty());

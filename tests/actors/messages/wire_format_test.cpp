@@ -116,7 +116,7 @@ TEST_CASE("a WeightsReply crosses as names, shapes and dtypes with its bytes lef
   CHECK(pending_payload(w) == nullptr);
 }
 
-TEST_CASE("recovery messages cross the wire; a snapshot copy's tensors arrive as placeholders tagged per rank, step and index") {
+TEST_CASE("recovery messages cross the wire, a snapshot copy's tensors arrive as placeholders tagged per rank, step and index") {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 1);
   add_wire_types(cfg);

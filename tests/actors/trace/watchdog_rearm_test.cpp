@@ -33,7 +33,7 @@ bool eventually(F&& done, std::chrono::milliseconds limit = 5000ms) {
 
 }  // namespace
 
-TEST_CASE("a rearmed watchdog looks again instead of giving up; without rearm on_stuck runs") {
+TEST_CASE("a rearmed watchdog looks again instead of giving up, without rearm on_stuck runs") {
   auto board = std::make_shared<ProgressBoard>(1);
   board->stage(0).publish(StageState::idle, 1, 0, false, 0, now_ns());
   std::atomic<int> fired{0}, stuck{0};
@@ -50,7 +50,7 @@ TEST_CASE("a rearmed watchdog looks again instead of giving up; without rearm on
   CHECK(eventually([&] { return stuck.load() == 1; }));
 }
 
-TEST_CASE("a paused watchdog makes no diagnosis however long the wait; rearmed, it counts from then") {
+TEST_CASE("a paused watchdog makes no diagnosis however long the wait, rearmed, it counts from then") {
   auto board = std::make_shared<ProgressBoard>(1);
   board->stage(0).publish(StageState::idle, 1, 0, false, 0, now_ns());
   std::atomic<int> fired{0};

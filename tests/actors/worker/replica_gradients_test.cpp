@@ -79,7 +79,7 @@ auto together(std::barrier<>& joined, Join join) {
 
 }  // namespace
 
-TEST_CASE("a CPU chunk is one f32 bucket of all its parameters; chunks follow each other") {
+TEST_CASE("a CPU chunk is one f32 bucket of all its parameters, chunks follow each other") {
   auto first = make_cpu_stage_model(kModel, StageSlice{0, 1, true, false}, 7);
   auto second = make_cpu_stage_model(kModel, StageSlice{1, 1, false, true}, 7);
   const auto layout = ReplicaGradients::layout_of({first.get(), second.get()});

@@ -25,7 +25,7 @@ fs::path run_with_checkpoints(const TempDir& dir, const std::string& name, std::
 
 }  // namespace
 
-TEST_CASE("checkpoint verify lists every checkpoint newest first; a flipped byte fails it, naming the shard") {
+TEST_CASE("checkpoint verify lists every checkpoint newest first, a flipped byte fails it, naming the shard") {
   TempDir dir;
   const fs::path run = run_with_checkpoints(dir, "run");
   auto r = run_conveyor({"checkpoint", "verify", run.string()});

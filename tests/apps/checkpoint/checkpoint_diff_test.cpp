@@ -52,7 +52,7 @@ TEST_CASE("checkpoint diff: same seed identical, another seed differs tensor by 
   CHECK(contains(r.out, "identical: all 53 tensors bitwise equal"));
 }
 
-TEST_CASE("checkpoint diff names other shapes and tensors one side lacks; a bad side is exit 2") {
+TEST_CASE("checkpoint diff names other shapes and tensors one side lacks, a bad side is exit 2") {
   TempDir dir;
   const fs::path a = run(dir, "a"), wide = run(dir, "wide", {"model.d_model=96"}),
                  deep = run(dir, "deep", {"model.layers=5"});

@@ -52,7 +52,7 @@ TEST_CASE("every config enum's names parse to the value they name, and nothing e
   check_round_trip<BuddyCopies>();
 }
 
-TEST_CASE("the enum keys take their names and write them back; auto is spelled auto") {
+TEST_CASE("the enum keys take their names and write them back, auto is spelled auto") {
   // (pipeline.schedule: config_loader_test loads every schedule with the chunks it needs.)
   check_key<StageThreads>("runtime.stage_threads");
   check_key<AttentionChoice>("runtime.attention");

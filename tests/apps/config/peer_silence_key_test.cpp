@@ -69,7 +69,7 @@ TEST_CASE("the peer silence's floor is several of the heartbeats every node send
   CHECK(setup.peer_silence == std::chrono::milliseconds(static_cast<int>(RunConfig{}.rendezvous.peer_silence_s * 1000)));
 }
 
-TEST_CASE("train refuses a short peer silence with exit 2 and one error line; config --keys lists the key") {
+TEST_CASE("train refuses a short peer silence with exit 2 and one error line, config --keys lists the key") {
   TempDir dir;
   const auto r = run_command({CONVEYOR_BINARY, "train", "configs/tiny.yaml", "--set",
                               "rendezvous.peer_silence_s=0.2", "--out", dir / "run"});

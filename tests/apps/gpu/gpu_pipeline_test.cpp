@@ -165,7 +165,7 @@ TEST_CASE("gpu: a stage crash on one of two GPUs recovers to bitwise identical w
 // same global batch on one GPU. The replicas average fp32 gradients of 4 micro-batches
 // each where one GPU sums all 8: the same values up to fp32 summation order, so the
 // curves agree to within bf16 rounding of the weights.
-TEST_CASE("gpu: 2 replicas x 1 stage over NCCL follow one GPU's loss curve; deterministic twice") {
+TEST_CASE("gpu: 2 replicas x 1 stage over NCCL follow one GPU's loss curve, deterministic twice") {
   REQUIRE_TWO_GPUS();
   auto one_sets = kGpu;
   one_sets.insert(one_sets.end(), {"pipeline.stages=1", "devices.ids=[0]", "train.steps=20"});

@@ -41,7 +41,7 @@ nlohmann::json stopped_row(const fs::path& run) {
 
 }  // namespace
 
-TEST_CASE("2 processes checkpoint every stage from node 0; resuming over 2 processes or in 1 ends with the same weights") {
+TEST_CASE("2 processes checkpoint every stage from node 0, resuming over 2 processes or in 1 ends with the same weights") {
   TempDir dir;
   const auto& want = reference_weights(dir);
   const fs::path run = dir.path() / "run";

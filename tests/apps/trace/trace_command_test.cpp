@@ -145,7 +145,7 @@ TEST_CASE("a traced run exports, summarises, checks clean and draws") {
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
 }
 
-TEST_CASE("a traced run of 2 replicas x 2 stages checks clean; summary and export show both pipelines") {
+TEST_CASE("a traced run of 2 replicas x 2 stages checks clean, summary and export show both pipelines") {
   TempDir dir;
   const auto run = dir / "run";
   train_ok({"configs/tiny.yaml", "--out", run, "--set", "parallel.data=2", "--set",

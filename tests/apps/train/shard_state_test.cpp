@@ -61,7 +61,7 @@ void check_same_tensors(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
-TEST_CASE("optim.shard_state with 2 replicas trains bitwise as unsharded; its checkpoint merges both halves") {
+TEST_CASE("optim.shard_state with 2 replicas trains bitwise as unsharded, its checkpoint merges both halves") {
   TempDir dir;
   // fault.policy abort: the checkpoint is asked of all four stage actors; restart (the
   // default): taken from their in-memory snapshots. Both merge the halves.

@@ -46,7 +46,7 @@ TEST_CASE("embedding backward matches finite differences (double, rel tol 1e-6)"
   }
 }
 
-TEST_CASE("the token embedding alone copies the token's row; its backward adds the rows up") {
+TEST_CASE("the token embedding alone copies the token's row, its backward adds the rows up") {
   auto wte = random_vector(V * C, 6);
   std::vector<double> out(B * T * C);
   cpu::token_embedding_forward(out.data(), kTokens.data(), wte.data(), B, T, C);

@@ -264,7 +264,7 @@ TEST_CASE("cuda attention rejects head sizes other than 64 and 128") {
   }
 }
 
-TEST_CASE("cuda attention backend is cudnn by default; cuDNN refuses a bad shape (no GPU needed)") {
+TEST_CASE("cuda attention backend is cudnn by default, cuDNN refuses a bad shape (no GPU needed)") {
   CHECK(attention_backend() == AttentionBackend::cudnn);
   {
     BackendScope scope(AttentionBackend::kernels);

@@ -70,7 +70,7 @@ TEST_CASE("the index and a subset read neither allocate nor read the tensors the
   CHECK(some[1].tensor.i32()[1] == -9);
 }
 
-TEST_CASE("a subset read names a tensor the file lacks; the index checks the header as a whole read does") {
+TEST_CASE("a subset read names a tensor the file lacks, the index checks the header as a whole read does") {
   TempDir dir;
   const auto path = dir / "w.safetensors";
   Tensor t = Tensor::zeros({3}, DType::f32);

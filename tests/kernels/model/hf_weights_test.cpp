@@ -72,7 +72,7 @@ std::string import_error(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("Llama with grouped-query attention: qkv is q, k, v stacked; gate_up is gate then up") {
+TEST_CASE("Llama with grouped-query attention: qkv is q, k, v stacked, gate_up is gate then up") {
   for (const bool tied : {false, true}) {
     INFO("tied " << tied);
     TempDir dir;

@@ -42,7 +42,7 @@ GptConfig tiny_llama() {
 }
 
 TEST_CASE(
-    "a whole Llama stage's gradients match finite differences (GQA, llama3 rope; float, rel tol "
+    "a whole Llama stage's gradients match finite differences (GQA, llama3 rope, float, rel tol "
     "1e-2)") {
   const GptConfig config = tiny_llama();
   GptStage stage(config, {0, 2, true, true}, /*seed=*/7);

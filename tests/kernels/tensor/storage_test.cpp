@@ -35,7 +35,7 @@ TEST_CASE("host storage is zero, aligned and writable below and above the mapped
   }
 }
 
-TEST_CASE("uninitialized host storage is aligned and writable; poisoned, every byte is 0xFF") {
+TEST_CASE("uninitialized host storage is aligned and writable, poisoned, every byte is 0xFF") {
   for (std::size_t bytes : {std::size_t{1}, std::size_t{4096}, (std::size_t{3} << 20) + 5}) {
     CAPTURE(bytes);
     poison_uninitialized_host(true);

@@ -278,7 +278,7 @@ TEST_CASE("gpu: a cancelled generation ends a rank's wait at once, well before t
 // last values written. The producer zeroes and refills a 64 MiB buffer eight times after
 // start_after is called from the host's point of view: a reduction that did not wait would
 // read zeros or a mix. Each bucket's own time is measured.
-TEST_CASE("gpu: start_after orders the reduction after the producing stream; each bucket is timed") {
+TEST_CASE("gpu: start_after orders the reduction after the producing stream, each bucket is timed") {
   CONVEYOR_REQUIRE_TWO_GPUS();
   testing::LogCapture log;
   RendezvousServer server(testing::server_options(log));

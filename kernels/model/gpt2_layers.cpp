@@ -178,7 +178,7 @@ void Head::layout(const GptConfig& c, std::vector<ParamLayout>& out) {
 }
 
 double Head::forward(const Tensor& x, const Tensor& targets, Acts& h, std::int64_t B,
-                     std::int64_t T) const {
+                     std::int64_t T, Tensor* logits_out) const {
   const std::int64_t C = c_.d_model, N = B * T;
   h.targets = targets;
   h.x = x;
@@ -187,7 +187,7 @@ double Head::forward(const Tensor& x, const Tensor& targets, Acts& h, std::int64
   h.lnf_rstd = Tensor::uninitialized({B, T});
   cpu::layernorm_forward(h.lnf.f32(), h.lnf_mean.f32(), h.lnf_rstd.f32(), x.f32(), p_.w(0), p_.w(1),
                          N, C);
-  return lm_head_forward(h.logits, h.lnf, h.targets, p_.w(2), B, T, C, c_.vocab);
+  return lm_head_forward(h.logits, h.lnf, h.targets, p_.w(2), B, T, C, c_.vocab, logits_out);
 }
 
 Tensor Head::backward_input(Acts& h, float loss_scale, std::int64_t B, std::int64_t T) const {

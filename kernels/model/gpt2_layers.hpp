@@ -117,8 +117,9 @@ class Head {
   using Acts = HeadActs;
   Head(const GptConfig& c, const Context&, LayerParams p) : c_(c), p_(p) {}
   static void layout(const GptConfig& c, std::vector<ParamLayout>& out);
+  /// `logits_out`: as lm_head_forward's (lm_head.hpp).
   double forward(const Tensor& x, const Tensor& targets, Acts& h, std::int64_t B,
-                 std::int64_t T) const;
+                 std::int64_t T, Tensor* logits_out = nullptr) const;
   Tensor backward_input(Acts& h, float loss_scale, std::int64_t B, std::int64_t T) const;
   void backward_weight(const Acts& h, std::int64_t B, std::int64_t T) const;
 

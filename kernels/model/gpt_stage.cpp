@@ -132,9 +132,10 @@ struct DecoderStash final : StageStash {
 class StageLayers {
  public:
   virtual ~StageLayers() = default;
-  /// REQUIRES: input and targets checked, (B, T) the input's.
+  /// REQUIRES: input and targets checked, (B, T) the input's. `logits_out`: as
+  /// lm_head_forward's, on a slice with the head.
   virtual StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash,
-                               std::int64_t B, std::int64_t T) = 0;
+                               std::int64_t B, std::int64_t T, Tensor* logits_out) = 0;
   virtual Tensor backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) = 0;
   virtual void backward_weight(StageStash& stash) = 0;
 };
@@ -172,7 +173,7 @@ class Decoder final : public StageLayers {
   }
 
   StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash, std::int64_t B,
-                       std::int64_t T) override {
+                       std::int64_t T, Tensor* logits_out) override {
     auto stash = keep_stash ? std::make_unique<Stash>(this, B, T, slice_.num_blocks) : nullptr;
     Tensor x;  // (B, T, C) the residual stream
     if (embedding_) {
@@ -191,7 +192,7 @@ class Decoder final : public StageLayers {
     StageForward result;
     if (head_) {
       typename Layers::Head::Acts scratch;
-      result.loss = head_->forward(x, targets, stash ? stash->head : scratch, B, T);
+      result.loss = head_->forward(x, targets, stash ? stash->head : scratch, B, T, logits_out);
     } else {
       result.activation = x;
     }
@@ -404,7 +405,19 @@ StageForward GptStage::forward(const Tensor& input, const Tensor& targets, bool 
   s.check_params();
   const auto [B, T] = s.check_input(input);
   if (s.slice.has_head) s.check_targets(targets, B, T);
-  return s.layers->forward(input, targets, keep_stash, B, T);
+  return s.layers->forward(input, targets, keep_stash, B, T, nullptr);
+}
+
+StageLogits GptStage::forward_logits(const Tensor& input, const Tensor& targets) {
+  Impl& s = *impl_;
+  if (!s.slice.has_head)
+    throw std::invalid_argument("GptStage::forward_logits: the slice does not hold the head");
+  s.check_params();
+  const auto [B, T] = s.check_input(input);
+  s.check_targets(targets, B, T);
+  StageLogits out;
+  out.loss = s.layers->forward(input, targets, /*keep_stash=*/false, B, T, &out.logits).loss;
+  return out;
 }
 
 Tensor GptStage::backward_input(StageStash& stash, const Tensor& grad_output, float loss_scale) {

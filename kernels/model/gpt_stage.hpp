@@ -41,6 +41,12 @@ struct StageForward {
   std::function<double()> pending_loss;
 };
 
+/// What forward_logits returns.
+struct StageLogits {
+  Tensor logits;      // (B, T, V) f32: the LM head's output, before the softmax
+  double loss = 0.0;  // as StageForward::loss, bit for bit
+};
+
 class GptStage {
  public:
   GptStage(const GptConfig& config, const StageSlice& slice, std::uint64_t seed);
@@ -56,6 +62,12 @@ class GptStage {
   /// `targets`: i32 (B, T), required when the slice has the head, else ignored.
   /// Throws std::invalid_argument on a wrong shape or dtype (the message names both).
   StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash);
+
+  /// forward() without a stash, keeping the logits as well: for comparing the model with
+  /// other implementations of it (apps/hf/reference_forward.hpp); training never needs
+  /// them. Same checks as forward(); throws std::invalid_argument on a slice without the
+  /// head.
+  StageLogits forward_logits(const Tensor& input, const Tensor& targets);
 
   /// Full backward: accumulates weight gradients and returns the gradient of the input
   /// (f32 (B, T, C); empty when the slice has the embedding). `grad_output` is the

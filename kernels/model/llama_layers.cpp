@@ -180,14 +180,14 @@ void Head::layout(const GptConfig& c, std::vector<ParamLayout>& out) {
 }
 
 double Head::forward(const Tensor& x, const Tensor& targets, Acts& h, std::int64_t B,
-                     std::int64_t T) const {
+                     std::int64_t T, Tensor* logits_out) const {
   const std::int64_t C = c_.d_model, N = B * T;
   h.targets = targets;
   h.x = x;
   h.xn = Tensor::uninitialized({B, T, C});
   h.rstd = Tensor::uninitialized({B, T});
   cpu::rmsnorm_forward(h.xn.f32(), h.rstd.f32(), x.f32(), p_.w(norm_f_w), c_.norm_eps, N, C);
-  return lm_head_forward(h.logits, h.xn, h.targets, p_.w(lm_head_w), B, T, C, c_.vocab);
+  return lm_head_forward(h.logits, h.xn, h.targets, p_.w(lm_head_w), B, T, C, c_.vocab, logits_out);
 }
 
 Tensor Head::backward_input(Acts& h, float loss_scale, std::int64_t B, std::int64_t T) const {

@@ -12,13 +12,17 @@
 
 namespace conveyor {
 
-/// Returns the mean loss; `logits` (B, T, V) then holds the probabilities.
+/// Returns the mean loss; `logits` (B, T, V) then holds the probabilities. `logits_out`,
+/// when not null, receives a copy of the logits themselves (B, T, V), taken before the
+/// softmax overwrites them: for checks against other implementations
+/// (apps/hf/reference_forward.hpp); training passes null and pays nothing.
 inline double lm_head_forward(Tensor& logits, const Tensor& xn, const Tensor& targets,
                               const float* lm_head, std::int64_t B, std::int64_t T, std::int64_t C,
-                              std::int64_t V) {
+                              std::int64_t V, Tensor* logits_out = nullptr) {
   const std::int64_t N = B * T;
   logits = Tensor::uninitialized({B, T, V});
   cpu::linear_forward<float>(logits.f32(), xn.f32(), lm_head, nullptr, N, C, V);
+  if (logits_out) *logits_out = logits.clone();
   return cpu::cross_entropy_forward(logits.f32(), logits.f32(), targets.i32(), N, V);
 }
 

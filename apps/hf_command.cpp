@@ -9,6 +9,14 @@
 // (an unknown architecture or rope scaling, a missing, unexpected or misshapen tensor, no
 // checkpoint, an unknown --dtype, an existing --out) is one `error:` line and exit code 2,
 // and OUT is not created.
+//
+// conveyor hf logits CKPT --tokens TOKENS.safetensors [--out LOGITS.safetensors] [--format text|json]
+// conveyor's logits and mean cross-entropy loss on given token rows, from a checkpoint (as
+// `train --resume` takes it), computed by the CPU reference kernels with the whole model
+// on one stage (apps/hf/checkpoint_logits.hpp): for comparisons with transformers
+// (scripts/hf_reference_check.py). TOKENS holds "tokens", i32 (B, T + 1): the model reads
+// [:, :T] and is scored on [:, 1:]. --out gets "logits", f32 (B, T, V); the loss goes to
+// stdout (--format json: one JSON object alone, the loss with every digit).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
@@ -16,8 +24,10 @@
 #include <string>
 
 #include "apps/commands.hpp"
+#include "apps/hf/checkpoint_logits.hpp"
 #include "apps/hf/hf_export.hpp"
 #include "apps/hf/hf_import.hpp"
+#include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
 namespace {
@@ -77,6 +87,35 @@ void run_export(const HfOptions& o) {
     fmt::print("{}\n", export_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+struct LogitsOptions {
+  std::string checkpoint;
+  std::string tokens;
+  std::string out;
+  std::string format = "text";
+};
+
+void run_logits(const LogitsOptions& o) {
+  const Tensor tokens = read_token_rows(o.tokens);
+  CheckpointModel model = load_checkpoint_model(o.checkpoint);
+  fmt::print(stderr, "conveyor hf: {} (step {}), {} rows of {} positions\n", model.step_dir, model.step,
+             tokens.dim(0), tokens.dim(1) - 1);
+  const TokenLogits r = checkpoint_logits(model, tokens);
+  if (!o.out.empty()) write_safetensors(o.out, {{"logits", r.logits}}, {{"checkpoint", model.step_dir}});
+  if (o.format == "json") {
+    const nlohmann::json j = {{"checkpoint", model.step_dir},
+                              {"step", model.step},
+                              {"arch", std::string(model_arch_name(model.model.arch))},
+                              {"batch", r.logits.dim(0)},
+                              {"positions", r.logits.dim(1)},
+                              {"vocab", r.logits.dim(2)},
+                              {"loss", r.loss},
+                              {"out", o.out.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.out)}};
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("loss {:.9g} over {} positions\n", r.loss, r.logits.dim(0) * r.logits.dim(1));
+  }
+}
+
 }  // namespace
 
 void add_hf_command(CLI::App& app) {
@@ -112,6 +151,24 @@ void add_hf_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   exp->callback([opt] { run_export(*opt); });
+
+  auto lopt = std::make_shared<LogitsOptions>();
+  auto* logits = hf->add_subcommand(
+      "logits", "conveyor's logits and loss on given token rows, from a checkpoint, by the CPU reference "
+                "kernels with the whole model on one stage: for comparisons with transformers");
+  logits->add_option("checkpoint", lopt->checkpoint,
+                     "A run folder, a checkpoint.dir (such as hf import's --out) or a step folder: its newest "
+                     "checkpoint that verifies")
+      ->required();
+  logits->add_option("--tokens", lopt->tokens,
+                     "A safetensors file holding \"tokens\", i32 (B, T + 1): the model reads [:, :T] and is scored "
+                     "on [:, 1:]")
+      ->required();
+  logits->add_option("--out", lopt->out, "Write \"logits\", f32 (B, T, V), to this safetensors file");
+  logits->add_option("--format", lopt->format, "text, or json (the loss and shapes alone on stdout)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  logits->callback([lopt] { run_logits(*lopt); });
 }
 
 }  // namespace conveyor

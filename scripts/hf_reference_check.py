@@ -361,7 +361,11 @@ def main():
         parser.error("give --conveyor and --out, or --write-fixture DIR (or both)")
     if args.conveyor and not args.out:
         parser.error("--conveyor needs --out")
-    need_torch()
+    try:
+        need_torch()
+    except ImportError as e:
+        print(f"hf_reference_check: needs torch, transformers and safetensors: {e}", file=sys.stderr)
+        return 2
     torch.set_num_threads(max(1, min(8, os.cpu_count() or 1)))
     conveyor = Conveyor(args.conveyor) if args.conveyor else None
     out = Path(args.out).resolve() if args.out else None

@@ -10,9 +10,9 @@
 // checkpoint, an unknown --dtype, an existing --out) is one `error:` line and exit code 2,
 // and OUT is not created.
 //
-// conveyor hf logits CKPT --tokens TOKENS.safetensors [--out LOGITS.safetensors] [--format text|json]
-// conveyor's logits and mean cross-entropy loss on given token rows, from a checkpoint (as
-// `train --resume` takes it), computed by the CPU reference kernels with the whole model
+// conveyor hf logits PATH --tokens TOKENS.safetensors [--out LOGITS.safetensors] [--format text|json]
+// conveyor's logits and mean cross-entropy loss on given token rows, from a checkpoint, a
+// run or a Hugging Face folder (as `train --init-from` takes them), computed by the CPU reference kernels with the whole model
 // on one stage (apps/hf/checkpoint_logits.hpp): for comparisons with transformers
 // (scripts/hf_reference_check.py). TOKENS holds "tokens", i32 (B, T + 1): the model reads
 // [:, :T] and is scored on [:, 1:]. --out gets "logits", f32 (B, T, V); the loss goes to
@@ -88,7 +88,7 @@ void run_export(const HfOptions& o) {
 }
 
 struct LogitsOptions {
-  std::string checkpoint;
+  std::string weights;
   std::string tokens;
   std::string out;
   std::string format = "text";
@@ -96,13 +96,14 @@ struct LogitsOptions {
 
 void run_logits(const LogitsOptions& o) {
   const Tensor tokens = read_token_rows(o.tokens);
-  CheckpointModel model = load_checkpoint_model(o.checkpoint);
-  fmt::print(stderr, "conveyor hf: {} (step {}), {} rows of {} positions\n", model.step_dir, model.step,
+  CheckpointModel model = load_checkpoint_model(o.weights);
+  fmt::print(stderr, "conveyor hf: {} (step {}), {} rows of {} positions\n", model.path, model.step,
              tokens.dim(0), tokens.dim(1) - 1);
   const TokenLogits r = checkpoint_logits(model, tokens);
-  if (!o.out.empty()) write_safetensors(o.out, {{"logits", r.logits}}, {{"checkpoint", model.step_dir}});
+  if (!o.out.empty()) write_safetensors(o.out, {{"logits", r.logits}}, {{"weights", model.path}});
   if (o.format == "json") {
-    const nlohmann::json j = {{"checkpoint", model.step_dir},
+    const nlohmann::json j = {{"path", model.path},
+                              {"source", model.source},
                               {"step", model.step},
                               {"arch", std::string(model_arch_name(model.model.arch))},
                               {"batch", r.logits.dim(0)},
@@ -156,9 +157,9 @@ void add_hf_command(CLI::App& app) {
   auto* logits = hf->add_subcommand(
       "logits", "conveyor's logits and loss on given token rows, from a checkpoint, by the CPU reference "
                 "kernels with the whole model on one stage: for comparisons with transformers");
-  logits->add_option("checkpoint", lopt->checkpoint,
-                     "A run folder, a checkpoint.dir (such as hf import's --out) or a step folder: its newest "
-                     "checkpoint that verifies")
+  logits->add_option("weights", lopt->weights,
+                     "A checkpoint (a step folder, or a folder of them such as hf import's --out: its newest that "
+                     "verifies), a run folder (its final weights, else its newest checkpoint) or a Hugging Face folder")
       ->required();
   logits->add_option("--tokens", lopt->tokens,
                      "A safetensors file holding \"tokens\", i32 (B, T + 1): the model reads [:, :T] and is scored "

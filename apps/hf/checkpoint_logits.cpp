@@ -2,67 +2,33 @@
 
 #include <cstring>
 #include <fmt/format.h>
-#include <map>
-#include <set>
 #include <stdexcept>
-#include <yaml-cpp/yaml.h>
 
-#include "actors/checkpoint/checkpoint_error.hpp"
-#include "actors/checkpoint/filesystem.hpp"
-#include "actors/checkpoint/reader.hpp"
-#include "actors/checkpoint/reshard.hpp"
-#include "actors/checkpoint/resume.hpp"
-#include "apps/config/config_loader.hpp"
+#include "apps/hf/model_weights.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/io/safetensors.hpp"
-#include "kernels/model/param_layout.hpp"
 
 namespace conveyor {
-namespace {
 
-// The whole model: what a one-stage pipeline holds.
-StageSlice whole_model(const GptConfig& m) { return {0, static_cast<int>(m.layers), true, true}; }
-
-GptConfig written_model(const checkpoint::Manifest& m, const std::string& path) {
-  if (m.config.empty())
-    throw InputError(fmt::format("{}: the manifest holds no config, so the model's shape is unknown", path));
-  try {
-    return parse_run_config(YAML::Load(m.config), path + "/manifest.json \"config\"").model;
-  } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: the manifest's config is not a conveyor config: {}", path, e.what()));
+CheckpointModel load_checkpoint_model(const std::string& path) {
+  ModelWeights w = read_model_weights(path, "hf logits");
+  const StageSlice whole{0, static_cast<int>(w.model.layers), true, true};
+  GptStage stage(w.model, whole, 0);  // initial values overwritten below
+  // read_model_weights gives the whole model in this stage's parameter order, each checked
+  // against its config; the names and shapes are checked here all the same.
+  auto& params = stage.params();
+  if (w.weights.size() != params.size())
+    throw std::logic_error(fmt::format("hf logits {}: {} tensors for {} parameters", path, w.weights.size(),
+                                       params.size()));
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& t = w.weights[i].tensor;
+    if (w.weights[i].name != params[i].name || t.dtype() != DType::f32 || t.shape() != params[i].value.shape())
+      throw std::logic_error(fmt::format("hf logits {}: tensor {} is {}, parameter {} needs {}", path,
+                                         w.weights[i].name, t.describe(), params[i].name,
+                                         params[i].value.describe()));
+    std::memcpy(params[i].value.f32(), t.f32(), t.bytes());
   }
-}
-
-// Copies the checkpoint's parameters into `stage`. plan_reshard has checked that the
-// checkpoint holds exactly this model's tensors, each of its shape.
-void load_parameters(GptStage& stage, const std::string& step_dir, const checkpoint::Manifest& m) {
-  const auto index = checkpoint::index_checkpoint(step_dir, m);
-  checkpoint::plan_reshard(index.tensors, {checkpoint::specs_of(stage.params())}, step_dir);
-  std::set<std::string> names;
-  for (const Param& p : stage.params()) names.insert(p.name);
-  const std::map<std::string, Tensor> tensors = checkpoint::load_tensors(step_dir, m, index, names);
-  for (Param& p : stage.params()) {
-    const Tensor& t = tensors.at(p.name);
-    if (t.dtype() != DType::f32 || t.shape() != p.value.shape())
-      throw checkpoint::CheckpointError(step_dir, p.name + " is " + t.describe() + ", the model needs " +
-                                                      p.value.describe());
-    std::memcpy(p.value.f32(), t.f32(), p.value.bytes());
-  }
-}
-
-}  // namespace
-
-CheckpointModel load_checkpoint_model(const std::string& arg) {
-  auto& files = checkpoint::posix_filesystem();
-  const checkpoint::ResumePoint point = checkpoint::resolve_resume(files, arg, "", "hf logits");
-  const GptConfig model = written_model(point.manifest, point.path);
-  GptStage stage(model, whole_model(model), point.manifest.seed);  // weights overwritten below
-  try {
-    load_parameters(stage, point.path, point.manifest);
-  } catch (const checkpoint::CheckpointError& e) {
-    throw InputError(fmt::format("{}: {}", arg, e.what()));
-  }
-  return {point.path, point.manifest.step, model, std::move(stage)};
+  return {w.path, source_name(w.source), w.step, w.model, std::move(stage)};
 }
 
 Tensor read_token_rows(const std::string& path) {

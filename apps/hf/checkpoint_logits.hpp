@@ -1,9 +1,10 @@
 #pragma once
-// conveyor's logits and loss of given tokens, from a checkpoint: what a comparison with
-// another implementation of the same model needs (scripts/hf_reference_check.py against
-// transformers; `conveyor hf logits`). The whole model is ONE CPU stage (GptStage over the
-// whole-model slice: embedding, every block, head), its weights the checkpoint's, so the
-// numbers are those of conveyor's CPU reference kernels, whatever partition trained it.
+// conveyor's logits and loss of given tokens, from a checkpoint, a run or a Hugging Face
+// folder: what a comparison with another implementation of the same model needs
+// (scripts/hf_reference_check.py against transformers; `conveyor hf logits`). The whole
+// model is ONE CPU stage (GptStage over the whole-model slice: embedding, every block,
+// head) holding those weights, so the numbers are those of conveyor's CPU reference
+// kernels, whatever partition or device trained it.
 //
 // Tokens are rows of T + 1 ids: the model reads the first T of each row and is scored on
 // the next token at each position, as transformers' `labels=input_ids` scores a row:
@@ -18,20 +19,20 @@
 
 namespace conveyor {
 
-/// A checkpoint's model, whole, on the CPU.
+/// A model's weights, whole, on the CPU.
 struct CheckpointModel {
-  std::string step_dir;  // the step folder loaded
-  std::int64_t step = 0;
-  GptConfig model;       // the manifest's config's model.*
-  GptStage stage;        // the whole-model slice, the checkpoint's weights
+  std::string path;      // what was read: a step folder, a run's weights file or a Hugging Face folder
+  std::string source;    // "checkpoint", "run_weights" or "hf_folder" (model_weights.hpp)
+  std::int64_t step = 0; // training steps behind the weights
+  GptConfig model;       // the weights' model (the manifest's, the run's or config.json's)
+  GptStage stage;        // the whole-model slice holding those weights
 };
 
-/// ARG as `train --resume` takes it (a run folder, a checkpoint.dir such as `hf import`'s
-/// --out, or one step folder; the newest checkpoint that verifies). The manifest must hold
-/// its config (conveyor writes it). Only the parameters are read; AdamW's moments, when
-/// there, are left on disk. Throws InputError naming ARG: nothing usable, no config, or
-/// tensors that are not exactly the model's (missing, extra, misshapen).
-CheckpointModel load_checkpoint_model(const std::string& arg);
+/// PATH as `train --init-from` and `hf export` take it (apps/hf/model_weights.hpp): a
+/// checkpoint (a step folder, or a folder of them such as `hf import`'s --out: its newest
+/// that verifies), a run folder (its final weights, else its newest checkpoint), or a
+/// Hugging Face folder read as `hf import` reads it. Throws InputError naming PATH.
+CheckpointModel load_checkpoint_model(const std::string& path);
 
 struct TokenLogits {
   Tensor logits;      // (B, T, V) f32

@@ -119,7 +119,7 @@ TEST_CASE("hf logits' loss is a two-stage pipeline's of the same checkpoint, bit
   // The same weights, read by the checkpoint reader, in two GptStages cut between a block's
   // halves, on the rows shifted by hand.
   auto& files = checkpoint::posix_filesystem();
-  const auto loaded = checkpoint::load_checkpoint(files, model.step_dir);
+  const auto loaded = checkpoint::load_checkpoint(files, model.path);
   std::vector<GptStage> stages;
   stages.emplace_back(model.model, StageSlice::of_halves(0, 3, true, false), 1);
   stages.emplace_back(model.model, StageSlice::of_halves(3, 1, false, true), 1);

@@ -19,8 +19,9 @@ seed and saved with save_pretrained (safetensors):
      step; `conveyor hf export RUN --out EXPORT --dtype fp32`; `from_pretrained(EXPORT,
      output_loading_info=True)` must report no missing, unexpected or mismatched key; on
      held-out rows transformers' loss and logits must match `conveyor hf logits RUN`'s
-     within 1e-4 relative, and the loss must have moved from the imported model's (else
-     the export could be the import's weights).
+     within 1e-4 relative, conveyor must read the export back to the run's very logits,
+     and the loss must have moved from the imported model's (else the export could be
+     the import's weights).
 
 Ends with a table (model, check, value, limit, result) and exits 1 on any FAIL.
 
@@ -292,6 +293,9 @@ def train_export_check(conveyor, spec, ckpt, work, table, imported_loss_of):
     table.within(name, "exported: held-out loss |a-b|/|b|", abs(got_loss - want_loss) / abs(want_loss), EXPORT_LIMIT)
     table.within(name, "exported: held-out logits max|a-b|/max|b|", relative_error(got_logits, want_logits),
                  EXPORT_LIMIT)
+    reread_logits, reread_loss, _ = conveyor.logits(export, held_out, work)
+    same = reread_loss == got_loss and torch.equal(reread_logits, got_logits)
+    table.add(name, "hf logits EXPORT == hf logits RUN (bitwise)", "equal" if same else f"{reread_loss!r}", "equal", same)
     before = imported_loss_of(held_out)
     moved = abs(got_loss - before) / abs(before)
     table.add(name, "training moved the held-out loss", f"{moved:.3e}", "> 1e-6", moved > 1e-6)

@@ -13,14 +13,19 @@ constexpr int kThreads = 256;
 // sigmoid(g) = 1 / (1 + exp(-g)); a very negative g gives exp(-g) = inf and 0, the limit.
 __device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
+// Output element k = (n, i) reads gate_up[n, i] (the gate) and gate_up[n, F + i] (up):
+// the offset of the gate in the (N, 2F) rows.
+__device__ __forceinline__ std::int64_t gate_at(std::int64_t k, std::int64_t F) {
+  return (k / F) * 2 * F + k % F;
+}
+
 __global__ void swiglu_forward_kernel(bf16* out, const bf16* gate_up, std::int64_t N,
                                       std::int64_t F) {
   const std::int64_t n_out = N * F;
   for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < n_out;
        k += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t n = k / F, i = k % F;
-    const float g = to_float(gate_up[n * 2 * F + i]);
-    const float u = to_float(gate_up[n * 2 * F + F + i]);
+    const std::int64_t at = gate_at(k, F);
+    const float g = to_float(gate_up[at]), u = to_float(gate_up[at + F]);
     out[k] = to_bf16((g * sigmoid(g)) * u);
   }
 }
@@ -30,14 +35,13 @@ __global__ void swiglu_backward_kernel(bf16* dgate_up, const bf16* dout, const b
   const std::int64_t n_out = N * F;
   for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < n_out;
        k += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t n = k / F, i = k % F;
-    const float g = to_float(gate_up[n * 2 * F + i]);
-    const float u = to_float(gate_up[n * 2 * F + F + i]);
+    const std::int64_t at = gate_at(k, F);
+    const float g = to_float(gate_up[at]), u = to_float(gate_up[at + F]);
     const float dy = to_float(dout[k]);
     const float sig = sigmoid(g);
     // silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
-    dgate_up[n * 2 * F + i] = to_bf16(dy * u * (sig * (1.0f + g * (1.0f - sig))));
-    dgate_up[n * 2 * F + F + i] = to_bf16(dy * (g * sig));
+    dgate_up[at] = to_bf16(dy * u * (sig * (1.0f + g * (1.0f - sig))));
+    dgate_up[at + F] = to_bf16(dy * (g * sig));
   }
 }
 

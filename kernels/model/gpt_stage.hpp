@@ -64,7 +64,7 @@ class GptStage {
   StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash);
 
   /// forward() without a stash, keeping the logits as well: for comparing the model with
-  /// other implementations of it (apps/hf/reference_forward.hpp); training never needs
+  /// other implementations of it (apps/hf/checkpoint_logits.hpp, `conveyor hf logits`); training never needs
   /// them. Same checks as forward(); throws std::invalid_argument on a slice without the
   /// head.
   StageLogits forward_logits(const Tensor& input, const Tensor& targets);

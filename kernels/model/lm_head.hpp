@@ -15,7 +15,7 @@ namespace conveyor {
 /// Returns the mean loss; `logits` (B, T, V) then holds the probabilities. `logits_out`,
 /// when not null, receives a copy of the logits themselves (B, T, V), taken before the
 /// softmax overwrites them: for checks against other implementations
-/// (apps/hf/reference_forward.hpp); training passes null and pays nothing.
+/// (apps/hf/checkpoint_logits.hpp, `conveyor hf logits`); training passes null and pays nothing.
 inline double lm_head_forward(Tensor& logits, const Tensor& xn, const Tensor& targets,
                               const float* lm_head, std::int64_t B, std::int64_t T, std::int64_t C,
                               std::int64_t V, Tensor* logits_out = nullptr) {

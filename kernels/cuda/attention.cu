@@ -47,16 +47,30 @@ constexpr int kKvQ = 32;        // dK/dV: queries per tile
 constexpr int kDqWarpRows = 2;  // dQ: warps along the queries (32 each), times 2 along keys/dims
 constexpr int kDqKeys = 64;     // dQ: keys per tile
 
-struct HeadView {  // pointers of one (batch, head) inside the fused layouts
-  const bf16* q;   // (T, hs), row stride 3C
-  const bf16* k;
-  const bf16* v;
-  std::int64_t stride;  // 3C
+// The fused row of one token: [q (NH heads) | k (NKV heads) | v (NKV heads)], each head hs
+// wide; query head h reads kv head h / (NH / NKV) (grouped-query attention; NKV = NH is
+// plain multi-head attention, whose row is (3C)).
+struct QkvLayout {
+  int C, NH, NKV;
+  __device__ __forceinline__ std::int64_t width(int hs) const {
+    return std::int64_t{C} + 2 * std::int64_t{NKV} * hs;
+  }
+  __device__ __forceinline__ int kv_head(int h) const { return h / (NH / NKV); }
 };
 
-__device__ __forceinline__ HeadView head_view(const bf16* qkv, int b, int h, int T, int C, int hs) {
-  const bf16* q = qkv + std::int64_t{b} * T * 3 * C + std::int64_t{h} * hs;
-  return {q, q + C, q + 2 * C, 3 * std::int64_t{C}};
+struct HeadView {  // pointers of one (batch, head) inside the fused layouts
+  const bf16* q;   // (T, hs), row stride W = C + 2 NKV hs
+  const bf16* k;   // of the query head's kv head
+  const bf16* v;
+  std::int64_t stride;  // W
+};
+
+__device__ __forceinline__ HeadView head_view(const bf16* qkv, int b, int h, int T,
+                                              const QkvLayout& L, int hs) {
+  const std::int64_t W = L.width(hs);
+  const bf16* row = qkv + std::int64_t{b} * T * W;
+  const bf16* k = row + L.C + std::int64_t{L.kv_head(h)} * hs;
+  return {row + std::int64_t{h} * hs, k, k + std::int64_t{L.NKV} * hs, W};
 }
 
 // ----------------------------------------------------------------------------
@@ -162,8 +176,9 @@ struct FwdCfg {
 
 template <int D, int kMT, int kW, int kN>
 __global__ void __launch_bounds__(kW * kWarpSize)
-    attention_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
+    attention_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, QkvLayout L,
                              float scale_log2) {
+  const int C = L.C, NH = L.NH;
   using Cfg = FwdCfg<D, kMT, kW, kN>;
   constexpr int NT = Cfg::kThreads, kRows = Cfg::kRows, kLd = Cfg::kLd;
   constexpr int kKSteps = D / 16;
@@ -181,7 +196,7 @@ __global__ void __launch_bounds__(kW * kWarpSize)
   // causal work and no tail of short blocks is left on a few SMs.
   const int n_rb = (T + kRows - 1) / kRows;
   auto rows = [&](const int q0) {
-    const HeadView hv = head_view(qkv, b, h, T, C, D);
+    const HeadView hv = head_view(qkv, b, h, T, L, D);
     const int n_tiles = (min(T, q0 + kRows) + kN - 1) / kN;
 
     load_rows<kRows, D, NT>(q_s, hv.q, hv.stride, q0, T);
@@ -362,9 +377,11 @@ __global__ void attention_delta_kernel(float* delta, const bf16* dout, const bf1
   if (part == 0 && row < std::int64_t{B} * NH * T) delta[row] = sum;
 }
 
-// dK, dV. grid (ceil(ceil(T / 16W) / 2), B * NH), block 32 W, dynamic shared
-// kv_smem_bytes<D, W, QT>(). A block owns 16 W keys (16 per warp) and walks query tiles of QT
-// from its first key to the end (earlier queries cannot see these keys). Per warp and tile:
+// dK, dV. grid (ceil(ceil(T / 16W) / 2), B * NKV), block 32 W, dynamic shared
+// kv_smem_bytes<D, W, QT>(). A block owns 16 W keys (16 per warp) of one kv head and walks,
+// for each query head of its group in turn (NH / NKV of them, in head order: a fixed sum,
+// so deterministic), the query tiles of QT from its first key to the end (earlier queries
+// cannot see these keys); dK and dV accumulate over all of them. Per warp and tile:
 // S^T = K Q^T, dP^T = V dO^T, P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta),
 // dV += P^T dO, dK += dS^T Q (P^T and dS^T go from accumulators to A fragments in registers).
 template <int D, int W, int QT>
@@ -375,8 +392,9 @@ constexpr int kv_smem_bytes() {
 template <int D, int W, int QT>
 __global__ void __launch_bounds__(32 * W)
     attention_backward_kv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                                 const float* delta, int T, int C, int NH, float scale,
+                                 const float* delta, int T, QkvLayout L, float scale,
                                  float scale_log2) {
+  const int C = L.C, NH = L.NH, NKV = L.NKV, G = NH / NKV;
   constexpr int kKeys = 16 * W;  // keys per block, 16 per warp
   constexpr int kLd = D + 8;
   constexpr int kKSteps = D / 16;
@@ -391,30 +409,35 @@ __global__ void __launch_bounds__(32 * W)
   float* lse_s = reinterpret_cast<float*>(do_s + 2 * QT * kLd);  // [2][QT], log2 domain
   float* dl_s = lse_s + 2 * QT;
 
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int bk = blockIdx.y, b = bk / NKV, hk = bk % NKV;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane >> 2, tq = lane & 3;
   // Block x takes key blocks x (the most queries) and n_rb - 1 - x: equal work per block.
   const int n_rb = (T + kKeys - 1) / kKeys;
+  const std::int64_t row_w = L.width(D);
+  const bf16* qkv_b = qkv + std::int64_t{b} * T * row_w;  // batch b's rows, stride row_w
   auto rows = [&](const int k0) {
-    const HeadView hv = head_view(qkv, b, h, T, C, D);
-    const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;  // row stride C
-    const float* lse_h = lse + std::int64_t{bh} * T;
-    const float* delta_h = delta + std::int64_t{bh} * T;
+    const bf16* k_h = qkv_b + C + std::int64_t{hk} * D;
+    const bf16* v_h = k_h + std::int64_t{NKV} * D;
     const int n_tiles = (T - k0 + QT - 1) / QT;
+    const int n_steps = G * n_tiles;  // step i: query head hk G + i / n_tiles, tile i % n_tiles
 
-    auto load_q_tile = [&](int buf, int qt) {
-      load_rows<QT, D, 32 * W>(q_s + buf * QT * kLd, hv.q, hv.stride, qt, T);
-      load_rows<QT, D, 32 * W>(do_s + buf * QT * kLd, dout_h, C, qt, T);
+    auto load_q_tile = [&](int buf, int i) {
+      const int h = hk * G + i / n_tiles, qt = k0 + (i % n_tiles) * QT;
+      const std::int64_t bh = std::int64_t{b} * NH + h;
+      load_rows<QT, D, 32 * W>(q_s + buf * QT * kLd, qkv_b + std::int64_t{h} * D, row_w, qt, T);
+      // dout (B, T, C): row stride C
+      load_rows<QT, D, 32 * W>(do_s + buf * QT * kLd,
+                               dout + std::int64_t{b} * T * C + std::int64_t{h} * D, C, qt, T);
       if (threadIdx.x < QT) {
         const int qi = qt + threadIdx.x;
-        lse_s[buf * QT + threadIdx.x] = qi < T ? lse_h[qi] * kLog2e : 0.0f;
-        dl_s[buf * QT + threadIdx.x] = qi < T ? delta_h[qi] : 0.0f;
+        lse_s[buf * QT + threadIdx.x] = qi < T ? lse[bh * T + qi] * kLog2e : 0.0f;
+        dl_s[buf * QT + threadIdx.x] = qi < T ? delta[bh * T + qi] : 0.0f;
       }
     };
-    load_rows<kKeys, D, 32 * W>(k_s, hv.k, hv.stride, k0, T);
-    load_rows<kKeys, D, 32 * W>(v_s, hv.v, hv.stride, k0, T);
-    load_q_tile(0, k0);
+    load_rows<kKeys, D, 32 * W>(k_s, k_h, row_w, k0, T);
+    load_rows<kKeys, D, 32 * W>(v_s, v_h, row_w, k0, T);
+    load_q_tile(0, 0);
     cp_async_commit();
 
     float dk[kOBlocks][4], dv[kOBlocks][4];
@@ -426,9 +449,9 @@ __global__ void __launch_bounds__(32 * W)
     const bf16* kw = k_s + warp * 16 * kLd;
     const bf16* vw = v_s + warp * 16 * kLd;
 
-    for (int j = 0; j < n_tiles; ++j) {
-      const int buf = j & 1, qt = k0 + j * QT;
-      if (j + 1 < n_tiles) load_q_tile(buf ^ 1, qt + QT);
+    for (int i = 0; i < n_steps; ++i) {
+      const int buf = i & 1, qt = k0 + (i % n_tiles) * QT;
+      if (i + 1 < n_steps) load_q_tile(buf ^ 1, i + 1);
       cp_async_commit();
       cp_async_wait<1>();
       __syncthreads();
@@ -498,12 +521,13 @@ __global__ void __launch_bounds__(32 * W)
     for (int hr = 0; hr < 2; ++hr) {
       const int kj = key0 + g + hr * 8;
       if (kj >= T) continue;
-      bf16* row = dqkv + (std::int64_t{b} * T + kj) * 3 * C + std::int64_t{h} * D + 2 * tq;
+      bf16* dk_row = dqkv + (std::int64_t{b} * T + kj) * row_w + C + std::int64_t{hk} * D + 2 * tq;
+      bf16* dv_row = dk_row + std::int64_t{NKV} * D;
 #pragma unroll
       for (int nb = 0; nb < kOBlocks; ++nb) {
-        *reinterpret_cast<__nv_bfloat162*>(row + C + nb * 8) =
+        *reinterpret_cast<__nv_bfloat162*>(dk_row + nb * 8) =
             __floats2bfloat162_rn(dk[nb][2 * hr] * scale, dk[nb][2 * hr + 1] * scale);
-        *reinterpret_cast<__nv_bfloat162*>(row + 2 * C + nb * 8) =
+        *reinterpret_cast<__nv_bfloat162*>(dv_row + nb * 8) =
             __floats2bfloat162_rn(dv[nb][2 * hr], dv[nb][2 * hr + 1]);
       }
     }
@@ -521,7 +545,8 @@ __global__ void __launch_bounds__(32 * W)
 // dP = dO V^T for queries wq*32.. (two m-tiles) and keys wh*kN/2.., then dS = P (dP - delta)
 // as bf16 in shared memory; (B) warp (wq, wh) accumulates dQ += dS K for queries wq*32.. and
 // head dims wh*D/2.. (two m-tiles: each K fragment feeds two products).
-// grid (ceil(ceil(T / kQ) / 2), B * NH), block kThreads, dynamic shared kSmem.
+// grid (ceil(ceil(T / kQ) / 2), B * NH), block kThreads, dynamic shared kSmem. K and V are
+// the query head's kv head's (QkvLayout).
 template <int D, int kWQ, int kN>
 struct QCfg {
   static constexpr int kThreads = 2 * kWQ * kWarpSize;
@@ -533,8 +558,9 @@ struct QCfg {
 template <int D, int kWQ, int kN>
 __global__ void __launch_bounds__(2 * kWQ * kWarpSize)
     attention_backward_q_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                                const float* delta, int T, int C, int NH, float scale,
+                                const float* delta, int T, QkvLayout L, float scale,
                                 float scale_log2) {
+  const int C = L.C, NH = L.NH;
   using Cfg = QCfg<D, kWQ, kN>;
   constexpr int NT = Cfg::kThreads, kQ = Cfg::kQ, kLd = Cfg::kLd, kLdS = Cfg::kLdS;
   constexpr int kKSteps = D / 16;
@@ -558,7 +584,7 @@ __global__ void __launch_bounds__(2 * kWQ * kWarpSize)
   // causal work and no tail of short blocks is left on a few SMs.
   const int n_rb = (T + kQ - 1) / kQ;
   auto rows = [&](const int q0) {
-    const HeadView hv = head_view(qkv, b, h, T, C, D);
+    const HeadView hv = head_view(qkv, b, h, T, L, D);
     const bf16* dout_h = dout + std::int64_t{b} * T * C + std::int64_t{h} * D;
     const int n_tiles = (min(T, q0 + kQ) + kN - 1) / kN;
 
@@ -684,7 +710,7 @@ __global__ void __launch_bounds__(2 * kWQ * kWarpSize)
       for (int hr = 0; hr < 2; ++hr) {
         const int qi = row0 + mt * 16 + g + hr * 8;
         if (qi >= T) continue;
-        bf16* row = dqkv + (std::int64_t{b} * T + qi) * 3 * C + std::int64_t{h} * D +
+        bf16* row = dqkv + (std::int64_t{b} * T + qi) * hv.stride + std::int64_t{h} * D +
                     wh * kDHalf + 2 * tq;
 #pragma unroll
         for (int nb = 0; nb < kBBlocks; ++nb)
@@ -700,13 +726,17 @@ __global__ void __launch_bounds__(2 * kWQ * kWarpSize)
   }
 }
 
-void check_dims(const char* what, int B, int T, int C, int NH) {
-  require(B > 0 && T > 0 && C > 0 && NH > 0, what,
-          "B, T, C, NH must be positive, got " + std::to_string(B) + ", " + std::to_string(T) +
-              ", " + std::to_string(C) + ", " + std::to_string(NH));
+void check_dims(const char* what, int B, int T, int C, int NH, int NKV) {
+  require(B > 0 && T > 0 && C > 0 && NH > 0 && NKV > 0, what,
+          "B, T, C, NH, NKV must be positive, got " + std::to_string(B) + ", " +
+              std::to_string(T) + ", " + std::to_string(C) + ", " + std::to_string(NH) + ", " +
+              std::to_string(NKV));
   require(C % NH == 0 && (C / NH == 64 || C / NH == 128), what,
           "head size C / NH must be 64 or 128, got C=" + std::to_string(C) +
               " NH=" + std::to_string(NH));
+  require(NH % NKV == 0, what,
+          "NH must be a multiple of NKV, got NH=" + std::to_string(NH) +
+              " NKV=" + std::to_string(NKV));
   require(std::int64_t{B} * NH <= 65535, what, "B * NH must be <= 65535");
 }
 
@@ -723,38 +753,38 @@ void allow_dynamic_smem(int bytes) {
 }
 
 template <int D>
-void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, QkvLayout L,
                     float scale_log2, cudaStream_t stream) {
   using Cfg = FwdCfg<D, kFwdMTiles, kFwdWarps, kFwdKeys>;
   constexpr auto kernel = attention_forward_kernel<D, kFwdMTiles, kFwdWarps, kFwdKeys>;
   allow_dynamic_smem<kernel>(Cfg::kSmem);
-  const dim3 grid(ceil_div(ceil_div(T, Cfg::kRows), 2), B * NH);
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmem, stream>>>(out, lse, qkv, T, C, NH, scale_log2);
+  const dim3 grid(ceil_div(ceil_div(T, Cfg::kRows), 2), B * L.NH);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmem, stream>>>(out, lse, qkv, T, L, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int D>
 void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                     const float* lse, float* delta, int B, int T, int C, int NH, float scale,
+                     const float* lse, float* delta, int B, int T, QkvLayout L, float scale,
                      float scale_log2, cudaStream_t stream) {
-  const std::int64_t rows = std::int64_t{B} * NH * T;
+  const std::int64_t rows = std::int64_t{B} * L.NH * T;
   constexpr int kDeltaRows = 128 / (D / 8);  // rows per 128-thread block
   attention_delta_kernel<D><<<ceil_div(rows, kDeltaRows), 128, 0, stream>>>(delta, dout, out, B,
-                                                                            T, C, NH);
+                                                                            T, L.C, L.NH);
   CUDA_CHECK_LAUNCH();
 
   constexpr int kv_smem = kv_smem_bytes<D, kKvWarps, kKvQ>();
   constexpr auto kv = attention_backward_kv_kernel<D, kKvWarps, kKvQ>;
   allow_dynamic_smem<kv>(kv_smem);
-  kv<<<dim3(ceil_div(ceil_div(T, 16 * kKvWarps), 2), B * NH), 32 * kKvWarps, kv_smem, stream>>>(
-      dqkv, dout, qkv, lse, delta, T, C, NH, scale, scale_log2);
+  kv<<<dim3(ceil_div(ceil_div(T, 16 * kKvWarps), 2), B * L.NKV), 32 * kKvWarps, kv_smem,
+       stream>>>(dqkv, dout, qkv, lse, delta, T, L, scale, scale_log2);
   CUDA_CHECK_LAUNCH();
 
   using QC = QCfg<D, kDqWarpRows, kDqKeys>;
   constexpr auto dq = attention_backward_q_kernel<D, kDqWarpRows, kDqKeys>;
   allow_dynamic_smem<dq>(QC::kSmem);
-  dq<<<dim3(ceil_div(ceil_div(T, QC::kQ), 2), B * NH), QC::kThreads, QC::kSmem, stream>>>(
-      dqkv, dout, qkv, lse, delta, T, C, NH, scale, scale_log2);
+  dq<<<dim3(ceil_div(ceil_div(T, QC::kQ), 2), B * L.NH), QC::kThreads, QC::kSmem, stream>>>(
+      dqkv, dout, qkv, lse, delta, T, L, scale, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -764,39 +794,43 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* 
 // launchers: cuDNN when chosen and able (attention.hpp), else the kernels above. The shape
 // checks come first, so both backends accept the same shapes.
 
-void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                       cudaStream_t stream) {
-  check_dims("attention_forward", B, T, C, NH);
-  if (cuda_detail::attention_on_cudnn(AttentionPass::forward, B, T, C, NH, {out, lse, qkv})) {
-    cudnn_attention_forward(out, lse, qkv, B, T, C, NH, stream);
+void gqa_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                           int NKV, cudaStream_t stream) {
+  check_dims("attention_forward", B, T, C, NH, NKV);
+  if (cuda_detail::attention_on_cudnn(AttentionPass::forward, B, T, C, NH, NKV,
+                                      {out, lse, qkv})) {
+    cudnn_attention_forward(out, lse, qkv, B, T, C, NH, NKV, stream);
     return;
   }
   const int hs = C / NH;
   const float scale_log2 = kLog2e / std::sqrt(static_cast<float>(hs));
+  const QkvLayout L{C, NH, NKV};
   if (hs == 64)
-    launch_forward<64>(out, lse, qkv, B, T, C, NH, scale_log2, stream);
+    launch_forward<64>(out, lse, qkv, B, T, L, scale_log2, stream);
   else
-    launch_forward<128>(out, lse, qkv, B, T, C, NH, scale_log2, stream);
+    launch_forward<128>(out, lse, qkv, B, T, L, scale_log2, stream);
 }
 
-void attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                              const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
-  check_dims("attention_backward_input", B, T, C, NH);
-  if (cuda_detail::attention_on_cudnn(AttentionPass::backward, B, T, C, NH,
+void gqa_attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                                  const float* lse, int B, int T, int C, int NH, int NKV,
+                                  cudaStream_t stream) {
+  check_dims("attention_backward_input", B, T, C, NH, NKV);
+  if (cuda_detail::attention_on_cudnn(AttentionPass::backward, B, T, C, NH, NKV,
                                       {dqkv, dout, qkv, out, lse})) {
-    cudnn_attention_backward_input(dqkv, dout, qkv, out, lse, B, T, C, NH, stream);
+    cudnn_attention_backward_input(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV, stream);
     return;
   }
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const float scale_log2 = scale * kLog2e;
+  const QkvLayout L{C, NH, NKV};
   DeviceBuffer delta(sizeof(float) * std::int64_t{B} * NH * T, current_device(), stream,
                      "attention backward delta");
   if (hs == 64)
-    launch_backward<64>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, C, NH, scale,
-                        scale_log2, stream);
+    launch_backward<64>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, L, scale, scale_log2,
+                        stream);
   else
-    launch_backward<128>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, C, NH, scale,
+    launch_backward<128>(dqkv, dout, qkv, out, lse, delta.as<float>(), B, T, L, scale,
                          scale_log2, stream);
 }
 

@@ -1,12 +1,15 @@
 #pragma once
-// Causal multi-head self-attention over a fused QKV activation on the device
+// Causal self-attention over a fused QKV activation on the device, grouped-query
+// (kernels/cpu/gqa_attention.hpp) with multi-head as its NKV = NH case
 // (kernels/cpu/attention.hpp), flash-style: scores are formed tile by tile with an online
 // softmax and never stored, so memory is O(T) per head, not O(T^2).
-// qkv row layout: [q (C) | k (C) | v (C)], head h owns columns [h*hs, (h+1)*hs) of each;
-// scale 1 / sqrt(hs). bf16 inputs and outputs, fp32 accumulation.
+// qkv row layout: [q (C) | k (NKV hs) | v (NKV hs)], hs = C / NH: query head h owns columns
+// [h*hs, (h+1)*hs) of q and reads kv head h / (NH / NKV) of k and v; with NKV = NH the row
+// is [q (C) | k (C) | v (C)]. Scale 1 / sqrt(hs). bf16 inputs and outputs, fp32
+// accumulation. dK and dV of a kv head sum over its group of query heads in a fixed order.
 // Invariant: activations and the input gradient are written with = (every element of dqkv
 // is written); no parameters.
-// REQUIRES: head size hs = C / NH is 64 or 128.
+// REQUIRES: head size hs = C / NH is 64 or 128; NH a multiple of NKV.
 //
 // Two implementations, chosen per process by set_attention_backend:
 // - cudnn (the default, runtime.attention: cudnn): cuDNN's fused flash attention
@@ -36,16 +39,34 @@ enum class AttentionBackend { cudnn, kernels };
 void set_attention_backend(AttentionBackend backend);
 AttentionBackend attention_backend();
 
-void attention_forward(bf16* out,        // (B, T, C)
-                       float* lse,       // (B, NH, T) logsumexp of each row's scaled scores
-                       const bf16* qkv,  // (B, T, 3C)
-                       int B, int T, int C, int NH, cudaStream_t stream);
+/// Grouped-query attention: NKV kv heads shared by NH query heads.
+void gqa_attention_forward(bf16* out,        // (B, T, C)
+                           float* lse,       // (B, NH, T) logsumexp of each row's scaled scores
+                           const bf16* qkv,  // (B, T, C + 2 NKV hs)
+                           int B, int T, int C, int NH, int NKV, cudaStream_t stream);
 
-void attention_backward_input(bf16* dqkv,         // (B, T, 3C) =
-                              const bf16* dout,   // (B, T, C)
-                              const bf16* qkv,    // (B, T, 3C)
-                              const bf16* out,    // (B, T, C) from attention_forward
-                              const float* lse,   // (B, NH, T) from attention_forward
-                              int B, int T, int C, int NH, cudaStream_t stream);
+void gqa_attention_backward_input(bf16* dqkv,         // (B, T, C + 2 NKV hs) =
+                                  const bf16* dout,   // (B, T, C)
+                                  const bf16* qkv,    // (B, T, C + 2 NKV hs)
+                                  const bf16* out,    // (B, T, C) from gqa_attention_forward
+                                  const float* lse,   // (B, NH, T) from gqa_attention_forward
+                                  int B, int T, int C, int NH, int NKV, cudaStream_t stream);
+
+/// Multi-head attention (GPT-2's): gqa_attention_forward with NKV = NH.
+inline void attention_forward(bf16* out,        // (B, T, C)
+                              float* lse,       // (B, NH, T)
+                              const bf16* qkv,  // (B, T, 3C)
+                              int B, int T, int C, int NH, cudaStream_t stream) {
+  gqa_attention_forward(out, lse, qkv, B, T, C, NH, NH, stream);
+}
+
+inline void attention_backward_input(bf16* dqkv,         // (B, T, 3C) =
+                                     const bf16* dout,   // (B, T, C)
+                                     const bf16* qkv,    // (B, T, 3C)
+                                     const bf16* out,    // (B, T, C) from attention_forward
+                                     const float* lse,   // (B, NH, T) from attention_forward
+                                     int B, int T, int C, int NH, cudaStream_t stream) {
+  gqa_attention_backward_input(dqkv, dout, qkv, out, lse, B, T, C, NH, NH, stream);
+}
 
 }  // namespace conveyor

@@ -19,17 +19,19 @@ std::atomic<AttentionBackend> g_backend{AttentionBackend::cudnn};
 
 // Prints `reason` once per (pass, shape): a run calls the attention thousands of times
 // with the same few shapes.
-void warn_once(AttentionPass pass, int B, int T, int C, int NH, const std::string& reason) {
+void warn_once(AttentionPass pass, int B, int T, int C, int NH, int NKV,
+               const std::string& reason) {
   static std::mutex mu;
-  static std::set<std::tuple<AttentionPass, int, int, int, int>> warned;
+  static std::set<std::tuple<AttentionPass, int, int, int, int, int>> warned;
   {
     std::lock_guard lock(mu);
-    if (!warned.emplace(pass, B, T, C, NH).second) return;
+    if (!warned.emplace(pass, B, T, C, NH, NKV).second) return;
   }
   fmt::print(stderr,
              "conveyor: warning: cuDNN attention cannot run the {} pass at B={} T={} C={} NH={} "
-             "(head size {}); conveyor's attention kernels run it instead. Reason: {}\n",
-             pass == AttentionPass::forward ? "forward" : "backward", B, T, C, NH, C / NH, reason);
+             "NKV={} (head size {}); conveyor's attention kernels run it instead. Reason: {}\n",
+             pass == AttentionPass::forward ? "forward" : "backward", B, T, C, NH, NKV, C / NH,
+             reason);
 }
 
 }  // namespace
@@ -40,15 +42,15 @@ AttentionBackend attention_backend() { return g_backend.load(); }
 
 namespace cuda_detail {
 
-bool attention_on_cudnn(AttentionPass pass, int B, int T, int C, int NH,
+bool attention_on_cudnn(AttentionPass pass, int B, int T, int C, int NH, int NKV,
                         std::initializer_list<const void*> pointers) {
   if (attention_backend() != AttentionBackend::cudnn) return false;
   if (!aligned_for_cudnn(pointers)) {
-    warn_once(pass, B, T, C, NH, "a pointer is not 16-byte aligned");
+    warn_once(pass, B, T, C, NH, NKV, "a pointer is not 16-byte aligned");
     return false;
   }
-  if (const auto refusal = cudnn_attention_refusal(pass, B, T, C, NH)) {
-    warn_once(pass, B, T, C, NH, *refusal);
+  if (const auto refusal = cudnn_attention_refusal(pass, B, T, C, NH, NKV)) {
+    warn_once(pass, B, T, C, NH, NKV, *refusal);
     return false;
   }
   return true;

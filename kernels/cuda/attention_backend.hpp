@@ -11,7 +11,7 @@ namespace conveyor::cuda_detail {
 /// build the pass's plan on the current device (the first call per shape builds it), and
 /// every pointer is 16-byte aligned. Otherwise false, after a warning on stderr naming the
 /// reason, once per (pass, shape) in the process.
-bool attention_on_cudnn(AttentionPass pass, int B, int T, int C, int NH,
+bool attention_on_cudnn(AttentionPass pass, int B, int T, int C, int NH, int NKV,
                         std::initializer_list<const void*> pointers);
 
 }  // namespace conveyor::cuda_detail

@@ -20,15 +20,17 @@
 namespace conveyor {
 namespace {
 
-std::optional<std::string> shape_error(int B, int T, int C, int NH) {
-  if (B > 0 && T > 0 && C > 0 && NH > 0 && C % NH == 0) return std::nullopt;
-  return "B, T, C, NH must be positive with NH dividing C, got " + std::to_string(B) + ", " +
-         std::to_string(T) + ", " + std::to_string(C) + ", " + std::to_string(NH);
+std::optional<std::string> shape_error(int B, int T, int C, int NH, int NKV) {
+  if (B > 0 && T > 0 && C > 0 && NH > 0 && NKV > 0 && C % NH == 0 && NH % NKV == 0)
+    return std::nullopt;
+  return "B, T, C, NH, NKV must be positive with NH dividing C and NKV dividing NH, got " +
+         std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(C) + ", " +
+         std::to_string(NH) + ", " + std::to_string(NKV);
 }
 
-void check_args(const char* what, int B, int T, int C, int NH,
+void check_args(const char* what, int B, int T, int C, int NH, int NKV,
                 std::initializer_list<const void*> pointers) {
-  if (auto err = shape_error(B, T, C, NH))
+  if (auto err = shape_error(B, T, C, NH, NKV))
     throw std::invalid_argument(std::string(what) + ": " + *err);
   if (!aligned_for_cudnn(pointers))
     throw std::invalid_argument(std::string(what) +
@@ -46,7 +48,7 @@ struct DeviceHandle {
 };
 
 struct PlanKey {
-  int device, B, T, C, NH;
+  int device, B, T, C, NH, NKV;
   AttentionPass pass;
   auto operator<=>(const PlanKey&) const = default;
 };
@@ -92,13 +94,13 @@ DeviceHandle& device_handle(int device) {
 }
 
 // The plan of (current device, shape, pass), built on first use.
-const PlanSlot& plan_slot(AttentionPass pass, int B, int T, int C, int NH) {
+const PlanSlot& plan_slot(AttentionPass pass, int B, int T, int C, int NH, int NKV) {
   const int device = current_device();
   Registry& r = registry();
   PlanSlot* slot = nullptr;
   {
     std::lock_guard lock(r.mu);
-    auto& s = r.plans[PlanKey{device, B, T, C, NH, pass}];
+    auto& s = r.plans[PlanKey{device, B, T, C, NH, NKV, pass}];
     if (!s) s = std::make_unique<PlanSlot>();
     slot = s.get();
   }
@@ -109,7 +111,7 @@ const PlanSlot& plan_slot(AttentionPass pass, int B, int T, int C, int NH) {
       slot->refusal = "no cuDNN handle on cuda:" + std::to_string(device) + ": " + h.error;
       return;
     }
-    const cudnn::SdpaShape shape{B, NH, T, C / NH};
+    const cudnn::SdpaShape shape{B, NH, NKV, T, C / NH};
     std::lock_guard lock(h.mu);  // plan finalization uses the handle
     try {
       slot->plan = pass == AttentionPass::forward ? cudnn::build_sdpa_forward(h.handle, shape)
@@ -121,12 +123,14 @@ const PlanSlot& plan_slot(AttentionPass pass, int B, int T, int C, int NH) {
   return *slot;
 }
 
-const PlanSlot& usable_plan(const char* what, AttentionPass pass, int B, int T, int C, int NH) {
-  const PlanSlot& slot = plan_slot(pass, B, T, C, NH);
+const PlanSlot& usable_plan(const char* what, AttentionPass pass, int B, int T, int C, int NH,
+                            int NKV) {
+  const PlanSlot& slot = plan_slot(pass, B, T, C, NH, NKV);
   if (!slot.plan)
     throw CudaError(std::string(what) + ": cuDNN cannot run this shape (B=" + std::to_string(B) +
                     " T=" + std::to_string(T) + " C=" + std::to_string(C) +
-                    " NH=" + std::to_string(NH) + "): " + slot.refusal);
+                    " NH=" + std::to_string(NH) + " NKV=" + std::to_string(NKV) +
+                    "): " + slot.refusal);
   return slot;
 }
 
@@ -153,46 +157,48 @@ bool aligned_for_cudnn(std::initializer_list<const void*> pointers) {
 #if CONVEYOR_WITH_CUDNN
 
 std::optional<std::string> cudnn_attention_refusal(AttentionPass pass, int B, int T, int C,
-                                                   int NH) {
-  if (auto err = shape_error(B, T, C, NH)) return err;
-  const PlanSlot& slot = plan_slot(pass, B, T, C, NH);
+                                                   int NH, int NKV) {
+  if (auto err = shape_error(B, T, C, NH, NKV)) return err;
+  const PlanSlot& slot = plan_slot(pass, B, T, C, NH, NKV);
   if (slot.plan) return std::nullopt;
   return slot.refusal;
 }
 
 void cudnn_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                             cudaStream_t stream) {
-  check_args("cudnn_attention_forward", B, T, C, NH, {out, lse, qkv});
+                             int NKV, cudaStream_t stream) {
+  check_args("cudnn_attention_forward", B, T, C, NH, NKV, {out, lse, qkv});
   const PlanSlot& slot =
-      usable_plan("cudnn_attention_forward", AttentionPass::forward, B, T, C, NH);
+      usable_plan("cudnn_attention_forward", AttentionPass::forward, B, T, C, NH, NKV);
   bf16* q = const_cast<bf16*>(qkv);  // cuDNN takes every pointer as void*; it only reads Q, K, V
+  const std::int64_t kv_width = std::int64_t{NKV} * (C / NH);
   const cudnn::TensorBinding bindings[] = {{cudnn::kSdpaQ, q},
                                            {cudnn::kSdpaK, q + C},
-                                           {cudnn::kSdpaV, q + 2 * C},
+                                           {cudnn::kSdpaV, q + C + kv_width},
                                            {cudnn::kSdpaO, out},
                                            {cudnn::kSdpaStats, lse}};
   execute(slot, bindings, stream);
 }
 
 void cudnn_attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                                    const float* lse, int B, int T, int C, int NH,
+                                    const float* lse, int B, int T, int C, int NH, int NKV,
                                     cudaStream_t stream) {
-  check_args("cudnn_attention_backward_input", B, T, C, NH, {dqkv, dout, qkv, out, lse});
+  check_args("cudnn_attention_backward_input", B, T, C, NH, NKV, {dqkv, dout, qkv, out, lse});
   const PlanSlot& slot =
-      usable_plan("cudnn_attention_backward_input", AttentionPass::backward, B, T, C, NH);
+      usable_plan("cudnn_attention_backward_input", AttentionPass::backward, B, T, C, NH, NKV);
+  const std::int64_t kv_width = std::int64_t{NKV} * (C / NH);
   DeviceBuffer softmax_sum(sizeof(float) * static_cast<std::size_t>(B) * NH * T, current_device(),
                            stream, "cuDNN attention backward softmax_sum");
   // cuDNN takes every pointer as void*; it only reads the inputs.
   bf16* q = const_cast<bf16*>(qkv);
   const cudnn::TensorBinding bindings[] = {{cudnn::kSdpaQ, q},
                                            {cudnn::kSdpaK, q + C},
-                                           {cudnn::kSdpaV, q + 2 * C},
+                                           {cudnn::kSdpaV, q + C + kv_width},
                                            {cudnn::kSdpaO, const_cast<bf16*>(out)},
                                            {cudnn::kSdpaDout, const_cast<bf16*>(dout)},
                                            {cudnn::kSdpaStats, const_cast<float*>(lse)},
                                            {cudnn::kSdpaDq, dqkv},
                                            {cudnn::kSdpaDk, dqkv + C},
-                                           {cudnn::kSdpaDv, dqkv + 2 * C},
+                                           {cudnn::kSdpaDv, dqkv + C + kv_width},
                                            {cudnn::kSdpaSoftmaxSum, softmax_sum.data()}};
   execute(slot, bindings, stream);
 }
@@ -204,20 +210,22 @@ constexpr const char* kNoCudnn =
     "conveyor was built without cuDNN (CMake found no cuDNN 9 headers and library)";
 }
 
-std::optional<std::string> cudnn_attention_refusal(AttentionPass, int B, int T, int C, int NH) {
-  if (auto err = shape_error(B, T, C, NH)) return err;
+std::optional<std::string> cudnn_attention_refusal(AttentionPass, int B, int T, int C, int NH,
+                                                   int NKV) {
+  if (auto err = shape_error(B, T, C, NH, NKV)) return err;
   return std::string(kNoCudnn);
 }
 
 void cudnn_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                             cudaStream_t) {
-  check_args("cudnn_attention_forward", B, T, C, NH, {out, lse, qkv});
+                             int NKV, cudaStream_t) {
+  check_args("cudnn_attention_forward", B, T, C, NH, NKV, {out, lse, qkv});
   throw CudaError(std::string("cudnn_attention_forward: ") + kNoCudnn);
 }
 
 void cudnn_attention_backward_input(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                                    const float* lse, int B, int T, int C, int NH, cudaStream_t) {
-  check_args("cudnn_attention_backward_input", B, T, C, NH, {dqkv, dout, qkv, out, lse});
+                                    const float* lse, int B, int T, int C, int NH, int NKV,
+                                    cudaStream_t) {
+  check_args("cudnn_attention_backward_input", B, T, C, NH, NKV, {dqkv, dout, qkv, out, lse});
   throw CudaError(std::string("cudnn_attention_backward_input: ") + kNoCudnn);
 }
 

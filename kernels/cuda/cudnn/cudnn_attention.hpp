@@ -4,7 +4,10 @@
 // run here and the other on the kernels. The backward is deterministic (no atomics); dqkv is
 // written with =.
 //
-// Plans are built on first use per (device, B, T, C, NH, pass) and kept for the process:
+// Grouped-query attention (NKV < NH kv heads, attention.hpp's gqa_ row layout) runs as
+// cudnn-frontend composes it: K and V with NKV heads, and in the backward dK and dV formed
+// per query head and summed over each group by a reduction node.
+// Plans are built on first use per (device, B, T, C, NH, NKV, pass) and kept for the process:
 // building compiles kernels at run time (seconds), so it happens once per shape. A refusal
 // (the shape, the head size, a missing cuDNN sub-library) is kept as well. One cuDNN handle
 // per device, created on first use; handles and plans are never destroyed (they outlive
@@ -33,23 +36,23 @@ bool aligned_for_cudnn(std::initializer_list<const void*> pointers);
 /// its plan met, or that conveyor was built without cuDNN), or nullopt when it can. The first
 /// call per (device, shape, pass) builds the plan. Never throws CudaError.
 std::optional<std::string> cudnn_attention_refusal(AttentionPass pass, int B, int T, int C,
-                                                   int NH);
+                                                   int NH, int NKV);
 
-/// attention_forward's contract (attention.hpp), on the current device.
+/// gqa_attention_forward's contract (attention.hpp), on the current device.
 /// REQUIRES: cudnn_attention_refusal(forward, ...) is nullopt (CudaError naming the refusal
 /// otherwise); every pointer 16-byte aligned (std::invalid_argument otherwise).
 void cudnn_attention_forward(bf16* out,        // (B, T, C)
                              float* lse,       // (B, NH, T)
-                             const bf16* qkv,  // (B, T, 3C)
-                             int B, int T, int C, int NH, cudaStream_t stream);
+                             const bf16* qkv,  // (B, T, C + 2 NKV hs)
+                             int B, int T, int C, int NH, int NKV, cudaStream_t stream);
 
-/// attention_backward_input's contract (attention.hpp); REQUIRES as the forward, for the
-/// backward pass.
-void cudnn_attention_backward_input(bf16* dqkv,         // (B, T, 3C) =
+/// gqa_attention_backward_input's contract (attention.hpp); REQUIRES as the forward, for
+/// the backward pass.
+void cudnn_attention_backward_input(bf16* dqkv,         // (B, T, C + 2 NKV hs) =
                                     const bf16* dout,   // (B, T, C)
-                                    const bf16* qkv,    // (B, T, 3C)
+                                    const bf16* qkv,    // (B, T, C + 2 NKV hs)
                                     const bf16* out,    // (B, T, C)
                                     const float* lse,   // (B, NH, T)
-                                    int B, int T, int C, int NH, cudaStream_t stream);
+                                    int B, int T, int C, int NH, int NKV, cudaStream_t stream);
 
 }  // namespace conveyor

@@ -81,7 +81,9 @@ class OpGraphBuilder {
   GraphTensor matmul(const GraphTensor& a, const GraphTensor& b, std::string name,
                      cudnnDataType_t out_type = CUDNN_DATA_FLOAT);
 
-  /// y = reduce(x) over the dims where y has extent 1; fp32.
+  /// y = reduce(x) over the dims where y is smaller: to extent 1 (a row max), or from H to
+  /// Hkv along the heads (grouped-query attention's dK and dV, as cudnn-frontend emits it,
+  /// which the fused attention engines recognise); fp32.
   void reduction_into(cudnnReduceTensorOp_t op, const GraphTensor& x, const GraphTensor& y);
   /// Reduces the last dim (a row max or row sum) into a new virtual fp32 tensor.
   GraphTensor row_reduction(cudnnReduceTensorOp_t op, const GraphTensor& x, std::string name);

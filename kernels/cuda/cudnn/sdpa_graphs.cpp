@@ -11,18 +11,21 @@ constexpr cudnnDataType_t kBf16 = CUDNN_DATA_BFLOAT16;
 constexpr cudnnDataType_t kF32 = CUDNN_DATA_FLOAT;
 
 Dims bhtd(const SdpaShape& s) { return {s.B, s.H, s.T, s.D}; }
-Dims bhdt(const SdpaShape& s) { return {s.B, s.H, s.D, s.T}; }
 Dims bhtt(const SdpaShape& s) { return {s.B, s.H, s.T, s.T}; }
 Dims bht1(const SdpaShape& s) { return {s.B, s.H, s.T, 1}; }
+Dims kv_dims(const SdpaShape& s) { return {s.B, s.Hkv, s.T, s.D}; }
+Dims kv_transposed_dims(const SdpaShape& s) { return {s.B, s.Hkv, s.D, s.T}; }
 std::int64_t width(const SdpaShape& s) { return s.H * s.D; }  // C
-// Q, V, dQ, dK, dV inside (B, T, 3C), as (B, H, T, D).
+std::int64_t row_width(const SdpaShape& s) { return (s.H + 2 * s.Hkv) * s.D; }  // W
+// Q, V, dQ, dK, dV inside (B, T, W), as (B, heads, T, D).
 Dims qkv_strides(const SdpaShape& s) {
-  return {s.T * 3 * width(s), s.D, 3 * width(s), 1};
+  return {s.T * row_width(s), s.D, row_width(s), 1};
 }
-// K^T, V^T inside (B, T, 3C), as (B, H, D, T).
+// K^T, V^T inside (B, T, W), as (B, Hkv, D, T).
 Dims qkv_transposed_strides(const SdpaShape& s) {
-  return {s.T * 3 * width(s), s.D, 1, 3 * width(s)};
+  return {s.T * row_width(s), s.D, 1, row_width(s)};
 }
+bool grouped(const SdpaShape& s) { return s.Hkv != s.H; }
 // O, dO in (B, T, C), as (B, H, T, D).
 Dims out_strides(const SdpaShape& s) { return {s.T * width(s), s.D, width(s), 1}; }
 // A row-major (B, H, Tq, Tk) score matrix viewed as (B, H, Tk, Tq).
@@ -61,8 +64,9 @@ std::unique_ptr<SdpaPlan> build_sdpa_forward(cudnnHandle_t handle, const SdpaSha
   auto p = std::make_unique<SdpaPlan>("sdpa forward");
   OpGraphBuilder& g = p->graph;
   const GraphTensor q = g.io(kSdpaQ, bhtd(s), qkv_strides(s), kBf16, "Q");
-  const GraphTensor kt = g.io(kSdpaK, bhdt(s), qkv_transposed_strides(s), kBf16, "K^T");
-  const GraphTensor v = g.io(kSdpaV, bhtd(s), qkv_strides(s), kBf16, "V");
+  const GraphTensor kt =
+      g.io(kSdpaK, kv_transposed_dims(s), qkv_transposed_strides(s), kBf16, "K^T");
+  const GraphTensor v = g.io(kSdpaV, kv_dims(s), qkv_strides(s), kBf16, "V");
   const GraphTensor o = g.io(kSdpaO, bhtd(s), out_strides(s), kBf16, "O");
   const GraphTensor stats = g.io(kSdpaStats, bht1(s), packed_strides(bht1(s)), kF32, "Stats");
   const GraphTensor scale = g.scalar(attention_scale(s), "scale");
@@ -87,14 +91,24 @@ std::unique_ptr<SdpaPlan> build_sdpa_backward(cudnnHandle_t handle, const SdpaSh
   auto p = std::make_unique<SdpaPlan>("sdpa backward");
   OpGraphBuilder& g = p->graph;
   const GraphTensor q = g.io(kSdpaQ, bhtd(s), qkv_strides(s), kBf16, "Q");
-  const GraphTensor kt = g.io(kSdpaK, bhdt(s), qkv_transposed_strides(s), kBf16, "K^T");
-  const GraphTensor vt = g.io(kSdpaV, bhdt(s), qkv_transposed_strides(s), kBf16, "V^T");
+  const GraphTensor kt =
+      g.io(kSdpaK, kv_transposed_dims(s), qkv_transposed_strides(s), kBf16, "K^T");
+  const GraphTensor vt =
+      g.io(kSdpaV, kv_transposed_dims(s), qkv_transposed_strides(s), kBf16, "V^T");
   const GraphTensor o = g.io(kSdpaO, bhtd(s), out_strides(s), kBf16, "O");
   const GraphTensor dout = g.io(kSdpaDout, bhtd(s), out_strides(s), kBf16, "dO");
   const GraphTensor stats = g.io(kSdpaStats, bht1(s), packed_strides(bht1(s)), kF32, "Stats");
   const GraphTensor dq = g.io(kSdpaDq, bhtd(s), qkv_strides(s), kBf16, "dQ");
-  const GraphTensor dk = g.io(kSdpaDk, bhtd(s), qkv_strides(s), kBf16, "dK");
-  const GraphTensor dv = g.io(kSdpaDv, bhtd(s), qkv_strides(s), kBf16, "dV");
+  const GraphTensor dk = g.io(kSdpaDk, kv_dims(s), qkv_strides(s), kBf16, "dK");
+  const GraphTensor dv = g.io(kSdpaDv, kv_dims(s), qkv_strides(s), kBf16, "dV");
+  // c = a @ b into `out`; grouped: per query head into a bf16 virtual tensor, then summed
+  // over each group of query heads into `out` (Hkv heads).
+  auto kv_gradient = [&](const GraphTensor& a, const GraphTensor& b, const GraphTensor& out,
+                         const char* per_head) {
+    if (!grouped(s)) return g.matmul_into(a, b, out);
+    const GraphTensor full = g.matmul(a, b, per_head, kBf16);
+    g.reduction_into(CUDNN_REDUCE_TENSOR_ADD, full, out);
+  };
   const GraphTensor scale = g.scalar(attention_scale(s), "scale");
   const GraphTensor one = g.scalar(1.0f, "dropout scale");  // the frontend's slot; no dropout
 
@@ -115,7 +129,7 @@ std::unique_ptr<SdpaPlan> build_sdpa_backward(cudnnHandle_t handle, const SdpaSh
   // dV = P^T dO (P^T: a transposing reshape to bf16).
   const GraphTensor probs_t = g.virtual_tensor(bhtt(s), scores_transposed_strides(s), kBf16, "P^T");
   g.reshape_into(probs, probs_t);
-  g.matmul_into(probs_t, dout, dv);
+  kv_gradient(probs_t, dout, dv, "dV per query head");
 
   // dP = dO V^T; dS = P * (dP - softmax_sum) * scale.
   const GraphTensor dp = g.matmul(dout, vt, "dP = dO V^T");
@@ -126,12 +140,13 @@ std::unique_ptr<SdpaPlan> build_sdpa_backward(cudnnHandle_t handle, const SdpaSh
   // dK = dS^T Q.
   const GraphTensor ds_t = g.virtual_tensor(bhtt(s), scores_transposed_strides(s), kBf16, "dS^T");
   g.reshape_into(ds, ds_t);
-  g.matmul_into(ds_t, q, dk);
+  kv_gradient(ds_t, q, dk, "dK per query head");
 
   // dQ = dS K, written directly (the deterministic form). K comes back from K^T through a
   // reshape to an fp32 virtual tensor, as the frontend does.
   const Dims kts = qkv_transposed_strides(s);
-  const GraphTensor k = g.virtual_tensor(bhtd(s), {kts[0], kts[1], kts[3], kts[2]}, kF32, "K");
+  const GraphTensor k =
+      g.virtual_tensor(kv_dims(s), {kts[0], kts[1], kts[3], kts[2]}, kF32, "K");
   g.reshape_into(kt, k);
   g.matmul_into(ds, k, dq);
   return plan_graph(handle, std::move(p));

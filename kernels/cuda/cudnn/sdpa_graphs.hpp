@@ -9,10 +9,15 @@
 // backward in its deterministic form (dQ written directly, no fp32 dQ accumulator), the
 // mask applied after S - stats, and softmax_sum = rowsum(dO * O) written to a buffer.
 //
-// Tensors (logical dims (B, H, T, D); memory as conveyor's):
-//   Q, K, V, dQ, dK, dV  inside qkv / dqkv (B, T, 3C): row stride 3C, head h at h*D, K at +C,
-//                        V at +2C; K^T and V^T are the same memory with the last two strides
-//                        swapped
+// Tensors (logical dims (B, H, T, D) for Q, O and their gradients, (B, Hkv, T, D) for K, V
+// and theirs; memory as conveyor's, attention.hpp):
+//   Q, K, V, dQ, dK, dV  inside qkv / dqkv (B, T, W), W = (H + 2 Hkv) D: row stride W, query
+//                        head h at h*D, K at +H*D, V at +(H + Hkv)*D; K^T and V^T are the
+//                        same memory with the last two strides swapped. Hkv = H is GPT-2's
+//                        (B, T, 3C).
+//   Grouped-query (Hkv < H): the products broadcast K and V over each group of H / Hkv query
+//                        heads; the backward forms dK and dV per query head (bf16, virtual)
+//                        and sums each group with a reduction node, as cudnn-frontend does.
 //   O, dO                (B, T, C)
 //   Stats                (B, H, T, 1) fp32: natural-log logsumexp of each row's scaled scores
 //   softmax_sum          (B, H, T, 1) fp32 scratch of the backward
@@ -27,7 +32,7 @@
 namespace conveyor::cudnn {
 
 struct SdpaShape {
-  std::int64_t B, H, T, D;  // batch, heads, sequence length, head size
+  std::int64_t B, H, Hkv, T, D;  // batch, query heads, kv heads, sequence length, head size
 };
 
 /// Unique ids of the tensors a call binds (OpGraphBuilder::variant_pack).

@@ -7,14 +7,16 @@
 // also takes a second, mirrored row block), to exercise the edges (T = 1 is one partial tile;
 // T = 1024 is the reference shape's sequence length).
 // Tolerances (scaled_error): 2e-2 on the bf16 output, 3e-2 on the gradients (5e-2 at
-// T = 1024; see below).
+// T = 1024; see below). Grouped-query attention (NKV < NH kv heads) against
+// kernels/cpu/gqa_attention.hpp with the same tolerances: dK and dV of a kv head sum the
+// gradients of its NH / NKV query heads.
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
 #include <array>
 #include <utility>
 
-#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/gqa_attention.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/cudnn/cudnn_attention.hpp"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
@@ -42,41 +44,46 @@ struct BackendScope {
 };
 
 // Logs when the cudnn backend will run `pass` on the kernels (cuDNN refused the shape).
-void note_fallback(AttentionBackend b, AttentionPass pass, int B, int T, int C, int NH) {
+void note_fallback(AttentionBackend b, AttentionPass pass, int B, int T, int C, int NH, int NKV) {
   if (b != AttentionBackend::cudnn) return;
-  if (const auto why = cudnn_attention_refusal(pass, B, T, C, NH))
+  if (const auto why = cudnn_attention_refusal(pass, B, T, C, NH, NKV))
     MESSAGE("cuDNN refused the " << (pass == AttentionPass::forward ? "forward" : "backward")
-                                 << " at T=" << T << " hs=" << C / NH
-                                 << " (the kernels ran it): " << *why);
+                                 << " at T=" << T << " hs=" << C / NH << " NH=" << NH
+                                 << " NKV=" << NKV << " (the kernels ran it): " << *why);
 }
 
-// The forward on `fwd`'s backend, the backward on `bwd`'s.
-void check_attention(int B, int T, int C, int NH, double grad_tol, AttentionBackend fwd,
+// The forward on `fwd`'s backend, the backward on `bwd`'s; NKV kv heads (NH: multi-head).
+void check_attention(int B, int T, int C, int NH, int NKV, double grad_tol, AttentionBackend fwd,
                      AttentionBackend bwd) {
   TestStream s;
   CAPTURE(T);
   CAPTURE(C / NH);
+  CAPTURE(NH);
+  CAPTURE(NKV);
   const std::string forward_backend = name_of(fwd), backward_backend = name_of(bwd);
   CAPTURE(forward_backend);
   CAPTURE(backward_backend);
-  const auto qkv = random_bf16(std::size_t(B) * T * 3 * C, 41 + C, 1.0);
-  const auto dout = random_bf16(std::size_t(B) * T * C, 42 + C);
+  const int hs = C / NH, kv = NKV * hs;
+  const std::size_t W = std::size_t(C) + 2 * kv;  // the fused row: [q (C) | k (kv) | v (kv)]
+  const auto qkv = random_bf16(std::size_t(B) * T * W, 41 + C + NKV, 1.0);
+  const auto dout = random_bf16(std::size_t(B) * T * C, 42 + C + NKV);
   const auto qkvd = to_double(qkv), doutd = to_double(dout);
   std::vector<double> out(std::size_t(B) * T * C), att(std::size_t(B) * NH * T * T),
-      dqkv(std::size_t(B) * T * 3 * C);
-  cpu::attention_forward(out.data(), att.data(), qkvd.data(), B, T, C, NH);
-  cpu::attention_backward_input(dqkv.data(), doutd.data(), qkvd.data(), att.data(), B, T, C, NH);
+      dqkv(std::size_t(B) * T * W);
+  cpu::gqa_attention_forward(out.data(), att.data(), qkvd.data(), B, T, C, NH, NKV);
+  cpu::gqa_attention_backward_input(dqkv.data(), doutd.data(), qkvd.data(), att.data(), B, T, C,
+                                    NH, NKV);
   // logsumexp of each row's scaled scores, from the probabilities: lse = s_ij - log p_ij
   // at j = 0 (always unmasked).
   std::vector<double> lse(std::size_t(B) * NH * T);
-  const int hs = C / NH;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T; ++t) {
+        const int kvh = h / (NH / NKV);
         double dot = 0;
         for (int d = 0; d < hs; ++d)
-          dot += qkvd[(std::size_t(b) * T + t) * 3 * C + h * hs + d] *
-                 qkvd[(std::size_t(b) * T + 0) * 3 * C + C + h * hs + d];
+          dot += qkvd[(std::size_t(b) * T + t) * W + h * hs + d] *
+                 qkvd[(std::size_t(b) * T + 0) * W + C + kvh * hs + d];
         const double sc = dot / std::sqrt(static_cast<double>(hs));
         lse[(std::size_t(b) * NH + h) * T + t] =
             sc - std::log(att[((std::size_t(b) * NH + h) * T + t) * T + 0]);
@@ -87,16 +94,17 @@ void check_attention(int B, int T, int C, int NH, double grad_tol, AttentionBack
   DeviceBuffer out_g(out.size() * 2, dev, s, "att out"), lse_g(lse.size() * 4, dev, s, "lse"),
       dqkv_g(dqkv.size() * 2, dev, s, "dqkv");
   CUDA_CHECK(cudaMemsetAsync(dqkv_g.data(), 0xff, dqkv.size() * 2, s));  // NaNs: all written?
-  note_fallback(fwd, AttentionPass::forward, B, T, C, NH);
-  note_fallback(bwd, AttentionPass::backward, B, T, C, NH);
+  note_fallback(fwd, AttentionPass::forward, B, T, C, NH, NKV);
+  note_fallback(bwd, AttentionPass::backward, B, T, C, NH, NKV);
   {
     BackendScope scope(fwd);
-    attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
+    gqa_attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH,
+                          NKV, s);
   }
   {
     BackendScope scope(bwd);
-    attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
-                             out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, s);
+    gqa_attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
+                                 out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, NKV, s);
   }
   CONVEYOR_CHECK_CLOSE(out, download_bf16(out_g.data(), out.size(), s), 2e-2);
   CONVEYOR_CHECK_CLOSE(lse, download_f32(lse_g.data(), lse.size(), s), 1e-4);
@@ -110,21 +118,23 @@ void check_attention(int B, int T, int C, int NH, double grad_tol, AttentionBack
   // bounds: dk 0.029 at T = 300 and 0.045 at T = 1024. An indexing or masking bug gives
   // errors of order 1.
   const auto got = download_bf16(dqkv_g.data(), dqkv.size(), s);
+  const std::size_t begin[3] = {0, std::size_t(C), std::size_t(C) + kv};
+  const std::size_t width[3] = {std::size_t(C), std::size_t(kv), std::size_t(kv)};
   for (int part = 0; part < 3; ++part) {
     CAPTURE(part);  // 0 dq, 1 dk, 2 dv
     std::vector<double> r;
     std::vector<float> g;
     for (std::size_t row = 0; row < std::size_t(B) * T; ++row)
-      for (int c = 0; c < C; ++c) {
-        r.push_back(dqkv[row * 3 * C + part * C + c]);
-        g.push_back(got[row * 3 * C + part * C + c]);
+      for (std::size_t c = begin[part]; c < begin[part] + width[part]; ++c) {
+        r.push_back(dqkv[row * W + c]);
+        g.push_back(got[row * W + c]);
       }
     CONVEYOR_CHECK_CLOSE(r, g, grad_tol);
   }
 }
 
 void check_attention(int B, int T, int C, int NH, double grad_tol = 5e-2) {
-  for (const AttentionBackend b : kBackends) check_attention(B, T, C, NH, grad_tol, b, b);
+  for (const AttentionBackend b : kBackends) check_attention(B, T, C, NH, NH, grad_tol, b, b);
 }
 
 TEST_CASE("cuda attention forward and backward match the CPU reference for head size 64") {
@@ -146,8 +156,8 @@ TEST_CASE("cuda attention forward on one backend, backward on the other match th
   CONVEYOR_REQUIRE_GPU();
   for (const auto& [fwd, bwd] : {std::pair{AttentionBackend::cudnn, AttentionBackend::kernels},
                                  std::pair{AttentionBackend::kernels, AttentionBackend::cudnn}}) {
-    check_attention(2, 67, 128, 2, 5e-2, fwd, bwd);
-    check_attention(2, 83, 256, 2, 5e-2, fwd, bwd);
+    check_attention(2, 67, 128, 2, 2, 5e-2, fwd, bwd);
+    check_attention(2, 83, 256, 2, 2, 5e-2, fwd, bwd);
   }
 }
 
@@ -155,6 +165,18 @@ TEST_CASE("cuda attention forward on one backend, backward on the other match th
 // taken): two runs on the same inputs, into buffers filled with different bytes, give the
 // same bits; so does the forward. Shapes cuDNN runs (checked first: a fallback to the
 // kernels would make the test vacuous), head sizes 128 and 64.
+TEST_CASE("cuda grouped-query attention matches the CPU reference, both backends") {
+  CONVEYOR_REQUIRE_GPU();
+  for (const AttentionBackend b : kBackends) {
+    check_attention(2, 67, 256, 4, 2, 5e-2, b, b);    // hs 64, groups of 2
+    check_attention(1, 130, 512, 4, 1, 5e-2, b, b);   // hs 128, one kv head (MQA)
+    check_attention(1, 300, 1024, 16, 4, 5e-2, b, b);  // hs 64, groups of 4 (Llama-3.2-1B's 4)
+  }
+  // A forward from one backend feeds a backward from the other.
+  check_attention(2, 83, 512, 8, 2, 5e-2, AttentionBackend::cudnn, AttentionBackend::kernels);
+  check_attention(2, 83, 512, 8, 2, 5e-2, AttentionBackend::kernels, AttentionBackend::cudnn);
+}
+
 TEST_CASE("cuda attention through cuDNN gives bitwise identical results in two runs") {
   CONVEYOR_REQUIRE_GPU();
 #if !CONVEYOR_WITH_CUDNN
@@ -162,19 +184,22 @@ TEST_CASE("cuda attention through cuDNN gives bitwise identical results in two r
   return;
 #endif
   BackendScope scope(AttentionBackend::cudnn);
-  for (const auto [B, T, C, NH] : {std::array{2, 256, 512, 4}, std::array{2, 256, 256, 4},
-                                   std::array{4, 1024, 2048, 16}}) {
+  for (const auto [B, T, C, NH, NKV] :
+       {std::array{2, 256, 512, 4, 4}, std::array{2, 256, 256, 4, 4},
+        std::array{4, 1024, 2048, 16, 16}, std::array{2, 256, 2048, 32, 8}}) {
     CAPTURE(T);
     CAPTURE(C / NH);
+    CAPTURE(NKV);
     for (const AttentionPass pass : {AttentionPass::forward, AttentionPass::backward}) {
       // The message is formed lazily, and also for a passing check under `-s`: never
       // dereference the empty optional there (that hung the whole suite in doctest's reporter).
-      const auto refusal = cudnn_attention_refusal(pass, B, T, C, NH);
+      const auto refusal = cudnn_attention_refusal(pass, B, T, C, NH, NKV);
       REQUIRE_MESSAGE(!refusal, refusal.value_or("accepted"));
     }
     TestStream s;
     const int dev = current_device();
-    const std::size_t n_qkv = std::size_t(B) * T * 3 * C, n_out = std::size_t(B) * T * C,
+    const std::size_t n_qkv = std::size_t(B) * T * (C + 2 * NKV * (C / NH)),
+                      n_out = std::size_t(B) * T * C,
                       n_lse = std::size_t(B) * NH * T;
     auto qkv_g = upload_bf16(random_bf16(n_qkv, 51 + C, 1.0), s),
          dout_g = upload_bf16(random_bf16(n_out, 52 + C), s);
@@ -187,9 +212,10 @@ TEST_CASE("cuda attention through cuDNN gives bitwise identical results in two r
           dqkv_g(n_qkv * 2, dev, s, "dqkv");
       for (const DeviceBuffer* b : {&out_g, &lse_g, &dqkv_g})
         CUDA_CHECK(cudaMemsetAsync(b->data(), fill, b->bytes(), s));
-      attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH, s);
-      attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
-                               out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, s);
+      gqa_attention_forward(out_g.as<bf16>(), lse_g.as<float>(), qkv_g.as<bf16>(), B, T, C, NH,
+                            NKV, s);
+      gqa_attention_backward_input(dqkv_g.as<bf16>(), dout_g.as<bf16>(), qkv_g.as<bf16>(),
+                                   out_g.as<bf16>(), lse_g.as<float>(), B, T, C, NH, NKV, s);
       return Run{download<std::uint16_t>(out_g.data(), n_out, s),
                  download<std::uint16_t>(dqkv_g.data(), n_qkv, s),
                  download_f32(lse_g.data(), n_lse, s)};
@@ -238,8 +264,8 @@ TEST_CASE("cuda attention throughput") {
   };
   const double flops = 2.0 * B * NH * double(T) * T * hs;
   for (const AttentionBackend b : kBackends) {
-    note_fallback(b, AttentionPass::forward, B, T, C, NH);
-    note_fallback(b, AttentionPass::backward, B, T, C, NH);
+    note_fallback(b, AttentionPass::forward, B, T, C, NH, NH);
+    note_fallback(b, AttentionPass::backward, B, T, C, NH, NH);
     BackendScope scope(b);
     const double fwd_ms = time_ms(fwd);
     const double bwd_ms = time_ms(bwd);
@@ -271,7 +297,7 @@ TEST_CASE("cuda attention backend is cudnn by default, cuDNN refuses a bad shape
     CHECK(attention_backend() == AttentionBackend::kernels);
   }
   CHECK(attention_backend() == AttentionBackend::cudnn);
-  const auto refusal = cudnn_attention_refusal(AttentionPass::forward, 1, 8, 100, 3);
+  const auto refusal = cudnn_attention_refusal(AttentionPass::forward, 1, 8, 100, 3, 3);
   REQUIRE(refusal);
   CHECK(refusal->find("NH dividing C") != std::string::npos);
 }

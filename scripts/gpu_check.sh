@@ -15,6 +15,9 @@
 #      skips them) and one GPU, AB_ROUNDS alternated rounds of each of AB_SCHEDULES
 #      (default 1f1b);
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
+#      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
+#      transformers' LlamaForCausalLM (.gpu/torch_llama_bench.py, eager and COMPILE=1, bf16)
+#      in the same call, and a small Llama's GPU determinism;
 #      targets: issue 8's ratio table on two GPUs, PyTorch in the same call, with ZBV on
 #      whole blocks and on HALF_PARTITION, default [6,6,6.5,5.5]: cut between halves, and
 #      a traced ZBV run on that cut unless TARGETS_TRACE=0);
@@ -76,7 +79,7 @@ fi
 # 3. the reference GPT: conveyor on 2 GPUs and on 1 GPU (bench e2e: no weights written)
 big() { # name, extra --set args... (the all-reduce figures appear for data-parallel runs)
   local name=$1; shift
-  timeout 240 $BIN bench e2e configs/gpt-1b-2gpu.yaml --steps $STEPS --format json "$@" \
+  timeout 240 $BIN bench e2e ${BIG_CONFIG:-configs/gpt-1b-2gpu.yaml} --steps $STEPS --format json "$@" \
     > "$OUT/$name.json" 2> "$OUT/$name.log"
   row "conveyor $name tokens/s, GiB" "$(python3 -c "import json; d=json.load(open('$OUT/$name.json')); print(round(d['tokens_per_s']), round(d['tflops_per_gpu']), 'TFLOP/s, reserved', [round(x, 1) for x in d['peak_memory_gib']], 'allocated', [round(x, 2) for x in d.get('peak_allocated_gib', [])], *(['allreduce', round(d['allreduce_ms'], 2), 'ms, exposed', round(d['allreduce_exposed_ms'], 2), 'ms, hidden', round(d['allreduce_hidden'], 3)] if 'allreduce_ms' in d else []))" 2>/dev/null || echo failed)"
 }
@@ -212,6 +215,36 @@ if want attention; then
     big onegpu-attention-$a --set pipeline.stages=1 --set devices.ids=[0] --set pipeline.schedule=1f1b \
       --set optim.master=bf16 --set optim.grad_dtype=bf16 --set runtime.attention=$a
   done
+fi
+
+# 13b. the Llama family on one GPU, transformers in the same call (issue 42, item 8)
+if want llama; then
+  BIG_CONFIG=configs/llama-1b.yaml big llama1b-fp32master
+  BIG_CONFIG=configs/llama-1b.yaml big llama1b-bf16 --set optim.master=bf16 --set optim.grad_dtype=bf16
+  for compile in 0 1; do
+    STEPS=6 WARM=3 MASTER=bf16 COMPILE=$compile timeout 300 python3 .gpu/torch_llama_bench.py \
+      > "$OUT/torch-llama-compile$compile.json" 2> "$OUT/torch-llama-compile$compile.log"
+    row "torch llama-1b bf16 compile=$compile tokens/s" "$(tail -1 "$OUT/torch-llama-compile$compile.json" | json_field tokens_per_s) $(tail -1 "$OUT/torch-llama-compile$compile.json" | json_field tflops_per_gpu) TFLOP/s"
+  done
+  row "llama-1b conveyor bf16 / torch's better" "$(python3 - "$OUT" <<'PY' 2>&1
+import json, sys
+o = sys.argv[1]
+ours = json.load(open(f"{o}/llama1b-bf16.json"))["tokens_per_s"]
+theirs = max(json.loads(open(f"{o}/torch-llama-compile{c}.json").read().strip().splitlines()[-1])["tokens_per_s"] for c in (0, 1))
+print(round(ours / theirs, 3))
+PY
+)"
+  small=(--set devices.kind=cuda --set model.arch=llama --set model.d_model=256 --set model.heads=4
+         --set model.kv_heads=2 --set model.ffn_dim=512 --set model.vocab=512 --set model.layers=4
+         --set train.steps=12 --set train.eval_every=0 --set pipeline.micro_batches=4
+         --set devices.ids=[0] --set runtime.deterministic=true)
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=1 --out "$OUT/llama-small-a" > /dev/null 2> "$OUT/llama-small-a.log"
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=1 --out "$OUT/llama-small-b" > /dev/null 2> "$OUT/llama-small-b.log"
+  timeout 120 $BIN train "${small[@]}" --set pipeline.stages=1 --set pipeline.schedule=zbv --set "pipeline.partition=[2.5,1.5]" \
+    --out "$OUT/llama-small-cut" > /dev/null 2> "$OUT/llama-small-cut.log"
+  row "small GPU llama twice" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-b/weights.safetensors" && echo identical || echo DIFFERENT)"
+  row "small GPU llama 1f1b vs zbv [2.5,1.5]" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-cut/weights.safetensors" && echo identical || echo DIFFERENT)"
+  row "small GPU llama final val_loss" "$(tail -1 "$OUT/llama-small-a/metrics.jsonl" | json_field final_val_loss)"
 fi
 
 # 14. A/B against an earlier build (BEFORE=path to its conveyor, packed beside .gpu/): the

@@ -19,5 +19,7 @@ done
 strip .gpu/conveyor .gpu/*_tests
 cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis/ {print $3}') .gpu/lib/
 cp scripts/torch_kernels_bench.py .gpu/
-[ -f ../shared/bench/torch_pp_bench.py ] && cp ../shared/bench/torch_pp_bench.py .gpu/
+for ref in torch_pp_bench.py torch_llama_bench.py; do
+  [ -f ../shared/bench/$ref ] && cp ../shared/bench/$ref .gpu/
+done
 echo "gpu_package: .gpu/ holds $(ls .gpu | tr '\n' ' ')($(du -sh .gpu | cut -f1))" >&2

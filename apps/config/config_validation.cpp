@@ -58,8 +58,7 @@ bool at_default(const RunConfig& c, const char* key) {
 }
 
 // model.arch: a key that the architecture does not read must keep its default (set, it
-// would change nothing, silently), the Llama's keys must make a model, and a Llama runs on
-// CPU stages only so far.
+// would change nothing, silently), and the Llama's keys must make a model.
 std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
   using std::to_string;
   const auto& m = c.model;
@@ -72,11 +71,6 @@ std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
                              "model.arch"};
     return std::nullopt;
   }
-  if (c.devices.kind == DeviceKind::cuda)
-    return ConfigProblem{"model.arch",
-                         "llama on devices.kind cuda (model.arch llama: CPU stages only so far; "
-                         "set devices.kind: cpu)",
-                         "devices.kind"};
   if (m.heads % m.kv_head_count() != 0)
     return ConfigProblem{"model.kv_heads",
                          to_string(m.kv_heads) + " does not divide model.heads " +

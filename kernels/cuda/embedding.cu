@@ -21,7 +21,8 @@ __global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, 
   const int c = static_cast<int>(i % C);
   const int t = static_cast<int>(bt % T);
   const std::int64_t tok = tokens[bt];
-  out[i] = to_bf16(to_float(wte[tok * C + c]) + to_float(wpe[std::int64_t{t} * C + c]));
+  out[i] = wpe ? to_bf16(to_float(wte[tok * C + c]) + to_float(wpe[std::int64_t{t} * C + c]))
+               : wte[tok * C + c];
 }
 
 // dwpe[t, c] += sum over b of dout[b, t, c], in b order. grid (ceil(C / threads), T).
@@ -90,9 +91,11 @@ void backward_weight(G* dwte, G* dwpe, const bf16* dout, const std::int32_t* tok
           "B, T, C, V must be positive, got " + std::to_string(B) + ", " + std::to_string(T) +
               ", " + std::to_string(C) + ", " + std::to_string(V));
   constexpr int kThreads = 256;
-  wpe_backward_kernel<G><<<dim3(ceil_div(C, kThreads), T), kThreads, 0, stream>>>(dwpe, dout, B,
-                                                                                 T, C);
-  CUDA_CHECK_LAUNCH();
+  if (dwpe) {
+    wpe_backward_kernel<G><<<dim3(ceil_div(C, kThreads), T), kThreads, 0, stream>>>(dwpe, dout,
+                                                                                   B, T, C);
+    CUDA_CHECK_LAUNCH();
+  }
 
   const int BT = B * T;
   const int device = current_device();

@@ -1,6 +1,8 @@
 #pragma once
 // Token + learned position embedding on the device (kernels/cpu/embedding.hpp):
-// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :], added in fp32, stored as bf16.
+// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :], added in fp32, stored as bf16; with wpe
+// null (Llama: no position embedding) out[b, t, :] = wte[tokens[b, t], :], and a null dwpe
+// skips its gradient.
 // Invariant: parameter gradients (fp32, or bf16: optim.grad_dtype, summed in fp32 and
 // rounded once per element) are accumulated with +=; activations are
 // written with =. The backward is weight-only (the input is token ids).
@@ -12,7 +14,7 @@ namespace conveyor {
 void embedding_forward(bf16* out,                   // (B, T, C)
                        const std::int32_t* tokens,  // (B, T)
                        const bf16* wte,             // (V, C)
-                       const bf16* wpe,             // (maxT, C)
+                       const bf16* wpe,             // (maxT, C) or null
                        int B, int T, int C, cudaStream_t stream);
 
 /// Deterministic without atomics: the (token, position) pairs are sorted by token with a

@@ -6,6 +6,7 @@
 // llama::Layers): its Embedding, AttentionHalf, MlpHalf and Head each declare their
 // parameters with a static layout().
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "kernels/model/gpt_config.hpp"
@@ -40,6 +41,45 @@ std::vector<ParamLayout> layout_stage_parts(const GptConfig& c, const StageSlice
     Layers::Head::layout(c, out);
   }
   return out;
+}
+
+/// Where each part's parameters begin in the slice's params() list (the walk above), for a
+/// model that indexes them by position (the CUDA stage model): `attention[j]` and `mlp[j]`
+/// for the slice's local block j (kAbsent when the slice does not hold that half), `end` the
+/// list's size.
+struct StagePartFirsts {
+  static constexpr std::size_t kAbsent = std::numeric_limits<std::size_t>::max();
+  std::size_t embedding = kAbsent, head = kAbsent, end = 0;
+  std::vector<std::size_t> attention, mlp;
+  /// The first parameter of local block j (its attention half's, or a lone MLP half's),
+  /// and one past its last: its gradients are the contiguous span [block_begin, block_end).
+  std::size_t block_begin(int j) const {
+    const auto b = static_cast<std::size_t>(j);
+    return attention[b] != kAbsent ? attention[b] : mlp[b];
+  }
+  std::size_t block_end(int j) const {
+    const auto b = static_cast<std::size_t>(j) + 1;
+    if (b < attention.size()) return block_begin(static_cast<int>(b));
+    return head != kAbsent ? head : end;
+  }
+};
+
+template <class Layers>
+StagePartFirsts stage_part_firsts(const GptConfig& c, const StageSlice& s) {
+  StagePartFirsts f;
+  f.attention.assign(static_cast<std::size_t>(s.num_blocks), StagePartFirsts::kAbsent);
+  f.mlp = f.attention;
+  const auto params = layout_stage_parts<Layers>(c, s, [&](StagePart part, int block, std::size_t first) {
+    const auto j = static_cast<std::size_t>(block - s.first_block);
+    switch (part) {
+      case StagePart::embedding: f.embedding = first; break;
+      case StagePart::attention_half: f.attention[j] = first; break;
+      case StagePart::mlp_half: f.mlp[j] = first; break;
+      case StagePart::head: f.head = first; break;
+    }
+  });
+  f.end = params.size();
+  return f;
 }
 
 }  // namespace conveyor

@@ -3,9 +3,10 @@
 // (a `devices.kind: cuda` config planned on a laptop). An estimate, not a measurement:
 // explanations say so (ModelCosts::source).
 //
-// GPT-2 blocks only (the CUDA stages' model; model_costs refuses a Llama, which runs on CPU
-// stages, planned from the layer profiler's measurements). Per micro-batch of N = B·T
-// tokens, d_model C, vocab V, heads NH, hidden H = 4C, and a multiply-add counted as 2 FLOPs:
+// GPT-2 and Llama blocks (model.arch). Per micro-batch of N = B·T tokens, d_model C, vocab
+// V, heads NH, hidden H = 4C, and a multiply-add counted as 2 FLOPs (GPT-2's figures; a
+// Llama's have its own matmul weights in place of 4C² and 8C²: qkv and o (W + C)·C with
+// W = (NH + 2 NKV)·hs, gate_up and down 3·F·C):
 //   attention half F: 8·N·C² (qkv, proj) + 4·N·T·C (q·kᵀ and att·v over the full context,
 //                     the causal mask ignored as in gpt_forward_flops_per_token)
 //                  I: 8·N·C² + 8·N·T·C (the attention backward has no weights: all of it is I)
@@ -18,8 +19,8 @@
 // kernel launch by a fixed overhead. time = FLOPs / flops_per_s + bytes / bytes_per_s +
 // launches · launch_us.
 //
-// Memory follows the CPU GptStage's GPT-2 layers (kernels/model/gpt2_layers.hpp), f32
-// everywhere:
+// Memory follows the CPU GptStage's layers (kernels/model/gpt2_layers.hpp, and
+// llama_layers.hpp for a Llama, whose per-token counts are there), f32 everywhere:
 //   activations per token: attention half max(6C + NH·T + 2, 8C + 2) floats (after F, after
 //   I), MLP half max(10C + 2, 12C + 2) (a block 16C + NH·T + 4 after F, 20C + 4 after I);
 //   embedding 1 + C; head 3C + 3 + V (the tokens and targets are i32, 4 bytes too);

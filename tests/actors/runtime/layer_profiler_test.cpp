@@ -9,6 +9,8 @@
 #include "kernels/common/error.hpp"
 
 using conveyor::GptConfig;
+using conveyor::ModelArch;
+using conveyor::model_arch_name;
 using conveyor::Recompute;
 using conveyor::recompute_name;
 using conveyor::ProfileOptions;
@@ -42,13 +44,26 @@ TEST_CASE("The profile has one unit per half block, positive times and one block
 TEST_CASE("Measured stash and parameter bytes are what the cost model predicts, for every model.recompute") {
   // With full recomputation a block holds less after forward than after backward_input:
   // the larger of the two is what the cost model and the profiler report.
+  // A Llama with grouped-query attention, its own SwiGLU width and a short and a long
+  // context (its attention half's peak is after forward at T = 96, after backward at 16).
+  auto llama = [](GptConfig c) {
+    c.arch = ModelArch::llama;
+    c.kv_heads = 2;
+    c.ffn_dim = 40;
+    return c;
+  };
   const std::pair<GptConfig, Recompute> cases[] = {
       {GptConfig{2, 32, 4, 16, 300}, Recompute::none},
       {GptConfig{1, 48, 3, 24, 1000}, Recompute::none},
       {GptConfig{2, 32, 4, 16, 300}, Recompute::attention},
-      {GptConfig{1, 48, 3, 96, 1000}, Recompute::full}};
+      {GptConfig{1, 48, 3, 96, 1000}, Recompute::full},
+      {llama(GptConfig{2, 32, 4, 16, 300}), Recompute::none},
+      {llama(GptConfig{1, 32, 4, 96, 300}), Recompute::none},
+      {llama(GptConfig{1, 32, 4, 96, 300}), Recompute::attention},
+      {llama(GptConfig{2, 32, 4, 16, 300}), Recompute::full}};
   for (auto [config, recompute] : cases) {
     config.recompute = recompute;
+    CAPTURE(model_arch_name(config.arch));
     CAPTURE(config.d_model);
     CAPTURE(recompute_name(config.recompute));
     ProfileOptions options;

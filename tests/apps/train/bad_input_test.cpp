@@ -156,8 +156,6 @@ TEST_CASE("a bad model.arch combination exits 2 with one error line naming the k
       bad_set("unknown rope scaling", {"model.arch=llama", "model.rope_scaling=yarn"},
               {"model.rope_scaling", "yarn", "none", "llama3"}),
       bad_set("a negative ffn_dim", {"model.arch=llama", "model.ffn_dim=-1"}, {"model.ffn_dim", "-1"}),
-      bad_set("llama on CUDA stages", {"model.arch=llama", "devices.kind=cuda"},
-              {"model.arch", "model.arch llama: CPU stages only so far", "devices.kind"}),
   });
 }
 

@@ -200,48 +200,6 @@ TEST_CASE("cuda stage model split into two slices on one GPU changes no bit") {
   }
 }
 
-struct ChainRun {
-  double loss = 0;
-  std::map<std::string, Tensor> grads;  // every weight gradient of the chain, by name
-};
-
-// The chain of models holding block halves [cuts[i], cuts[i + 1]) of `config` (the first
-// with the embedding, the last with the head), one micro-batch through it. Each model's
-// gradient buckets tile its gradients.
-ChainRun train_halves(const GptConfig& config, const std::vector<int>& cuts,
-                      const testing::Batch& batch, bool split) {
-  std::vector<std::unique_ptr<StageModel>> models;
-  std::vector<StageModel*> chain;
-  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const StageSlice slice =
-        StageSlice::of_halves(cuts[i], cuts[i + 1] - cuts[i], i == 0, i + 2 == cuts.size());
-    models.push_back(make_cuda_stage_model(config, slice, kSeed, on_device(0)));
-    chain.push_back(models.back().get());
-  }
-  ChainRun run;
-  run.loss = train_micro_batch(chain, batch, split, 0.5f);
-  for (const auto& m : models) {
-    const std::vector<NamedTensor> own = cuda_stage_gradients(*m);
-    std::size_t elements = 0;
-    for (const NamedTensor& g : own) {
-      elements += static_cast<std::size_t>(g.tensor.numel());
-      CHECK(run.grads.count(g.name) == 0);
-      run.grads[g.name] = g.tensor;
-    }
-    // One contiguous run of f32 gradients (grads_bf16 off), bucket after bucket.
-    std::size_t covered = 0;
-    const char* next = nullptr;
-    for (const GradientSpans& bucket : m->gradient_buckets())
-      for (const GradientSpan& span : bucket) {
-        if (next) CHECK(static_cast<const char*>(span.data) == next);
-        next = static_cast<const char*>(span.data) + span.count * dtype_size(span.dtype);
-        covered += span.count;
-      }
-    CHECK(covered == elements);
-  }
-  return run;
-}
-
 // Cuts between a block's attention and MLP halves (stage_slice.hpp): a slice ending after
 // an attention half hands on res2, the next starts at ln2. With the plain and the fused
 // backward of the embedding slice, and with model.recompute, against one slice.

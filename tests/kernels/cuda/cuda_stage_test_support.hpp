@@ -1,13 +1,15 @@
 #pragma once
 // What the CUDA stage-model tests share: the small GPT they build (every GEMM dimension a
 // multiple of 8), the model options, the skip when the device is missing, and the
-// training loops.
+// training loops (one model, and a chain of half-block slices).
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/model/cuda_stage_model.hpp"
@@ -88,6 +90,48 @@ inline std::vector<double> train(StageModel& model, const testing::Batch& batch,
     model.optimizer_step(AdamWConfig{}, lr, clip_scale(std::sqrt(sq), 1.0));
   }
   return losses;
+}
+
+struct ChainRun {
+  double loss = 0;
+  std::map<std::string, Tensor> grads;  // every weight gradient of the chain, by name
+};
+
+// The chain of models holding block halves [cuts[i], cuts[i + 1]) of `config` (the first
+// with the embedding, the last with the head), one micro-batch through it. Each model's
+// gradient buckets tile its gradients.
+inline ChainRun train_halves(const GptConfig& config, const std::vector<int>& cuts,
+                      const testing::Batch& batch, bool split) {
+  std::vector<std::unique_ptr<StageModel>> models;
+  std::vector<StageModel*> chain;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const StageSlice slice =
+        StageSlice::of_halves(cuts[i], cuts[i + 1] - cuts[i], i == 0, i + 2 == cuts.size());
+    models.push_back(make_cuda_stage_model(config, slice, kSeed, on_device(0)));
+    chain.push_back(models.back().get());
+  }
+  ChainRun run;
+  run.loss = train_micro_batch(chain, batch, split, 0.5f);
+  for (const auto& m : models) {
+    const std::vector<NamedTensor> own = cuda_stage_gradients(*m);
+    std::size_t elements = 0;
+    for (const NamedTensor& g : own) {
+      elements += static_cast<std::size_t>(g.tensor.numel());
+      CHECK(run.grads.count(g.name) == 0);
+      run.grads[g.name] = g.tensor;
+    }
+    // One contiguous run of f32 gradients (grads_bf16 off), bucket after bucket.
+    std::size_t covered = 0;
+    const char* next = nullptr;
+    for (const GradientSpans& bucket : m->gradient_buckets())
+      for (const GradientSpan& span : bucket) {
+        if (next) CHECK(static_cast<const char*>(span.data) == next);
+        next = static_cast<const char*>(span.data) + span.count * dtype_size(span.dtype);
+        covered += span.count;
+      }
+    CHECK(covered == elements);
+  }
+  return run;
 }
 
 }  // namespace conveyor::cuda_testing

@@ -1,12 +1,9 @@
 #pragma once
-// Where a GPT-2 slice's block parameters sit in its params() list, shared by the CPU
-// GptStage (gpt2_layers.cpp: a parameter's place within its half) and the CUDA stage model
-// (which copies GptStage's list): after the embedding's two (when the slice has it), each
-// held block's attention-half parameters then its MLP-half ones, then the head's. What must
-// hold: the CUDA model indexes parameters through these functions only, and
-// param_layout_test checks them against the CPU layout, so the two cannot disagree about a
-// slice cut between a block's halves (stage_slice.hpp). (GPT-2 only: the CUDA model has no
-// Llama yet.)
+// A GPT-2 block's parameters, in the order of its halves' layouts (gpt2_layers.cpp declares
+// them so; the CUDA model's gpt2_cuda_layers.cpp reads a half's parameter k at the half's
+// first position, stage_parts.hpp's stage_part_firsts, plus k % kParamsPerHalf), and the
+// rule every model applies to a slice's half-block cuts. param_layout_test checks the
+// order against the CPU layout.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -23,21 +20,6 @@ enum BlockParam : std::size_t {
 };
 // clang-format on
 constexpr std::size_t kParamsPerHalf = kParamsPerBlock / 2;
-
-/// Index in params() of the first block parameter (wte and wpe come first).
-inline std::size_t block_base(const StageSlice& s) { return s.has_embedding ? 2 : 0; }
-
-/// Index in params() of the head's first parameter (ln_f.weight).
-inline std::size_t head_base(const StageSlice& s) {
-  return block_base(s) + kParamsPerHalf * static_cast<std::size_t>(s.num_halves());
-}
-
-/// Index in params() of parameter k of the slice's local block j.
-/// REQUIRES: the slice holds the half of that block that k belongs to.
-inline std::size_t block_param(const StageSlice& s, int local_block, BlockParam k) {
-  return block_base(s) + kParamsPerBlock * static_cast<std::size_t>(local_block) + k -
-         (s.starts_at_mlp ? kParamsPerHalf : 0);
-}
 
 /// Why a slice's half-block cuts make no model, or nothing: a slice that holds no half
 /// block, an embedding slice that starts at an MLP half, a head slice that ends after an

@@ -6,11 +6,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/model/block_params.hpp"
+#include "kernels/model/gpt2_layers.hpp"
 #include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/llama_layers.hpp"
 #include "kernels/model/param_layout.hpp"
+#include "kernels/model/stage_parts.hpp"
 
 using namespace conveyor;
 
@@ -63,23 +68,65 @@ TEST_CASE("a partition's layouts together are the one-stage layout, in order, ea
   CHECK(names.back() == "lm_head.weight");
 }
 
-TEST_CASE("block_params.hpp, by which the CUDA model indexes, points at the GPT-2 layout's parameters") {
-  const GptConfig config{/*layers=*/3, /*d_model=*/16, /*heads=*/2, /*seq_len=*/8, /*vocab=*/32};
-  const char* const in_block[kParamsPerBlock] = {
-      "ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
-      "ln2.weight", "ln2.bias", "mlp.fc1.weight",  "mlp.fc1.bias",  "mlp.fc2.weight",   "mlp.fc2.bias"};
-  for (const auto& slice : {StageSlice::of_halves(0, 6, true, true), StageSlice::of_halves(1, 4, false, false),
-                            StageSlice::of_halves(3, 3, false, true)}) {
-    const auto layout = stage_param_layout(config, slice);
-    for (int j = 0; j < slice.num_blocks; ++j)
-      for (std::size_t k = 0; k < kParamsPerBlock; ++k) {
+// The CUDA model finds each part's parameters at stage_part_firsts' positions plus the
+// parameter's place in its layer's layout (block_params.hpp's order for GPT-2,
+// llama_cuda_layers.cpp's for Llama): both must name the CPU layout's parameters, for whole
+// blocks, lone halves at either end, and the embedding and head slices.
+TEST_CASE("stage_part_firsts, by which the CUDA model indexes, points at each layer's parameters") {
+  GptConfig gpt{/*layers=*/3, /*d_model=*/16, /*heads=*/2, /*seq_len=*/8, /*vocab=*/32};
+  GptConfig llama = gpt;
+  llama.arch = ModelArch::llama;
+  llama.kv_heads = 1;
+  struct Arch {
+    const GptConfig* config;
+    std::vector<const char*> attention, mlp, head;
+  };
+  // GPT-2's halves placed by block_params.hpp's enum, as gpt2_cuda_layers.cpp reads them.
+  std::vector<const char*> gpt_attention(kParamsPerHalf), gpt_mlp(kParamsPerHalf);
+  const std::pair<BlockParam, const char*> gpt_names[] = {
+      {ln1_w, "ln1.weight"},     {ln1_b, "ln1.bias"},           {qkv_w, "attn.qkv.weight"},
+      {qkv_b, "attn.qkv.bias"},  {proj_w, "attn.proj.weight"},  {proj_b, "attn.proj.bias"},
+      {ln2_w, "ln2.weight"},     {ln2_b, "ln2.bias"},           {fc1_w, "mlp.fc1.weight"},
+      {fc1_b, "mlp.fc1.bias"},   {fc2_w, "mlp.fc2.weight"},     {fc2_b, "mlp.fc2.bias"}};
+  for (const auto& [k, name] : gpt_names)
+    (k < kParamsPerHalf ? gpt_attention : gpt_mlp)[k % kParamsPerHalf] = name;
+  // Llama's in llama_cuda_layers.cpp's enums' order.
+  const Arch archs[] = {
+      {&gpt, gpt_attention, gpt_mlp, {"ln_f.weight", "ln_f.bias", "lm_head.weight"}},
+      {&llama,
+       {"attn_norm.weight", "attn.qkv.weight", "attn.o.weight"},
+       {"mlp_norm.weight", "mlp.gate_up.weight", "mlp.down.weight"},
+       {"norm_f.weight", "lm_head.weight"}}};
+  for (const Arch& a : archs) {
+    CAPTURE(model_arch_name(a.config->arch));
+    for (const auto& slice :
+         {StageSlice::of_halves(0, 6, true, true), StageSlice::of_halves(1, 4, false, false),
+          StageSlice::of_halves(3, 3, false, true), StageSlice::of_halves(0, 1, true, false)}) {
+      const auto layout = stage_param_layout(*a.config, slice);
+      const StagePartFirsts f = a.config->arch == ModelArch::llama
+                                    ? stage_part_firsts<llama::Layers>(*a.config, slice)
+                                    : stage_part_firsts<gpt2::Layers>(*a.config, slice);
+      CHECK(f.end == layout.size());
+      if (slice.has_embedding) CHECK(layout.at(f.embedding).name == "wte.weight");
+      for (int j = 0; j < slice.num_blocks; ++j) {
         const int block = slice.first_block + j;
-        if (!(k < kParamsPerHalf ? slice.holds_attention(block) : slice.holds_mlp(block))) continue;
         CAPTURE(block);
-        CAPTURE(k);
-        CHECK(layout.at(block_param(slice, j, static_cast<BlockParam>(k))).name ==
-              "blocks." + std::to_string(block) + "." + in_block[k]);
+        const std::string prefix = "blocks." + std::to_string(block) + ".";
+        const auto at = [&](std::size_t first, const std::vector<const char*>& names) {
+          for (std::size_t k = 0; k < names.size(); ++k)
+            CHECK(layout.at(first + k).name == prefix + names[k]);
+        };
+        CHECK((f.attention[std::size_t(j)] != StagePartFirsts::kAbsent) == slice.holds_attention(block));
+        CHECK((f.mlp[std::size_t(j)] != StagePartFirsts::kAbsent) == slice.holds_mlp(block));
+        if (slice.holds_attention(block)) at(f.attention[std::size_t(j)], a.attention);
+        if (slice.holds_mlp(block)) at(f.mlp[std::size_t(j)], a.mlp);
+        // A block's gradients are one span: its first parameter up to the next part's.
+        CHECK(layout.at(f.block_begin(j)).name.rfind(prefix, 0) == 0);
+        CHECK(layout.at(f.block_end(j) - 1).name.rfind(prefix, 0) == 0);
       }
-    if (slice.has_head) CHECK(layout.at(head_base(slice)).name == "ln_f.weight");
+      if (slice.has_head)
+        for (std::size_t k = 0; k < a.head.size(); ++k)
+          CHECK(layout.at(f.head + k).name == a.head[k]);
+    }
   }
 }

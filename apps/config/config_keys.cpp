@@ -48,8 +48,8 @@ std::vector<ConfigKey> build_keys() {
   return {
       KEY(model.arch,
           "decoder architecture: gpt2 (LayerNorm, learned positions, GELU MLP, biases) or llama "
-          "(RMSNorm, rotary positions, grouped-query attention, SwiGLU MLP, no biases; CPU "
-          "stages only so far), which alone reads the model.* keys marked llama"),
+          "(RMSNorm, rotary positions, grouped-query attention, SwiGLU MLP, no biases), which "
+          "alone reads the model.* keys marked llama (README, \"Models\")"),
       KEY(model.layers, "transformer blocks in the model", at_least(1),
           at_most(kMaxLayers, "the partition search grows with the square of the blocks")),
       KEY(model.d_model, "width of the residual stream", at_least(1)),

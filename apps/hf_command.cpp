@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -91,21 +92,34 @@ struct LogitsOptions {
   std::string weights;
   std::string tokens;
   std::string out;
+  std::string device = "cpu";
   std::string format = "text";
 };
+
+// --device: cpu, cuda (GPU 0) or cuda:N.
+std::optional<Device> parse_device(const std::string& s) {
+  if (s == "cpu") return Device::cpu();
+  if (s == "cuda") return Device::cuda(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() < 9 &&
+      s.find_first_not_of("0123456789", 5) == std::string::npos)
+    return Device::cuda(std::stoi(s.substr(5)));
+  return std::nullopt;
+}
 
 void run_logits(const LogitsOptions& o) {
   const Tensor tokens = read_token_rows(o.tokens);
   CheckpointModel model = load_checkpoint_model(o.weights);
   fmt::print(stderr, "conveyor hf: {} (step {}), {} rows of {} positions\n", model.path, model.step,
              tokens.dim(0), tokens.dim(1) - 1);
-  const TokenLogits r = checkpoint_logits(model, tokens);
+  const Device device = parse_device(o.device).value();  // checked by the option
+  const TokenLogits r = checkpoint_logits(model, tokens, device);
   if (!o.out.empty()) write_safetensors(o.out, {{"logits", r.logits}}, {{"weights", model.path}});
   if (o.format == "json") {
     const nlohmann::json j = {{"path", model.path},
                               {"source", model.source},
                               {"step", model.step},
                               {"arch", std::string(model_arch_name(model.model.arch))},
+                              {"device", device.str()},
                               {"batch", r.logits.dim(0)},
                               {"positions", r.logits.dim(1)},
                               {"vocab", r.logits.dim(2)},
@@ -155,8 +169,9 @@ void add_hf_command(CLI::App& app) {
 
   auto lopt = std::make_shared<LogitsOptions>();
   auto* logits = hf->add_subcommand(
-      "logits", "conveyor's logits and loss on given token rows, from a checkpoint, by the CPU reference "
-                "kernels with the whole model on one stage: for comparisons with transformers");
+      "logits", "conveyor's logits and loss on given token rows, from a checkpoint, with the whole model on one "
+                "stage (the CPU reference kernels, or the GPU's with --device cuda): for comparisons with "
+                "transformers");
   logits->add_option("weights", lopt->weights,
                      "A checkpoint (a step folder, or a folder of them such as hf import's --out: its newest that "
                      "verifies), a run folder (its final weights, else its newest checkpoint) or a Hugging Face folder")
@@ -166,6 +181,14 @@ void add_hf_command(CLI::App& app) {
                      "on [:, 1:]")
       ->required();
   logits->add_option("--out", lopt->out, "Write \"logits\", f32 (B, T, V), to this safetensors file");
+  logits->add_option("--device", lopt->device,
+                     "cpu (fp32 reference kernels), or cuda / cuda:N (bf16, the CUDA stage model)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return parse_device(v) ? std::string() : "must be cpu, cuda or cuda:N, got '" + v + "'";
+          },
+          "cpu|cuda[:N]"))
+      ->capture_default_str();
   logits->add_option("--format", lopt->format, "text, or json (the loss and shapes alone on stdout)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

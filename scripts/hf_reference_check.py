@@ -23,6 +23,16 @@ seed and saved with save_pretrained (safetensors):
      and the loss must have moved from the imported model's (else the export could be
      the import's weights).
 
+  3. Where a GPU is present and `conveyor hf logits` takes --device (else one row
+     "skipped"): GPU_MODELS (head size 64, widths multiples of 8, as the CUDA kernels
+     need) imported and scored by `conveyor hf logits --device cuda` (bf16 compute, fp32
+     master weights) against transformers in fp32 on the CPU:
+       logits  max|conveyor - transformers| / max|transformers|   <= 3e-2
+       loss    |conveyor - transformers| / |transformers|         <= 1e-2
+     "within bf16 rounding": bf16 keeps 8 significant bits (a relative step of 2^-8 =
+     3.9e-3 per rounding) and the activations are rounded after every kernel of two
+     blocks; a wrong rotation, grouping or index gives errors of order 1.
+
 Ends with a table (model, check, value, limit, result) and exits 1 on any FAIL.
 
 --write-fixture DIR writes the fixture tests/apps/hf/hf_reference_test.cpp checks in CI
@@ -48,6 +58,8 @@ from pathlib import Path
 LOGITS_LIMIT = 1e-4
 LOSS_LIMIT = 1e-5
 EXPORT_LIMIT = 1e-4
+GPU_LOGITS_LIMIT = 3e-2
+GPU_LOSS_LIMIT = 1e-2
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -72,6 +84,15 @@ CHECK_MODELS = [
      "rope_theta": 10000.0, "rope_scaling": None, "tied": True},
     {"name": "gpt2", "arch": "gpt2", "seed": 3,
      "hidden": 64, "layers": 2, "heads": 4, "vocab": 320, "positions": 64},
+]
+
+# Shapes the CUDA stage model takes: head size 64, d_model, ffn and vocab multiples of 8.
+GPU_MODELS = [
+    {"name": "gpu-llama-gqa-llama3", "arch": "llama", "seed": 21,
+     "hidden": 256, "layers": 2, "heads": 4, "kv_heads": 2, "ffn": 512, "vocab": 320, "positions": 64,
+     "rope_theta": 500000.0, "rope_scaling": LLAMA3_SCALING, "tied": True},
+    {"name": "gpu-gpt2", "arch": "gpt2", "seed": 22,
+     "hidden": 128, "layers": 2, "heads": 2, "vocab": 320, "positions": 64},
 ]
 
 FIXTURE_MODELS = [
@@ -195,12 +216,13 @@ class Conveyor:
         code, out, _ = self.run(*subcommand, "--help", timeout=60)
         return code == 0 and (option is None or option in out)
 
-    def logits(self, checkpoint, tokens, work):
+    def logits(self, checkpoint, tokens, work, device="cpu"):
         """conveyor's (logits, loss, step of the checkpoint read) of `tokens` from `checkpoint`."""
         tokens_file, logits_file = work / "tokens.safetensors", work / "logits.safetensors"
         safetensors_torch.save_file({"tokens": tokens.to(torch.int32).contiguous()}, str(tokens_file))
+        device_args = [] if device == "cpu" else ["--device", device]
         code, out, err = self.run("hf", "logits", checkpoint, "--tokens", tokens_file, "--out", logits_file,
-                                  "--format", "json")
+                                  "--format", "json", *device_args)
         if code != 0:
             raise RuntimeError(f"conveyor hf logits {checkpoint}: exit {code}: {err.strip()[-2000:]}")
         summary = json.loads(out)
@@ -245,6 +267,25 @@ def compare_with_conveyor(conveyor, spec, model, hf_dir, work, tokens, table):
     table.within(name, "logits max|a-b|/max|b|", relative_error(got_logits, want_logits), LOGITS_LIMIT)
     table.within(name, "loss |a-b|/|b|", abs(got_loss - want_loss) / abs(want_loss), LOSS_LIMIT)
     return ckpt
+
+
+def gpu_compare(conveyor, spec, work, table):
+    """Import GPU_MODELS' `spec` and check `hf logits --device cuda` against transformers (fp32)."""
+    name = spec["name"]
+    model = build_model(spec)
+    save_folder(model, work / "hf")
+    ckpt = work / "ckpt"
+    shutil.rmtree(ckpt, ignore_errors=True)
+    code, _, err = conveyor.run("hf", "import", work / "hf", "--out", ckpt)
+    if not table.add(name, "hf import", f"exit {code}", "exit 0", code == 0):
+        print(err, file=sys.stderr)
+        return
+    tokens = random_rows(spec["vocab"], ROWS, POSITIONS, spec["seed"] + 1)
+    want_logits, want_loss = hf_logits_and_loss(model, tokens)
+    got_logits, got_loss, _ = conveyor.logits(ckpt, tokens, work, device="cuda")
+    table.within(name, "GPU bf16 logits max|a-b|/max|b|", relative_error(got_logits, want_logits),
+                 GPU_LOGITS_LIMIT)
+    table.within(name, "GPU bf16 loss |a-b|/|b|", abs(got_loss - want_loss) / abs(want_loss), GPU_LOSS_LIMIT)
 
 
 def write_token_corpus(path, vocab, tokens, seed):
@@ -406,6 +447,18 @@ def main():
                                        lambda rows, m=model: hf_logits_and_loss(m, rows)[1])
                 except Exception as e:
                     table.add(spec["name"], "train/export round trip", f"error: {e}"[:200], "", False)
+        if not torch.cuda.is_available():
+            table.add("GPU models", "hf logits --device cuda", "skipped: no GPU", "", None)
+        elif not conveyor.has("hf", "logits", option="--device"):
+            table.add("GPU models", "hf logits --device cuda", "skipped: no --device", "", None)
+        else:
+            for spec in GPU_MODELS:
+                work = out / spec["name"]
+                work.mkdir(parents=True, exist_ok=True)
+                try:
+                    gpu_compare(conveyor, spec, work, table)
+                except Exception as e:
+                    table.add(spec["name"], "GPU logits and loss", f"error: {e}"[:200], "", False)
         (out / "summary.json").write_text(json.dumps(
             [dict(zip(("model", "check", "value", "limit", "result"), r)) for r in table.rows], indent=2) + "\n")
     table.print()

@@ -1,6 +1,8 @@
 #include "apps/hf/checkpoint_logits.hpp"
 
 #include <cstring>
+#include <memory>
+#include <vector>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -8,7 +10,40 @@
 #include "kernels/common/error.hpp"
 #include "kernels/io/safetensors.hpp"
 
+#if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/model/cuda_stage_model.hpp"
+#endif
+
 namespace conveyor {
+namespace {
+
+// The whole model as one CUDA stage holding `model`'s weights: its logits and loss.
+StageLogits cuda_logits(CheckpointModel& model, const Tensor& inputs, const Tensor& targets,
+                        int device) {
+#if CONVEYOR_WITH_CUDA
+  if (!cuda_device_available(device))
+    throw InputError(fmt::format("--device cuda:{}: no such GPU on this machine (check nvidia-smi)", device));
+  const StageSlice whole{0, static_cast<int>(model.model.layers), true, true};
+  CudaStageOptions options;
+  options.device = device;
+  std::unique_ptr<StageModel> gpu;
+  try {
+    gpu = make_cuda_stage_model(model.model, whole, 0, options);
+  } catch (const std::invalid_argument& e) {  // a shape the GPU kernels do not take
+    throw InputError(fmt::format("--device cuda:{}: {}", device, e.what()));
+  }
+  std::vector<NamedTensor> weights;
+  for (const Param& p : model.stage.params()) weights.push_back({p.name, p.value});
+  gpu->restore_state(weights, 0);  // the fp32 master, and its bf16 compute copy
+  return cuda_stage_logits(*gpu, inputs, targets);
+#else
+  (void)model, (void)inputs, (void)targets;
+  throw InputError(fmt::format(
+      "--device cuda:{}: this conveyor was built without CUDA (nvcc was not found)", device));
+#endif
+}
+
+}  // namespace
 
 CheckpointModel load_checkpoint_model(const std::string& path) {
   ModelWeights w = read_model_weights(path, "hf logits");
@@ -45,7 +80,7 @@ Tensor read_token_rows(const std::string& path) {
                                names.empty() ? "nothing" : names));
 }
 
-TokenLogits checkpoint_logits(CheckpointModel& model, const Tensor& tokens) {
+TokenLogits checkpoint_logits(CheckpointModel& model, const Tensor& tokens, const Device& device) {
   const auto& d = tokens.shape().dims();
   if (!tokens.defined() || tokens.dtype() != DType::i32 || d.size() != 2 || d[0] < 1 || d[1] < 2)
     throw InputError("tokens must be i32 (B, T + 1) with B >= 1 and T >= 1, got " + tokens.describe());
@@ -61,7 +96,8 @@ TokenLogits checkpoint_logits(CheckpointModel& model, const Tensor& tokens) {
     std::memcpy(targets.i32() + b * T, row + 1, sizeof(std::int32_t) * static_cast<std::size_t>(T));
   }
   try {
-    StageLogits out = model.stage.forward_logits(inputs, targets);
+    StageLogits out = device.is_cpu() ? model.stage.forward_logits(inputs, targets)
+                                      : cuda_logits(model, inputs, targets, device.index);
     return {std::move(out.logits), out.loss};
   } catch (const std::invalid_argument& e) {  // an id outside the vocabulary
     throw InputError(std::string("tokens: ") + e.what());

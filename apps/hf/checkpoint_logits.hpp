@@ -2,9 +2,10 @@
 // conveyor's logits and loss of given tokens, from a checkpoint, a run or a Hugging Face
 // folder: what a comparison with another implementation of the same model needs
 // (scripts/hf_reference_check.py against transformers; `conveyor hf logits`). The whole
-// model is ONE CPU stage (GptStage over the whole-model slice: embedding, every block,
-// head) holding those weights, so the numbers are those of conveyor's CPU reference
-// kernels, whatever partition or device trained it.
+// model is ONE stage (the whole-model slice: embedding, every block, head) holding those
+// weights: by default a CPU GptStage, so the numbers are those of conveyor's CPU reference
+// kernels (fp32), whatever partition or device trained it; on a GPU the CUDA stage model
+// (bf16 compute; the fp32 weights as its master), as training there computes them.
 //
 // Tokens are rows of T + 1 ids: the model reads the first T of each row and is scored on
 // the next token at each position, as transformers' `labels=input_ids` scores a row:
@@ -16,6 +17,7 @@
 
 #include "kernels/model/gpt_config.hpp"
 #include "kernels/model/gpt_stage.hpp"
+#include "kernels/tensor/device.hpp"
 
 namespace conveyor {
 
@@ -43,8 +45,11 @@ struct TokenLogits {
 /// torch's int32). Throws InputError naming the file when it is not there or not that.
 Tensor read_token_rows(const std::string& path);
 
-/// The model on `tokens`, i32 (B, T + 1) as above. Throws InputError on another dtype or
-/// rank, T + 1 < 2, T beyond the model's seq_len, or an id outside the vocabulary.
-TokenLogits checkpoint_logits(CheckpointModel& model, const Tensor& tokens);
+/// The model on `tokens`, i32 (B, T + 1) as above, computed on `device`. Throws InputError
+/// on another dtype or rank, T + 1 < 2, T beyond the model's seq_len, an id outside the
+/// vocabulary, a GPU that is missing (or a build without CUDA), or a model the CUDA stage
+/// model refuses (head size not 64 or 128, d_model or vocab not a multiple of 8).
+TokenLogits checkpoint_logits(CheckpointModel& model, const Tensor& tokens,
+                              const Device& device = Device::cpu());
 
 }  // namespace conveyor

@@ -80,6 +80,7 @@ struct CudaStash final : StageStash {
 class CudaStageModelBase : public StageModel {
  public:
   virtual std::vector<NamedTensor> gradients() const = 0;
+  virtual StageLogits logits(const Tensor& input, const Tensor& targets) = 0;
 };
 
 // Deferred loss readbacks a head slice holds at a time (loss_readback.hpp).
@@ -158,6 +159,18 @@ class CudaStageModel final : public CudaStageModelBase {
 
   StageForward forward(const Tensor& input, const Tensor& targets, bool keep_stash) override {
     return guarded("forward", [&] { return forward_impl(input, targets, keep_stash); });
+  }
+
+  StageLogits logits(const Tensor& input, const Tensor& targets) override {
+    if (!slice_.has_head)
+      throw std::invalid_argument("cuda_stage_logits: stage " + describe_slice(slice_) +
+                                  " has no head, so no logits");
+    return guarded("logits", [&] {
+      StageLogits out;
+      StageForward f = forward_impl(input, targets, /*keep_stash=*/false, &out.logits);
+      out.loss = f.pending_loss ? f.pending_loss() : f.loss;
+      return out;
+    });
   }
 
   // The full backward of one micro-batch (1F1B, GPipe). On the embedding slice — it hands
@@ -397,7 +410,10 @@ class CudaStageModel final : public CudaStageModelBase {
 
   // ---- forward
 
-  StageForward forward_impl(const Tensor& input, const Tensor& targets, bool keep_stash) {
+  // `logits_out`: when given (a head slice's evaluation), the logits copied to the host as
+  // f32 (a host sync).
+  StageForward forward_impl(const Tensor& input, const Tensor& targets, bool keep_stash,
+                            Tensor* logits_out = nullptr) {
     const auto [B, T] = check_input(input);
     if (slice_.has_head) check_targets(targets, B, T);
     const std::int64_t C = config_.d_model;
@@ -430,8 +446,9 @@ class CudaStageModel final : public CudaStageModelBase {
     StageForward result;
     if (slice_.has_head) {
       CudaHeadActs scratch;
-      head_forward(x, res_a, res_b, targets, stash ? stash->head : scratch, stash != nullptr, B,
-                   T, result);
+      CudaHeadActs& h = stash ? stash->head : scratch;
+      head_forward(x, res_a, res_b, targets, h, stash != nullptr, B, T, result);
+      if (logits_out) *logits_out = to_f32_host(to_host(h.logits, stream()));
     } else if (res_a.defined()) {
       Tensor out = alloc({B, T, C}, DType::bf16, "stage output activation (B, T, C)");
       residual_forward(bf(out), bf(res_a), bf(res_b), B * T * C, stream());
@@ -713,6 +730,13 @@ std::string describe_slice(const StageSlice& s) {
     add("block " + std::to_string(whole_end) + ".attention");
   if (s.has_head) add("head");
   return out.empty() ? "empty slice" : out;
+}
+
+StageLogits cuda_stage_logits(StageModel& model, const Tensor& input, const Tensor& targets) {
+  auto* cuda = dynamic_cast<CudaStageModelBase*>(&model);
+  if (!cuda)
+    throw std::invalid_argument("cuda_stage_logits: the model was not made by make_cuda_stage_model");
+  return cuda->logits(input, targets);
 }
 
 std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model) {

@@ -85,6 +85,13 @@ std::unique_ptr<StageModel> make_cuda_stage_model(const GptConfig& config, const
 /// std::invalid_argument unless `model` was made by make_cuda_stage_model.
 std::vector<NamedTensor> cuda_stage_gradients(const StageModel& model);
 
+/// forward() without a stash, keeping the logits: the LM head's output (B, T, V), its bf16
+/// values widened to host f32, and the loss (as StageForward::loss); waits for the device.
+/// For comparing the GPU model with other implementations (`conveyor hf logits --device
+/// cuda`); training never needs them. Throws std::invalid_argument as forward() does, on a
+/// slice without the head, or unless `model` was made by make_cuda_stage_model.
+StageLogits cuda_stage_logits(StageModel& model, const Tensor& input, const Tensor& targets);
+
 /// True when the CUDA runtime works and `device` exists; never throws.
 bool cuda_device_available(int device);
 

@@ -193,7 +193,18 @@ TEST_CASE("conveyor hf logits writes the logits and prints the loss the library 
   CHECK(r.err.find("no tensor \"tokens\"") != std::string::npos);
   CHECK(r.err.find("ids") != std::string::npos);
 
+  // --device: a bad value names the flag; a GPU that is not there (none in CI; on a GPU
+  // machine, one beyond any it has) exits 2 naming it.
+  r = run_conveyor({"hf", "logits", ckpt, "--tokens", dir / "tokens.safetensors", "--device", "gpu"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--device") != std::string::npos);
+  CHECK(r.err.find("'gpu'") != std::string::npos);
+  r = run_conveyor({"hf", "logits", ckpt, "--tokens", dir / "tokens.safetensors", "--device", "cuda:97"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--device cuda:97") != std::string::npos);
+
   r = run_conveyor({"hf", "logits", "--help"}, 30);
   CHECK(r.exit_code == 0);
-  for (const char* option : {"--tokens", "--out", "--format"}) CHECK(r.out.find(option) != std::string::npos);
+  for (const char* option : {"--tokens", "--out", "--device", "--format"})
+    CHECK(r.out.find(option) != std::string::npos);
 }

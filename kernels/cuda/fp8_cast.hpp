@@ -1,0 +1,26 @@
+#pragma once
+// Casts to FP8 on the device (precision.matmul: fp8; kernels/cpu/fp8.hpp is the reference):
+// out[i] = fp8(x[i] * scale), the product in fp32, converted by the hardware's saturating
+// round-to-nearest-even (__nv_cvt_float_to_fp8 with __NV_SATFINITE); and the amax that a
+// tensor's scale is made from. These are the stand-alone kernels; the casts fused into the
+// kernels that produce the data are the fast path, and these are their reference.
+// Invariant: out and amax are written with =. The amax is max |x| (NaN when any x is NaN),
+// exact and independent of the order of the threads: deterministic.
+#include <cstdint>
+
+#include "kernels/cuda/types.hpp"
+
+namespace conveyor {
+
+enum class Fp8Kind { e4m3, e5m2 };
+
+/// `scale` lives on the device (a delayed scale is produced there); one float.
+void cast_to_fp8(std::uint8_t* out, const float* x, std::int64_t n, const float* scale,
+                 Fp8Kind kind, cudaStream_t stream);
+void cast_to_fp8(std::uint8_t* out, const bf16* x, std::int64_t n, const float* scale,
+                 Fp8Kind kind, cudaStream_t stream);
+
+/// amax[0] = max |x[i]| over n elements (0 for n = 0).
+void fp8_amax(float* amax, const bf16* x, std::int64_t n, cudaStream_t stream);
+
+}  // namespace conveyor

@@ -8,7 +8,8 @@
 // A case is a folder <case>/ holding hf/ (config.json, model.safetensors, as saved),
 // reference.safetensors ("tokens" i32 (B, T + 1); "logits" f32 (b, T, V) of the first
 // b <= B rows) and reference.json ({"loss": transformers' mean over the B*T positions}).
-// Until the fixture is written the test says so and passes.
+// Both cases (a grouped-query Llama with llama3 rope scaling, a GPT-2) must be there: the
+// fixture is part of the repository.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -72,17 +73,17 @@ void check_case(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("hf logits agree with transformers' on the stored reference models") {
-  if (!fs::is_directory(kFixture)) {
-    MESSAGE("skipped: no fixture at " << kFixture.string()
-                                      << " (write it with scripts/hf_reference_check.py --write-fixture where "
-                                         "transformers is installed)");
-    return;
-  }
+  REQUIRE_MESSAGE(fs::is_directory(kFixture),
+                  "no fixture at " << kFixture.string()
+                                   << " (write it with scripts/hf_reference_check.py --write-fixture where "
+                                      "transformers is installed)");
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(kFixture))
     if (fs::is_regular_file(e.path() / "reference.json")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
-  REQUIRE_MESSAGE(!cases.empty(), kFixture.string() << " holds no case (<case>/reference.json)");
+  std::vector<std::string> names;
+  for (const auto& c : cases) names.push_back(c.filename().string());
+  CHECK(names == std::vector<std::string>{"tiny-gpt2", "tiny-llama-gqa-llama3"});
   for (const auto& dir : cases) {
     CAPTURE(dir.string());
     check_case(dir);

@@ -54,7 +54,7 @@ TEST_CASE("cuda llama stage model loss and every gradient are close to the CPU G
   for (const Variant& v : {Variant{"untied, no rope scaling", llama_config()},
                            Variant{"tied, llama3 rope scaling",
                                    llama_config(true, RopeScaling::llama3)}}) {
-    INFO(v.name);
+    INFO(std::string(v.name));
     const testing::Batch batch = testing::random_batch(kB, kT, v.config.vocab, 21);
     GptStage cpu(v.config, kWhole, kSeed);
     StageForward cf = cpu.forward(batch.tokens, batch.targets, true);
@@ -85,10 +85,11 @@ TEST_CASE("cuda llama stage model loss and every gradient are close to the CPU G
         const Param& p = cpu.params()[i];
         INFO("parameter " << p.name);
         REQUIRE(grads[i].tensor.shape() == p.grad.shape());
-        // bf16 activations through two blocks against the fp32 CPU model, as the GPT-2
-        // test's tolerance (cuda_stage_model_test.cpp); an indexing, rotation or grouping
-        // error gives errors of order 1.
-        CONVEYOR_CHECK_CLOSE(doubles_of(p.grad), values_of(grads[i].tensor), 8e-2);
+        // bf16 activations through two blocks against the fp32 CPU model: measured on an H100
+        // (2026-12-07) up to 0.081 (wte.weight, conveyor's attention kernels; 0.076 with
+        // cuDNN's), a little above GPT-2's 0.061 at this width; 0.12 holds them with a
+        // margin. An indexing, rotation or grouping error gives errors of order 1.
+        CONVEYOR_CHECK_CLOSE(doubles_of(p.grad), values_of(grads[i].tensor), 0.12);
       }
     }
   }

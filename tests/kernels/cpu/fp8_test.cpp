@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -59,7 +60,8 @@ TEST_CASE("fp8 formats name their values: largest finite, smallest subnormal, Na
 
 TEST_CASE("fp8 every code decodes and encodes back to itself, and values ascend with the code") {
   for (const Fp8Format& f : {kE4M3, kE5M2}) {
-    CAPTURE(f.name);
+    const std::string format = f.name;
+    CAPTURE(format);
     for (int c = 0; c < 256; ++c) {
       const auto code = static_cast<std::uint8_t>(c);
       const float v = fp8_to_float(code, f);
@@ -81,7 +83,8 @@ TEST_CASE("fp8 every code decodes and encodes back to itself, and values ascend 
 
 TEST_CASE("fp8 rounds to the nearest value, ties to the even code, between every pair of neighbours") {
   for (const Fp8Format& f : {kE4M3, kE5M2}) {
-    CAPTURE(f.name);
+    const std::string format = f.name;
+    CAPTURE(format);
     const auto ladder = finite_ladder(f);
     for (std::size_t i = 1; i < ladder.size(); ++i) {
       const auto [lo, lo_code] = ladder[i - 1];
@@ -121,7 +124,8 @@ TEST_CASE("fp8 quantized with a scale comes back within half a step of the forma
   std::vector<float> x(4096);
   for (float& v : x) v = normal(rng);
   for (const Fp8Format& f : {kE4M3, kE5M2}) {
-    CAPTURE(f.name);
+    const std::string format = f.name;
+    CAPTURE(format);
     const float amax = fp8_amax(x.data(), static_cast<std::int64_t>(x.size()));
     const float scale = fp8_scale_for(amax, f);
     // The largest element lands on the largest finite value.

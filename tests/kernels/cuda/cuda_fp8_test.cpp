@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/fp8.hpp"
@@ -65,7 +66,8 @@ TEST_CASE("cuda fp8 cast of every bf16 value is the CPU reference's code, both f
   auto in = upload(bits, s);
   auto one = upload(std::vector<float>{1.0f}, s);
   for (const Kind& k : kKinds) {
-    CAPTURE(k.format->name);
+    const std::string format = k.format->name;
+    CAPTURE(format);
     DeviceBuffer out(bits.size(), current_device(), s, "fp8 out");
     cast_to_fp8(out.as<std::uint8_t>(), in.as<bf16>(), 65536, one.as<float>(), k.device, s);
     check_same_codes(values, download<std::uint8_t>(out.data(), bits.size(), s), 1.0f, *k.format);
@@ -76,7 +78,8 @@ TEST_CASE("cuda fp8 cast rounds ties and near-ties between every pair of neighbo
   CONVEYOR_REQUIRE_GPU();
   TestStream s;
   for (const Kind& k : kKinds) {
-    CAPTURE(k.format->name);
+    const std::string format = k.format->name;
+    CAPTURE(format);
     std::vector<float> x;
     float previous = 0.0f;
     for (int c = 1; c < 0x80; ++c) {
@@ -106,7 +109,8 @@ TEST_CASE("cuda fp8 cast under a scale and the amax match the reference on fresh
   const float got_amax = download_f32(amax.data(), 1, s)[0];
   CHECK(got_amax == cpu::fp8_amax(x.data(), static_cast<std::int64_t>(x.size())));
   for (const Kind& k : kKinds) {
-    CAPTURE(k.format->name);
+    const std::string format = k.format->name;
+    CAPTURE(format);
     const float scale = cpu::fp8_scale_for(got_amax, *k.format);
     auto sc = upload(std::vector<float>{scale}, s);
     DeviceBuffer out(x.size(), current_device(), s, "fp8 out");

@@ -33,7 +33,7 @@ nlohmann::json run_kernel_bench(const KernelBenchArgs& args) {
   options.micro_batch_size = config.pipeline.micro_batch_size;
   options.device = args.device;
   options.repeats = args.repeats;
-  const auto timings = time_gpt_kernels(options);
+  const auto timings = time_model_kernels(options);
 
   const double micro_batches = static_cast<double>(config.pipeline.micro_batches);
   nlohmann::json rows = nlohmann::json::array();

@@ -1,6 +1,6 @@
 #pragma once
-// Times every CUDA kernel of a GPT block, the head and the optimizer at one model's
-// shapes (one micro-batch of B sequences of T tokens), on inputs filled with fresh random
+// Times every CUDA kernel of a block (GPT-2's or Llama's: model.arch), the head and the
+// optimizer at one model's shapes (one micro-batch of B sequences of T tokens), on inputs filled with fresh random
 // values, with CUDA events around repeated launches on one stream. What `conveyor bench
 // kernels` prints; the per-kernel table of docs/PERFORMANCE.md comes from it.
 //
@@ -39,6 +39,6 @@ struct KernelBenchOptions {
 
 /// REQUIRES: a CUDA device `options.device`. Throws CudaError on any CUDA failure and
 /// std::invalid_argument for shapes the kernels do not take (as the stage model would).
-std::vector<KernelTiming> time_gpt_kernels(const KernelBenchOptions& options);
+std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& options);
 
 }  // namespace conveyor

@@ -35,14 +35,6 @@ std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& o) {
   const int L = static_cast<int>(m.layers);
   const bool llama = m.arch == ModelArch::llama;
   const double n = N, c = C, v = V, bf = 2.0, f4 = 4.0;
-  auto bf16_buf = [&](std::size_t count, float scale = 1.0f) { return k.bf16(count, scale); };
-  auto f32_buf = [&](std::size_t count, float scale = 1.0f) { return k.f32(count, scale); };
-  auto add = [&](std::string name, std::string group, int per_step, double flops, double bytes,
-                 const std::function<void()>& launch, std::string master = "",
-                 std::string grad_dtype = "") {
-    k.add(std::move(name), std::move(group), per_step, flops, bytes, launch, std::move(master),
-          std::move(grad_dtype));
-  };
   const std::size_t NC = std::size_t(N) * C;
 
   if (llama)
@@ -53,53 +45,53 @@ std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& o) {
 
   {  // embedding, head and loss
     auto tokens = k.ids(N, V), targets = k.ids(N, V);
-    auto wte = bf16_buf(std::size_t(V) * C, 0.02f), wpe = bf16_buf(std::size_t(T) * C, 0.02f);
-    auto dwte = f32_buf(std::size_t(V) * C, 0.01f), dwpe = f32_buf(std::size_t(T) * C, 0.01f);
-    auto dwte16 = bf16_buf(std::size_t(V) * C, 0.01f);
-    auto dwpe16 = bf16_buf(std::size_t(T) * C, 0.01f);
-    auto x = bf16_buf(NC), dx = bf16_buf(NC), logits = bf16_buf(std::size_t(N) * V);
-    auto losses = f32_buf(N);
+    auto wte = k.bf16(std::size_t(V) * C, 0.02f), wpe = k.bf16(std::size_t(T) * C, 0.02f);
+    auto dwte = k.f32(std::size_t(V) * C, 0.01f), dwpe = k.f32(std::size_t(T) * C, 0.01f);
+    auto dwte16 = k.bf16(std::size_t(V) * C, 0.01f);
+    auto dwpe16 = k.bf16(std::size_t(T) * C, 0.01f);
+    auto x = k.bf16(NC), dx = k.bf16(NC), logits = k.bf16(std::size_t(N) * V);
+    auto losses = k.f32(N);
     // Llama has no position embedding (null wpe and dwpe).
     const double positions = llama ? 0.0 : 1.0;
-    add("embedding forward", "head", 1, 0, (1 + positions) * n * c * bf + n * 4, [&] {
+    k.add("embedding forward", "head", 1, 0, (1 + positions) * n * c * bf + n * 4, [&] {
       embedding_forward(x.as<bf16>(), tokens.as<std::int32_t>(), wte.as<bf16>(),
                         llama ? nullptr : wpe.as<bf16>(), B, T, C, stream);
     });
-    add("embedding backward weight (+= fp32)", "head", 1, 0,
+    k.add("embedding backward weight (+= fp32)", "head", 1, 0,
         n * c * (bf + (1 + positions) * f4) + n * 4, [&] {
       embedding_backward_weight(dwte.as<float>(), llama ? nullptr : dwpe.as<float>(), x.as<bf16>(),
                                 tokens.as<std::int32_t>(), B, T, C, V, stream);
     }, "", "f32");
-    add("embedding backward weight (+= bf16)", "head", 1, 0,
+    k.add("embedding backward weight (+= bf16)", "head", 1, 0,
         n * c * (bf + (1 + positions) * bf) + n * 4, [&] {
       embedding_backward_weight(dwte16.as<bf16>(), llama ? nullptr : dwpe16.as<bf16>(),
                                 x.as<bf16>(), tokens.as<std::int32_t>(), B, T, C, V, stream);
     }, "", "bf16");
-    add("gemm head forward", "head", 1, 2 * n * c * v, 0, [&] {
+    k.add("gemm head forward", "head", 1, 2 * n * c * v, 0, [&] {
       linear_forward(logits.as<bf16>(), nullptr, x.as<bf16>(), wte.as<bf16>(), nullptr, N, C, V,
                      stream);
     });
     // Evaluation only: a training forward forms the gradient in the same launch (below).
-    add("cross-entropy loss only (evaluation)", "head", 0, 0, n * v * bf, [&] {
+    k.add("cross-entropy loss only (evaluation)", "head", 0, 0, n * v * bf, [&] {
       cross_entropy_forward_backward(losses.as<float>(), nullptr, logits.as<bf16>(),
                                      targets.as<std::int32_t>(), 0.0f, N, V, stream);
     });
     // In place, as the stage model runs it in a training forward (the logits become their
     // gradient): time it on fresh logits each launch would add a copy; the values' range
     // does not change the cost.
-    add("cross-entropy loss and gradient (in place)", "head", 1, 0, 2 * n * v * bf, [&] {
+    k.add("cross-entropy loss and gradient (in place)", "head", 1, 0, 2 * n * v * bf, [&] {
       cross_entropy_forward_backward(losses.as<float>(), logits.as<bf16>(), logits.as<bf16>(),
                                      targets.as<std::int32_t>(), 1.0f / float(N), N, V, stream);
     });
-    add("gemm head backward input", "head", 1, 2 * n * c * v, 0, [&] {
+    k.add("gemm head backward input", "head", 1, 2 * n * c * v, 0, [&] {
       linear_backward_input(dx.as<bf16>(), logits.as<bf16>(), wte.as<bf16>(), nullptr, N, C, V,
                             stream);
     });
-    add("gemm head backward weight (+= fp32)", "head", 1, 2 * n * c * v, 0, [&] {
+    k.add("gemm head backward weight (+= fp32)", "head", 1, 2 * n * c * v, 0, [&] {
       linear_backward_weight(dwte.as<float>(), nullptr, logits.as<bf16>(), x.as<bf16>(), N, C, V,
                              stream);
     }, "", "f32");
-    add("gemm head backward weight (+= bf16)", "head", 1, 2 * n * c * v, 0, [&] {
+    k.add("gemm head backward weight (+= bf16)", "head", 1, 2 * n * c * v, 0, [&] {
       linear_backward_weight(dwte16.as<bf16>(), nullptr, logits.as<bf16>(), x.as<bf16>(), N, C,
                              V, stream);
     }, "", "bf16");
@@ -112,12 +104,12 @@ std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& o) {
     for (const ParamLayout& p : stage_param_layout(m, StageSlice{0, L, true, true}))
       P += static_cast<std::size_t>(p.shape.numel());
     const double p = double(P);
-    auto grads = f32_buf(P, 1e-3f), grads16 = bf16_buf(P, 1e-3f);
-    auto norm = f32_buf(1);
-    add("gradient norm (sum of squares)", "optimizer", 1, 0, p * f4, [&] {
+    auto grads = k.f32(P, 1e-3f), grads16 = k.bf16(P, 1e-3f);
+    auto norm = k.f32(1);
+    k.add("gradient norm (sum of squares)", "optimizer", 1, 0, p * f4, [&] {
       grad_square_sum(norm.as<float>(), grads.as<float>(), std::int64_t(P), false, stream);
     }, "", "f32");
-    add("gradient norm (sum of squares, bf16 grads)", "optimizer", 1, 0, p * bf, [&] {
+    k.add("gradient norm (sum of squares, bf16 grads)", "optimizer", 1, 0, p * bf, [&] {
       grad_square_sum(norm.as<float>(), grads16.as<bf16>(), std::int64_t(P), false, stream);
     }, "", "bf16");
     AdamWHyper hyper;
@@ -133,24 +125,24 @@ std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& o) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const DecayRuns runs{runs_end.as<std::int64_t>(), runs_decay.as<std::uint8_t>(), 1};
     {
-      auto master = f32_buf(P, 0.02f), m = f32_buf(P, 1e-3f), vv = f32_buf(P, 1e-6f);
-      auto compute = bf16_buf(P, 0.02f);
-      add("AdamW fp32 master (+bf16 copy)", "optimizer", 1, 0, p * (16 + 14), [&] {
+      auto master = k.f32(P, 0.02f), m = k.f32(P, 1e-3f), vv = k.f32(P, 1e-6f);
+      auto compute = k.bf16(P, 0.02f);
+      k.add("AdamW fp32 master (+bf16 copy)", "optimizer", 1, 0, p * (16 + 14), [&] {
         adamw_update(master.as<float>(), compute.as<bf16>(), grads.as<float>(), m.as<float>(),
                      vv.as<float>(), std::int64_t(P), hyper, runs, stream);
       }, "fp32", "f32");
-      add("AdamW fp32 master (+bf16 copy, bf16 grads)", "optimizer", 1, 0, p * (14 + 14), [&] {
+      k.add("AdamW fp32 master (+bf16 copy, bf16 grads)", "optimizer", 1, 0, p * (14 + 14), [&] {
         adamw_update(master.as<float>(), compute.as<bf16>(), grads16.as<bf16>(), m.as<float>(),
                      vv.as<float>(), std::int64_t(P), hyper, runs, stream);
       }, "fp32", "bf16");
     }
     {
-      auto params = bf16_buf(P, 0.02f), m = bf16_buf(P, 1e-3f), vv = bf16_buf(P, 1e-3f);
-      add("AdamW all-bf16 (fp32 grads)", "optimizer", 1, 0, p * (10 + 6), [&] {
+      auto params = k.bf16(P, 0.02f), m = k.bf16(P, 1e-3f), vv = k.bf16(P, 1e-3f);
+      k.add("AdamW all-bf16 (fp32 grads)", "optimizer", 1, 0, p * (10 + 6), [&] {
         adamw_update_bf16(params.as<bf16>(), grads.as<float>(), m.as<bf16>(), vv.as<bf16>(),
                           std::int64_t(P), hyper, runs, stream);
       }, "bf16", "f32");
-      add("AdamW all-bf16 (bf16 grads)", "optimizer", 1, 0, p * (8 + 6), [&] {
+      k.add("AdamW all-bf16 (bf16 grads)", "optimizer", 1, 0, p * (8 + 6), [&] {
         adamw_update_bf16(params.as<bf16>(), grads16.as<bf16>(), m.as<bf16>(), vv.as<bf16>(),
                           std::int64_t(P), hyper, runs, stream);
       }, "bf16", "bf16");

@@ -85,3 +85,18 @@ struct CudaHeadActs {
 };
 
 }  // namespace conveyor
+
+// The explicit instantiations of a layers class's weight-gradient members for gradient type
+// G (float or bf16: optim.grad_dtype), in its .cpp.
+#define CONVEYOR_CUDA_LAYERS_GRADIENTS(Layers, G)                                             \
+  template void Layers::embedding_backward_weight<G>(const Tensor&, const Tensor&,            \
+                                                     std::int64_t, std::int64_t, cudaStream_t) \
+      const;                                                                                  \
+  template void Layers::mlp_half_backward_weight<G>(int, const Layers::BlockActs&,            \
+                                                    std::int64_t, std::int64_t, cudaStream_t) \
+      const;                                                                                  \
+  template void Layers::attention_half_backward_weight<G>(int, const Layers::BlockActs&,      \
+                                                          std::int64_t, std::int64_t,         \
+                                                          cudaStream_t) const;                \
+  template void Layers::final_norm_backward_weight<G>(const CudaHeadActs&, std::int64_t,      \
+                                                      std::int64_t, cudaStream_t) const;

@@ -271,19 +271,7 @@ void Layers::final_norm_backward_weight(const CudaHeadActs& h, std::int64_t B, s
 }
 
 // The gradient types of optim.grad_dtype.
-#define CONVEYOR_GPT2_CUDA_LAYERS(G)                                                          \
-  template void Layers::embedding_backward_weight<G>(const Tensor&, const Tensor&,            \
-                                                     std::int64_t, std::int64_t, cudaStream_t) \
-      const;                                                                                  \
-  template void Layers::mlp_half_backward_weight<G>(int, const BlockActs&, std::int64_t,      \
-                                                    std::int64_t, cudaStream_t) const;        \
-  template void Layers::attention_half_backward_weight<G>(int, const BlockActs&,              \
-                                                          std::int64_t, std::int64_t,         \
-                                                          cudaStream_t) const;                \
-  template void Layers::final_norm_backward_weight<G>(const CudaHeadActs&, std::int64_t,      \
-                                                      std::int64_t, cudaStream_t) const;
-CONVEYOR_GPT2_CUDA_LAYERS(float)
-CONVEYOR_GPT2_CUDA_LAYERS(bf16)
-#undef CONVEYOR_GPT2_CUDA_LAYERS
+CONVEYOR_CUDA_LAYERS_GRADIENTS(Layers, float)
+CONVEYOR_CUDA_LAYERS_GRADIENTS(Layers, bf16)
 
 }  // namespace conveyor::cuda_gpt2

@@ -103,20 +103,7 @@ TEST_CASE("cuda llama stage model split between slices and a block's halves chan
   const testing::Batch batch = testing::random_batch(kB, kT, config.vocab, 22);
   const ChainRun whole = train_halves(config, {0, 6}, batch, /*split=*/false);
   auto check_same = [&](const GptConfig& c, const std::vector<int>& cuts) {
-    std::string where = "cuts";
-    for (int cut : cuts) where += " " + std::to_string(cut);
-    INFO(where << ", model.recompute " << recompute_name(c.recompute));
-    for (bool split : {false, true}) {
-      CAPTURE(split);
-      const ChainRun chain = train_halves(c, cuts, batch, split);
-      CHECK(chain.loss == whole.loss);
-      CHECK(chain.grads.size() == whole.grads.size());
-      for (const auto& [name, g] : whole.grads) {
-        INFO("parameter " << name);
-        REQUIRE(chain.grads.count(name) == 1);
-        CHECK(testing::bitwise_equal(g, chain.grads.at(name)));
-      }
-    }
+    check_chain_matches(whole, c, cuts, batch);
   };
   check_same(config, {0, 2, 6});     // whole blocks
   check_same(config, {0, 3, 6});     // block 1 cut after its attention half

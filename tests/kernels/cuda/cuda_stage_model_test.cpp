@@ -211,20 +211,7 @@ TEST_CASE("cuda stage model split between a block's attention and MLP halves cha
   const ChainRun whole = train_halves(config, {0, 6}, batch, /*split=*/false);
 
   auto check_same = [&](const GptConfig& c, const std::vector<int>& cuts) {
-    std::string where = "cuts";
-    for (int cut : cuts) where += " " + std::to_string(cut);
-    INFO(where << ", model.recompute " << recompute_name(c.recompute));
-    for (bool split : {false, true}) {
-      CAPTURE(split);
-      const ChainRun chain = train_halves(c, cuts, batch, split);
-      CHECK(chain.loss == whole.loss);
-      CHECK(chain.grads.size() == whole.grads.size());
-      for (const auto& [name, g] : whole.grads) {
-        INFO("parameter " << name);
-        REQUIRE(chain.grads.count(name) == 1);
-        CHECK(testing::bitwise_equal(g, chain.grads.at(name)));
-      }
-    }
+    check_chain_matches(whole, c, cuts, batch);
   };
   // Block 1 cut after its attention half; then blocks 0 and 2 so cut, the middle slice
   // holding a lone half at both ends (and the embedding slice a lone attention half).

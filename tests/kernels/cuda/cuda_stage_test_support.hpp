@@ -134,5 +134,25 @@ inline ChainRun train_halves(const GptConfig& config, const std::vector<int>& cu
   return run;
 }
 
+// The chain cut at `cuts` gives `whole`'s loss and every gradient bit for bit, with the
+// fused backward and with backward_input then backward_weight.
+inline void check_chain_matches(const ChainRun& whole, const GptConfig& c,
+                                const std::vector<int>& cuts, const testing::Batch& batch) {
+  std::string where = "cuts";
+  for (int cut : cuts) where += " " + std::to_string(cut);
+  INFO(where << ", model.recompute " << recompute_name(c.recompute));
+  for (bool split : {false, true}) {
+    CAPTURE(split);
+    const ChainRun chain = train_halves(c, cuts, batch, split);
+    CHECK(chain.loss == whole.loss);
+    CHECK(chain.grads.size() == whole.grads.size());
+    for (const auto& [name, g] : whole.grads) {
+      INFO("parameter " << name);
+      REQUIRE(chain.grads.count(name) == 1);
+      CHECK(testing::bitwise_equal(g, chain.grads.at(name)));
+    }
+  }
+}
+
 }  // namespace conveyor::cuda_testing
 #endif

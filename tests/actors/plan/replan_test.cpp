@@ -79,6 +79,18 @@ TEST_CASE("fault.shrink stages keeps the replicas and cuts the pipeline shorter"
   CHECK(r.layout->nodes() == std::vector<int>{0, 1});
 }
 
+TEST_CASE("fault.shrink auto with no whole replica left keeps one replica of as many stages as fit") {
+  // 2 replicas × 3 stages on 6 nodes, 4 lost: 2 devices hold no replica of 3 stages.
+  const Replan r = replan(configured(3, 2), cpu_nodes(6, {1, 2, 4, 5}), ShrinkPolicy::automatic);
+  REQUIRE(r.ok());
+  CHECK(r.layout->replicas == 1);
+  CHECK(r.layout->stages == 2);
+  CHECK(r.layout->shares == std::vector<MicroBatchShare>{{0, 8}});
+  CHECK(r.layout->nodes() == std::vector<int>{0, 3});
+  CHECK(has(r.reason, "1 of 2 replica(s) dropped"));
+  CHECK(has(r.reason, "the pipeline cut into 2 stages instead of 3"));
+}
+
 TEST_CASE("3 nodes of one stage each, node 2 lost: the model is cut uniformly over 2 stages") {
   const Replan r = replan(configured(3, 1, 8, 3), cpu_nodes(3, {2}), ShrinkPolicy::automatic);
   REQUIRE(r.ok());

@@ -19,6 +19,16 @@ enum class FaultPolicy { abort, restart };
 /// or a stop writes, asked for then (off). Automatic: on when every stage runs on the CPU.
 enum class BuddyCopies { automatic, on, off };
 
+/// fault.shrink (issue 44): when a lost node's replacement has not joined within
+/// fault.rejoin_timeout_s, how the job re-plans over the nodes left (actors/plan/replan.hpp):
+/// drop whole replicas (keeping the pipeline), shrink the pipeline (keeping the replicas),
+/// or automatic: drop replicas when parallel.data > 1, else shrink the pipeline.
+enum class ShrinkPolicy { automatic, replicas, stages };
+
+/// fault.grow (issue 44): when a node that joins after a shrink is taken in: at the next
+/// step boundary, at the next checkpoint boundary, or never (the job stays shrunk).
+enum class GrowPolicy { at_step, at_checkpoint, never };
+
 struct RecoverySettings {
   FaultPolicy policy = FaultPolicy::abort;
   BuddyCopies buddy_copies = BuddyCopies::automatic;  // the composition root resolves automatic (actors/runtime/job_setup.cpp)

@@ -3,6 +3,7 @@
 // config loads (config_value.hpp reads and writes them through these tables). Each table
 // lists the names in the order the key reference shows them: README's key table and the
 // "is not one of ..." messages follow it, so reordering a table changes both.
+#include "actors/plan/partition_mode.hpp"
 #include "actors/plan/recovery_policy.hpp"
 #include "kernels/common/named_enum.hpp"
 #include "kernels/tensor/device.hpp"
@@ -12,10 +13,6 @@ namespace conveyor {
 /// pipeline.schedule. The schedule library knows its schedules by name
 /// (sched::schedule_names(), in this order; a test holds the two lists equal).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zbv };
-
-/// pipeline.partition: even split, the partitioner's choice, or the list the config gives
-/// ("explicit" is never written as a value: the list is).
-enum class PartitionMode { uniform, automatic, explicit_list };
 
 /// model.dtype: automatic is fp32 on CPU stages, bf16 on CUDA stages.
 enum class ModelDtype { automatic, fp32, bf16 };
@@ -119,6 +116,20 @@ template <>
 struct EnumNames<BuddyCopies> {
   static constexpr NamedValue<BuddyCopies> entries[] = {
       {BuddyCopies::automatic, "auto"}, {BuddyCopies::on, "on"}, {BuddyCopies::off, "off"}};
+};
+
+template <>
+struct EnumNames<ShrinkPolicy> {
+  static constexpr NamedValue<ShrinkPolicy> entries[] = {{ShrinkPolicy::automatic, "auto"},
+                                                         {ShrinkPolicy::replicas, "replicas"},
+                                                         {ShrinkPolicy::stages, "stages"}};
+};
+
+template <>
+struct EnumNames<GrowPolicy> {
+  static constexpr NamedValue<GrowPolicy> entries[] = {{GrowPolicy::at_step, "at_step"},
+                                                       {GrowPolicy::at_checkpoint, "at_checkpoint"},
+                                                       {GrowPolicy::never, "never"}};
 };
 
 }  // namespace conveyor

@@ -253,6 +253,20 @@ std::vector<ConfigKey> build_keys() {
           "checkpoint.every > 0), and the steps since are replayed (0: a lost process ends "
           "the run)",
           at_least(0.0), at_most_a_week()),
+      KEY(fault.shrink,
+          "issue 44, read and checked but not acted on yet (the coordinator's use of it "
+          "lands with issue 44's later part): when no replacement of a lost node joined "
+          "within fault.rejoin_timeout_s, how the job is to re-plan over the nodes left: "
+          "replicas (drop whole replicas, keep the pipeline), stages (fewer pipeline "
+          "stages, cut as pipeline.partition says; an explicit list becomes uniform) or auto "
+          "(replicas when parallel.data > 1, else stages); the global batch and the "
+          "micro-batches per step stay (actors/plan/replan.hpp)"),
+      KEY(fault.grow,
+          "issue 44, read and checked but not acted on yet (the coordinator's use of it "
+          "lands with issue 44's later part): when a node that joins a shrunk job is taken "
+          "in, going back to the configured layout or the largest the nodes present hold: "
+          "at_step (the next step boundary), at_checkpoint (the next checkpoint boundary) or "
+          "never"),
       KEY(fault.buddy_copies,
           "a run over several processes: on (node 0 keeps a copy of every other node's "
           "snapshots as they are taken, so a lost process can rejoin; CPU stages only), off "

@@ -180,6 +180,12 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                          "stages' snapshots only: a GPU stage's whole state each snapshot step "
                          "is too much to send; set fault.buddy_copies: auto or off)",
                          "devices.kind"};
+  if (c.fault.shrink == ShrinkPolicy::replicas && c.parallel.data < 2)
+    return ConfigProblem{"fault.shrink",
+                         "'replicas' with parallel.data 1 (there is no replica to drop: the job "
+                         "could never shrink; set fault.shrink: auto or stages, "
+                         "or parallel.data >= 2)",
+                         "parallel.data"};
   if (cuda && c.transport.kind == TransportKind::ucx)
     return ConfigProblem{"transport.kind",
                          "'ucx' on devices.kind cuda (this UCX carries host memory only; GPU "

@@ -99,6 +99,8 @@ struct FaultSection {
   std::int64_t max_restarts = 3;             // fault.max_restarts: recoveries allowed within fault.window_s
   double window_s = 600;                     // fault.window_s
   double rejoin_timeout_s = 300;             // fault.rejoin_timeout_s: wait for a lost process's replacement (0: fail)
+  ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink: auto | replicas | stages (issue 44's re-plan)
+  GrowPolicy grow = GrowPolicy::at_step;     // fault.grow: at_step | at_checkpoint | never (issue 44's re-plan)
   BuddyCopies buddy_copies = BuddyCopies::automatic;  // fault.buddy_copies: auto | on | off (node 0's copies of other nodes' snapshots)
   double straggler_factor = 2.0;             // fault.straggler_factor: busy time over the median stage's that is slow
   std::int64_t straggler_steps = 3;          // fault.straggler_steps: consecutive slow steps before a report

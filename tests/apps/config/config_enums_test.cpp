@@ -50,6 +50,8 @@ TEST_CASE("every config enum's names parse to the value they name, and nothing e
   check_round_trip<NanPolicy>();
   check_round_trip<FaultPolicy>();
   check_round_trip<BuddyCopies>();
+  check_round_trip<ShrinkPolicy>();
+  check_round_trip<GrowPolicy>();
 }
 
 TEST_CASE("the enum keys take their names and write them back, auto is spelled auto") {
@@ -59,6 +61,7 @@ TEST_CASE("the enum keys take their names and write them back, auto is spelled a
   check_key<NanPolicy>("fault.on_nan");
   check_key<FaultPolicy>("fault.policy");
   check_key<BuddyCopies>("fault.buddy_copies");
+  check_key<GrowPolicy>("fault.grow");
   check_key<CheckpointWriters>("checkpoint.writers");
   check_key<TransportKind>("transport.kind");
   check_key<MasterDtype>("optim.master");

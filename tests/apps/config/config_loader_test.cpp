@@ -62,7 +62,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
-        "fault.window_s", "fault.rejoin_timeout_s", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
+        "fault.window_s", "fault.rejoin_timeout_s", "fault.shrink", "fault.grow", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
         "checkpoint.every", "checkpoint.keep", "checkpoint.writers", "checkpoint.remote_timeout_s", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention", "model.arch", "model.kv_heads", "model.ffn_dim", "model.rope_theta",
         "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
@@ -72,7 +72,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 72);
+  CHECK(config_keys().size() == 74);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {
@@ -304,6 +304,23 @@ TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses 
                 {"fault.buddy_copies", "'on' on devices.kind cuda", "fault.buddy_copies: auto or off"});
   check_message(set_error({"fault.buddy_copies=yes"}),
                 {"fault.buddy_copies", "'yes' is not one of auto, on, off"});
+}
+
+TEST_CASE("fault.shrink and fault.grow parse their names, and a bad value is refused naming the key") {
+  CHECK(RunConfig{}.fault.shrink == ShrinkPolicy::automatic);
+  CHECK(RunConfig{}.fault.grow == GrowPolicy::at_step);
+  CHECK(load_run_config("", {"fault.shrink=stages"}).fault.shrink == ShrinkPolicy::stages);
+  CHECK(load_run_config("", {"parallel.data=2", "fault.shrink=replicas"}).fault.shrink ==
+        ShrinkPolicy::replicas);
+  CHECK(load_run_config("", {"fault.grow=at_checkpoint"}).fault.grow == GrowPolicy::at_checkpoint);
+  CHECK(load_run_config("", {"fault.grow=never"}).fault.grow == GrowPolicy::never);
+  check_message(set_error({"fault.shrink=nodes"}),
+                {"fault.shrink", "'nodes' is not one of auto, replicas, stages"});
+  check_message(set_error({"fault.grow=later"}),
+                {"fault.grow", "'later' is not one of at_step, at_checkpoint, never"});
+  // One replica has none to drop: a job that could never shrink is refused up front.
+  check_message(set_error({"fault.shrink=replicas"}),
+                {"fault.shrink", "'replicas' with parallel.data 1", "fault.shrink: auto or stages"});
 }
 
 TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {

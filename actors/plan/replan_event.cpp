@@ -1,0 +1,60 @@
+#include "actors/plan/replan_event.hpp"
+
+#include <fmt/format.h>
+
+namespace conveyor {
+namespace {
+
+// Half blocks as blocks, integers where whole: 4 -> 2, 5 -> 2.5.
+nlohmann::json blocks(int halves) {
+  if (halves % 2 == 0) return halves / 2;
+  return halves / 2.0;
+}
+
+nlohmann::json layout_json(const LayoutSummary& l) {
+  nlohmann::json partition = nlohmann::json::array();
+  for (int h : l.halves_per_model_stage) partition.push_back(blocks(h));
+  return {{"replicas", l.replicas}, {"stages", l.stages}, {"nodes", l.nodes}, {"partition", partition}};
+}
+
+std::string layout_text(const LayoutSummary& l) {
+  std::string nodes;
+  for (int n : l.nodes) nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
+  return fmt::format("{} on node{} {}", describe_shape(l.replicas, l.stages), l.nodes.size() == 1 ? "" : "s",
+                     nodes);
+}
+
+}  // namespace
+
+std::string restore_origin_name(RestoreOrigin origin) {
+  switch (origin) {
+    case RestoreOrigin::snapshot: return "snapshot";
+    case RestoreOrigin::buddy_copies: return "buddy copies";
+    case RestoreOrigin::checkpoint: return "checkpoint";
+  }
+  return "?";
+}
+
+LayoutSummary summarize(const ElasticLayout& layout) {
+  return LayoutSummary{layout.replicas, layout.stages, layout.nodes(), layout.halves_per_model_stage};
+}
+
+nlohmann::json replan_row(const ReplanEvent& e) {
+  nlohmann::json row = {{"event", "replan"}};
+  row[e.cause == ReplanEvent::Cause::lost ? "lost_node" : "joined"] = e.node;
+  row["from"] = layout_json(e.from);
+  row["to"] = layout_json(e.to);
+  row["restored_from"] = restore_origin_name(e.restored_from);
+  row["steps_redone"] = e.steps_redone;
+  row["ms"] = e.ms;
+  return row;
+}
+
+std::string replan_log_line(const ReplanEvent& e) {
+  return fmt::format("replan: node {} {}: {} -> {}, restored from {}, {} step{} redone, {:.1f} ms", e.node,
+                     e.cause == ReplanEvent::Cause::lost ? "lost for good" : "joined", layout_text(e.from),
+                     layout_text(e.to), restore_origin_name(e.restored_from), e.steps_redone,
+                     e.steps_redone == 1 ? "" : "s", e.ms);
+}
+
+}  // namespace conveyor

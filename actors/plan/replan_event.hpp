@@ -1,0 +1,60 @@
+#pragma once
+// The record of one elastic re-plan (issue 44): the metrics.jsonl row and the log line a
+// shrink or a grow writes, built here from plain values so that their form is tested
+// without a job. The row, one line of JSON, has exactly these fields:
+//   {"event": "replan", "lost_node": 2,          (a shrink: the node given up on)
+//    "from": {"replicas": 1, "stages": 3, "nodes": [0, 1, 2], "partition": [2, 1, 1]},
+//    "to":   {"replicas": 1, "stages": 2, "nodes": [0, 1], "partition": [2, 2]},
+//    "restored_from": "buddy copies", "steps_redone": 1, "ms": 412.5}
+// a grow writes "joined": k in place of "lost_node". "partition" is blocks per model stage
+// (3.5: three blocks and a half), "nodes" the nodes that run a stage actor. restored_from
+// is "snapshot" (every stage of the new layout from the in-memory snapshots of the nodes
+// present), "buddy copies" (a lost node's stages from node 0's copies of its snapshots) or
+// "checkpoint" (the newest verified checkpoint of the run); steps_redone counts the steps
+// replayed from that state; ms is the time from the node's loss (or join) to the first
+// step of the new layout.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/plan/replan.hpp"
+
+namespace conveyor {
+
+/// Where the new layout's state came from (see the top).
+enum class RestoreOrigin { snapshot, buddy_copies, checkpoint };
+
+/// "snapshot", "buddy copies", "checkpoint".
+std::string restore_origin_name(RestoreOrigin origin);
+
+/// A layout as the row shows it.
+struct LayoutSummary {
+  int replicas = 1;
+  int stages = 1;
+  std::vector<int> nodes;                   // ascending
+  std::vector<int> halves_per_model_stage;  // written as blocks
+};
+
+LayoutSummary summarize(const ElasticLayout& layout);
+
+struct ReplanEvent {
+  enum class Cause { lost, joined };
+  Cause cause = Cause::lost;
+  int node = 0;  // the node lost for good, or the node that joined
+  LayoutSummary from;
+  LayoutSummary to;
+  RestoreOrigin restored_from = RestoreOrigin::snapshot;
+  std::int64_t steps_redone = 0;
+  double ms = 0.0;
+};
+
+/// The metrics.jsonl row (see the top).
+nlohmann::json replan_row(const ReplanEvent& event);
+
+/// The one log line: "replan: node 2 lost for good: 1 replica × 3 stages on nodes 0, 1, 2
+/// -> 1 replica × 2 stages on nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms".
+std::string replan_log_line(const ReplanEvent& event);
+
+}  // namespace conveyor

@@ -1,0 +1,83 @@
+// The replan row of metrics.jsonl and its log line (actors/plan/replan_event.hpp): exactly
+// the fields issue 44 names, in both forms (a node lost for good, a node joined).
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "actors/plan/replan_event.hpp"
+
+using namespace conveyor;
+
+namespace {
+
+std::set<std::string> keys_of(const nlohmann::json& row) {
+  std::set<std::string> out;
+  for (const auto& [key, value] : row.items()) out.insert(key);
+  return out;
+}
+
+ReplanEvent shrink_event() {
+  ReplanEvent e;
+  e.cause = ReplanEvent::Cause::lost;
+  e.node = 2;
+  e.from = {1, 3, {0, 1, 2}, {4, 2, 2}};
+  e.to = {1, 2, {0, 1}, {5, 3}};
+  e.restored_from = RestoreOrigin::buddy_copies;
+  e.steps_redone = 1;
+  e.ms = 412.5;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a shrink's replan row has exactly lost_node, from, to, restored_from, steps_redone and ms") {
+  const auto row = replan_row(shrink_event());
+  CHECK(keys_of(row) == std::set<std::string>{"event", "lost_node", "from", "to", "restored_from", "steps_redone", "ms"});
+  CHECK(row["event"] == "replan");
+  CHECK(row["lost_node"] == 2);
+  CHECK(row["from"] == nlohmann::json::parse(R"({"replicas":1,"stages":3,"nodes":[0,1,2],"partition":[2,1,1]})"));
+  // Half blocks are written as blocks: 2.5 and 1.5.
+  CHECK(row["to"] == nlohmann::json::parse(R"({"replicas":1,"stages":2,"nodes":[0,1],"partition":[2.5,1.5]})"));
+  CHECK(row["restored_from"] == "buddy copies");
+  CHECK(row["steps_redone"] == 1);
+  CHECK(row["ms"] == 412.5);
+  CHECK(row.dump().find('\n') == std::string::npos);  // one line of metrics.jsonl
+}
+
+TEST_CASE("a grow's replan row names the node that joined in place of lost_node") {
+  ReplanEvent e = shrink_event();
+  e.cause = ReplanEvent::Cause::joined;
+  e.node = 3;
+  std::swap(e.from, e.to);
+  e.restored_from = RestoreOrigin::snapshot;
+  e.steps_redone = 0;
+  const auto row = replan_row(e);
+  CHECK(keys_of(row) == std::set<std::string>{"event", "joined", "from", "to", "restored_from", "steps_redone", "ms"});
+  CHECK(row["joined"] == 3);
+  CHECK(row["to"]["stages"] == 3);
+  CHECK(row["restored_from"] == "snapshot");
+  CHECK(restore_origin_name(RestoreOrigin::checkpoint) == "checkpoint");
+}
+
+TEST_CASE("a replan's log line says which node, both layouts, where the state came from and the time") {
+  CHECK(replan_log_line(shrink_event()) ==
+        "replan: node 2 lost for good: 1 replica × 3 stages on nodes 0, 1, 2 -> 1 replica × 2 stages on "
+        "nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms");
+}
+
+TEST_CASE("summarize gives a layout's shape, its nodes and its partition") {
+  ConfiguredLayout c;
+  c.stages = 2;
+  c.replicas = 2;
+  c.micro_batches = 4;
+  c.layers = 3;
+  c.start_halves = sched::uniform_partition(3, 2);
+  std::vector<LiveNode> nodes = {{0, {Device::cpu()}}, {1, {Device::cpu()}}, {4, {Device::cpu(), Device::cpu()}}};
+  const Replan r = replan(c, nodes, ShrinkPolicy::automatic);
+  REQUIRE(r.ok());
+  const LayoutSummary s = summarize(*r.layout);
+  CHECK(s.replicas == 2);
+  CHECK(s.stages == 2);
+  CHECK(s.nodes == std::vector<int>{0, 1, 4});
+  CHECK(s.halves_per_model_stage == std::vector<int>{4, 2});
+}

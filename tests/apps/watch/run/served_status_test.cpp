@@ -41,6 +41,37 @@ TEST_CASE("a served run folder answers metrics, status, the page and 404, readin
   CHECK(http_request(server.port(), "/config.yaml").status == 404);
 }
 
+TEST_CASE("the events path sends the status JSON at once and again when a row comes") {
+  namespace asio = boost::asio;
+  TempDir dir;
+  RunFixture run(dir.path());
+  run.step(0);
+  HttpServerOptions o;
+  o.log = [](std::string_view) {};
+  HttpServer server(o, status_routes(std::make_shared<StatusSource>(dir.path())));
+  asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port()));
+  asio::write(stream, asio::buffer(std::string("GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")));
+  std::string got;
+  char buf[4096];
+  const auto read_until = [&](const std::string& text) {
+    while (got.find(text) == std::string::npos) {
+      boost::beast::error_code ec;
+      const auto n = stream.read_some(asio::buffer(buf), ec);
+      REQUIRE_FALSE(ec);
+      got.append(buf, n);
+    }
+  };
+  read_until("\"step\":1,");  // the first event: one step done
+  CHECK(got.find("Content-Type: text/event-stream") != std::string::npos);
+  CHECK(got.find("\r\n\r\ndata: {") != std::string::npos);
+  run.step(1);
+  read_until("\"step\":2,");  // the next event, within the 1 s period
+  CHECK(got.find("\n\ndata: {") != std::string::npos);
+}
+
 TEST_CASE("serving beyond loopback needs CONVEYOR_SERVE_TOKEN, and then answers 401 without it") {
   TempDir dir;
   RunFixture run(dir.path());

@@ -353,9 +353,10 @@ void print_start(const RunConfig& config, const JobPlan& plan, double entropy, c
 }
 
 void run_train(const TrainOptions& opt) {
-  if (opt.supervise) run_supervised(opt);
-  // A bad --serve value, or a host beyond loopback without a token, exits 2 before anything.
+  // A bad --serve value, or a host beyond loopback without a token, exits 2 before anything
+  // (before a supervisor starts a child that would fail with it).
   const auto serve = opt.serve ? std::optional(watch::status_server_spec("--serve", *opt.serve)) : std::nullopt;
+  if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   refuse_non_utf8_paths(opt, config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());

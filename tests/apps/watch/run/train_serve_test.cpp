@@ -54,11 +54,18 @@ TEST_CASE("train --serve serves the run's metrics while it trains and stops serv
   CHECK_THROWS(http_request(port, "/metrics"));  // the server went with the run
 }
 
-TEST_CASE("train --serve beyond loopback without a token exits 2 before the run folder exists") {
+TEST_CASE("train --serve with a bad value or beyond loopback without a token exits 2 before the run folder exists") {
   TempDir dir;
   ::unsetenv("CONVEYOR_SERVE_TOKEN");
   const auto r = run_conveyor({"train", "configs/tiny.yaml", "--out", dir / "run", "--serve", "0.0.0.0:0"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--serve 0.0.0.0:0: 0.0.0.0 is reachable from other machines") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "run"));
+  // A supervised run too: its supervisor refuses the value before starting a child.
+  const auto supervised = run_conveyor({"train", "configs/tiny.yaml", "--out", dir / "run", "--supervise", "--serve",
+                                        "80x"});
+  CHECK(supervised.exit_code == 2);
+  CHECK(supervised.err.find("--serve '80x': the port must be a number from 0 to 65535") != std::string::npos);
+  CHECK(supervised.err.find("conveyor train --supervise:") == std::string::npos);  // no child started
   CHECK_FALSE(fs::exists(dir / "run"));
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <thread>
 
 #include "apps/watch/http_server.hpp"
 #include "tests/apps/watch/http_get.hpp"
@@ -132,4 +133,86 @@ TEST_CASE("an address that cannot be bound is an error naming it") {
   // reuse_address lets a second bind of a listening port fail on Linux all the same.
   const std::string where = "cannot listen on 127.0.0.1:" + std::to_string(first.port());
   CHECK_THROWS_WITH_AS(HttpServer(o, echo_path()), doctest::Contains(where.c_str()), std::exception);
+}
+
+namespace {
+
+// A connected client stream with a 10 s bound on everything it does.
+std::unique_ptr<boost::beast::tcp_stream> connect_to(boost::asio::io_context& io, std::uint16_t port) {
+  auto s = std::make_unique<boost::beast::tcp_stream>(io);
+  s->expires_after(std::chrono::seconds(10));
+  s->connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  return s;
+}
+
+// Reads until the server closes the connection; what came before.
+std::string read_to_close(boost::beast::tcp_stream& s) {
+  std::string got;
+  char buf[1024];
+  boost::beast::error_code ec;
+  while (!ec) got.append(buf, s.read_some(boost::asio::buffer(buf), ec));
+  CHECK(ec != boost::beast::error::timeout);  // the server closed it, not our bound
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("a client silent or stalled mid-request is dropped after the io timeout") {
+  HttpServerOptions o = quiet();
+  o.io_timeout = std::chrono::milliseconds(100);
+  HttpServer server(o, echo_path());
+  boost::asio::io_context io;
+  const auto start = std::chrono::steady_clock::now();
+  auto silent = connect_to(io, server.port());
+  auto stalled = connect_to(io, server.port());
+  boost::asio::write(*stalled, boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHo")));
+  CHECK(read_to_close(*silent).empty());
+  CHECK(read_to_close(*stalled).empty());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(http_request(server.port(), "/").status == 200);  // and it serves the next client
+}
+
+TEST_CASE("connections beyond max_connections are closed at once and the others served") {
+  HttpServerOptions o = quiet();
+  o.max_connections = 2;
+  HttpServer server(o, echo_path());
+  boost::asio::io_context io;
+  auto first = connect_to(io, server.port());
+  auto second = connect_to(io, server.port());
+  // The two are sessions once a request on each was answered.
+  for (auto* s : {first.get(), second.get()}) {
+    boost::asio::write(*s, boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
+    boost::beast::flat_buffer buffer;
+    boost::beast::http::response<boost::beast::http::string_body> res;
+    boost::beast::http::read(*s, buffer, res);
+    CHECK(res.result_int() == 200);
+  }
+  auto third = connect_to(io, server.port());
+  CHECK(read_to_close(*third).empty());
+  first.reset();  // a place comes free
+  second.reset();
+  for (int i = 0; i < 200; ++i) {  // the server notices the closes on its own thread
+    try {
+      if (http_request(server.port(), "/").status == 200) break;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(http_request(server.port(), "/").status == 200);
+}
+
+TEST_CASE("a hundred clients at once are all answered") {
+  HttpServer server(quiet(), echo_path());
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 100; ++i)
+    clients.emplace_back([&, i] {
+      try {
+        const auto r = http_request(server.port(), "/c" + std::to_string(i));
+        if (r.status == 200 && r.body == "path /c" + std::to_string(i)) ++ok;
+      } catch (const std::exception&) {
+      }
+    });
+  for (auto& t : clients) t.join();
+  CHECK(ok == 100);
 }

@@ -51,6 +51,7 @@ JsonlTail::Lines JsonlTail::read(std::size_t max_bytes) {
   }
   chunk.resize(got);
   offset_ += got;
+  out.more = offset_ < size;
   std::size_t from = 0;
   for (std::size_t nl; (nl = chunk.find('\n', from)) != std::string::npos; from = nl + 1) {
     partial_.append(chunk, from, nl - from);

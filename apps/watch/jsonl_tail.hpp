@@ -21,10 +21,11 @@ class JsonlTail {
   struct Lines {
     std::vector<std::string> lines;  // whole lines, without their newline
     bool restarted = false;          // the file shrank or was replaced: lines are from its start
+    bool more = false;               // max_bytes were read and the file holds more
   };
   /// The whole lines appended since the last call; none while the file does not exist.
-  /// At most max_bytes are read per call (the rest comes with the next ones), so one
-  /// call on a huge file stays short. Throws std::runtime_error naming the file when it
+  /// At most max_bytes are read per call (the rest comes with the next ones: `more`), so
+  /// memory stays bounded on a huge file. Throws std::runtime_error naming the file when it
   /// exists and cannot be read.
   Lines read(std::size_t max_bytes = 16u << 20);
   const std::filesystem::path& path() const { return path_; }

@@ -57,13 +57,19 @@ void RunFolder::refresh() {
   } else if (job_changed) {
     status_ = job_;
   }
-  for (const auto& line : fresh.lines) {
-    if (line.empty()) continue;
-    const auto row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded())
-      note_unreadable_row(status_);
-    else
-      apply_row(status_, row);
+  // Everything written so far, a bounded chunk at a time.
+  for (;;) {
+    for (const auto& line : fresh.lines) {
+      if (line.empty()) continue;
+      const auto row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (row.is_discarded())
+        note_unreadable_row(status_);
+      else
+        apply_row(status_, row);
+    }
+    if (!fresh.more) break;
+    fresh = metrics_.read();
+    if (fresh.restarted) status_ = job_;  // rewritten meanwhile: from its start again
   }
 }
 

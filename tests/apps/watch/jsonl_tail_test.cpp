@@ -60,6 +60,10 @@ TEST_CASE("a tail reads at most the bytes it is given per call and the rest next
   const std::string file = dir / "metrics.jsonl";
   JsonlTail tail(file);
   append(file, "aaaa\nbbbb\n");
-  CHECK(tail.read(7).lines == std::vector<std::string>{"aaaa"});
-  CHECK(tail.read(7).lines == std::vector<std::string>{"bbbb"});
+  const auto first = tail.read(7);
+  CHECK(first.lines == std::vector<std::string>{"aaaa"});
+  CHECK(first.more);
+  const auto second = tail.read(7);
+  CHECK(second.lines == std::vector<std::string>{"bbbb"});
+  CHECK_FALSE(second.more);
 }

@@ -123,6 +123,7 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
                             std::int64_t optimizer_steps, bool stop) {
   if (stop && last_taken_ == steps_done) {  // this boundary's checkpoint, already queued
     writer_.flush();
+    report_written();
     stopped_at_ = steps_done;
     return;
   }

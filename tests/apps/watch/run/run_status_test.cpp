@@ -65,6 +65,23 @@ TEST_CASE("a run folder's status follows the rows as train writes them") {
   CHECK(s.unreadable_rows == 0);
 }
 
+TEST_CASE("steps replayed after a recovery replace their points on the loss curve") {
+  TempDir dir;
+  RunFixture run(dir.path());
+  for (int k = 0; k < 4; ++k) run.step(k);
+  run.crash(3);  // back at step 2: steps 2 and 3 come again
+  run.step(2);
+  RunFolder folder(dir.path());
+  folder.refresh();
+  CHECK(folder.status().steps_done() == 3);
+  run.step(3);
+  folder.refresh();
+  const auto& curve = folder.status().loss_curve;
+  REQUIRE(curve.size() == 4);
+  for (std::size_t i = 0; i < curve.size(); ++i) CHECK(curve[i].step == static_cast<std::int64_t>(i));
+  CHECK(folder.status().recoveries.at("crash") == 1);
+}
+
 TEST_CASE("a half-written last row is applied once its newline comes") {
   TempDir dir;
   RunFixture run(dir.path());

@@ -52,6 +52,13 @@ TEST_CASE("train --serve serves the run's metrics while it trains and stops serv
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);  // a stop with a checkpoint
   CHECK_THROWS(http_request(port, "/metrics"));  // the server went with the run
+  // The folder says how the run ended: stopped by the signal, with its checkpoint.
+  const auto once = run_conveyor({"watch", run, "--format", "json"});
+  REQUIRE(once.exit_code == 0);
+  const auto after = nlohmann::json::parse(once.out);
+  CHECK(after.at("state") == "stopped");
+  CHECK(after.at("stop_reason") == "SIGTERM");
+  CHECK(after.at("checkpoints").at("last").at("step") == after.at("step"));
 }
 
 TEST_CASE("train --serve with a bad value or beyond loopback without a token exits 2 before the run folder exists") {

@@ -42,6 +42,7 @@
 #include "apps/exit_code.hpp"
 #include "apps/train/train_checkpoints.hpp"
 #include "apps/train/weights_file.hpp"
+#include "apps/watch/status_server.hpp"
 #include "actors/fault/fault_spec.hpp"
 #include "kernels/common/error.hpp"
 
@@ -59,6 +60,7 @@ struct TrainOptions {
   std::optional<std::string> init_from;  // --init-from HF_DIR|RUN_DIR|CKPT_DIR
   bool force = false;                 // --force: resume another run's checkpoint
   bool supervise = false;             // --supervise
+  std::optional<std::string> serve;   // --serve [HOST:]PORT (apps/watch/status_server.hpp)
 };
 
 // --supervise (apps/train/supervisor.hpp): this process restarts the training process it
@@ -82,6 +84,7 @@ struct TrainOptions {
   if (opt.launch.rdzv) run.args.insert(run.args.end(), {"--rdzv", *opt.launch.rdzv});
   if (opt.token) run.args.insert(run.args.end(), {"--token", *opt.token});
   if (opt.force) run.args.push_back("--force");
+  if (opt.serve) run.args.insert(run.args.end(), {"--serve", *opt.serve});
   run.rejoins = spec.nnodes > 1 && spec.node_rank != 0 && takes_replacements(config);
   throw ExitStatus{supervise(run)};
 }
@@ -331,6 +334,9 @@ void run_as_node_k(const TrainOptions& opt, const RunConfig& config, ClusterSess
                                         *trace::StepRange::parse(config.trace.steps), job.plan,
                                         {static_cast<std::uint32_t>(cluster.node()), cluster.clock_offset_ns()});
   catch_stop_signals();  // forwarded to node 0, which stops the whole job (actors/runtime/run_job.hpp)
+  if (opt.serve)
+    fmt::print(stderr, "conveyor train: --serve: node {} writes no run folder and serves nothing; node 0 serves "
+                       "the run\n", cluster.node());
   cluster.run(job, nullptr);
   fmt::print(stderr, "conveyor train: node {} done\n", cluster.node());
 }
@@ -347,6 +353,9 @@ void print_start(const RunConfig& config, const JobPlan& plan, double entropy, c
 }
 
 void run_train(const TrainOptions& opt) {
+  // A bad --serve value, or a host beyond loopback without a token, exits 2 before anything
+  // (before a supervisor starts a child that would fail with it).
+  const auto serve = opt.serve ? std::optional(watch::status_server_spec("--serve", *opt.serve)) : std::nullopt;
   if (opt.supervise) run_supervised(opt);
   const RunConfig config = load_run_config(opt.config, opt.overrides);
   refuse_non_utf8_paths(opt, config);
@@ -417,6 +426,9 @@ void run_train(const TrainOptions& opt) {
   Progress progress(job.plan.steps, stderr_is_terminal());
   MetricsLog log(dir / "metrics.jsonl", job.plan.schedule, progress, config.fault.straggler_factor,
                  static_cast<int>(config.fault.straggler_steps));
+  // The status server reads the run folder on its own thread (apps/watch/): the training
+  // never waits for it. It stops when this function returns: the run's end, a stop, an error.
+  const auto server = serve ? watch::start_status_server(*serve, dir, "conveyor train") : nullptr;
   unstarted.started();
   if (resume)
     log.event({{"event", "resume"}, {"from", resume->path}, {"after_step", resume->manifest.step}});
@@ -429,6 +441,7 @@ void run_train(const TrainOptions& opt) {
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
   TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
+  checkpoints.on_written([&log](const checkpoint::WriteResult& w) { log.checkpoint_written(w); });
   job.services.checkpoints = &checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
   progress.finish();
@@ -478,6 +491,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--rdzv", opt->launch.rdzv, "HOST:PORT of node 0's rendezvous store");
   cmd->add_option("--token", opt->token,
                   "Job token, the same on every node (default: the CONVEYOR_TOKEN variable)");
+  cmd->add_option("--serve", opt->serve,
+                  "Serve the run's status over HTTP while it trains (node 0): /metrics (Prometheus), /api/status, "
+                  "/api/events and a minimal page at /. [HOST:]PORT; PORT alone binds 127.0.0.1, 0 picks a free "
+                  "port (the log line names the URL); a host beyond loopback needs the CONVEYOR_SERVE_TOKEN variable");
   cmd->add_flag("--supervise", opt->supervise,
                  "Run the training as a child process and start it again from the newest "
                  "checkpoint when it dies (killed, crashed, hung in a kernel), up to "

@@ -170,6 +170,10 @@ void MetricsLog::on_node_lost(int node, const std::string& why, double wait_s) {
       why, wait_s, node));
 }
 
+void MetricsLog::checkpoint_written(const checkpoint::WriteResult& w) {
+  append({{"event", "checkpoint"}, {"step", w.step}, {"seconds", w.seconds}, {"bytes", w.bytes}, {"path", w.path}});
+}
+
 void MetricsLog::event(const nlohmann::json& row) { append(row); }
 
 std::optional<double> MetricsLog::mean_tokens_per_s() const {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "actors/checkpoint/checkpoint_writer.hpp"
 #include "actors/fault/straggler_detector.hpp"
 #include "actors/runtime/action_duration_stats.hpp"
 #include "actors/job/job_services.hpp"
@@ -31,6 +32,8 @@ class MetricsLog final : public TrainingObserver {
   void on_recovery(const RecoveryEvent& e) override;
   /// A progress note saying what the run waits for, and a `node_lost` row.
   void on_node_lost(int node, const std::string& why, double wait_s) override;
+  /// A `checkpoint` row: a checkpoint's write finished (step, seconds, bytes, path).
+  void checkpoint_written(const checkpoint::WriteResult& w);
   /// Any other row; REQUIRES: row has an "event" key.
   void event(const nlohmann::json& row);
 

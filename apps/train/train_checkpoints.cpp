@@ -77,6 +77,7 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
       writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
 
 BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
+  report_written();
   const bool requested = stop_requested_ && stop_requested_();
   const auto d = checkpoint_decision(steps_done, settings_.every, settings_.total_steps, requested,
                                      settings_.stop_every, settings_.writes);
@@ -122,6 +123,7 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
                             std::int64_t optimizer_steps, bool stop) {
   if (stop && last_taken_ == steps_done) {  // this boundary's checkpoint, already queued
     writer_.flush();
+    report_written();
     stopped_at_ = steps_done;
     return;
   }
@@ -137,7 +139,16 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
   step_loop_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided_).count();
   if (!stop) return;
   writer_.flush();  // a preempted process may be killed soon: the checkpoint must be on disk
+  report_written();
   stopped_at_ = steps_done;
+}
+
+void TrainCheckpoints::report_written() {
+  if (!on_written_) return;
+  const auto written = writer_.last_written();
+  if (!written || written->step <= reported_step_) return;
+  reported_step_ = written->step;
+  on_written_(*written);
 }
 
 checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t steps_done) {
@@ -199,6 +210,7 @@ void TrainCheckpoints::note_failed_writes() {
 void TrainCheckpoints::flush() {
   writer_.wait_idle();
   note_failed_writes();
+  report_written();
   if (failed_.empty()) return;
   std::string message = failed_.front();
   for (std::size_t i = 1; i < failed_.size(); ++i) message += "; " + failed_[i];

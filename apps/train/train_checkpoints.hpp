@@ -110,6 +110,11 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   /// boundary's decision to the snapshot queued (stages' copies, the hand-off), not the disk.
   std::int64_t taken() const { return taken_; }
   double step_loop_ms() const { return step_loop_ms_; }
+  /// `f` is called with each checkpoint found newly written, on the thread that calls
+  /// at_boundary(), take() and flush() (the coordinator's, then the caller's at the end):
+  /// the metrics log's `checkpoint` row, in step order with the other rows. Only the
+  /// newest write is seen: one overtaken by the next before a boundary has no call.
+  void on_written(std::function<void(const checkpoint::WriteResult&)> f) { on_written_ = std::move(f); }
 
  private:
   TrainingObserver& metrics_;
@@ -126,7 +131,10 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   double step_loop_ms_ = 0;
   std::vector<std::string> failed_;  // background writes that failed, reported as they were found
   std::vector<checkpoint::FailedWrite> lost_;  // those lost with a node instead
+  std::function<void(const checkpoint::WriteResult&)> on_written_;
+  std::int64_t reported_step_ = -1;  // the newest checkpoint handed to on_written_
   void note_failed_writes();
+  void report_written();
   void note_deferred_stop(std::int64_t steps_done);
 };
 

@@ -353,11 +353,14 @@ void print_start(const RunConfig& config, const JobPlan& plan, double entropy, c
 }
 
 void run_train(const TrainOptions& opt) {
-  // A bad --serve value, or a host beyond loopback without a token, exits 2 before anything
-  // (before a supervisor starts a child that would fail with it).
-  const auto serve = opt.serve ? std::optional(watch::status_server_spec("--serve", *opt.serve)) : std::nullopt;
-  if (opt.supervise) run_supervised(opt);
+  // A bad config, a bad --serve value, or a host beyond loopback without a token (serve.token
+  // or CONVEYOR_SERVE_TOKEN) exits 2 before anything (before a supervisor starts a child
+  // that would fail with it).
   const RunConfig config = load_run_config(opt.config, opt.overrides);
+  const auto serve = opt.serve
+                         ? std::optional(watch::status_server_spec("--serve", *opt.serve, config.serve.token))
+                         : std::nullopt;
+  if (opt.supervise) run_supervised(opt);
   refuse_non_utf8_paths(opt, config);
   const LaunchSpec spec = resolve_launch(opt.launch, process_environment());
   Job job{build_job_plan(config, spec.nnodes), {}};
@@ -494,7 +497,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--serve", opt->serve,
                   "Serve the run's status over HTTP while it trains (node 0): /metrics (Prometheus), /api/status, "
                   "/api/events and a minimal page at /. [HOST:]PORT; PORT alone binds 127.0.0.1, 0 picks a free "
-                  "port (the log line names the URL); a host beyond loopback needs the CONVEYOR_SERVE_TOKEN variable");
+                  "port (the log line names the URL); a host beyond loopback needs serve.token or the CONVEYOR_SERVE_TOKEN variable");
   cmd->add_flag("--supervise", opt->supervise,
                  "Run the training as a child process and start it again from the newest "
                  "checkpoint when it dies (killed, crashed, hung in a kernel), up to "

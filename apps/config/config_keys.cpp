@@ -41,6 +41,12 @@ auto at_most_micro_batches() {
   return at_most(kMaxMicroBatches, "a plan holds actions for every micro-batch");
 }
 
+// Marks a key secret (ConfigKey::secret).
+ConfigKey secret(ConfigKey key) {
+  key.secret = true;
+  return key;
+}
+
 #define KEY(field, ...) \
   make_key(#field, [](auto& c) -> auto& { return c.field; }, __VA_ARGS__)
 
@@ -304,6 +310,10 @@ std::vector<ConfigKey> build_keys() {
           "with checkpoint.writers every_node: how long node 0 waits for another node's shard "
           "of a checkpoint, once its own are written, before that checkpoint fails",
           greater_than(0.0), at_most_a_week()),
+      secret(KEY(serve.token,
+                 "the token `train --serve` requires on a host beyond loopback (clients send it as "
+                 "Authorization: Bearer TOKEN, or ?token=TOKEN once); empty: the "
+                 "CONVEYOR_SERVE_TOKEN variable's. A secret: never written to config.yaml")),
   };
 }
 

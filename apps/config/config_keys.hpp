@@ -21,6 +21,9 @@ struct ConfigKey {
   std::function<void(RunConfig&, const YAML::Node& value)> set;
   /// The value as written to the resolved config (set(get(c)) leaves c unchanged).
   std::function<YAML::Node(const RunConfig&)> get;
+  /// A secret (serve.token): read from configs and --set, never written to a resolved
+  /// config (config.yaml of a run or a checkpoint, `conveyor config`) nor served.
+  bool secret = false;
 };
 
 /// Every key, in the order of the reference and the resolved config.

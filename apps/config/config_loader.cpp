@@ -139,6 +139,7 @@ YAML::Node load_file(const std::string& path) {
 void emit_section(YAML::Emitter& out, const RunConfig& c, const std::string& prefix) {
   std::vector<std::string> children;
   for (const auto& k : config_keys()) {
+    if (k.secret) continue;  // never written: a section of secrets alone is left out whole
     if (!prefix.empty() && k.name.compare(0, prefix.size() + 1, prefix + ".") != 0) continue;
     const std::string rest = prefix.empty() ? k.name : k.name.substr(prefix.size() + 1);
     const std::string child = rest.substr(0, rest.find('.'));

@@ -114,6 +114,10 @@ struct CheckpointSection {
   double remote_timeout_s = 600;             // checkpoint.remote_timeout_s: node 0's wait for another node's shard
 };
 
+struct ServeSection {
+  std::string token;  // serve.token: what `train --serve` beyond loopback requires (secret)
+};
+
 struct RunConfig {
   GptConfig model;                           // model.arch, layers, d_model, heads, ... (model.*)
   ModelDtype model_dtype = ModelDtype::automatic;  // model.dtype: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16
@@ -130,6 +134,7 @@ struct RunConfig {
   WatchdogSection watchdog;
   FaultSection fault;
   CheckpointSection checkpoint;
+  ServeSection serve;
 };
 
 }  // namespace conveyor

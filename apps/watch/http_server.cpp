@@ -147,7 +147,7 @@ struct HttpServer::Impl {
     const auto auth = authorize(opt.token, r.target, header(http::field::authorization), header(http::field::cookie));
     if (!auth.allowed) {
       HttpResponse res = reply(401, "text/plain; charset=utf-8",
-                               "401 unauthorized: this server needs its token (CONVEYOR_SERVE_TOKEN): an "
+                               "401 unauthorized: this server needs its token (serve.token or CONVEYOR_SERVE_TOKEN): an "
                                "Authorization: Bearer header, or ?token= once in a browser\n");
       res.headers.emplace_back("WWW-Authenticate", "Bearer");
       return res;

@@ -1,6 +1,6 @@
 #pragma once
 // Who may read a status server that listens beyond this machine: whoever shows its token
-// (CONVEYOR_SERVE_TOKEN, serve_address.hpp), in one of three ways:
+// (serve.token or CONVEYOR_SERVE_TOKEN: status_server.hpp), in one of three ways:
 //   Authorization: Bearer TOKEN      scrapers (Prometheus' `authorization` setting), curl
 //   ?token=TOKEN in the URL, once    a browser: the reply sets a cookie, so the page's own
 //                                    requests and later visits need not carry it

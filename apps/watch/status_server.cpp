@@ -10,14 +10,16 @@
 
 namespace conveyor::watch {
 
-StatusServerSpec status_server_spec(std::string_view flag, std::string_view value) {
-  StatusServerSpec spec{std::string(flag), std::string(value), ""};
+StatusServerSpec status_server_spec(std::string_view flag, std::string_view value,
+                                    const std::string& config_token) {
+  StatusServerSpec spec{std::string(flag), std::string(value), config_token};
   const ServeAddress address = parse_serve_address(flag, value);  // throws on a bad value
-  if (const char* token = std::getenv(kServeTokenVariable)) spec.token = token;
+  if (spec.token.empty())
+    if (const char* token = std::getenv(kServeTokenVariable)) spec.token = token;
   if (address.requires_token() && spec.token.empty())
-    throw InputError(fmt::format("{} {}: {} is reachable from other machines: set {} to a secret token "
-                                 "(clients send it as Authorization: Bearer TOKEN, or ?token=TOKEN once "
-                                 "in a browser), or serve on loopback with {} PORT",
+    throw InputError(fmt::format("{} {}: {} is reachable from other machines: set serve.token (train) or "
+                                 "{} to a secret token (clients send it as Authorization: Bearer TOKEN, "
+                                 "or ?token=TOKEN once in a browser), or serve on loopback with {} PORT",
                                  flag, value, address.host, kServeTokenVariable, flag));
   return spec;
 }
@@ -38,7 +40,7 @@ std::unique_ptr<HttpServer> start_status_server(const StatusServerSpec& spec, co
     throw InputError(fmt::format("{} {}: {}", spec.flag, spec.value, e.what()));
   }
   fmt::print(stderr, "{}: serving {} at {} (/metrics, /api/status, /api/events){}\n", who, run_dir.string(),
-             server->url(), spec.token.empty() ? "" : "; requests need the token of " + std::string(kServeTokenVariable));
+             server->url(), spec.token.empty() ? "" : "; requests need the token");
   return server;
 }
 

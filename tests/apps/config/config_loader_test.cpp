@@ -66,13 +66,29 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "checkpoint.every", "checkpoint.keep", "checkpoint.writers", "checkpoint.remote_timeout_s", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention", "model.arch", "model.kv_heads", "model.ffn_dim", "model.rope_theta",
         "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
-        "model.rope_high_freq_factor", "model.rope_original_max_position", "model.norm_eps"}) {
+        "model.rope_high_freq_factor", "model.rope_original_max_position", "model.norm_eps",
+        "serve.token"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 74);
+  CHECK(config_keys().size() == 75);
+}
+
+TEST_CASE("serve.token is read from a config and --set, and never written to a resolved config") {
+  TempDir dir;
+  const RunConfig c = load_run_config(dir.write("c.yaml", "serve:\n  token: from-file\n"), {});
+  CHECK(c.serve.token == "from-file");
+  CHECK(load_run_config(dir.write("d.yaml", "serve:\n  token: a\n"), {"serve.token=from-set"}).serve.token ==
+        "from-set");
+  const std::string text = to_yaml(c);
+  CHECK(text.find("from-file") == std::string::npos);
+  CHECK(text.find("\nserve:") == std::string::npos);  // a section of secrets alone is left out
+  CHECK(parse_run_config(YAML::Load(text)).serve.token.empty());
+  const ConfigKey* key = find_config_key("serve.token");
+  REQUIRE(key);
+  CHECK(key->secret);
 }
 
 TEST_CASE("the file overrides the defaults and each --set overrides what came before") {

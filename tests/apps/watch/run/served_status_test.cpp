@@ -79,7 +79,7 @@ TEST_CASE("serving beyond loopback needs CONVEYOR_SERVE_TOKEN, and then answers 
   ::unsetenv(kServeTokenVariable);
   CHECK_THROWS_WITH_AS(status_server_spec("--serve", "0.0.0.0:0"),
                        doctest::Contains("--serve 0.0.0.0:0: 0.0.0.0 is reachable from other machines: set "
-                                         "CONVEYOR_SERVE_TOKEN"),
+                                         "serve.token (train) or CONVEYOR_SERVE_TOKEN"),
                        conveyor::InputError);
   ::setenv(kServeTokenVariable, "tok", 1);
   const auto spec = status_server_spec("--serve", "0.0.0.0:0");
@@ -90,4 +90,18 @@ TEST_CASE("serving beyond loopback needs CONVEYOR_SERVE_TOKEN, and then answers 
   const auto ok = http_request(server->port(), "/metrics", {{"Authorization", "Bearer tok"}});
   CHECK(ok.status == 200);
   CHECK(ok.body.find("# TYPE conveyor_step gauge") != std::string::npos);
+}
+
+TEST_CASE("a run's serve.token is the token, ahead of CONVEYOR_SERVE_TOKEN") {
+  TempDir dir;
+  RunFixture run(dir.path());
+  run.step(0);
+  ::setenv(kServeTokenVariable, "from-env", 1);
+  const auto spec = status_server_spec("--serve", "0.0.0.0:0", "from-config");
+  ::unsetenv(kServeTokenVariable);
+  CHECK(spec.token == "from-config");
+  CHECK(status_server_spec("--serve", "0.0.0.0:0", "only-config").token == "only-config");
+  const auto server = start_status_server(spec, dir.path(), "test");
+  CHECK(http_request(server->port(), "/metrics", {{"Authorization", "Bearer from-env"}}).status == 401);
+  CHECK(http_request(server->port(), "/metrics", {{"Authorization", "Bearer from-config"}}).status == 200);
 }

@@ -44,6 +44,7 @@
 #include "kernels/cuda/model/gpt2_cuda_layers.hpp"
 #include "kernels/cuda/model/llama_cuda_layers.hpp"
 #include "kernels/model/block_params.hpp"
+#include "kernels/model/recompute.hpp"
 #include "kernels/model/stash_phase.hpp"
 #include "kernels/cuda/model/host_staging.hpp"
 #include "kernels/cuda/model/loss_readback.hpp"
@@ -436,7 +437,7 @@ class CudaStageModel final : public CudaStageModelBase {
     for (int j = 0; j < slice_.num_blocks; ++j) {
       BlockActs scratch;
       BlockActs& a = stash ? stash->blocks[static_cast<std::size_t>(j)] : scratch;
-      auto [out_a, out_b] = layers_->block_forward(j, x, res_a, res_b, a, B, T);
+      auto [out_a, out_b] = block_forward(j, x, res_a, res_b, a, B, T);
       x = {};
       res_a = std::move(out_a);
       res_b = std::move(out_b);
@@ -463,6 +464,33 @@ class CudaStageModel final : public CudaStageModelBase {
     if (!slice_.has_embedding) release_.hold(input);
     result.stash = std::move(stash);
     return result;
+  }
+
+  // Block j's forward (the halves the slice holds); its input is `x`, or res_a + res_b when
+  // res_a is defined (fused into the block's first norm). Fills `a` and returns the block's
+  // output as a residual pair: (a.res2, the MLP's output), or (a.x, the attention's output)
+  // for a lone attention half (its res2).
+  std::pair<Tensor, Tensor> block_forward(int j, const Tensor& x, const Tensor& res_a,
+                                          const Tensor& res_b, BlockActs& a, std::int64_t B,
+                                          std::int64_t T) {
+    if (has_attention(j)) {
+      if (!res_a.defined()) a.x = x;
+      layers_->attention_half(j, a, res_a, res_b, B, T);
+      if (!has_mlp(j)) return {a.x, layers_->attention_out(j, a, B, T)};
+    } else {
+      a.res2 = x;  // a lone MLP half starts the slice: its input is the block's res2
+    }
+    layers_->mlp_half(j, a, B, T);
+    return {a.res2, layers_->mlp_out(j, a, B, T)};
+  }
+
+  // model.recompute: before a block's backward, what forward dropped of the halves held
+  // (Arch::drop_recomputed) — the same kernels on the same a.x (or a lone MLP half's
+  // a.res2), so the same bits.
+  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) {
+    if (recomputes_attention(config_.recompute) && has_attention(j))
+      layers_->attention_half(j, a, {}, {}, B, T);
+    if (recomputes_mlp(config_.recompute) && has_mlp(j)) layers_->mlp_half(j, a, B, T);
   }
 
   // The final norm (the architecture's, fused with the last block's residual add when res_a
@@ -563,7 +591,7 @@ class CudaStageModel final : public CudaStageModelBase {
     }
     for (int j = slice_.num_blocks - 1; j >= 0; --j) {
       BlockActs& a = st.blocks[static_cast<std::size_t>(j)];
-      layers_->recompute(j, a, B, T);
+      recompute(j, a, B, T);
       int last = 0;
       Tensor d_res2 = d;  // a lone attention half's output is res2
       if (has_mlp(j)) {
@@ -613,7 +641,7 @@ class CudaStageModel final : public CudaStageModelBase {
   // (a lone attention half's output is res2); keeps in `a` what block_backward_weight needs.
   Tensor block_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
                               std::int64_t T) {
-    layers_->recompute(j, a, B, T);
+    recompute(j, a, B, T);
     Tensor d_res2 = has_mlp(j) ? layers_->mlp_half_backward_input(j, a, d_out, B, T) : d_out;
     // A lone MLP half's input is res2.
     return has_attention(j) ? layers_->attention_half_backward_input(j, a, d_res2, B, T)

@@ -40,21 +40,6 @@ void Layers::embedding_backward_weight(const Tensor& d_embed, const Tensor& toke
 
 // ---- blocks
 
-std::pair<Tensor, Tensor> Layers::block_forward(int j, const Tensor& x, const Tensor& res_a,
-                                                const Tensor& res_b, BlockActs& a,
-                                                std::int64_t B, std::int64_t T) const {
-  if (ctx_->has_attention(j)) {
-    if (!res_a.defined()) a.x = x;
-    attention_half(j, a, res_a, res_b, B, T);
-    if (!ctx_->has_mlp(j)) return {a.x, attention_proj(j, a, B, T)};
-  } else {
-    // A lone MLP half starts the slice: its input is the block's res2, a plain tensor.
-    a.res2 = x;
-  }
-  mlp_half(j, a, B, T);
-  return {a.res2, mlp_fc2(j, a, B, T)};
-}
-
 // ln1, qkv and attention of block j: fills ln1 (and its statistics), qkv, lse and atty.
 // The input is a.x, or res_a + res_b when res_a is defined (then a.x is formed here, by
 // ln1's kernel: the same bits as a separate add).
@@ -86,7 +71,7 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
 
 // attn.proj of block j from a.atty: the attention half's output is a.x + that (res2).
 // Not stashed: backward needs only its gradient, which is res2's.
-Tensor Layers::attention_proj(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model;
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
@@ -110,7 +95,7 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   a.ln2_mean = c.alloc({B, T}, DType::f32, "ln2 mean (B, T)");
   a.ln2_rstd = c.alloc({B, T}, DType::f32, "ln2 rstd (B, T)");
   if (c.has_attention(j)) {
-    const Tensor proj = attention_proj(j, a, B, T);
+    const Tensor proj = attention_out(j, a, B, T);
     a.res2 = c.alloc({B, T, C}, DType::bf16, "attention residual (B, T, C)");
     residual_layernorm_forward(bf(a.res2), bf(a.ln2), f32(a.ln2_mean), f32(a.ln2_rstd), bf(a.x),
                                bf(proj), p.w(in_half(ln2_w)), p.w(in_half(ln2_b)), n, cc,
@@ -127,7 +112,7 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
 
 // mlp.fc2 of block j from a.gelu: the block's output is a.res2 + that. Never recomputed
 // (backward does not read it).
-Tensor Layers::mlp_fc2(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model, H = c.config.mlp_hidden();
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C), h = static_cast<int>(H);
@@ -147,13 +132,6 @@ void Layers::drop_recomputed(int j, BlockActs& a) const {
     if (ctx_->has_attention(j)) a.res2 = Tensor{};
     a.ln2 = a.ln2_mean = a.ln2_rstd = a.pre_gelu = a.gelu = Tensor{};
   }
-}
-
-// The same kernels on the same a.x (or a lone MLP half's a.res2), so the same bits.
-void Layers::recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
-  if (recomputes_attention(ctx_->config.recompute) && ctx_->has_attention(j))
-    attention_half(j, a, {}, {}, B, T);
-  if (recomputes_mlp(ctx_->config.recompute) && ctx_->has_mlp(j)) mlp_half(j, a, B, T);
 }
 
 Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,

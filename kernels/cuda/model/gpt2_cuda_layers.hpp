@@ -76,17 +76,22 @@ class Layers {
   void embedding_backward_weight(const Tensor& d_embed, const Tensor& tokens, std::int64_t B,
                                  std::int64_t T, cudaStream_t s) const;
 
-  /// Block j's forward (the halves the slice holds); its input is `x`, or res_a + res_b when
-  /// res_a is defined (fused into ln1). Fills `a` and returns the block's output as a
-  /// residual pair: (a.res2, fc2), or (a.x, proj) for a lone attention half (its res2).
-  std::pair<Tensor, Tensor> block_forward(int j, const Tensor& x, const Tensor& res_a,
-                                          const Tensor& res_b, BlockActs& a, std::int64_t B,
-                                          std::int64_t T) const;
-  /// model.recompute: after a block's forward, drops what backward will compute again;
-  /// before its backward, computes it again (the same kernels on the same input: the same
-  /// bits).
+  /// ln1, qkv and attention of block j: fills ln1 (and its statistics), qkv, lse and atty.
+  /// The input is a.x, or res_a + res_b when res_a is defined (then a.x is formed here, by
+  /// ln1's kernel: the same bits as a separate add).
+  void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
+                      std::int64_t B, std::int64_t T) const;
+  /// attn.proj of a.atty (fresh): the attention half's output is a.x + that (res2).
+  Tensor attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  /// ln2, fc1 and GELU: with the attention half, res2 = a.x + attention_out is formed by
+  /// ln2's kernel (into a.res2); a lone MLP half normalises a.res2, its input.
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
+  /// mlp.fc2 of a.gelu (fresh): the block's output is a.res2 + that.
+  Tensor mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  /// model.recompute: after a block's forward, drops what backward will compute again (the
+  /// skeleton computes it again with the halves above: the same kernels on the same input,
+  /// the same bits).
   void drop_recomputed(int j, BlockActs& a) const;
-  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
 
   /// The MLP half's input gradient: returns d_res2 (the residual's d_out plus ln2's).
   Tensor mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
@@ -115,12 +120,6 @@ class Layers {
   static constexpr std::size_t kLmHead = 2;
 
  private:
-  void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
-                      std::int64_t B, std::int64_t T) const;
-  Tensor attention_proj(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
-  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
-  Tensor mlp_fc2(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
-
   const CudaLayerContext* ctx_;  // the stage's, which outlives its layers
 };
 

@@ -52,20 +52,6 @@ void Layers::embedding_backward_weight(const Tensor& d_embed, const Tensor& toke
 
 // ---- blocks
 
-std::pair<Tensor, Tensor> Layers::block_forward(int j, const Tensor& x, const Tensor& res_a,
-                                                const Tensor& res_b, BlockActs& a,
-                                                std::int64_t B, std::int64_t T) const {
-  if (ctx_->has_attention(j)) {
-    if (!res_a.defined()) a.x = x;
-    attention_half(j, a, res_a, res_b, B, T);
-    if (!ctx_->has_mlp(j)) return {a.x, attention_o(j, a, B, T)};
-  } else {
-    a.res2 = x;  // a lone MLP half starts the slice: its input is the block's res2
-  }
-  mlp_half(j, a, B, T);
-  return {a.res2, mlp_down(j, a, B, T)};
-}
-
 // attn_norm, qkv, rotary and attention of block j: fills xn, rstd, qkv (rotated), lse and
 // atty. The input is a.x, or res_a + res_b when res_a is defined (then a.x is formed here).
 void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
@@ -97,7 +83,7 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
 }
 
 // attn.o of block j from a.atty: the attention half's output is a.x + that (res2).
-Tensor Layers::attention_o(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model;
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
@@ -118,7 +104,7 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   a.xn2 = c.alloc({B, T, C}, DType::bf16, "mlp_norm output (B, T, C)");
   a.rstd2 = c.alloc({B, T}, DType::f32, "mlp_norm rstd (B, T)");
   if (c.has_attention(j)) {
-    const Tensor o = attention_o(j, a, B, T);
+    const Tensor o = attention_out(j, a, B, T);
     a.res2 = c.alloc({B, T, C}, DType::bf16, "attention residual (B, T, C)");
     residual_rmsnorm_forward(bf(a.res2), bf(a.xn2), f32(a.rstd2), bf(a.x), bf(o),
                              p.w(mlp_norm_w), eps, n, cc, c.stream);
@@ -132,7 +118,7 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   swiglu_forward(bf(a.h), bf(a.gate_up), B * T, F, c.stream);
 }
 
-Tensor Layers::mlp_down(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model, F = c.config.llama_ffn_dim();
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
@@ -149,12 +135,6 @@ void Layers::drop_recomputed(int j, BlockActs& a) const {
     if (ctx_->has_attention(j)) a.res2 = Tensor{};
     a.xn2 = a.rstd2 = a.gate_up = a.h = Tensor{};
   }
-}
-
-void Layers::recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
-  if (recomputes_attention(ctx_->config.recompute) && ctx_->has_attention(j))
-    attention_half(j, a, {}, {}, B, T);
-  if (recomputes_mlp(ctx_->config.recompute) && ctx_->has_mlp(j)) mlp_half(j, a, B, T);
 }
 
 Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,

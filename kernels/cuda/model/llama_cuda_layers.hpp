@@ -73,11 +73,15 @@ class Layers {
   void embedding_backward_weight(const Tensor& d_embed, const Tensor& tokens, std::int64_t B,
                                  std::int64_t T, cudaStream_t s) const;
 
-  std::pair<Tensor, Tensor> block_forward(int j, const Tensor& x, const Tensor& res_a,
-                                          const Tensor& res_b, BlockActs& a, std::int64_t B,
-                                          std::int64_t T) const;
+  /// As gpt2_cuda_layers.hpp's: attn_norm, qkv, rotary and GQA (fills xn, rstd, qkv, lse,
+  /// atty); attn.o of a.atty; mlp_norm (fused with res2 = a.x + attn.o's output when the
+  /// attention half is held), gate_up and SwiGLU; mlp.down of a.h; what recompute drops.
+  void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
+                      std::int64_t B, std::int64_t T) const;
+  Tensor attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
+  Tensor mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
   void drop_recomputed(int j, BlockActs& a) const;
-  void recompute(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
 
   Tensor mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,
                                  std::int64_t T) const;
@@ -100,11 +104,6 @@ class Layers {
 
  private:
   std::int64_t qkv_width() const;
-  void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
-                      std::int64_t B, std::int64_t T) const;
-  Tensor attention_o(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
-  void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
-  Tensor mlp_down(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
 
   const CudaLayerContext* ctx_;  // the stage's, which outlives its layers
   Tensor cos_, sin_;             // (seq_len, hs/2) f32 on the device; empty without blocks

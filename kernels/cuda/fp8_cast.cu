@@ -32,6 +32,32 @@ __global__ void amax_kernel(unsigned* amax_bits, const bf16* x, std::int64_t n) 
   if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, m);
 }
 
+// 32 x 32 tiles through shared memory (a row of padding against bank conflicts): reads of x
+// and writes of out_t both walk contiguous rows. Block (32, 8), each thread 4 rows.
+constexpr int kTile = 32, kTileRows = 8;
+__global__ void cast_transpose_kernel(std::uint8_t* out, std::uint8_t* out_t, const bf16* x,
+                                      int rows, int cols, const float* scale,
+                                      __nv_fp8_interpretation_t kind) {
+  __shared__ std::uint8_t tile[kTile][kTile + 1];
+  const float s = *scale;
+  const int c0 = blockIdx.x * kTile, r0 = blockIdx.y * kTile;
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) {
+      const std::int64_t at = std::int64_t{r} * cols + c;
+      const std::uint8_t q = __nv_cvt_float_to_fp8(to_float(x[at]) * s, __NV_SATFINITE, kind);
+      if (out) out[at] = q;
+      tile[i][threadIdx.x] = q;
+    }
+  }
+  if (!out_t) return;  // uniform over the block
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int c = c0 + i, r = r0 + threadIdx.x;  // out_t row c, column r
+    if (c < cols && r < rows) out_t[std::int64_t{c} * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
 constexpr int kThreads = 256;
 
 template <class T>
@@ -54,6 +80,19 @@ void cast_to_fp8(std::uint8_t* out, const float* x, std::int64_t n, const float*
 void cast_to_fp8(std::uint8_t* out, const bf16* x, std::int64_t n, const float* scale,
                  Fp8Kind kind, cudaStream_t stream) {
   launch_cast(out, x, n, scale, kind, stream);
+}
+
+void cast_transpose_to_fp8(std::uint8_t* out, std::uint8_t* out_t, const bf16* x, int rows,
+                           int cols, const float* scale, Fp8Kind kind, cudaStream_t stream) {
+  require(rows >= 0 && cols >= 0, "cast_transpose_to_fp8",
+          "negative shape " + std::to_string(rows) + " x " + std::to_string(cols));
+  require(ceil_div(rows, kTile) <= 65535, "cast_transpose_to_fp8",
+          "rows " + std::to_string(rows) + " beyond the grid");
+  if (rows == 0 || cols == 0 || (!out && !out_t)) return;
+  const dim3 grid(ceil_div(cols, kTile), ceil_div(rows, kTile)), block(kTile, kTileRows);
+  cast_transpose_kernel<<<grid, block, 0, stream>>>(out, out_t, x, rows, cols, scale,
+                                                    kind == Fp8Kind::e4m3 ? __NV_E4M3 : __NV_E5M2);
+  CUDA_CHECK_LAUNCH();
 }
 
 void fp8_amax(float* amax, const bf16* x, std::int64_t n, cudaStream_t stream) {

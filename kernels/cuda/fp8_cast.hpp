@@ -20,6 +20,12 @@ void cast_to_fp8(std::uint8_t* out, const float* x, std::int64_t n, const float*
 void cast_to_fp8(std::uint8_t* out, const bf16* x, std::int64_t n, const float* scale,
                  Fp8Kind kind, cudaStream_t stream);
 
+/// out = fp8(x * scale) (rows, cols) and out_t its transpose (cols, rows), the same codes,
+/// in one pass over x (fp8_gemm.hpp's backward GEMMs read the transposed copies); either
+/// output may be null.
+void cast_transpose_to_fp8(std::uint8_t* out, std::uint8_t* out_t, const bf16* x, int rows,
+                           int cols, const float* scale, Fp8Kind kind, cudaStream_t stream);
+
 /// amax[0] = max |x[i]| over n elements (0 for n = 0).
 void fp8_amax(float* amax, const bf16* x, std::int64_t n, cudaStream_t stream);
 

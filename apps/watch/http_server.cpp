@@ -18,6 +18,7 @@
 
 #include "apps/watch/serve_auth.hpp"
 #include "kernels/common/error.hpp"
+#include "kernels/common/finally.hpp"
 
 namespace conveyor::watch {
 namespace {
@@ -41,13 +42,6 @@ struct Connection {
   asio::steady_timer timer;  // between server-sent events
 };
 
-template <class F>
-struct Finally {
-  F f;
-  ~Finally() { f(); }
-};
-template <class F>
-Finally(F) -> Finally<F>;
 
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include "transport/rendezvous/hmac.hpp"
 #include "transport/rendezvous/log_throttle.hpp"
 #include "transport/rendezvous/store.hpp"
+#include "kernels/common/finally.hpp"
 
 namespace conveyor {
 namespace {
@@ -115,14 +116,6 @@ struct ReadResult {
   std::string why;
 };
 
-// Runs `f` when the scope (here: a coroutine frame) ends.
-template <class F>
-struct Finally {
-  F f;
-  ~Finally() { f(); }
-};
-template <class F>
-Finally(F) -> Finally<F>;
 
 constexpr Clock::duration kNoDeadline = std::chrono::hours(24);  // re-armed when reached
 

@@ -251,14 +251,22 @@ class Table:
             print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
-def compare_with_conveyor(conveyor, spec, model, hf_dir, work, tokens, table):
-    """Import hf_dir and check conveyor's logits and loss of `tokens` against the model's."""
-    name = spec["name"]
+def import_folder(conveyor, name, hf_dir, work, table):
+    """`conveyor hf import hf_dir` into work/ckpt (a table row); the checkpoint, or None."""
     ckpt = work / "ckpt"
     shutil.rmtree(ckpt, ignore_errors=True)
     code, _, err = conveyor.run("hf", "import", hf_dir, "--out", ckpt)
     if not table.add(name, "hf import", f"exit {code}", "exit 0", code == 0):
         print(err, file=sys.stderr)
+        return None
+    return ckpt
+
+
+def compare_with_conveyor(conveyor, spec, model, hf_dir, work, tokens, table):
+    """Import hf_dir and check conveyor's logits and loss of `tokens` against the model's."""
+    name = spec["name"]
+    ckpt = import_folder(conveyor, name, hf_dir, work, table)
+    if ckpt is None:
         return None
     attention = model.config._attn_implementation
     table.add(name, "transformers attention", attention, "eager", attention == "eager")
@@ -274,11 +282,8 @@ def gpu_compare(conveyor, spec, work, table):
     name = spec["name"]
     model = build_model(spec)
     save_folder(model, work / "hf")
-    ckpt = work / "ckpt"
-    shutil.rmtree(ckpt, ignore_errors=True)
-    code, _, err = conveyor.run("hf", "import", work / "hf", "--out", ckpt)
-    if not table.add(name, "hf import", f"exit {code}", "exit 0", code == 0):
-        print(err, file=sys.stderr)
+    ckpt = import_folder(conveyor, name, work / "hf", work, table)
+    if ckpt is None:
         return
     tokens = random_rows(spec["vocab"], ROWS, POSITIONS, spec["seed"] + 1)
     want_logits, want_loss = hf_logits_and_loss(model, tokens)

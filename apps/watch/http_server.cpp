@@ -19,6 +19,7 @@
 #include "apps/watch/serve_auth.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/common/finally.hpp"
+#include "transport/tcp_listen.hpp"
 
 namespace conveyor::watch {
 namespace {
@@ -56,26 +57,15 @@ struct HttpServer::Impl {
 
   void start() {
     boost::system::error_code ec;
-    asio::ip::address address = asio::ip::make_address(opt.host, ec);
-    if (ec) {
-      tcp::resolver resolver(io);
-      auto results = resolver.resolve(opt.host, std::to_string(opt.port), ec);
-      if (ec || results.empty())
-        throw InputError(fmt::format("cannot resolve the address {} to listen on: {}", opt.host,
-                                     ec ? ec.message() : "no address"));
-      address = results.begin()->endpoint().address();
-    }
-    const tcp::endpoint endpoint(address, opt.port);
+    const auto address = listen_address(io, opt.host, opt.port, ec);
+    if (!address)
+      throw InputError(fmt::format("cannot resolve the address {} to listen on: {}", opt.host,
+                                   ec ? ec.message() : "no address"));
+    const tcp::endpoint endpoint(*address, opt.port);
     const auto fail = [&](const char* step) {
       return InputError(fmt::format("cannot listen on {}: {} ({})", host_port_text(endpoint), ec.message(), step));
     };
-    acceptor.open(endpoint.protocol(), ec);
-    if (ec) throw fail("socket");
-    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);  // a restart during TIME_WAIT
-    acceptor.bind(endpoint, ec);
-    if (ec) throw fail("bind");
-    acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) throw fail("listen");
+    if (const char* step = open_listener(acceptor, endpoint, ec)) throw fail(step);
     bound = acceptor.local_endpoint();
     spawn(accept_loop());
     thread = std::thread([this] { io.run(); });

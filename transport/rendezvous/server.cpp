@@ -24,6 +24,7 @@
 #include "transport/rendezvous/log_throttle.hpp"
 #include "transport/rendezvous/store.hpp"
 #include "kernels/common/finally.hpp"
+#include "transport/tcp_listen.hpp"
 
 namespace conveyor {
 namespace {
@@ -136,18 +137,13 @@ struct RendezvousServer::Impl {
 
   void start() {
     boost::system::error_code ec;
-    asio::ip::address address = asio::ip::make_address(opt.host, ec);
-    if (ec) {
-      tcp::resolver resolver(io);
-      auto results = resolver.resolve(opt.host, std::to_string(opt.port), ec);
-      if (ec || results.empty())
-        throw RendezvousError(RendezvousErrc::unreachable,
-                              fmt::format("rendezvous: cannot resolve listen address {}: {}",
-                                          opt.host, ec ? ec.message() : "no address"));
-      address = results.begin()->endpoint().address();
-    }
-    const tcp::endpoint endpoint(address, opt.port);
-    if (opt.token.empty() && address.is_unspecified())
+    const auto address = listen_address(io, opt.host, opt.port, ec);
+    if (!address)
+      throw RendezvousError(RendezvousErrc::unreachable,
+                            fmt::format("rendezvous: cannot resolve listen address {}: {}",
+                                        opt.host, ec ? ec.message() : "no address"));
+    const tcp::endpoint endpoint(*address, opt.port);
+    if (opt.token.empty() && address->is_unspecified())
       throw std::invalid_argument(fmt::format(
           "rendezvous: refusing to listen on {} without a job token; set a token or give "
           "the address of one interface",
@@ -158,13 +154,7 @@ struct RendezvousServer::Impl {
                             fmt::format("rendezvous: cannot listen on {}: {} ({})",
                                         endpoint_text(endpoint), ec.message(), step));
     };
-    acceptor.open(endpoint.protocol(), ec);
-    if (ec) fail("socket");
-    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);  // restart during TIME_WAIT
-    acceptor.bind(endpoint, ec);
-    if (ec) fail("bind");
-    acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) fail("listen");
+    if (const char* step = open_listener(acceptor, endpoint, ec)) fail(step);
     bound = endpoint_text(acceptor.local_endpoint());
     port = acceptor.local_endpoint().port();
     if (opt.token.empty())

@@ -15,6 +15,8 @@
 #      skips them) and one GPU, AB_ROUNDS alternated rounds of each of AB_SCHEDULES
 #      (default 1f1b);
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
+#      fp8: precision.matmul fp8 against bf16 on one GPU (GPT-1B 1F1B and ZBV, Llama-1B) and
+#      PyTorch's compiled bf16 and FP8 GPT in the same call;
 #      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
 #      transformers' LlamaForCausalLM (.gpu/torch_llama_bench.py, eager and COMPILE=1, bf16)
 #      in the same call, and a small Llama's GPU determinism;
@@ -245,6 +247,32 @@ PY
   row "small GPU llama twice" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-b/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "small GPU llama 1f1b vs zbv [2.5,1.5]" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-cut/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "small GPU llama final val_loss" "$(tail -1 "$OUT/llama-small-a/metrics.jsonl" | json_field final_val_loss)"
+fi
+
+# 13b. precision.matmul fp8 against bf16 on one GPU (issue 43): conveyor's GPT-1B with one
+#      stage (1F1B and ZBV) and Llama-1B, both all-bf16 otherwise, and PyTorch's compiled
+#      bf16 and FP8 (torch._scaled_mm, tensorwise dynamic scaling) GPT in the same call
+if want fp8; then
+  one=(--set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.stages=1 --set devices.ids=[0])
+  big fp8-gpt-bf16 "${one[@]}" --set pipeline.schedule=1f1b
+  big fp8-gpt-fp8 "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8
+  big fp8-gpt-fp8-zbv "${one[@]}" --set pipeline.schedule=zbv --set precision.matmul=fp8
+  BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-bf16 --set optim.master=bf16 --set optim.grad_dtype=bf16
+  BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8 --set optim.master=bf16 --set optim.grad_dtype=bf16 --set precision.matmul=fp8
+  for ref in compiled:0 fp8:1; do
+    STEPS=6 WARM=3 MASTER=bf16 COMPILE=1 FP8=${ref#*:} timeout 300 python3 .gpu/torch_pp_bench.py single \
+      > "$OUT/torch-single-${ref%:*}.json" 2> "$OUT/torch-single-${ref%:*}.log"
+    row "torch one GPU bf16 ${ref%:*} tokens/s" "$(grep tokens_per_s "$OUT/torch-single-${ref%:*}.json" | json_field tokens_per_s)"
+  done
+  row "fp8: gpt/bf16, /torch fp8, /torch bf16; llama/bf16" "$(python3 - "$OUT" <<'PY' 2>&1
+import json, sys
+o = sys.argv[1]
+tps = lambda n: json.load(open(f"{o}/{n}.json"))["tokens_per_s"]
+torch = lambda n: [json.loads(l) for l in open(f"{o}/torch-single-{n}.json") if "tokens_per_s" in l][-1]["tokens_per_s"]
+print(round(tps("fp8-gpt-fp8") / tps("fp8-gpt-bf16"), 3), round(tps("fp8-gpt-fp8") / torch("fp8"), 3),
+      round(tps("fp8-gpt-fp8") / torch("compiled"), 3), round(tps("fp8-llama-fp8") / tps("fp8-llama-bf16"), 3))
+PY
+)"
 fi
 
 # 14. A/B against an earlier build (BEFORE=path to its conveyor, packed beside .gpu/): the

@@ -8,6 +8,7 @@
 
 #include "actors/runtime/run_job.hpp"
 #include "apps/config/config_loader.hpp"
+#include "apps/config/precision_recipe.hpp"
 #include "apps/train/job_builder.hpp"
 #include "kernels/common/error.hpp"
 
@@ -114,6 +115,7 @@ nlohmann::json run_e2e_bench(const E2eOptions& o) {
           {"device_kind", std::string(enum_name(config.devices.kind))},
           {"master", std::string(enum_name(config.optim.master))},
           {"grad_dtype", std::string(enum_name(config.optim.grad_dtype))},
+          {"precision", precision_recipe(config.precision)},
           {"recompute", std::string(recompute_name(config.model.recompute))},
           {"steps", o.steps},
           {"counted_steps", ms.size()},

@@ -30,6 +30,15 @@ enum class MasterDtype { fp32, bf16 };
 /// optim.grad_dtype: the type weight gradients accumulate in.
 enum class GradDtype { f32, bf16 };
 
+/// precision.matmul: the blocks' linear layers in bf16, or in FP8 (CUDA stages).
+enum class MatmulPrecision { bf16, fp8 };
+
+/// precision.fp8_grad: the format of the output gradients an FP8 backward GEMM reads.
+enum class Fp8GradFormat { e5m2, e4m3 };
+
+/// precision.fp8_scaling: a tensor's scale from its own amax, or from a history of them.
+enum class Fp8Scaling { dynamic, delayed };
+
 /// transport.kind: automatic hands tensors over inside a process and sends them over UCX
 /// between processes; ucx sends every edge over UCX.
 enum class TransportKind { automatic, ucx };
@@ -85,6 +94,24 @@ struct EnumNames<MasterDtype> {
 template <>
 struct EnumNames<GradDtype> {
   static constexpr NamedValue<GradDtype> entries[] = {{GradDtype::f32, "f32"}, {GradDtype::bf16, "bf16"}};
+};
+
+template <>
+struct EnumNames<MatmulPrecision> {
+  static constexpr NamedValue<MatmulPrecision> entries[] = {{MatmulPrecision::bf16, "bf16"},
+                                                            {MatmulPrecision::fp8, "fp8"}};
+};
+
+template <>
+struct EnumNames<Fp8GradFormat> {
+  static constexpr NamedValue<Fp8GradFormat> entries[] = {{Fp8GradFormat::e5m2, "e5m2"},
+                                                          {Fp8GradFormat::e4m3, "e4m3"}};
+};
+
+template <>
+struct EnumNames<Fp8Scaling> {
+  static constexpr NamedValue<Fp8Scaling> entries[] = {{Fp8Scaling::dynamic, "dynamic"},
+                                                       {Fp8Scaling::delayed, "delayed"}};
 };
 
 template <>

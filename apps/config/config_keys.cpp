@@ -209,6 +209,22 @@ std::vector<ConfigKey> build_keys() {
           "AdamW state, then the replicas all-gather the weights (same bits as unsharded; "
           "devices.kind cpu only so far)"),
 
+      KEY(precision.matmul,
+          "the blocks' linear layers (qkv, proj, fc1, fc2; llama: qkv, o, gate_up, down): bf16, "
+          "or fp8 (Hopper's FP8 tensor cores through cuBLASLt: E4M3 activations and weights, "
+          "precision.fp8_grad output gradients, one scale per tensor, bf16 outputs, fp32 "
+          "accumulation; master weights and the optimizer unchanged; devices.kind cuda only)"),
+      KEY(precision.fp8_grad,
+          "format of the output gradients in FP8 backward GEMMs: e5m2 (range) or e4m3 "
+          "(precision)"),
+      KEY(precision.fp8_scaling,
+          "FP8 scales: dynamic (each tensor's from its own amax, as torchao's tensorwise "
+          "recipe) or delayed (from the largest amax of the last precision.amax_history "
+          "steps, as Transformer Engine)"),
+      KEY(precision.amax_history, "steps of amax history for precision.fp8_scaling delayed",
+          at_least(1), at_most(1024, "a history is scanned at every cast")),
+      KEY(precision.fp8_head, "the LM head's GEMMs in FP8 too (with precision.matmul fp8)"),
+
       KEY(trace.enabled, "record a causal trace of every message and action in DIR/trace/"),
       KEY(trace.steps, "steps to trace (with trace.enabled): all, one step, or a range",
           StepRangeRule{}),

@@ -72,6 +72,15 @@ struct OptimSection {
   bool shard_state = false;                  // optim.shard_state: ZeRO-1 across replicas (CPU)
 };
 
+// precision.*: FP8 GEMMs on Hopper (issue 43); the default bf16 changes nothing.
+struct PrecisionSection {
+  MatmulPrecision matmul = MatmulPrecision::bf16;  // precision.matmul: bf16 | fp8 (CUDA stages)
+  Fp8GradFormat fp8_grad = Fp8GradFormat::e5m2;    // precision.fp8_grad: e5m2 | e4m3
+  Fp8Scaling fp8_scaling = Fp8Scaling::dynamic;    // precision.fp8_scaling: dynamic | delayed
+  std::int64_t amax_history = 16;                  // precision.amax_history: steps (delayed)
+  bool fp8_head = false;                           // precision.fp8_head: the LM head in FP8 too
+};
+
 struct TraceSection {
   bool enabled = false;                      // trace.enabled: record DIR/trace/
   std::string steps = "all";                 // trace.steps: all | N | A-B
@@ -128,6 +137,7 @@ struct RunConfig {
   DevicesSection devices;
   RuntimeSection runtime;
   OptimSection optim;
+  PrecisionSection precision;
   RendezvousSection rendezvous;
   TransportSection transport;
   TraceSection trace;

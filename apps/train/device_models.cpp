@@ -67,6 +67,12 @@ CudaStageOptions cuda_stage_options(const RunConfig& config) {
   options.deterministic = config.runtime.deterministic;
   options.grads_bf16 = config.optim.grad_dtype == GradDtype::bf16;
   options.attention = attention_backend_of(config.runtime.attention);
+  if (config.precision.matmul == MatmulPrecision::fp8) {
+    const auto& p = config.precision;
+    options.fp8 = Fp8Recipe{
+        p.fp8_grad == Fp8GradFormat::e4m3 ? Fp8Kind::e4m3 : Fp8Kind::e5m2,
+        p.fp8_scaling == Fp8Scaling::delayed ? static_cast<int>(p.amax_history) : 0};
+  }
   options.defer_loss_readback = true;  // StageWorker resolves the losses in take_report
   return options;
 }

@@ -10,8 +10,10 @@
 namespace conveyor {
 namespace {
 
-// Sections whose every key is identity, and the keys of them that are not.
-constexpr std::array<std::string_view, 3> kIdentitySections = {"model.", "data.", "train."};
+// Sections whose every key is identity, and the keys of them that are not. precision.*
+// changes the arithmetic of every GEMM (FP8 against bf16).
+constexpr std::array<std::string_view, 4> kIdentitySections = {"model.", "data.", "train.",
+                                                               "precision."};
 constexpr std::array<std::string_view, 4> kFreeKeys = {
     "model.recompute",    // recomputing activations changes no bit
     "train.steps",        // a resume goes further

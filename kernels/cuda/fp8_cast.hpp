@@ -26,7 +26,21 @@ void cast_to_fp8(std::uint8_t* out, const bf16* x, std::int64_t n, const float* 
 void cast_transpose_to_fp8(std::uint8_t* out, std::uint8_t* out_t, const bf16* x, int rows,
                            int cols, const float* scale, Fp8Kind kind, cudaStream_t stream);
 
+/// cast_transpose_to_fp8, and amax[0] = max |x| over the tensor in the same pass (delayed
+/// scaling casts with a scale known before the data, and records the data's amax).
+void cast_transpose_to_fp8_with_amax(std::uint8_t* out, std::uint8_t* out_t, const bf16* x,
+                                     int rows, int cols, const float* scale, float* amax,
+                                     Fp8Kind kind, cudaStream_t stream);
+
 /// amax[0] = max |x[i]| over n elements (0 for n = 0).
 void fp8_amax(float* amax, const bf16* x, std::int64_t n, cudaStream_t stream);
+
+/// Dynamic scaling (kernels/cpu/fp8_scaling.hpp's fp8_scale_for, on the device, one thread):
+/// scale[0] = max_finite(kind) / max(amax[0], kMinAmax), dequant[0] = 1 / scale[0]. A
+/// non-finite amax (an overflow upstream) gives scale 1 and dequant NaN: the GEMM that
+/// reads the tensor then writes NaN, so the overflow reaches the loss or the gradient norm
+/// and the NaN policy (fault.on_nan) sees it, where saturating casts would hide it.
+void fp8_scale_from_amax(float* scale, float* dequant, const float* amax, Fp8Kind kind,
+                         cudaStream_t stream);
 
 }  // namespace conveyor

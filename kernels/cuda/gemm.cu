@@ -122,21 +122,12 @@ void linear_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, con
 
 namespace {
 
-// G: float (D type CUDA_R_32F) or bf16 (CUDA_R_16BF: cuBLASLt reads C in bf16, computes
-// alpha AB + C in fp32 and rounds D once; the algorithm is pinned per D type, GemmKey).
+// dbias += the column sums of dout: fixed chunks of rows summed in fp32, then the chunks
+// added in order (no atomics), so the bits do not depend on the launch.
 template <class G>
-void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, int N, int IC,
-                     int OC, cudaStream_t stream) {
-  constexpr bool kF32 = std::is_same_v<G, float>;
-  check_dims("linear_backward_weight", N, IC, OC);
-  const cudaDataType_t d_type = kF32 ? CUDA_R_32F : CUDA_R_16BF;
-  lt_matmul({.m = IC, .n = OC, .k = N, .transa = false, .transb = true, .A = inp, .lda = IC,
-             .B = dout, .ldb = OC, .D = dweight, .ldd = IC, .d_type = d_type, .accumulate = true,
-             .what = "linear_backward_weight"},
-            stream);
-  if (!dbias) return;
+void bias_backward(G* dbias, const bf16* dout, int N, int OC, cudaStream_t stream) {
   const int chunks = static_cast<int>(ceil_div(N, kBiasChunkRows));
-  require(chunks <= 65535, "linear_backward_weight", "N too large: " + std::to_string(N));
+  require(chunks <= 65535, "linear_backward_bias", "N too large: " + std::to_string(N));
   DeviceBuffer partial(sizeof(float) * std::size_t(chunks) * OC, current_device(), stream,
                        "bias gradient partial sums");
   if (aligned16(dout))  // OC % 8 == 0: check_dims
@@ -150,7 +141,30 @@ void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, in
   add_column_partials(dbias, dbias, OC, partial.as<float>(), chunks, OC, stream);
 }
 
+// G: float (D type CUDA_R_32F) or bf16 (CUDA_R_16BF: cuBLASLt reads C in bf16, computes
+// alpha AB + C in fp32 and rounds D once; the algorithm is pinned per D type, GemmKey).
+template <class G>
+void backward_weight(G* dweight, G* dbias, const bf16* dout, const bf16* inp, int N, int IC,
+                     int OC, cudaStream_t stream) {
+  constexpr bool kF32 = std::is_same_v<G, float>;
+  check_dims("linear_backward_weight", N, IC, OC);
+  const cudaDataType_t d_type = kF32 ? CUDA_R_32F : CUDA_R_16BF;
+  lt_matmul({.m = IC, .n = OC, .k = N, .transa = false, .transb = true, .A = inp, .lda = IC,
+             .B = dout, .ldb = OC, .D = dweight, .ldd = IC, .d_type = d_type, .accumulate = true,
+             .what = "linear_backward_weight"},
+            stream);
+  if (dbias) linear_backward_bias(dbias, dout, N, OC, stream);
+}
+
 }  // namespace
+
+void linear_backward_bias(float* dbias, const bf16* dout, int N, int OC, cudaStream_t stream) {
+  bias_backward(dbias, dout, N, OC, stream);
+}
+
+void linear_backward_bias(bf16* dbias, const bf16* dout, int N, int OC, cudaStream_t stream) {
+  bias_backward(dbias, dout, N, OC, stream);
+}
 
 void linear_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
                             int N, int IC, int OC, cudaStream_t stream) {

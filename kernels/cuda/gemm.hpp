@@ -53,6 +53,11 @@ void linear_backward_weight(bf16* dweight,     // (OC, IC) +=
                             const bf16* inp,   // (N, IC)
                             int N, int IC, int OC, cudaStream_t stream);
 
+/// dbias += the column sums of dout (N, OC) alone: linear_backward_weight's bias part, for
+/// GEMMs that are not its own (fp8_gemm.hpp's).
+void linear_backward_bias(float* dbias, const bf16* dout, int N, int OC, cudaStream_t stream);
+void linear_backward_bias(bf16* dbias, const bf16* dout, int N, int OC, cudaStream_t stream);
+
 /// Process-wide: fuse GELU into the GEMM epilogues (default true).
 void set_gemm_gelu_fusion(bool fuse);
 bool gemm_gelu_fusion();

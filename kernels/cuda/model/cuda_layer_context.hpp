@@ -4,6 +4,8 @@
 // and its compute stream, the parameter store, and where each part's parameters begin in
 // it (stage_parts.hpp's walk over the CPU layers' layouts: the same positions as GptStage's
 // params(), by construction).
+// The blocks' linear layers go through linear() (stage_linears.hpp), which runs them in the
+// run's precision.matmul.
 // What must hold: every tensor a layer allocates comes from alloc()/zeros() on the compute
 // stream, so the caching allocator orders its reuse after the launches that read it; a
 // layer never synchronises.
@@ -14,6 +16,7 @@
 
 #include "kernels/cuda/device_storage.hpp"
 #include "kernels/cuda/model/param_store.hpp"
+#include "kernels/cuda/model/stage_linears.hpp"
 #include "kernels/cuda/types.hpp"
 #include "kernels/model/gpt_config.hpp"
 #include "kernels/model/stage_parts.hpp"
@@ -35,6 +38,8 @@ class CudaLayerParams {
  public:
   CudaLayerParams(const ParamStore& store, std::size_t first) : store_(&store), first_(first) {}
   const bf16* w(std::size_t k) const { return store_->value(first_ + k); }
+  /// Its index in the store (how StageLinears names a weight).
+  std::size_t index(std::size_t k) const { return first_ + k; }
   /// The gradient as G (float or bf16: the store's gradient type).
   template <class G>
   G* g(std::size_t k) const {
@@ -53,6 +58,9 @@ struct CudaLayerContext {
   cudaStream_t stream = nullptr;
   const ParamStore* params = nullptr;  // the stage's; outlives its layers
   StagePartFirsts firsts;
+  const StageLinears* linears = nullptr;  // the blocks' GEMMs (precision.matmul); the stage's
+
+  const StageLinears& linear() const { return *linears; }
 
   Tensor alloc(Shape shape, DType dtype, const char* what) const {
     return empty_cuda(std::move(shape), dtype, device, stream, what);

@@ -105,6 +105,15 @@ void validate(const GptConfig& c, const StageSlice& s, const CudaStageOptions& o
   if (s.has_head && c.vocab % 8 != 0)
     throw std::invalid_argument(who + "vocab " + std::to_string(c.vocab) +
                                 " must be a multiple of 8 on the head slice (pad the vocabulary)");
+  if (o.fp8 && s.num_blocks > 0) {
+    // FP8 GEMMs read 16-byte rows (fp8_gemm.hpp); the rows of a micro-batch are checked
+    // by the GEMM itself, with the shape in its message.
+    const std::int64_t hidden = c.arch == ModelArch::llama ? c.llama_ffn_dim() : c.mlp_hidden();
+    if (c.d_model % 16 != 0 || hidden % 16 != 0)
+      throw std::invalid_argument(who + "precision.matmul fp8 needs d_model (" +
+                                  std::to_string(c.d_model) + ") and the MLP's width (" +
+                                  std::to_string(hidden) + ") to be multiples of 16");
+  }
   if (s.num_blocks > 0 && c.heads > 0 && c.d_model % c.heads == 0 && c.head_dim() != 64 &&
       c.head_dim() != 128)
     throw std::invalid_argument(who + "head_dim d_model / heads = " +
@@ -135,8 +144,10 @@ class CudaStageModel final : public CudaStageModelBase {
       GptStage host(config, slice, seed);
       params_ = std::make_unique<ParamStore>(host.params(), options.master_fp32, device_,
                                              stream_.get(), options.grads_bf16);
+      linears_ = std::make_unique<StageLinears>(*params_, device_, stream_.get(), options.fp8);
       ctx_ = CudaLayerContext{config, slice, device_, stream_.get(), params_.get(),
-                              stage_part_firsts<typename Arch::CpuLayers>(config, slice)};
+                              stage_part_firsts<typename Arch::CpuLayers>(config, slice),
+                              linears_.get()};
       layers_.emplace(ctx_);
       // Deferred: enough for a step's micro-batches on the head and an evaluation's (the
       // worker resolves them at its report); past that a forward reads its loss at once.
@@ -734,7 +745,8 @@ class CudaStageModel final : public CudaStageModelBase {
   DeferredRelease release_;         // handed-in tensors still read by the stream
   HostStaging staging_;             // pinned buffers for token ids and targets
   std::unique_ptr<ParamStore> params_;
-  CudaLayerContext ctx_;            // what the layers share; points at params_
+  std::unique_ptr<StageLinears> linears_;  // the blocks' GEMMs, over params_
+  CudaLayerContext ctx_;            // what the layers share; points at params_ and linears_
   std::optional<Arch> layers_;      // the architecture's, over ctx_
   std::shared_ptr<LossReadback> losses_;  // the head slice's loss readbacks
   std::unique_ptr<CudaActionClock> clock_;  // device times of actions, when traced

@@ -42,6 +42,7 @@
 #include <string>
 
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/fp8_recipe.hpp"
 #include "kernels/model/stage_model.hpp"
 
 namespace conveyor {
@@ -61,6 +62,10 @@ struct CudaStageOptions {
   /// runtime.attention: which attention implementation runs (attention.hpp). It is
   /// process-wide: make_cuda_stage_model sets it, so every model of a process should agree.
   AttentionBackend attention = AttentionBackend::cudnn;
+  /// precision.matmul fp8: the blocks' linear layers in FP8 (stage_linears.hpp); unset:
+  /// bf16. REQUIRES with it: d_model, the MLP's width and the rows of a micro-batch (B·T)
+  /// multiples of 16.
+  std::optional<Fp8Recipe> fp8;
   /// The loss_scale every backward of the head slice will be called with (the runtime's
   /// 1 / micro_batches), when known: a training forward then writes d(loss)/d(logits) over
   /// the logits in the same pass that forms the loss (one read of the (B, T, V) logits

@@ -62,8 +62,8 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
                       p.w(in_half(ln1_b)), n, cc, c.stream);
   }
   a.qkv = c.alloc({B, T, 3 * C}, DType::bf16, "attention qkv (B, T, 3C)");
-  linear_forward(bf(a.qkv), nullptr, bf(a.ln1), p.w(in_half(qkv_w)), p.w(in_half(qkv_b)), n, cc,
-                 3 * cc, c.stream);
+  ctx_->linear().forward(bf(a.qkv), nullptr, bf(a.ln1), p.index(in_half(qkv_w)),
+                         p.w(in_half(qkv_b)), n, cc, 3 * cc);
   a.lse = c.alloc({B, NH, T}, DType::f32, "attention logsumexp (B, NH, T)");
   a.atty = c.alloc({B, T, C}, DType::bf16, "attention output (B, T, C)");
   attention_forward(bf(a.atty), f32(a.lse), bf(a.qkv), int(B), int(T), cc, int(NH), c.stream);
@@ -77,8 +77,8 @@ Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   const CudaLayerParams p = c.attention(j);
   Tensor proj = c.alloc({B, T, C}, DType::bf16, "attention projection (B, T, C)");
-  linear_forward(bf(proj), nullptr, bf(a.atty), p.w(in_half(proj_w)), p.w(in_half(proj_b)), n,
-                 cc, cc, c.stream);
+  ctx_->linear().forward(bf(proj), nullptr, bf(a.atty), p.index(in_half(proj_w)),
+                         p.w(in_half(proj_b)), n, cc, cc);
   return proj;
 }
 
@@ -106,8 +106,8 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   }
   a.pre_gelu = c.alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
   a.gelu = c.alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
-  linear_forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), p.w(in_half(fc1_w)),
-                 p.w(in_half(fc1_b)), n, cc, h, c.stream);
+  ctx_->linear().forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), p.index(in_half(fc1_w)),
+                         p.w(in_half(fc1_b)), n, cc, h);
 }
 
 // mlp.fc2 of block j from a.gelu: the block's output is a.res2 + that. Never recomputed
@@ -118,8 +118,8 @@ Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C), h = static_cast<int>(H);
   const CudaLayerParams p = c.mlp(j);
   Tensor fc2 = c.alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
-  linear_forward(bf(fc2), nullptr, bf(a.gelu), p.w(in_half(fc2_w)), p.w(in_half(fc2_b)), n, h,
-                 cc, c.stream);
+  ctx_->linear().forward(bf(fc2), nullptr, bf(a.gelu), p.index(in_half(fc2_w)), p.w(in_half(fc2_b)),
+                         n, h, cc);
   return fc2;
 }
 
@@ -142,12 +142,12 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   const CudaLayerParams p = c.mlp(j);
   a.d_out = d_out;
   a.d_fc1 = c.alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
-  linear_backward_input(bf(a.d_fc1), bf(d_out), p.w(in_half(fc2_w)), bf(a.pre_gelu), n, h, cc,
-                        c.stream);
+  ctx_->linear().backward_input(bf(a.d_fc1), bf(d_out), p.index(in_half(fc2_w)), bf(a.pre_gelu), n,
+                                h, cc);
   a.pre_gelu = {};
   a.d_ln2 = c.alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
-  linear_backward_input(bf(a.d_ln2), bf(a.d_fc1), p.w(in_half(fc1_w)), nullptr, n, cc, h,
-                        c.stream);
+  ctx_->linear().backward_input(bf(a.d_ln2), bf(a.d_fc1), p.index(in_half(fc1_w)), nullptr, n, cc,
+                                h);
   Tensor d_res2 = c.alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
   layernorm_backward_input_residual(bf(d_res2), bf(d_out), bf(a.d_ln2), bf(a.res2),
                                     p.w(in_half(ln2_w)), f32(a.ln2_mean), f32(a.ln2_rstd), n, cc,
@@ -163,16 +163,16 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   const CudaLayerParams p = c.attention(j);
   a.d_res2 = d_res2;
   Tensor d_atty = c.alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
-  linear_backward_input(bf(d_atty), bf(d_res2), p.w(in_half(proj_w)), nullptr, n, cc, cc,
-                        c.stream);
+  ctx_->linear().backward_input(bf(d_atty), bf(d_res2), p.index(in_half(proj_w)), nullptr, n, cc,
+                                cc);
   a.d_qkv = c.alloc({B, T, 3 * C}, DType::bf16, "d attention qkv (B, T, 3C)");
   attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse), int(B),
                            int(T), cc, int(NH), c.stream);
   a.qkv = {};
   a.lse = {};
   a.d_ln1 = c.alloc({B, T, C}, DType::bf16, "d ln1 output (B, T, C)");
-  linear_backward_input(bf(a.d_ln1), bf(a.d_qkv), p.w(in_half(qkv_w)), nullptr, n, cc, 3 * cc,
-                        c.stream);
+  ctx_->linear().backward_input(bf(a.d_ln1), bf(a.d_qkv), p.index(in_half(qkv_w)), nullptr, n, cc,
+                                3 * cc);
   Tensor dx = c.alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
   layernorm_backward_input_residual(bf(dx), bf(d_res2), bf(a.d_ln1), bf(a.x), p.w(in_half(ln1_w)),
                                     f32(a.ln1_mean), f32(a.ln1_rstd), n, cc, c.stream);
@@ -185,10 +185,10 @@ void Layers::mlp_half_backward_weight(int j, const BlockActs& a, std::int64_t B,
   const int n = static_cast<int>(B * T), cc = static_cast<int>(ctx_->config.d_model),
             h = static_cast<int>(ctx_->config.mlp_hidden());
   const CudaLayerParams p = ctx_->mlp(j);
-  linear_backward_weight(p.g<G>(in_half(fc2_w)), p.g<G>(in_half(fc2_b)), bf(a.d_out), bf(a.gelu),
-                         n, h, cc, s);
-  linear_backward_weight(p.g<G>(in_half(fc1_w)), p.g<G>(in_half(fc1_b)), bf(a.d_fc1), bf(a.ln2),
-                         n, cc, h, s);
+  ctx_->linear().backward_weight<G>(p.index(in_half(fc2_w)), p.g<G>(in_half(fc2_b)), bf(a.d_out),
+                                    bf(a.gelu), n, h, cc, s);
+  ctx_->linear().backward_weight<G>(p.index(in_half(fc1_w)), p.g<G>(in_half(fc1_b)), bf(a.d_fc1),
+                                    bf(a.ln2), n, cc, h, s);
   layernorm_backward_weight(p.g<G>(in_half(ln2_w)), p.g<G>(in_half(ln2_b)), bf(a.d_ln2),
                             bf(a.res2), f32(a.ln2_mean), f32(a.ln2_rstd), n, cc, s);
 }
@@ -198,10 +198,10 @@ void Layers::attention_half_backward_weight(int j, const BlockActs& a, std::int6
                                             std::int64_t T, cudaStream_t s) const {
   const int n = static_cast<int>(B * T), cc = static_cast<int>(ctx_->config.d_model);
   const CudaLayerParams p = ctx_->attention(j);
-  linear_backward_weight(p.g<G>(in_half(proj_w)), p.g<G>(in_half(proj_b)), bf(a.d_res2),
-                         bf(a.atty), n, cc, cc, s);
-  linear_backward_weight(p.g<G>(in_half(qkv_w)), p.g<G>(in_half(qkv_b)), bf(a.d_qkv), bf(a.ln1),
-                         n, cc, 3 * cc, s);
+  ctx_->linear().backward_weight<G>(p.index(in_half(proj_w)), p.g<G>(in_half(proj_b)), bf(a.d_res2),
+                                    bf(a.atty), n, cc, cc, s);
+  ctx_->linear().backward_weight<G>(p.index(in_half(qkv_w)), p.g<G>(in_half(qkv_b)), bf(a.d_qkv),
+                                    bf(a.ln1), n, cc, 3 * cc, s);
   layernorm_backward_weight(p.g<G>(in_half(ln1_w)), p.g<G>(in_half(ln1_b)), bf(a.d_ln1), bf(a.x),
                             f32(a.ln1_mean), f32(a.ln1_rstd), n, cc, s);
 }

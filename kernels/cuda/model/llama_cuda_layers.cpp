@@ -72,7 +72,7 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
     rmsnorm_forward(bf(a.xn), f32(a.rstd), bf(a.x), p.w(attn_norm_w), eps, n, cc, c.stream);
   }
   a.qkv = c.alloc({B, T, W}, DType::bf16, "attention qkv (B, T, (NH + 2 NKV) hs)");
-  linear_forward(bf(a.qkv), nullptr, bf(a.xn), p.w(qkv_w), nullptr, n, cc, int(W), c.stream);
+  ctx_->linear().forward(bf(a.qkv), nullptr, bf(a.xn), p.index(qkv_w), nullptr, n, cc, int(W));
   // q and k side by side at the row's start: one pass rotates both.
   rotary_forward(bf(a.qkv), f32(cos_), f32(sin_), int(B), int(T), int(NH + NKV),
                  int(m.head_dim()), W, c.stream);
@@ -88,8 +88,7 @@ Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int
   const std::int64_t C = c.config.d_model;
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   Tensor o = c.alloc({B, T, C}, DType::bf16, "attention o projection (B, T, C)");
-  linear_forward(bf(o), nullptr, bf(a.atty), c.attention(j).w(o_w), nullptr, n, cc, cc,
-                 c.stream);
+  ctx_->linear().forward(bf(o), nullptr, bf(a.atty), c.attention(j).index(o_w), nullptr, n, cc, cc);
   return o;
 }
 
@@ -112,8 +111,8 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
     rmsnorm_forward(bf(a.xn2), f32(a.rstd2), bf(a.res2), p.w(mlp_norm_w), eps, n, cc, c.stream);
   }
   a.gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "mlp gate_up (B, T, 2F)");
-  linear_forward(bf(a.gate_up), nullptr, bf(a.xn2), p.w(gate_up_w), nullptr, n, cc, int(2 * F),
-                 c.stream);
+  ctx_->linear().forward(bf(a.gate_up), nullptr, bf(a.xn2), p.index(gate_up_w), nullptr, n, cc,
+                         int(2 * F));
   a.h = c.alloc({B, T, F}, DType::bf16, "mlp SwiGLU output (B, T, F)");
   swiglu_forward(bf(a.h), bf(a.gate_up), B * T, F, c.stream);
 }
@@ -123,8 +122,8 @@ Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T
   const std::int64_t C = c.config.d_model, F = c.config.llama_ffn_dim();
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   Tensor down = c.alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
-  linear_forward(bf(down), nullptr, bf(a.h), c.mlp(j).w(down_w), nullptr, n, int(F), cc,
-                 c.stream);
+  ctx_->linear().forward(bf(down), nullptr, bf(a.h), c.mlp(j).index(down_w), nullptr, n, int(F),
+                         cc);
   return down;
 }
 
@@ -145,13 +144,13 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   const CudaLayerParams p = c.mlp(j);
   a.d_out = d_out;
   Tensor d_h = c.alloc({B, T, F}, DType::bf16, "d mlp SwiGLU output (B, T, F)");
-  linear_backward_input(bf(d_h), bf(d_out), p.w(down_w), nullptr, n, int(F), cc, c.stream);
+  ctx_->linear().backward_input(bf(d_h), bf(d_out), p.index(down_w), nullptr, n, int(F), cc);
   a.d_gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "d mlp gate_up (B, T, 2F)");
   swiglu_backward_input(bf(a.d_gate_up), bf(d_h), bf(a.gate_up), B * T, F, c.stream);
   a.gate_up = {};
   a.d_xn2 = c.alloc({B, T, C}, DType::bf16, "d mlp_norm output (B, T, C)");
-  linear_backward_input(bf(a.d_xn2), bf(a.d_gate_up), p.w(gate_up_w), nullptr, n, cc,
-                        int(2 * F), c.stream);
+  ctx_->linear().backward_input(bf(a.d_xn2), bf(a.d_gate_up), p.index(gate_up_w), nullptr, n, cc,
+                                int(2 * F));
   Tensor d_res2 = c.alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
   rmsnorm_backward_input_residual(bf(d_res2), bf(d_out), bf(a.d_xn2), bf(a.res2), p.w(mlp_norm_w),
                                   f32(a.rstd2), n, cc, c.stream);
@@ -167,7 +166,7 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   const CudaLayerParams p = c.attention(j);
   a.d_res2 = d_res2;
   Tensor d_atty = c.alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
-  linear_backward_input(bf(d_atty), bf(d_res2), p.w(o_w), nullptr, n, cc, cc, c.stream);
+  ctx_->linear().backward_input(bf(d_atty), bf(d_res2), p.index(o_w), nullptr, n, cc, cc);
   a.d_qkv = c.alloc({B, T, W}, DType::bf16, "d attention qkv (B, T, (NH + 2 NKV) hs)");
   gqa_attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse),
                                int(B), int(T), cc, int(NH), int(NKV), c.stream);
@@ -177,7 +176,7 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   rotary_backward(bf(a.d_qkv), f32(cos_), f32(sin_), int(B), int(T), int(NH + NKV),
                   int(m.head_dim()), W, c.stream);
   a.d_xn = c.alloc({B, T, C}, DType::bf16, "d attn_norm output (B, T, C)");
-  linear_backward_input(bf(a.d_xn), bf(a.d_qkv), p.w(qkv_w), nullptr, n, cc, int(W), c.stream);
+  ctx_->linear().backward_input(bf(a.d_xn), bf(a.d_qkv), p.index(qkv_w), nullptr, n, cc, int(W));
   Tensor dx = c.alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
   rmsnorm_backward_input_residual(bf(dx), bf(d_res2), bf(a.d_xn), bf(a.x), p.w(attn_norm_w),
                                   f32(a.rstd), n, cc, c.stream);
@@ -190,10 +189,10 @@ void Layers::mlp_half_backward_weight(int j, const BlockActs& a, std::int64_t B,
   const int n = static_cast<int>(B * T), cc = static_cast<int>(ctx_->config.d_model),
             f = static_cast<int>(ctx_->config.llama_ffn_dim());
   const CudaLayerParams p = ctx_->mlp(j);
-  linear_backward_weight(p.g<G>(down_w), static_cast<G*>(nullptr), bf(a.d_out), bf(a.h), n, f,
-                         cc, s);
-  linear_backward_weight(p.g<G>(gate_up_w), static_cast<G*>(nullptr), bf(a.d_gate_up),
-                         bf(a.xn2), n, cc, 2 * f, s);
+  ctx_->linear().backward_weight<G>(p.index(down_w), static_cast<G*>(nullptr), bf(a.d_out), bf(a.h),
+                                    n, f, cc, s);
+  ctx_->linear().backward_weight<G>(p.index(gate_up_w), static_cast<G*>(nullptr), bf(a.d_gate_up),
+                                    bf(a.xn2), n, cc, 2 * f, s);
   rmsnorm_backward_weight(p.g<G>(mlp_norm_w), bf(a.d_xn2), bf(a.res2), f32(a.rstd2), n, cc, s);
 }
 
@@ -203,10 +202,10 @@ void Layers::attention_half_backward_weight(int j, const BlockActs& a, std::int6
   const int n = static_cast<int>(B * T), cc = static_cast<int>(ctx_->config.d_model),
             w = static_cast<int>(qkv_width());
   const CudaLayerParams p = ctx_->attention(j);
-  linear_backward_weight(p.g<G>(o_w), static_cast<G*>(nullptr), bf(a.d_res2), bf(a.atty), n, cc,
-                         cc, s);
-  linear_backward_weight(p.g<G>(qkv_w), static_cast<G*>(nullptr), bf(a.d_qkv), bf(a.xn), n, cc,
-                         w, s);
+  ctx_->linear().backward_weight<G>(p.index(o_w), static_cast<G*>(nullptr), bf(a.d_res2),
+                                    bf(a.atty), n, cc, cc, s);
+  ctx_->linear().backward_weight<G>(p.index(qkv_w), static_cast<G*>(nullptr), bf(a.d_qkv), bf(a.xn),
+                                    n, cc, w, s);
   rmsnorm_backward_weight(p.g<G>(attn_norm_w), bf(a.d_xn), bf(a.x), f32(a.rstd), n, cc, s);
 }
 

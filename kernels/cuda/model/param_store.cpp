@@ -137,6 +137,7 @@ void ParamStore::step(const AdamWConfig& config, double lr, float grad_scale) {
   hp.weight_decay = config.weight_decay;
   hp.grad_scale = grad_scale;
   adamw_bias_corrections(hp, ++steps_);
+  ++values_version_;
   const DecayRuns runs{decay_ends_.as<std::int64_t>(), decay_flags_.as<std::uint8_t>(),
                        static_cast<int>(entries().size())};
   auto update = [&](const auto* grads) {  // float or bf16: the launchers' overloads
@@ -240,6 +241,7 @@ void ParamStore::finish_restore(bool with_moments, std::int64_t optimizer_steps)
   queue_zero(grads_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   steps_ = with_moments ? optimizer_steps : 0;
+  ++values_version_;
 }
 
 std::vector<ParamStore::Found> ParamStore::find_state(

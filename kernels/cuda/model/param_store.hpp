@@ -51,6 +51,9 @@ class ParamStore {
 
   /// The bf16 weights the kernels read.
   const bf16* value(std::size_t i) const { return values_.as<bf16>() + entries()[i].offset; }
+  /// Changes whenever the weights do (an optimizer step, a restore): what is derived from
+  /// them (the FP8 copies of stage_linears.hpp) is made again when it differs.
+  std::uint64_t values_version() const { return values_version_; }
   /// Whether the gradients are bf16 (else f32).
   bool grads_bf16() const { return grads_bf16_; }
   /// The gradient (+=) of parameter i as G, float or bf16. Throws std::logic_error unless G
@@ -167,6 +170,7 @@ class ParamStore {
   int device_;
   cudaStream_t stream_;
   std::int64_t steps_ = 0;
+  std::uint64_t values_version_ = 1;
 
   DeviceBuffer master_;  // f32, fp32 recipe only
   DeviceBuffer values_;  // bf16

@@ -67,13 +67,14 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "runtime.attention", "model.arch", "model.kv_heads", "model.ffn_dim", "model.rope_theta",
         "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
         "model.rope_high_freq_factor", "model.rope_original_max_position", "model.norm_eps",
-        "serve.token"}) {
+        "serve.token", "precision.matmul", "precision.fp8_grad", "precision.fp8_scaling",
+        "precision.amax_history", "precision.fp8_head"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 75);
+  CHECK(config_keys().size() == 80);
 }
 
 TEST_CASE("serve.token is read from a config and --set, and never written to a resolved config") {
@@ -348,6 +349,35 @@ TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
   CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "optim.grad_dtype=bf16"})
             .optim.grad_dtype == GradDtype::bf16);
   CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == GradDtype::f32);
+}
+
+TEST_CASE("precision.matmul fp8 needs CUDA stages and 16-row GEMMs, and its keys need fp8") {
+  CHECK(RunConfig{}.precision.matmul == MatmulPrecision::bf16);
+  const std::vector<std::string> cuda{"devices.kind=cuda", "model.dtype=bf16"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), cuda.begin(), cuda.end());
+    return extra;
+  };
+  const RunConfig fp8 = load_run_config("", with({"precision.matmul=fp8", "precision.fp8_grad=e4m3"}));
+  CHECK(fp8.precision.matmul == MatmulPrecision::fp8);
+  CHECK(fp8.precision.fp8_grad == Fp8GradFormat::e4m3);
+  check_message(set_error({"precision.matmul=fp8"}),
+                {"precision.matmul", "'fp8' on devices.kind cpu", "devices.kind: cuda"});
+  check_message(set_error({"precision.matmul=fp4"}),
+                {"precision.matmul", "'fp4' is not one of bf16, fp8"});
+  check_message(set_error(with({"precision.fp8_grad=e4m3"})),
+                {"precision.fp8_grad", "with precision.matmul bf16", "precision.matmul fp8"});
+  check_message(set_error(with({"precision.matmul=fp8", "model.seq_len=60", "pipeline.micro_batch_size=2"})),
+                {"pipeline.micro_batch_size", "2 × model.seq_len 60 = 120 rows", "multiple of 16"});
+  const RunConfig delayed = load_run_config(
+      "", with({"precision.matmul=fp8", "precision.fp8_scaling=delayed", "precision.amax_history=8"}));
+  CHECK(delayed.precision.fp8_scaling == Fp8Scaling::delayed);
+  CHECK(delayed.precision.amax_history == 8);
+  check_message(set_error(with({"precision.matmul=fp8", "precision.amax_history=8"})),
+                {"precision.amax_history", "with precision.fp8_scaling dynamic"});
+  check_message(set_error(with({"precision.matmul=fp8", "precision.fp8_scaling=delayed",
+                                "precision.amax_history=0"})),
+                {"precision.amax_history", ">= 1"});
 }
 
 TEST_CASE("runtime.attention is cudnn by default, takes kernels and refuses other names") {

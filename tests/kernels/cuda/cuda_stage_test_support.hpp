@@ -37,6 +37,25 @@ inline const StageSlice kFull{0, 2, true, true};
 inline constexpr std::uint64_t kSeed = 1234;
 inline constexpr std::int64_t kB = 2, kT = 64;
 
+// C = 256, 4 query heads of 64 sharing 2 kv heads, F = 512, T = 64, V = 512: every GEMM
+// dimension a multiple of 8, the head size one the attention kernels take.
+inline GptConfig llama_config(bool tied = false, RopeScaling scaling = RopeScaling::none) {
+  GptConfig c;
+  c.arch = ModelArch::llama;
+  c.layers = 2;
+  c.d_model = 256;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn_dim = 512;
+  c.seq_len = 64;
+  c.vocab = 512;
+  c.rope_theta = 500000.0;
+  c.rope_scaling = scaling;
+  c.rope_original_max_position = 32;  // so that llama3 scaling changes some frequencies here
+  c.tie_embeddings = tied;
+  return c;
+}
+
 inline CudaStageOptions on_device(int device, bool master_fp32 = true,
                                   bool grads_bf16 = false) {
   CudaStageOptions o;

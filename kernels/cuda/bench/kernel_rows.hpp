@@ -68,5 +68,7 @@ class KernelRows {
 /// layers), B sequences of the model's T tokens.
 void add_gpt2_block_kernels(KernelRows& k, const GptConfig& m, int B);
 void add_llama_block_kernels(KernelRows& k, const GptConfig& m, int B);
+/// The same block's linear layers in FP8 (precision.matmul fp8): counted in no step sum.
+void add_fp8_linear_kernels(KernelRows& k, const GptConfig& m, int B);
 
 }  // namespace conveyor::kernel_bench

@@ -42,6 +42,7 @@ std::vector<KernelTiming> time_model_kernels(const KernelBenchOptions& o) {
   else
     kernel_bench::add_gpt2_block_kernels(k, m, B);
   for (auto& r : k.rows()) r.per_step *= L;
+  kernel_bench::add_fp8_linear_kernels(k, m, B);
 
   {  // embedding, head and loss
     auto tokens = k.ids(N, V), targets = k.ids(N, V);

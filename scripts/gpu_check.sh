@@ -17,6 +17,7 @@
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
 #      fp8: precision.matmul fp8 against bf16 on one GPU (GPT-1B 1F1B and ZBV, Llama-1B) and
 #      PyTorch's compiled bf16 and FP8 GPT in the same call;
+#      fp8curve: bf16 and fp8 loss curves of the 1B GPT over CURVE_STEPS (300) steps, drawn;
 #      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
 #      transformers' LlamaForCausalLM (.gpu/torch_llama_bench.py, eager and COMPILE=1, bf16)
 #      in the same call, and a small Llama's GPU determinism;
@@ -273,6 +274,26 @@ print(round(tps("fp8-gpt-fp8") / tps("fp8-gpt-bf16"), 3), round(tps("fp8-gpt-fp8
       round(tps("fp8-gpt-fp8") / torch("compiled"), 3), round(tps("fp8-llama-fp8") / tps("fp8-llama-bf16"), 3))
 PY
 )"
+fi
+
+# 13c. the loss curve under fp8 (issue 43): the 1B GPT on one GPU, all-bf16 otherwise, bf16
+#      and fp8 (dynamic, and delayed when FP8_DELAYED=1) from the same seed for CURVE_STEPS
+#      (default 300) steps on the corpus, evaluated every 50; scripts/loss_curves.py
+#      compares them (smoothed over 20 steps) and draws $OUT/fp8-curve.svg
+if want fp8curve; then
+  curve=(--set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.stages=1 --set devices.ids=[0]
+         --set train.steps=${CURVE_STEPS:-300} --set train.eval_every=50 --set train.eval_batches=8
+         --set train.warmup_steps=20)
+  runs=(bf16=$OUT/curve-bf16 fp8=$OUT/curve-fp8)
+  timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --out "$OUT/curve-bf16" > /dev/null 2> "$OUT/curve-bf16.log"
+  timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 --out "$OUT/curve-fp8" > /dev/null 2> "$OUT/curve-fp8.log"
+  if [ "${FP8_DELAYED:-0}" = 1 ]; then
+    timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 \
+      --set precision.fp8_scaling=delayed --out "$OUT/curve-fp8-delayed" > /dev/null 2> "$OUT/curve-fp8-delayed.log"
+    runs+=(fp8-delayed=$OUT/curve-fp8-delayed)
+  fi
+  python3 scripts/loss_curves.py --out "$OUT/fp8-curve.svg" "${runs[@]}" > "$OUT/fp8-curve.json" 2>&1
+  row "fp8 curve: max smoothed gap, eval gap" "$(python3 -c "import json; d=json.load(open('$OUT/fp8-curve.json')); print([(r['name'], round(r['max_smoothed_gap'] or 0, 4), round(r['final_eval_gap'] or 0, 4), round(r['final_eval_loss'] or 0, 4)) for r in d['runs']])" 2>&1)"
 fi
 
 # 14. A/B against an earlier build (BEFORE=path to its conveyor, packed beside .gpu/): the

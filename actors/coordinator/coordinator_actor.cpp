@@ -351,11 +351,16 @@ void finish_train_compute(Self* self) {
   st.last_step.grad_norm = norm;
   if (!std::isfinite(st.last_step.loss) || !std::isfinite(norm)) {
     st.last_step.nonfinite_ranks = nonfinite_ranks(st.reports);
+    const auto params = nonfinite_params(st.reports, job.plan.model, job.plan.placement);
     const auto where = fmt::format(
         // Steps count from 0 as in metrics.jsonl and fault.inject; progress lines from 1.
         "step {} (counted from 0; the progress line's step {}): the loss ({}) or the gradient "
-        "norm ({}) is not finite; non-finite on stage(s) {}",
-        st.step, st.step + 1, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "));
+        "norm ({}) is not finite; non-finite on stage(s) {}{}",
+        st.step, st.step + 1, st.last_step.loss, norm, fmt::join(st.last_step.nonfinite_ranks, ", "),
+        params.empty() ? std::string()
+                       : fmt::format(" ({} parameter gradient(s), the deepest {}: where backward "
+                                     "first met it)",
+                                     params.size(), params.back()));
     if (job.plan.on_nan == NanPolicy::abort) {
       fail(self, where + " (fault.on_nan: abort; skip drops such a step's update instead)");
       return;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
+
+#include "kernels/model/param_layout.hpp"
 
 namespace conveyor {
 
@@ -65,6 +68,25 @@ std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports) {
   }
   std::sort(ranks.begin(), ranks.end());
   return ranks;
+}
+
+std::vector<std::string> nonfinite_params(const std::vector<StageReport>& reports,
+                                          const GptConfig& model, const Placement& placement) {
+  std::map<std::pair<int, std::size_t>, std::string> found;  // (model stage, parameter)
+  for (const auto& r : reports)
+    for (const auto& g : r.grad_squares) {
+      std::vector<ParamLayout> layout;
+      for (std::size_t i = 0; i < g.squares.size(); ++i) {
+        if (std::isfinite(g.squares[i])) continue;
+        if (layout.empty())
+          layout = stage_param_layout(model, placement.chunk_of(g.model_stage).slice);
+        found.emplace(std::pair{g.model_stage, i},
+                      i < layout.size() ? layout[i].name : "parameter " + std::to_string(i));
+      }
+    }
+  std::vector<std::string> names;
+  for (auto& [where, name] : found) names.push_back(std::move(name));
+  return names;
 }
 
 MeasuredBubble measure_bubble(const std::vector<StageReport>& reports, int ranks) {

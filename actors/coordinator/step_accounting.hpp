@@ -2,11 +2,13 @@
 // Pure functions the coordinator applies to the stage reports of one step. Each sums in
 // an order fixed by the model (micro-batch, model stage, parameter), never by the
 // split or by arrival, so results are bitwise identical for any number of stages.
+#include <string>
 #include <vector>
 
 #include "actors/plan/placement.hpp"
 #include "actors/plan/replica_placement.hpp"
 #include "actors/plan/protocol.hpp"
+#include "kernels/model/gpt_config.hpp"
 
 namespace conveyor {
 
@@ -24,6 +26,13 @@ double global_grad_norm(const std::vector<StageReport>& reports, const ReplicaLa
 /// Ranks whose report holds a loss or a gradient square that is NaN or infinite, ascending:
 /// where a non-finite step shows first (fault.on_nan names them).
 std::vector<int> nonfinite_ranks(const std::vector<StageReport>& reports);
+
+/// The parameters whose gradient square is NaN or infinite, by name, in model order (model
+/// stage, then parameter; each once however many replicas report it): fault.on_nan's log
+/// names the last of them, the layer where backward first met a non-finite value, which is
+/// where an overflow (an FP8 one too) happened.
+std::vector<std::string> nonfinite_params(const std::vector<StageReport>& reports,
+                                          const GptConfig& model, const Placement& placement);
 
 /// Busy time per rank (ms) and the idle share of all ranks over the step's compute span
 /// (first action start to last action end).

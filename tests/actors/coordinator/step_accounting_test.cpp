@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "actors/coordinator/step_accounting.hpp"
+#include "kernels/model/param_layout.hpp"
 
 using namespace conveyor;
 
@@ -23,6 +24,31 @@ TEST_CASE("the global gradient norm sums model stages in model order") {
   r1.grad_squares = {{0, {1.0}}, {2, {4.0}}};
   CHECK(global_grad_norm({r0, r1}) == global_grad_norm({r1, r0}));
   CHECK(global_grad_norm({r0, r1}) == doctest::Approx(3.0));
+}
+
+TEST_CASE("non-finite gradients are named by parameter, in model order, once across replicas") {
+  GptConfig model;
+  model.layers = 2;
+  model.d_model = 32;
+  model.heads = 2;
+  model.seq_len = 16;
+  model.vocab = 64;
+  // Two model stages of one block each (in half blocks: 2 and 2).
+  const Placement placement =
+      make_placement({2, 2}, 2, 1, [](int rank, int) { return rank; });
+  const auto names0 = stage_param_layout(model, placement.chunk_of(0).slice);
+  const auto names1 = stage_param_layout(model, placement.chunk_of(1).slice);
+  StageReport r0, r1, twin;
+  r0.grad_squares = {{0, std::vector<double>(names0.size(), 1.0)}};
+  r1.grad_squares = {{1, std::vector<double>(names1.size(), 1.0)}};
+  CHECK(nonfinite_params({r0, r1}, model, placement).empty());
+  r1.grad_squares[0].squares[3] = std::nan("");
+  r0.grad_squares[0].squares[1] = INFINITY;
+  twin = r1;  // a second replica reports the same averaged gradients
+  const auto found = nonfinite_params({twin, r1, r0}, model, placement);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == names0[1].name);
+  CHECK(found[1] == names1[3].name);  // the deepest: where backward met it first
 }
 
 TEST_CASE("the measured bubble is the idle share of ranks over the compute span") {

@@ -40,6 +40,7 @@ TEST_CASE("fault.on_nan abort stops at the non-finite step naming it, without we
                    "or the gradient norm (nan) is not finite") !=
         std::string::npos);
   CHECK(r.err.find("fault.on_nan: abort") != std::string::npos);
+  CHECK(r.err.find("parameter gradient(s), the deepest ") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "run" / "weights.safetensors"));
 }
 

@@ -262,7 +262,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.shrink,
           "when no replacement of a lost node joined within fault.rejoin_timeout_s, how the "
           "job re-plans over the nodes left instead of failing (CPU stages with buddy "
-          "copies, one replica, for now; elsewhere the job fails as with never): replicas "
+          "copies, one replica, checkpoint.every 0, for now; elsewhere the job fails as "
+          "with never, saying why): replicas "
           "(drop whole replicas, keep the pipeline), stages (fewer pipeline stages, cut as "
           "pipeline.partition says; an explicit list becomes uniform), auto (replicas when "
           "parallel.data > 1, else stages) or never (fail); the global batch and the "

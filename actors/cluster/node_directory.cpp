@@ -150,6 +150,92 @@ caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
   return p->promise;
 }
 
+// Issue 44's re-plan: this node's actors of the new layout; node 0 (`forward`) also every
+// other present node's, gathered by rank, and then the directory's own record moves onto
+// the new layout (the nodes not present forgotten).
+caf::response_promise relayout(Self* self, const Relayout& r) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise();
+  if (!st.relayout) {
+    promise.deliver(failure(fmt::format("node {} cannot move onto another layout", st.node)));
+    return promise;
+  }
+  NodeStages own;
+  try {
+    own = st.relayout(r);
+  } catch (const std::exception& e) {
+    promise.deliver(failure(fmt::format("node {} moving onto the layout of nodes [{}]: {}", st.node,
+                                        fmt::join(r.nodes, ", "), e.what())));
+    return promise;
+  }
+  own.node = st.node;
+  own.directory = caf::actor_cast<caf::actor>(self);
+  if (!r.forward) {
+    promise.deliver(own);
+    return promise;
+  }
+  struct Gathered {
+    caf::response_promise promise;
+    std::map<int, NodeStages> by_node;
+    std::size_t left = 1;
+    bool failed = false;
+  };
+  auto g = std::make_shared<Gathered>();
+  g->promise = promise;
+  g->by_node[st.node] = own;
+  auto finish = [self, g] {
+    auto& st = self->state;
+    std::map<int, StageActor> by_rank;
+    for (const auto& [node, stages] : g->by_node)
+      for (std::size_t i = 0; i < stages.ranks.size(); ++i) by_rank[stages.ranks[i]] = stages.actors[i];
+    std::vector<StageActor> all;
+    for (const auto& [rank, actor] : by_rank) {
+      if (rank != static_cast<int>(all.size())) {
+        g->promise.deliver(failure(fmt::format("the new layout's rank {} has no stage actor", all.size())));
+        return;
+      }
+      all.push_back(actor);
+    }
+    st.by_rank = all;
+    st.ranks = static_cast<int>(all.size());
+    st.known = st.ranks;
+    st.ranks_of_node.clear();
+    std::map<int, caf::actor> directories;
+    for (const auto& [node, stages] : g->by_node) {
+      st.ranks_of_node[node] = stages.ranks;
+      if (st.directories.count(node)) directories[node] = st.directories[node];
+    }
+    st.directories = std::move(directories);
+    g->promise.deliver(all);
+  };
+  for (int node : r.nodes) {
+    if (node == st.node) continue;
+    auto d = st.directories.find(node);
+    if (d == st.directories.end()) {
+      g->promise.deliver(failure(fmt::format("node {} is not known to node {}'s directory", node, st.node)));
+      return promise;
+    }
+    ++g->left;
+    Relayout forwarded = r;
+    forwarded.forward = false;
+    self->request(d->second, caf::infinite, forwarded)
+        .then(
+            [g, finish](NodeStages& stages) {
+              if (g->failed) return;
+              g->by_node[stages.node] = std::move(stages);
+              if (--g->left == 0) finish();
+            },
+            [self, g, node](caf::error& e) {
+              if (g->failed) return;
+              g->failed = true;
+              g->promise.deliver(failure(fmt::format("node {} moving onto the new layout: {}", node,
+                                                     error_text(self->system(), e))));
+            });
+  }
+  if (--g->left == 0) finish();
+  return promise;
+}
+
 // A peer's progress report into the watched board; one warning per node for bad ones.
 void take_progress(Self* self, const ProgressReport& report) {
   auto& st = self->state;
@@ -166,7 +252,7 @@ void take_progress(Self* self, const ProgressReport& report) {
 
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
                              RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop,
-                             std::shared_ptr<trace::ProgressBoard> watched) {
+                             std::shared_ptr<trace::ProgressBoard> watched, RelayoutLocal relayout_local) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
@@ -174,6 +260,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
   self->state.rebuild = std::move(rebuild_edges);
   self->state.peer_stop = std::move(peer_stop);
   self->state.watched = std::move(watched);
+  self->state.relayout = std::move(relayout_local);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
@@ -199,6 +286,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
       [=](const ProgressReport& report) { take_progress(self, report); },
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
+      [=](const Relayout& r) { return relayout(self, r); },
       [=](const PeerRejoined& peer) -> caf::result<bool> {
         if (!self->state.reconnect) return failure("this node does not take replacements");
         try {

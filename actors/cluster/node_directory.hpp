@@ -15,6 +15,9 @@
 // run exactly the ranks its node ran before.
 // A failed stage of a node whose process lives on is respawned by that node's directory
 // (RespawnStage, which node 0's directory forwards to the node that runs the rank).
+// A re-plan over the nodes present (issue 44: Relayout) reaches every one of them the same
+// way: each spawns its actors of the new layout; node 0's directory gathers them by rank,
+// forgets the nodes not present, and answers the coordinator with every actor.
 // Node 0's directory copies the other nodes' progress reports (ProgressReport) into the
 // board of the job's hang watchdog; a report naming ranks its node does not run is
 // dropped with one warning per node.
@@ -39,6 +42,9 @@ using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
 using Reconnect = std::function<void(int node, const std::vector<std::uint8_t>& ucx_address)>;
 /// Spawns a replacement for this node's stage `rank`, fenced at `round_fence`.
 using RespawnLocal = std::function<StageActor(int rank, std::int64_t round_fence)>;
+/// Issue 44's re-plan: spawns this node's stage actors of the layout `r` names (its ranks
+/// and actors; the directory fills in itself); throws naming what failed.
+using RelayoutLocal = std::function<NodeStages(const Relayout& r)>;
 /// Rebuilds this node's NCCL edges with communicators of `generation`; blocks until done.
 using RebuildEdges = std::function<void(std::uint32_t generation)>;
 /// To node 0's directory, from node k: a stop signal node k caught (SIGTERM, SIGINT).
@@ -56,6 +62,7 @@ struct NodeDirectoryState {
   Reconnect reconnect;               // null: replacements are refused
   RespawnLocal respawn;              // null: this node's stages are not respawned
   RebuildEdges rebuild;              // null: this node has no NCCL edges
+  RelayoutLocal relayout;            // null: this node takes no re-plan (Relayout fails)
   PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
   std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored
   std::set<int> refused_reports;     // nodes whose bad progress report was logged
@@ -66,10 +73,11 @@ struct NodeDirectoryState {
 
 /// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
 /// null: a failed stage of this node is not replaced; `watched` null: progress reports are
-/// ignored.
+/// ignored; `relayout` null: the job cannot move this node onto another layout.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
                              NodeStages local, Reconnect reconnect, RespawnLocal respawn,
                              RebuildEdges rebuild, PeerStop peer_stop = {},
-                             std::shared_ptr<trace::ProgressBoard> watched = {});
+                             std::shared_ptr<trace::ProgressBoard> watched = {},
+                             RelayoutLocal relayout = {});
 
 }  // namespace conveyor

@@ -23,15 +23,16 @@ using Self = KeeperActor::stateful_base<SnapshotKeeperState>;
 // Receives the bytes of a copy from the node that runs its rank; then it is kept.
 void keep(Self* self, SnapshotCopy copy) {
   const auto& st = self->state;
-  const int ranks = static_cast<int>(st.links->node_of_rank.size());
-  if (copy.rank < 0 || copy.rank >= ranks || st.links->node_of_rank[copy.rank] == st.links->node) {
+  const auto links = st.links->get();
+  const int ranks = static_cast<int>(links->node_of_rank.size());
+  if (copy.rank < 0 || copy.rank >= ranks || links->node_of_rank[copy.rank] == links->node) {
     log_transfer_error(fmt::format("a snapshot copy for stage {} was dropped: not a stage of another node",
                     copy.rank));
     return;
   }
-  const int node = st.links->node_of_rank[copy.rank];
+  const int node = links->node_of_rank[copy.rank];
   receive_payloads(
-      st.links->channel_to(node), std::move(copy.tensors), st.links->timeout,
+      links->channel_to(node), std::move(copy.tensors), links->timeout,
       [store = st.store, rank = copy.rank, steps = copy.steps_done,
        optimizer_steps = copy.optimizer_steps](std::vector<NamedTensor> tensors, std::exception_ptr e) {
         if (e) {
@@ -49,20 +50,20 @@ void keep(Self* self, SnapshotCopy copy) {
 // a stage of this node takes the tensors with the message.
 caf::result<StageRestored> hand_copy(Self* self, const StageActor& stage, std::int64_t round_fence,
                                      SnapshotCopy copy) {
-  const auto& st = self->state;
-  const int node = st.links->node_of_rank.at(copy.rank);
-  if (node != st.links->node)
+  const auto links = self->state.links->get();
+  const int node = links->node_of_rank.at(copy.rank);
+  if (node != links->node)
     send_payloads(
-        st.links->channel_to(node), copy.tensors,
+        links->channel_to(node), copy.tensors,
         [rank = copy.rank, steps = copy.steps_done](int i) { return snapshot_tag(rank, steps, i); },
-        st.links->timeout, fmt::format("restoring stage {} on node {}", copy.rank, node));
+        links->timeout, fmt::format("restoring stage {} on node {}", copy.rank, node));
   auto promise = self->make_response_promise<StageRestored>();
   promise.delegate(stage, RestoreFromCopy{round_fence, std::move(copy)});
   return promise;
 }
 
 bool known_rank(const Self* self, int rank) {
-  return rank >= 0 && rank < static_cast<int>(self->state.links->node_of_rank.size());
+  return rank >= 0 && rank < static_cast<int>(self->state.links->get()->node_of_rank.size());
 }
 
 caf::result<StageRestored> restore(Self* self, const RestoreRejoined& r) {
@@ -107,8 +108,9 @@ bool note_shard(Self* self, ShardWritten& w) {
     return false;
   };
   if (!st.shards) return drop("this job's node 0 writes every shard (checkpoint.writers node0)");
-  const int ranks = static_cast<int>(st.links->node_of_rank.size());
-  if (w.rank < 0 || w.rank >= ranks || st.links->node_of_rank[w.rank] == st.links->node)
+  const auto links = st.links->get();
+  const int ranks = static_cast<int>(links->node_of_rank.size());
+  if (w.rank < 0 || w.rank >= ranks || links->node_of_rank[w.rank] == links->node)
     return drop("not a stage of another node");
   std::optional<checkpoint::ShardEntry> entry;
   if (w.error.empty()) {
@@ -127,7 +129,7 @@ bool note_shard(Self* self, ShardWritten& w) {
 }  // namespace
 
 KeeperActor::behavior_type snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
-                                           std::shared_ptr<const StageLinks> links,
+                                           std::shared_ptr<const CurrentLinks> links,
                                            std::shared_ptr<checkpoint::RemoteShards> shards) {
   self->state.store = std::move(store);
   self->state.links = std::move(links);

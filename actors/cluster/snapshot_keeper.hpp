@@ -22,21 +22,21 @@
 
 #include "actors/checkpoint/remote_shards.hpp"
 #include "actors/messages/keeper_interface.hpp"
-#include "actors/stage/stage_links.hpp"
+#include "actors/stage/current_links.hpp"
 #include "actors/fault/snapshot_store.hpp"
 
 namespace conveyor {
 
 struct SnapshotKeeperState {
   std::shared_ptr<SnapshotStore> store;   // node 0's: its own stages' snapshots and the copies
-  std::shared_ptr<const StageLinks> links;
+  std::shared_ptr<const CurrentLinks> links;  // the layout's now (a re-plan replaces them)
   std::shared_ptr<checkpoint::RemoteShards> shards;  // null: node 0 writes every shard
   static inline const char* name = "snapshot-keeper";
 };
 
 KeeperActor::behavior_type snapshot_keeper(KeeperActor::stateful_pointer<SnapshotKeeperState> self,
                                            std::shared_ptr<SnapshotStore> store,
-                                           std::shared_ptr<const StageLinks> links,
+                                           std::shared_ptr<const CurrentLinks> links,
                                            std::shared_ptr<checkpoint::RemoteShards> shards);
 
 }  // namespace conveyor

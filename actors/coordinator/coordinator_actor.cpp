@@ -44,6 +44,16 @@ std::vector<std::shared_ptr<const std::vector<sched::Action>>> eval_wave_plans(
 
 }  // namespace
 
+std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans_of(const JobPlan& plan) {
+  std::vector<std::shared_ptr<const std::vector<sched::Action>>> plans;
+  const auto layout = plan.replica_layout();
+  for (int r = 0; r < plan.stage_actors(); ++r) {
+    const auto s = static_cast<std::size_t>(layout.stage_of(r));
+    plans.push_back(std::make_shared<const std::vector<sched::Action>>(plan.schedule.ranks.at(s)));
+  }
+  return plans;
+}
+
 void start_round(Self* self, Phase phase) {
   auto& st = self->state;
   st.phase = phase;
@@ -525,6 +535,8 @@ CoordinatorActor::behavior_type coordinator_actor(Self* self, std::shared_ptr<co
                                                   TrainingObserver* observer, StageRestarts restarts) {
   auto& st = self->state;
   st.job = job;
+  st.started = job;
+  st.started_nodes = restarts.node_of_rank;
   st.observer = observer;
   st.checkpoints = job->services.checkpoints;
   if (st.checkpoints) st.step = st.checkpoints->first_step();
@@ -533,13 +545,7 @@ CoordinatorActor::behavior_type coordinator_actor(Self* self, std::shared_ptr<co
   if (job->plan.recovers_in_place())
     st.budget.emplace(job->plan.recovery.max_restarts, job->plan.recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->services.trace ? &job->services.trace->coordinator() : nullptr);
-  // Every replica runs its stage's train actions (the eval plans: eval_wave_plans).
-  const auto layout = job->plan.replica_layout();
-  for (std::size_t r = 0; r < stages.size(); ++r) {
-    const auto s = static_cast<std::size_t>(layout.stage_of(static_cast<int>(r)));
-    st.train_plans.push_back(
-        std::make_shared<const std::vector<sched::Action>>(job->plan.schedule.ranks.at(s)));
-  }
+  st.train_plans = train_plans_of(job->plan);
   for (auto& s : stages) {
     self->monitor(s);
     self->send(s, PeerTable{stages, st.restarts.keeper});

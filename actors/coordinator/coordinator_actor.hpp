@@ -19,7 +19,10 @@
 // at the store, its CAF connection) is waited for up to fault.rejoin_timeout_s; its
 // replacement's stages (NodeStages, from node 0's directory) take the lost ranks and are
 // restored from node 0's copies of their snapshots (actors/cluster/snapshot_keeper.hpp),
-// every other stage from its own.
+// every other stage from its own. When none joins in time and fault.shrink allows it
+// (coordinator_shrink.cpp, issue 44), the nodes left take the job on a smaller layout
+// instead: new stage actors of that layout, their state cut in memory from node 0's
+// snapshots and copies of the step every stage held, then the replay.
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
@@ -93,7 +96,12 @@ struct AwaitedNode {
 };
 
 struct CoordinatorState {
-  std::shared_ptr<const Job> job;
+  std::shared_ptr<const Job> job;  // the layout's now (a shrink replaces it)
+  // The job as it started, and where its actors ran: every re-plan is computed from these
+  // (actors/plan/elastic_plan.hpp), never from a shrunk layout.
+  std::shared_ptr<const Job> started;
+  std::vector<int> started_nodes;
+  int layout_generation = 0;  // re-plans so far (plan.json's "generation")
   TrainingObserver* observer = nullptr;
   CheckpointHook* checkpoints = nullptr;  // job->services.checkpoints
   std::optional<std::int64_t> handed_over;  // the step of the last state given to checkpoints->take

@@ -120,6 +120,16 @@ void on_node_rejoined(Self* self, NodeStages& stages);
 /// fault.rejoin_timeout_s after node `node` was lost in recovery `generation`.
 void on_rejoin_deadline(Self* self, int node, std::uint64_t generation);
 
+/// Every stage actor's train actions of `plan`: each replica runs its stage's (the eval
+/// plans: eval_wave_plans).
+std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans_of(const JobPlan& plan);
+
+/// Issue 44's shrink (coordinator_shrink.cpp), at the rejoin deadline of `lost_node`: when
+/// fault.shrink and the job allow it, the nodes present take the job on the layout
+/// choose_layout gives them, and the run goes on by itself (returns empty); else why the
+/// job cannot shrink, which the caller adds to the run's failure.
+std::string shrink_onto_present_nodes(Self* self, int lost_node);
+
 /// Before the first plan when the run keeps snapshots: every stage snapshots its starting
 /// state (so a failure in the first step can roll back); then `then` runs.
 void take_first_snapshot(Self* self, std::function<void()> then);

@@ -4,7 +4,8 @@
 //   the node's ranks wait for a replacement (fault.rejoin_timeout_s), stages of this
 //   process that fail meanwhile (their transfers to the lost node break) are respawned
 //   into the same recovery → the replacement's stages take the ranks → every stage
-//   restores snapshot S (the replacement's from node 0's copies) → replay.
+//   restores snapshot S (the replacement's from node 0's copies) → replay; or, when none
+//   joined in time, a shrink onto the nodes present (coordinator_shrink.cpp).
 // What must hold: the survivors never exit; one loss is one recovery however many
 // signals announce it (liveness, connection, failed transfers, a restore that cannot
 // reach it, the replacement itself), in whatever order they come.
@@ -23,6 +24,9 @@ void on_node_lost(Self* self, int node, const std::string& why) {
   std::vector<int> ranks;
   for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
     if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));
+  // A node a shrink gave up on runs nothing now: news of it (the liveness watch's again)
+  // changes nothing.
+  if (ranks.empty() && st.layout_generation > 0) return;
   if (ranks.empty() || st.in(CoordinatorPhase::starting) || st.in(CoordinatorPhase::finishing)) {
     fail(self, why);
     return;
@@ -81,10 +85,13 @@ void on_rejoin_deadline(Self* self, int node, std::uint64_t generation) {
   auto& st = self->state;
   auto it = st.awaiting.find(node);
   if (it == st.awaiting.end() || !is_current(st, generation)) return;
+  const std::string why = it->second.why;
+  const std::string cannot = shrink_onto_present_nodes(self, node);
+  if (cannot.empty()) return;  // the nodes present take the job
   fail(self, fmt::format("{}; no replacement of node {} joined within fault.rejoin_timeout_s "
-                         "({} s)",
-                         it->second.why, node,
-                         std::chrono::duration<double>(st.restarts.rejoin_timeout).count()));
+                         "({} s), and the job cannot go on without it: {}",
+                         why, node, std::chrono::duration<double>(st.restarts.rejoin_timeout).count(),
+                         cannot));
 }
 
 }  // namespace conveyor::coordinator_flow

@@ -27,12 +27,17 @@ SnapshotStore::SnapshotStore(int ranks, int keep)
   if (ranks <= 0) throw std::invalid_argument("SnapshotStore: needs at least one stage");
 }
 
+int SnapshotStore::ranks() const {
+  std::lock_guard lock(mutex_);
+  return ranks_;
+}
+
 void SnapshotStore::put(int rank, StageStateSnapshot snapshot) {
+  auto shared = std::make_shared<const StageStateSnapshot>(std::move(snapshot));
+  std::lock_guard lock(mutex_);
   if (rank < 0 || rank >= ranks_)
     throw std::out_of_range("SnapshotStore: rank " + std::to_string(rank) + " of " +
                             std::to_string(ranks_));
-  auto shared = std::make_shared<const StageStateSnapshot>(std::move(snapshot));
-  std::lock_guard lock(mutex_);
   auto& mine = by_rank_[static_cast<std::size_t>(rank)];
   mine[shared->steps_done] = std::move(shared);
   while (mine.size() > keep_) mine.erase(mine.begin());
@@ -51,8 +56,8 @@ std::optional<std::int64_t> SnapshotStore::consistent_step() const {
 }
 
 std::shared_ptr<const StageStateSnapshot> SnapshotStore::get(int rank, std::int64_t steps_done) const {
-  if (rank < 0 || rank >= ranks_) return nullptr;
   std::lock_guard lock(mutex_);
+  if (rank < 0 || rank >= ranks_) return nullptr;
   const auto& mine = by_rank_[static_cast<std::size_t>(rank)];
   auto it = mine.find(steps_done);
   return it == mine.end() ? nullptr : it->second;
@@ -62,7 +67,8 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> Snap
     std::int64_t steps_done) const {
   std::vector<checkpoint::StageShard> out;
   std::int64_t optimizer_steps = 0;
-  for (int r = 0; r < ranks_; ++r) {
+  const int ranks = this->ranks();
+  for (int r = 0; r < ranks; ++r) {
     auto s = get(r, steps_done);
     if (!s || s->marker) return std::nullopt;
     out.push_back({r, {}, [s] { return s->tensors(); }});
@@ -84,6 +90,13 @@ void SnapshotStore::put_marker(int rank, std::int64_t steps_done) {
 void SnapshotStore::discard_after(std::int64_t steps_done) {
   std::lock_guard lock(mutex_);
   for (auto& mine : by_rank_) mine.erase(mine.upper_bound(steps_done), mine.end());
+}
+
+void SnapshotStore::reset(int ranks) {
+  if (ranks <= 0) throw std::invalid_argument("SnapshotStore: needs at least one stage");
+  std::lock_guard lock(mutex_);
+  ranks_ = ranks;
+  by_rank_.assign(static_cast<std::size_t>(ranks), PerRank{});
 }
 
 std::size_t SnapshotStore::bytes() const {

@@ -42,7 +42,7 @@ class SnapshotStore {
   /// `ranks` stages; `keep` newest snapshots kept per stage (at least 2, see above).
   explicit SnapshotStore(int ranks, int keep = 2);
 
-  int ranks() const { return ranks_; }
+  int ranks() const;
   /// Stores `snapshot` for `rank`, replacing one of the same step; drops the oldest beyond
   /// `keep`. Throws std::out_of_range for a bad rank.
   void put(int rank, StageStateSnapshot snapshot);
@@ -65,10 +65,14 @@ class SnapshotStore {
   void discard_after(std::int64_t steps_done);
   /// Host bytes held by every snapshot.
   std::size_t bytes() const;
+  /// The job moved onto a layout of `ranks` stage actors (issue 44's re-plan): every
+  /// snapshot is forgotten (they are the old actors'; the coordinator keeps what it cut
+  /// from them and puts the new actors' own). Throws std::invalid_argument when ranks < 1.
+  void reset(int ranks);
 
  private:
   using PerRank = std::map<std::int64_t, std::shared_ptr<const StageStateSnapshot>>;
-  int ranks_;
+  int ranks_;  // under mutex_: reset() changes it
   std::size_t keep_;
   mutable std::mutex mutex_;
   std::vector<PerRank> by_rank_;

@@ -122,6 +122,7 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<trace::RemoteStageProgress>("conveyor::RemoteStageProgress");
   cfg.add_message_type<ProgressReport>("conveyor::ProgressReport");
   cfg.add_message_type<RebuildChannels>("conveyor::RebuildChannels");
+  cfg.add_message_type<Relayout>("conveyor::Relayout");
   cfg.add_message_type<RestoreFromCopy>("conveyor::RestoreFromCopy");
   cfg.add_message_type<AbortRound>("conveyor::AbortRound");
   cfg.add_message_type<RoundAborted>("conveyor::RoundAborted");

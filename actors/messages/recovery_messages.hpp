@@ -29,6 +29,10 @@
 //   D0 → C    NodeStages               a lost node's replacement (node_directory.hpp)
 //   C → D0 → Dk  RebuildChannels{g}    GPU stages across processes: every node's NCCL
 //                                      edges get new communicators before the restore
+//   C → D0 → Dk  Relayout{g, nodes, fence}   issue 44's shrink: every node present spawns
+//                                      the stage actors the layout of those nodes gives it
+//                                      (choose_layout, the same on every node); Dk answers
+//                                      NodeStages, D0 the coordinator every actor by rank
 // The first four, CopySnapshot, WriteShard, ShardWritten and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
@@ -114,6 +118,19 @@ struct RespawnStage {
   std::int64_t round_fence = 0;
 };
 
+/// To node 0's directory (`forward`: it passes it on to every node in `nodes`): the job
+/// moves onto the layout of the nodes `nodes` (actors/plan/elastic_plan.hpp: choose_layout,
+/// which every node computes alike from the plan it started with): each node spawns that
+/// layout's stage actors of its own, fenced at `round_fence`, and answers NodeStages; node
+/// 0's directory answers with every actor by rank. `generation`: the layout's, 1 for the
+/// first re-plan (the run's plan.json says it).
+struct Relayout {
+  std::uint32_t generation = 0;
+  std::vector<int> nodes;
+  std::int64_t round_fence = 0;
+  bool forward = false;
+};
+
 /// To node 0's directory (`forward`: it passes it on to every other node's): rebuild this
 /// node's NCCL edges with communicators of `generation` (channel_setup.hpp); the reply
 /// comes once every node's are rebuilt.
@@ -173,6 +190,11 @@ wire::both_t<Inspector, T, StageRestored> inspect(Inspector& f, T& x) {
 template <class Inspector, class T>
 wire::both_t<Inspector, T, RespawnStage> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("RespawnStage"), x.rank, x.round_fence);
+}
+
+template <class Inspector, class T>
+wire::both_t<Inspector, T, Relayout> inspect(Inspector& f, T& x) {
+  return f(caf::meta::type_name("Relayout"), x.generation, x.nodes, x.round_fence, x.forward);
 }
 
 template <class Inspector, class T>

@@ -22,8 +22,9 @@ enum class BuddyCopies { automatic, on, off };
 /// fault.shrink (issue 44): when a lost node's replacement has not joined within
 /// fault.rejoin_timeout_s, how the job re-plans over the nodes left (actors/plan/replan.hpp):
 /// drop whole replicas (keeping the pipeline), shrink the pipeline (keeping the replicas),
-/// or automatic: drop replicas when parallel.data > 1, else shrink the pipeline.
-enum class ShrinkPolicy { automatic, replicas, stages };
+/// or automatic: drop replicas when parallel.data > 1, else shrink the pipeline; never:
+/// the job fails as it did before re-planning existed (replan() then finds no layout).
+enum class ShrinkPolicy { automatic, replicas, stages, never };
 
 /// fault.grow (issue 44): when a node that joins after a shrink is taken in: at the next
 /// step boundary, at the next checkpoint boundary, or never (the job stays shrunk).
@@ -35,6 +36,8 @@ struct RecoverySettings {
   int snapshot_every = 1;    // steps between in-memory snapshots (fault.snapshot_every)
   int max_restarts = 3;      // recoveries allowed within window_s ...
   double window_s = 600.0;   // ... beyond which the run checkpoints and stops
+  ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink (coordinator_shrink.cpp)
+  GrowPolicy grow = GrowPolicy::at_step;          // fault.grow (not acted on yet)
 };
 
 }  // namespace conveyor

@@ -148,6 +148,7 @@ Replan replan(const ConfiguredLayout& c, const std::vector<LiveNode>& nodes, Shr
                              std::move(reason));
     return out;
   };
+  if (policy == ShrinkPolicy::never) return none("fault.shrink is never");
   if (devices == 0) return none("there is no device to run a stage on");
   const bool drop_replicas =
       policy == ShrinkPolicy::replicas || (policy == ShrinkPolicy::automatic && c.replicas > 1);

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "actors/plan/protocol.hpp"
+#include "actors/plan/job_plan.hpp"
+#include "actors/plan/replan_event.hpp"
 #include "kernels/io/safetensors.hpp"
 
 namespace conveyor {
@@ -66,6 +68,11 @@ class TrainingObserver {
   /// A process of the job was lost and its replacement is awaited for `wait_s` seconds
   /// (fault.rejoin_timeout_s): the run is waiting, not hung.
   virtual void on_node_lost(int /*node*/, const std::string& /*why*/, double /*wait_s*/) {}
+  /// The job moved onto another layout (issue 44: a shrink), restored and about to replay:
+  /// `plan` and `node_of_rank` are the new layout's, `generation` counts the re-plans (1
+  /// for the first). Before on_recovery of the same recovery.
+  virtual void on_replan(const ReplanEvent& /*event*/, const JobPlan& /*plan*/,
+                         const std::vector<int>& /*node_of_rank*/, int /*generation*/) {}
 };
 
 struct TrainResult {

@@ -64,6 +64,15 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
     ++alive;
     --unresolved[rank];
   };
+  // The coordinator moves the job onto a new layout only once it settled the old one's
+  // failures (it gave up on them): those of the old actors no longer count.
+  auto on_relaid = [&](stage_relaid_atom, int rank, StageActor& fresh) {
+    self->monitor(fresh);
+    rank_of[fresh.address()] = rank;
+    ++alive;
+    unresolved.clear();
+    failed.clear();
+  };
   auto on_lost = [&](stop_run_atom, std::string& why) {
     lost = std::move(why);
     node0_gone = true;  // node 0 ends the stages if it can; the grace bounds the wait
@@ -82,9 +91,9 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   };
   while ((alive > 0 || waiting_for_replacement()) && !waited_out) {
     if (!node0_gone)
-      self->receive(on_down, on_replaced, on_lost, caf::after(poll) >> poll_stop);
+      self->receive(on_down, on_replaced, on_relaid, on_lost, caf::after(poll) >> poll_stop);
     else
-      self->receive(on_down, on_replaced, on_lost,
+      self->receive(on_down, on_replaced, on_relaid, on_lost,
                     caf::after(grace) >> [&] { waited_out = true; });
   }
   for (const auto& [rank, n] : unresolved)

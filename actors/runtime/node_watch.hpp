@@ -14,6 +14,9 @@ namespace conveyor {
 
 /// To node k's main thread: its directory respawned stage `rank` as this actor.
 using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
+/// To node k's main thread: a re-plan (issue 44) gave this node this actor of the new
+/// layout's `rank`; the old layout's actors end in order (the coordinator ends them).
+using stage_relaid_atom = caf::atom_constant<caf::atom("relaid")>;
 
 /// Waits until the stages `mine` are down (the coordinator ends them). Throws naming a
 /// local stage that failed (and was not replaced), or a node that was lost (`relay`: the

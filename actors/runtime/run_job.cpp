@@ -3,9 +3,12 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -22,6 +25,8 @@
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/messages/error_text.hpp"
+#include "actors/plan/elastic_plan.hpp"
+#include "actors/stage/current_links.hpp"
 #include "actors/runtime/detached_threads.hpp"
 #include "actors/runtime/hang_watchdog.hpp"
 #include "actors/runtime/job_setup.hpp"
@@ -31,6 +36,7 @@
 #include "actors/stage/own_shard_write.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "actors/trace/hang_error.hpp"
+#include "actors/trace/stage_probe.hpp"
 #include "kernels/cpu/threads.hpp"
 #include "transport/rendezvous/error.hpp"
 #include "transport/rendezvous/liveness_watch.hpp"
@@ -151,6 +157,7 @@ class NodeRun {
   std::optional<TrainResult> serve_node_k();
   std::vector<StageActor> gather_stages();
   StageRestarts stage_restarts();
+  NodeStages relayout(const Relayout& r);
   TrainResult coordinate(const std::vector<StageActor>& stages);
   TrainResult with_remote_weights(TrainResult result);
 
@@ -175,7 +182,21 @@ class NodeRun {
   std::unique_ptr<LivenessWatch> watch_;
   std::shared_ptr<UcxHub> hub_;
   AbandonOnError abandon_on_error_;
-  std::shared_ptr<const StageLinks> links_;
+  std::shared_ptr<const StageLinks> links_;  // the layout's at start
+  // The layout this node runs now (issue 44's re-plan replaces both): what respawns,
+  // node 0's keeper and the final weights' fetch route by.
+  struct LiveLayout {
+    std::mutex mutex;
+    std::shared_ptr<const Job> job;
+    std::shared_ptr<const StageLinks> links;
+  };
+  std::shared_ptr<LiveLayout> live_ = std::make_shared<LiveLayout>();
+  std::shared_ptr<CurrentLinks> current_links_ = std::make_shared<CurrentLinks>(nullptr);
+  // Spawns a stage actor of `job` for `rank` fenced at the round given (a respawn or a
+  // re-plan), as this node spawns its stages.
+  std::function<StageActor(std::shared_ptr<const Job>, int, std::shared_ptr<const StageLinks>, std::int64_t)>
+      spawn_fenced_;
+  caf::weak_actor_ptr watcher_;  // node k's main thread (node_watch.hpp)
   StageWorker::Clock::time_point epoch_;
   caf::actor shard_reports_;
   std::optional<caf::scoped_actor> self_;
@@ -300,14 +321,32 @@ void NodeRun::spawn_stages() {
     end_.actors.push_back(caf::actor_cast<caf::actor>(a));
   }
   self_.emplace(system);
+  {
+    std::lock_guard lock(live_->mutex);
+    live_->job = job_;
+    live_->links = links_;
+  }
+  current_links_->set(links_);
+  watcher_ = caf::actor_cast<caf::weak_actor_ptr>(self_->ptr());
+  spawn_fenced_ = [spawn, epoch = epoch_](std::shared_ptr<const Job> job, int rank,
+                                          std::shared_ptr<const StageLinks> links, std::int64_t fence) {
+    return StageActor(spawn(restarted_stage_actor, std::move(job), rank, epoch, std::move(links), fence));
+  };
   // Replacements of this node's stages, spawned like the originals. In one process the
   // coordinator respawns a failed stage whenever the job recovers in place; across
   // processes where the coordinator (node 0) asks this node's directory, with snapshots.
   // On node k > 0 the main thread, which watches this node's stages, learns of each.
   if (!across() || shape_.snapshots)
-    respawn_local_ = [spawn, job = job_, epoch = epoch_, links = links_, node = setup_.node,
-                      watcher = caf::actor_cast<caf::weak_actor_ptr>(self_->ptr())](int rank, std::int64_t fence) {
-      auto fresh = spawn(restarted_stage_actor, job, rank, epoch, links, fence);
+    respawn_local_ = [spawn = spawn_fenced_, live = live_, node = setup_.node,
+                      watcher = watcher_](int rank, std::int64_t fence) {
+      std::shared_ptr<const Job> job;
+      std::shared_ptr<const StageLinks> links;
+      {
+        std::lock_guard lock(live->mutex);
+        job = live->job;
+        links = live->links;
+      }
+      auto fresh = spawn(job, rank, links, fence);
       if (auto w = watcher.lock(); w && node != 0)
         caf::anon_send(caf::actor_cast<caf::actor>(w), stage_replaced_atom::value, rank, fresh);
       return fresh;
@@ -331,7 +370,9 @@ void NodeRun::publish_directory() {
     };
   directory_ = system.spawn(node_directory, job_->plan.stage_actors(), mine_, reconnect, respawn_local_,
                             rebuild_, node0() ? PeerStop(setup_.peer_stop) : PeerStop(),
-                            node0() ? job_->services.progress : nullptr);
+                            node0() ? job_->services.progress : nullptr,
+                            shape_.rejoin() ? RelayoutLocal([this](const Relayout& r) { return relayout(r); })
+                                            : RelayoutLocal());
   mine_.directory = directory_;
   end_.actors.push_back(directory_);
   auto port = system.middleman().publish(directory_, 0, setup_.advertise_host.c_str());
@@ -424,7 +465,8 @@ StageRestarts NodeRun::stage_restarts() {
   restarts.remote_markers = !shape_.copies;
   // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
   // else those a checkpoint asks for (CopySnapshot).
-  auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots, links_, shard_book_.book);
+  auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots,
+                               std::shared_ptr<const CurrentLinks>(current_links_), shard_book_.book);
   end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));
   restarts.keeper = keeper;
   restarts.remote_shards = shard_book_.book;
@@ -433,6 +475,44 @@ StageRestarts NodeRun::stage_restarts() {
   if (shape_.rejoin()) restarts.rejoin_timeout = setup_.rejoin_timeout;
   restarts.no_rejoin = shape_.no_rejoin;
   return restarts;
+}
+
+// Issue 44's re-plan, on the directory's thread (node_directory.hpp): this node's actors of
+// the layout of the nodes r.nodes, which every node computes alike (choose_layout) from
+// the plan the job started with. The node's snapshot store starts over (its snapshots are
+// the old actors'; node 0's coordinator cut what it needs before it asked).
+NodeStages NodeRun::relayout(const Relayout& r) {
+  const ElasticChoice choice = choose_layout(job_->plan, setup_.node_of_rank, r.nodes);
+  if (!choice.plan) throw std::runtime_error(choice.replan.reason);
+  auto job = std::make_shared<const Job>(Job{*choice.plan, job_->services});
+  auto links = std::make_shared<StageLinks>(*current_links_->get());
+  links->node_of_rank = choice.node_of_rank;
+  if (job->services.snapshots) job->services.snapshots->reset(job->plan.stage_actors());
+  // Node 0's watchdog board: the ranks beyond the new layout's are idle for good (this
+  // thread, the directory's, wrote the other nodes' entries; their reports are dropped now).
+  if (node0() && job->services.progress)
+    for (int rank = job->plan.stage_actors(); rank < job->services.progress->stages(); ++rank)
+      job->services.progress->stage(rank).publish(trace::StageState::idle, 0, 0, false, 0, trace::now_ns());
+  {
+    std::lock_guard lock(live_->mutex);
+    live_->job = job;
+    live_->links = links;
+  }
+  current_links_->set(links);
+  NodeStages mine{setup_.node, {}, {}, {}, {}};
+  for (int rank = 0; rank < job->plan.stage_actors(); ++rank) {
+    if (choice.node_of_rank[static_cast<std::size_t>(rank)] != setup_.node) continue;
+    auto fresh = spawn_fenced_(job, rank, links, r.round_fence);
+    end_.actors.push_back(caf::actor_cast<caf::actor>(fresh));
+    if (auto w = watcher_.lock(); w && !node0())
+      caf::anon_send(caf::actor_cast<caf::actor>(w), stage_relaid_atom::value, rank, fresh);
+    mine.ranks.push_back(rank);
+    mine.actors.push_back(fresh);
+  }
+  fmt::print(stderr, "conveyor train: node {} moves onto {} (layout generation {}): stage(s) [{}] here\n",
+             setup_.node, describe_shape(job->plan.replicas, static_cast<int>(job->plan.placement.ranks.size())),
+             r.generation, fmt::join(mine.ranks, ", "));
+  return mine;
 }
 
 // Node 0: the coordinator drives every stage to the end of the run.
@@ -485,10 +565,11 @@ TrainResult NodeRun::coordinate(const std::vector<StageActor>& stages) {
 TrainResult NodeRun::with_remote_weights(TrainResult result) {
   if (!across()) return result;
   if (result.replica_weights.empty()) {
-    fetch_remote_weights(result.weights, *links_, setup_.transport_timeout);
+    fetch_remote_weights(result.weights, *current_links_->get(), setup_.transport_timeout);
     return result;
   }
-  for (auto& replica : result.replica_weights) fetch_remote_weights(replica, *links_, setup_.transport_timeout);
+  for (auto& replica : result.replica_weights)
+    fetch_remote_weights(replica, *current_links_->get(), setup_.transport_timeout);
   if (auto diff = replica_difference(result.replica_weights))
     throw std::runtime_error("data-parallel replicas ended with different weights: " + *diff);
   result.weights = result.replica_weights.front();

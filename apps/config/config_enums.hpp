@@ -149,7 +149,8 @@ template <>
 struct EnumNames<ShrinkPolicy> {
   static constexpr NamedValue<ShrinkPolicy> entries[] = {{ShrinkPolicy::automatic, "auto"},
                                                          {ShrinkPolicy::replicas, "replicas"},
-                                                         {ShrinkPolicy::stages, "stages"}};
+                                                         {ShrinkPolicy::stages, "stages"},
+                                                         {ShrinkPolicy::never, "never"}};
 };
 
 template <>

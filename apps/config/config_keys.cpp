@@ -276,13 +276,15 @@ std::vector<ConfigKey> build_keys() {
           "the run)",
           at_least(0.0), at_most_a_week()),
       KEY(fault.shrink,
-          "issue 44, read and checked but not acted on yet (the coordinator's use of it "
-          "lands with issue 44's later part): when no replacement of a lost node joined "
-          "within fault.rejoin_timeout_s, how the job is to re-plan over the nodes left: "
-          "replicas (drop whole replicas, keep the pipeline), stages (fewer pipeline "
-          "stages, cut as pipeline.partition says; an explicit list becomes uniform) or auto "
-          "(replicas when parallel.data > 1, else stages); the global batch and the "
-          "micro-batches per step stay (actors/plan/replan.hpp)"),
+          "when no replacement of a lost node joined within fault.rejoin_timeout_s, how the "
+          "job re-plans over the nodes left instead of failing (CPU stages with buddy "
+          "copies, one replica, checkpoint.every 0, for now; elsewhere the job fails as "
+          "with never, saying why): replicas "
+          "(drop whole replicas, keep the pipeline), stages (fewer pipeline stages, cut as "
+          "pipeline.partition says; an explicit list becomes uniform), auto (replicas when "
+          "parallel.data > 1, else stages) or never (fail); the global batch and the "
+          "micro-batches per step stay (actors/plan/replan.hpp, "
+          "actors/coordinator/coordinator_shrink.cpp)"),
       KEY(fault.grow,
           "issue 44, read and checked but not acted on yet (the coordinator's use of it "
           "lands with issue 44's later part): when a node that joins a shrunk job is taken "

@@ -71,6 +71,8 @@ JobPlan build_job_plan(const RunConfig& config, int processes) {
       static_cast<std::int64_t>(std::ceil(config.checkpoint.remote_timeout_s * 1000)));
   plan.recovery.max_restarts = static_cast<int>(config.fault.max_restarts);
   plan.recovery.window_s = config.fault.window_s;
+  plan.recovery.shrink = config.fault.shrink;
+  plan.recovery.grow = config.fault.grow;
   return plan;
 }
 

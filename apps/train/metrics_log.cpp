@@ -1,5 +1,8 @@
 #include "apps/train/metrics_log.hpp"
 
+#include "apps/train/plan_json.hpp"
+#include "apps/train/run_dir.hpp"
+
 #include <algorithm>
 
 #include <sys/stat.h>
@@ -168,6 +171,15 @@ void MetricsLog::on_node_lost(int node, const std::string& why, double wait_s) {
       "the same command: it rejoins, and the run goes on from the newest snapshot node 0 "
       "holds of every stage (without buddy copies: the newest checkpoint)",
       why, wait_s, node));
+}
+
+void MetricsLog::on_replan(const ReplanEvent& e, const JobPlan& plan, const std::vector<int>& node_of_rank,
+                           int generation) {
+  append(replan_row(e));
+  progress_.note(replan_log_line(e));
+  auto json = plan_json(plan, node_of_rank);
+  json["generation"] = generation;
+  write_file_atomically(path_.parent_path() / "plan.json", json.dump(2) + "\n");
 }
 
 void MetricsLog::checkpoint_written(const checkpoint::WriteResult& w) {

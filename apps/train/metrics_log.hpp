@@ -32,6 +32,11 @@ class MetricsLog final : public TrainingObserver {
   void on_recovery(const RecoveryEvent& e) override;
   /// A progress note saying what the run waits for, and a `node_lost` row.
   void on_node_lost(int node, const std::string& why, double wait_s) override;
+  /// Issue 44's shrink: the `replan` row, its log line on the progress display, and the
+  /// run folder's plan.json rewritten for the new layout with its "generation" (the file
+  /// sits beside metrics.jsonl; the first plan.json, without the key, is generation 0).
+  void on_replan(const ReplanEvent& e, const JobPlan& plan, const std::vector<int>& node_of_rank,
+                 int generation) override;
   /// A `checkpoint` row: a checkpoint's write finished (step, seconds, bytes, path).
   void checkpoint_written(const checkpoint::WriteResult& w);
   /// Any other row; REQUIRES: row has an "event" key.

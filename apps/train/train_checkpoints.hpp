@@ -85,6 +85,10 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   void on_node_lost(int node, const std::string& why, double wait_s) override {
     metrics_.on_node_lost(node, why, wait_s);
   }
+  void on_replan(const ReplanEvent& e, const JobPlan& plan, const std::vector<int>& node_of_rank,
+                 int generation) override {
+    metrics_.on_replan(e, plan, node_of_rank, generation);
+  }
 
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;

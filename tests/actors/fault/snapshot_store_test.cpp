@@ -4,6 +4,8 @@
 
 #include "actors/fault/snapshot_store.hpp"
 
+#include <stdexcept>
+
 using namespace conveyor;
 
 namespace {
@@ -69,4 +71,19 @@ TEST_CASE("a marker counts for the consistent step but makes no shard, a copy re
   auto shards = store.shards(5);
   REQUIRE(shards);
   CHECK(shards->first[1].produce()[0].tensor.f32()[0] == 2.0f);
+}
+
+TEST_CASE("a reset for another layout forgets every snapshot and takes the new stage count") {
+  SnapshotStore store(3);
+  for (int r = 0; r < 3; ++r) store.put(r, StageStateSnapshot{4, {}, false});
+  REQUIRE(store.consistent_step() == 4);
+  store.reset(2);
+  CHECK(store.ranks() == 2);
+  CHECK_FALSE(store.consistent_step().has_value());
+  CHECK(store.get(0, 4) == nullptr);
+  CHECK_THROWS_AS(store.put(2, StageStateSnapshot{5, {}, false}), std::out_of_range);
+  store.put(0, StageStateSnapshot{5, {}, false});
+  store.put(1, StageStateSnapshot{5, {}, false});
+  CHECK(store.consistent_step() == 5);
+  CHECK_THROWS_AS(store.reset(0), std::invalid_argument);
 }

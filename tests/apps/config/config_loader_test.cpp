@@ -327,12 +327,13 @@ TEST_CASE("fault.shrink and fault.grow parse their names, and a bad value is ref
   CHECK(RunConfig{}.fault.shrink == ShrinkPolicy::automatic);
   CHECK(RunConfig{}.fault.grow == GrowPolicy::at_step);
   CHECK(load_run_config("", {"fault.shrink=stages"}).fault.shrink == ShrinkPolicy::stages);
+  CHECK(load_run_config("", {"fault.shrink=never"}).fault.shrink == ShrinkPolicy::never);
   CHECK(load_run_config("", {"parallel.data=2", "fault.shrink=replicas"}).fault.shrink ==
         ShrinkPolicy::replicas);
   CHECK(load_run_config("", {"fault.grow=at_checkpoint"}).fault.grow == GrowPolicy::at_checkpoint);
   CHECK(load_run_config("", {"fault.grow=never"}).fault.grow == GrowPolicy::never);
   check_message(set_error({"fault.shrink=nodes"}),
-                {"fault.shrink", "'nodes' is not one of auto, replicas, stages"});
+                {"fault.shrink", "'nodes' is not one of auto, replicas, stages, never"});
   check_message(set_error({"fault.grow=later"}),
                 {"fault.grow", "'later' is not one of at_step, at_checkpoint, never"});
   // One replica has none to drop: a job that could never shrink is refused up front.

@@ -90,7 +90,8 @@ TEST_CASE("a node killed with SIGKILL mid-run and started again rejoins: the one
 
 TEST_CASE("a lost node that nobody starts again fails node 0 after fault.rejoin_timeout_s naming it") {
   TempDir dir;
-  auto nodes = two_nodes(dir, "step 4/" + std::to_string(kSteps), {"--set", "fault.rejoin_timeout_s=2"});
+  auto nodes = two_nodes(dir, "step 4/" + std::to_string(kSteps),
+                         {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.shrink=never"});
   const auto start = std::chrono::steady_clock::now();
   const auto results = run_nodes(dir, nodes, 60);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -47,8 +47,9 @@ struct KvDecoder::Impl {
               *lm_head = nullptr;
   std::vector<BlockWeights> blocks;
 
-  Impl(const GptConfig& config, const std::vector<Param>& params)
-      : c(config), cache(config, config.seq_len) {
+  Impl(const GptConfig& config, const std::vector<Param>& params, std::int64_t max_positions)
+      : c(config),
+        cache(config, max_positions > 0 ? std::min(max_positions, config.seq_len) : config.seq_len) {
     std::map<std::string, const Param*> by_name;
     for (const Param& p : params) by_name[p.name] = &p;
     const auto get = [&](const std::string& name, Shape shape) -> const float* {
@@ -171,8 +172,8 @@ struct KvDecoder::Impl {
     if (n == 0) throw std::invalid_argument("KvDecoder::append: no tokens");
     if (pos + n > cache.capacity)
       throw std::invalid_argument(fmt::format(
-          "KvDecoder::append: positions [{}, {}) go beyond the model's seq_len {}", pos, pos + n,
-          cache.capacity));
+          "KvDecoder::append: positions [{}, {}) go beyond the cache's {} (the model's seq_len is {})", pos, pos + n,
+          cache.capacity, c.seq_len));
     for (std::int32_t t : tokens)
       if (t < 0 || t >= V)
         throw std::invalid_argument(fmt::format("KvDecoder::append: token {} outside the vocabulary [0, {})", t, V));
@@ -196,8 +197,8 @@ struct KvDecoder::Impl {
   }
 };
 
-KvDecoder::KvDecoder(const GptConfig& config, const std::vector<Param>& params)
-    : impl_(std::make_unique<Impl>(config, params)) {}
+KvDecoder::KvDecoder(const GptConfig& config, const std::vector<Param>& params, std::int64_t max_positions)
+    : impl_(std::make_unique<Impl>(config, params, max_positions)) {}
 KvDecoder::~KvDecoder() = default;
 KvDecoder::KvDecoder(KvDecoder&&) noexcept = default;
 KvDecoder& KvDecoder::operator=(KvDecoder&&) noexcept = default;

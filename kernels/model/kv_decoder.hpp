@@ -25,19 +25,21 @@ namespace conveyor {
 class KvDecoder {
  public:
   /// `params`: the whole model's, named as a GptStage holding every block and the head
-  /// (wte.weight, blocks.<b>..., lm_head.weight). Throws std::invalid_argument naming a
+  /// (wte.weight, blocks.<b>..., lm_head.weight). The cache holds `max_positions`
+  /// positions (0 or more than seq_len: seq_len): a model of a long context need not have
+  /// its whole cache allocated for a short text. Throws std::invalid_argument naming a
   /// parameter that is missing or of the wrong shape.
-  KvDecoder(const GptConfig& config, const std::vector<Param>& params);
+  KvDecoder(const GptConfig& config, const std::vector<Param>& params, std::int64_t max_positions = 0);
   ~KvDecoder();
   KvDecoder(KvDecoder&&) noexcept;
   KvDecoder& operator=(KvDecoder&&) noexcept;
 
   /// Reads `tokens` at positions [length(), length() + n) and returns their logits, f32
   /// (n, V) — or only the last one's, (1, V), with last_only. Throws std::invalid_argument
-  /// on an empty span, an id outside [0, vocab) or more positions than the model's seq_len.
+  /// on an empty span, an id outside [0, vocab) or more positions than capacity().
   Tensor append(std::span<const std::int32_t> tokens, bool last_only = false);
 
-  /// Positions read so far, and the most there can be (model.seq_len).
+  /// Positions read so far, and the most there can be (model.seq_len, or max_positions).
   std::int64_t length() const;
   std::int64_t capacity() const;
   /// Forget every position (a new sequence).

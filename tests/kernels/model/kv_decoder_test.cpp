@@ -147,7 +147,7 @@ TEST_CASE("a KV-cached decode sees which tokens came before, not only how many")
   }
 }
 
-TEST_CASE("a KV-cached decode refuses positions beyond seq_len and ids outside the vocabulary") {
+TEST_CASE("a KV-cached decode refuses positions beyond its cache and ids outside the vocabulary") {
   const GptConfig c = cases()[1].config;
   GptStage stage(c, StageSlice{0, static_cast<int>(c.layers), true, true}, 3);
   KvDecoder decoder(c, stage.params());
@@ -159,6 +159,12 @@ TEST_CASE("a KV-cached decode refuses positions beyond seq_len and ids outside t
   CHECK_THROWS_AS(decoder.append(bad), std::invalid_argument);
   decoder.append(std::span(ids).first(1));  // the last position still fits
   CHECK(decoder.length() == c.seq_len);
+  // A cache of fewer positions than seq_len ends there.
+  KvDecoder short_cache(c, stage.params(), 5);
+  CHECK(short_cache.capacity() == 5);
+  CHECK_THROWS_AS(short_cache.append(std::span(ids).first(6)), std::invalid_argument);
+  CHECK(short_cache.append(std::span(ids).first(5)).shape() == Shape{5, c.vocab});
+  CHECK(KvDecoder(c, stage.params(), 10 * c.seq_len).capacity() == c.seq_len);
 }
 
 TEST_CASE("a KV decoder names a parameter it lacks") {

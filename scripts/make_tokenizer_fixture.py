@@ -89,7 +89,10 @@ def train(layout):
         tok.post_processor = processors.TemplateProcessing(single=f"{special} $A", special_tokens=[(special, bos)])
         spec = json.loads(tok.to_str())
         spec["model"]["ignore_merges"] = True  # Llama 3's; tokenizers >= 0.19 reads it
-        tok = Tokenizer.from_str(json.dumps(spec))
+        try:
+            tok = Tokenizer.from_str(json.dumps(spec))
+        except Exception as e:  # an older tokenizers: the fixture goes without it, and says so
+            print(f"make_tokenizer_fixture: this tokenizers does not take ignore_merges ({e})", file=sys.stderr)
     return tok
 
 

@@ -69,6 +69,9 @@ BpeTokenizer BpeTokenizer::from_json(const nlohmann::json& j) {
   if (j.contains("decoder") && !j.at("decoder").is_null() && j.at("decoder").value("type", "") != "ByteLevel")
     throw std::invalid_argument("decoder " + j.at("decoder").value("type", std::string("?")) +
                                 " is not supported (ByteLevel only)");
+  for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (model.contains(affix) && !model.at(affix).is_null() && model.at(affix) != "")
+      throw std::invalid_argument(std::string("model.") + affix + " is set: not a byte-level BPE (not supported)");
   t.ignore_merges_ = model.value("ignore_merges", false);
   for (const auto& [token, id] : model.at("vocab").items()) {
     const auto i = id.get<std::int32_t>();

@@ -95,9 +95,12 @@ void PreTokenizer::add_steps(const nlohmann::json& j, std::vector<Step>& out) {
     if (p.contains("Regex")) step.regex = std::make_shared<RegexSplitter>(p.at("Regex").get<std::string>());
     else if (p.contains("String")) step.regex = std::make_shared<RegexSplitter>(p.at("String").get<std::string>(), true);
     else throw std::invalid_argument("pre_tokenizer Split: a pattern that is neither Regex nor String");
-    if (j.value("invert", false)) throw std::invalid_argument("pre_tokenizer Split: invert is not supported");
+    // invert swaps what is a delimiter: the gaps between the matches. Isolated keeps both
+    // either way; Removed drops the delimiters (GPT-4-style files: Removed, invert true,
+    // which keeps the matches only).
+    const bool invert = j.value("invert", false);
     const std::string behavior = j.value("behavior", "Isolated");
-    if (behavior == "Removed") step.keep_matches = false;
+    if (behavior == "Removed") (invert ? step.keep_gaps : step.keep_matches) = false;
     else if (behavior != "Isolated")
       throw std::invalid_argument("pre_tokenizer Split: behavior " + behavior + " is not supported (Isolated, Removed)");
   } else {

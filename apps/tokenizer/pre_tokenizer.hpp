@@ -5,8 +5,8 @@
 //       cut by GPT-2's pattern (kGpt2Pattern); add_prefix_space puts a space before each piece
 //       it is given that does not start with one. (The byte mapping itself is the model's step.)
 //   {"type": "Split", "pattern": {"Regex": R} | {"String": S}, "behavior": "Isolated" |
-//       "Removed", "invert": false}   Llama 3's: matches and the gaps between them are
-//       pieces (Isolated) or the matches are dropped (Removed).
+//       "Removed", "invert": b}   Llama 3's (Isolated): matches and the gaps between them
+//       are pieces; Removed drops the matches, or with invert the gaps (GPT-4-style files).
 //   {"type": "Sequence", "pretokenizers": [...]}   each step cuts every piece of the last.
 // Anything else is refused by from_json (std::invalid_argument naming the type or option).
 //
@@ -38,8 +38,8 @@ class RegexSplitter {
   ~RegexSplitter();
   RegexSplitter(RegexSplitter&&) noexcept;
   RegexSplitter& operator=(RegexSplitter&&) noexcept;
-  /// Matches and the gaps between them, in order (keep_gaps false: the matches only...
-  /// "Removed" keeps the gaps only). Every byte of `text` is in one piece when both are kept.
+  /// Matches and the gaps between them, in order, each kind only when kept. Every byte of
+  /// `text` is in one piece when both are kept.
   std::vector<std::string> split(std::string_view text, bool keep_matches, bool keep_gaps) const;
 
  private:

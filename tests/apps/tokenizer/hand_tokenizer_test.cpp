@@ -118,6 +118,14 @@ TEST_CASE("Llama 3's split, merges in pair form, ignore_merges and the template'
   CHECK(t.encode("it's") == std::vector<std::int32_t>{105, 116, 261});
   // [^\r\n\p{L}\p{N}]?\p{L}+ takes one non-letter into the word: "!the" → ! t he; " the" → Ġthe.
   CHECK(t.encode("!the the") == std::vector<std::int32_t>{33, 116, 257, 258});
+  // The same split written GPT-4's way (Removed, invert): the pieces are the same.
+  nlohmann::json inverted = j;
+  inverted["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  inverted["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
+  CHECK(BpeTokenizer::from_json(inverted).encode("1212 it's!the the") == t.encode("1212 it's!the the"));
+  // Removed without invert drops the matches, and this pattern matches every character.
+  inverted["pre_tokenizer"]["pretokenizers"][0]["invert"] = false;
+  CHECK(BpeTokenizer::from_json(inverted).encode("ab 12").empty());
   // ignore_merges: a piece that is a vocab token is that token, merges or not. "hÃ©" has
   // the merges h Ã© too; with no merge "Ġthe" would still be one token.
   j["model"]["ignore_merges"] = true;

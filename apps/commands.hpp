@@ -14,5 +14,6 @@ void add_trace_command(CLI::App& app);
 void add_checkpoint_command(CLI::App& app);
 void add_hf_command(CLI::App& app);
 void add_watch_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
 
 }  // namespace conveyor

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "apps/commands.hpp"
+#include "apps/device_flag.hpp"
 #include "apps/hf/checkpoint_logits.hpp"
 #include "apps/hf/hf_export.hpp"
 #include "apps/hf/hf_import.hpp"
@@ -96,22 +97,12 @@ struct LogitsOptions {
   std::string format = "text";
 };
 
-// --device: cpu, cuda (GPU 0) or cuda:N.
-std::optional<Device> parse_device(const std::string& s) {
-  if (s == "cpu") return Device::cpu();
-  if (s == "cuda") return Device::cuda(0);
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() < 9 &&
-      s.find_first_not_of("0123456789", 5) == std::string::npos)
-    return Device::cuda(std::stoi(s.substr(5)));
-  return std::nullopt;
-}
-
 void run_logits(const LogitsOptions& o) {
   const Tensor tokens = read_token_rows(o.tokens);
   CheckpointModel model = load_checkpoint_model(o.weights);
   fmt::print(stderr, "conveyor hf: {} (step {}), {} rows of {} positions\n", model.path, model.step,
              tokens.dim(0), tokens.dim(1) - 1);
-  const Device device = parse_device(o.device).value();  // checked by the option
+  const Device device = parse_device_flag(o.device).value();  // checked by the option
   const TokenLogits r = checkpoint_logits(model, tokens, device);
   if (!o.out.empty()) write_safetensors(o.out, {{"logits", r.logits}}, {{"weights", model.path}});
   if (o.format == "json") {
@@ -183,11 +174,7 @@ void add_hf_command(CLI::App& app) {
   logits->add_option("--out", lopt->out, "Write \"logits\", f32 (B, T, V), to this safetensors file");
   logits->add_option("--device", lopt->device,
                      "cpu (fp32 reference kernels), or cuda / cuda:N (bf16, the CUDA stage model)")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            return parse_device(v) ? std::string() : "must be cpu, cuda or cuda:N, got '" + v + "'";
-          },
-          "cpu|cuda[:N]"))
+      ->check(device_flag_validator())
       ->capture_default_str();
   logits->add_option("--format", lopt->format, "text, or json (the loss and shapes alone on stdout)")
       ->check(CLI::IsMember({"text", "json"}))

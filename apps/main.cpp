@@ -65,6 +65,7 @@ int run_command(int argc, char** argv) {
   conveyor::add_checkpoint_command(app);
   conveyor::add_hf_command(app);
   conveyor::add_watch_command(app);
+  conveyor::add_sample_command(app);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     print_error("error", unknown);
     return conveyor::kExitBadInput;

@@ -41,6 +41,7 @@
 #include "apps/train/supervisor.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/train/train_checkpoints.hpp"
+#include "apps/train/train_samples.hpp"
 #include "apps/train/weights_file.hpp"
 #include "apps/watch/status_server.hpp"
 #include "actors/fault/fault_spec.hpp"
@@ -444,7 +445,12 @@ void run_train(const TrainOptions& opt) {
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
   TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
-  checkpoints.on_written([&log](const checkpoint::WriteResult& w) { log.checkpoint_written(w); });
+  TrainSamples samples({config.train.sample_every, config.train.sample_prompt, config.train.sample_tokens}, log,
+                       progress);
+  checkpoints.on_written([&log, &samples](const checkpoint::WriteResult& w) {
+    log.checkpoint_written(w);
+    samples.on_checkpoint(w);
+  });
   job.services.checkpoints = &checkpoints;
   const TrainResult result = cluster ? *cluster->run(job, &checkpoints) : run_training(job, checkpoints);
   progress.finish();

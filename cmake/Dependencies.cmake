@@ -5,6 +5,7 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
+find_package(ICU REQUIRED COMPONENTS uc i18n)  # apps/tokenizer: Unicode regex for BPE pre-tokenizers
 find_package(OpenBLAS REQUIRED)
 find_package(ucx REQUIRED)
 find_package(Boost 1.74 REQUIRED)   # header-only: Asio

@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcaf-dev libucx-dev libboost-dev libssl-dev doctest-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libopenblas-dev
+  libicu-dev  # apps/tokenizer: the pre-tokenizers' Unicode regex
   libgloo-dev  # transport/collective: host gradient all-reduce across replicas
   iproute2  # ip netns: the two-host multi-process test
 )

@@ -143,6 +143,14 @@ std::vector<ConfigKey> build_keys() {
           "model stage, whichever is more: memory stays a wave's)",
           at_least(1),
           at_most_micro_batches()),
+      KEY(train.sample_every,
+          "steps between text samples (0: none): node 0 continues train.sample_prompt greedily from "
+          "each checkpoint written at such a step, logs it and writes a `sample` row to metrics.jsonl; "
+          "a multiple of checkpoint.every, byte-level models (data.format text) only",
+          at_least(0)),
+      KEY(train.sample_prompt, "the text each train.sample_every sample continues", non_empty()),
+      KEY(train.sample_tokens, "new tokens per train.sample_every sample (fewer when model.seq_len fills)",
+          at_least(1)),
 
       KEY(data.path, "corpus file, relative to the working directory", non_empty()),
       KEY(data.format,

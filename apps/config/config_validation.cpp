@@ -33,6 +33,32 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
   return std::nullopt;
 }
 
+// train.sample_every: samples are drawn on node 0 from the checkpoints (the weights gathered
+// on the CPU at a step boundary, wherever the stages run), and written as bytes.
+std::optional<ConfigProblem> check_samples(const RunConfig& c) {
+  using std::to_string;
+  const std::int64_t every = c.train.sample_every;
+  if (every == 0) return std::nullopt;
+  if (c.checkpoint.every <= 0 || every % c.checkpoint.every != 0)
+    return ConfigProblem{"train.sample_every",
+                         to_string(every) + " with checkpoint.every " + to_string(c.checkpoint.every) +
+                             " (samples are drawn from the checkpoints, the weights gathered on the CPU: "
+                             "set checkpoint.every to train.sample_every or a divisor of it)",
+                         "checkpoint.every"};
+  if (c.data.format != DataFormat::text)
+    return ConfigProblem{"train.sample_every",
+                         to_string(every) + " with data.format tokens (a run has no tokenizer to write "
+                         "the text with: sample a checkpoint with `conveyor sample CKPT --tokenizer "
+                         "tokenizer.json` instead, or set train.sample_every: 0)",
+                         "data.format"};
+  if (static_cast<std::int64_t>(c.train.sample_prompt.size()) >= c.model.seq_len)
+    return ConfigProblem{"train.sample_prompt",
+                         to_string(c.train.sample_prompt.size()) + " bytes leave no room in model.seq_len " +
+                             to_string(c.model.seq_len),
+                         "model.seq_len"};
+  return std::nullopt;
+}
+
 // The model.* keys only a Llama reads, and those only its llama3 rope scaling reads.
 constexpr const char* kLlamaKeys[] = {"model.kv_heads",
                                       "model.ffn_dim",
@@ -252,6 +278,7 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                              " is too small for data.format text (every byte is a token: "
                              "needs >= 256)",
                          "data.format"};
+  if (auto p = check_samples(c)) return p;
   if (c.train.lr_min > c.train.lr)
     return ConfigProblem{"train.lr_min", format_number(c.train.lr_min) + " is above train.lr " +
                                              format_number(c.train.lr) +

@@ -44,6 +44,9 @@ struct TrainSection {
   double grad_clip = 1.0;                   // train.grad_clip (0 disables)
   std::int64_t eval_every = 50;             // train.eval_every (0 disables)
   std::int64_t eval_batches = 4;            // train.eval_batches (micro-batches per eval)
+  std::int64_t sample_every = 0;            // train.sample_every: steps between text samples (0: off)
+  std::string sample_prompt = "\n";         // train.sample_prompt: the text each sample continues
+  std::int64_t sample_tokens = 64;          // train.sample_tokens: new tokens per sample
 };
 
 struct DataSection {

@@ -45,8 +45,8 @@ StageLogits cuda_logits(CheckpointModel& model, const Tensor& inputs, const Tens
 
 }  // namespace
 
-CheckpointModel load_checkpoint_model(const std::string& path) {
-  ModelWeights w = read_model_weights(path, "hf logits");
+CheckpointModel load_checkpoint_model(const std::string& path, const std::string& command) {
+  ModelWeights w = read_model_weights(path, command);
   const StageSlice whole{0, static_cast<int>(w.model.layers), true, true};
   GptStage stage(w.model, whole, 0);  // initial values overwritten below
   // read_model_weights gives the whole model in this stage's parameter order, each checked

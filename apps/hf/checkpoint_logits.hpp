@@ -33,8 +33,9 @@ struct CheckpointModel {
 /// PATH as `train --init-from` and `hf export` take it (apps/hf/model_weights.hpp): a
 /// checkpoint (a step folder, or a folder of them such as `hf import`'s --out: its newest
 /// that verifies), a run folder (its final weights, else its newest checkpoint), or a
-/// Hugging Face folder read as `hf import` reads it. Throws InputError naming PATH.
-CheckpointModel load_checkpoint_model(const std::string& path);
+/// Hugging Face folder read as `hf import` reads it. Throws InputError naming `command`
+/// and PATH.
+CheckpointModel load_checkpoint_model(const std::string& path, const std::string& command = "hf logits");
 
 struct TokenLogits {
   Tensor logits;      // (B, T, V) f32

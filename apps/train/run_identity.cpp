@@ -14,11 +14,14 @@ namespace {
 // changes the arithmetic of every GEMM (FP8 against bf16).
 constexpr std::array<std::string_view, 4> kIdentitySections = {"model.", "data.", "train.",
                                                                "precision."};
-constexpr std::array<std::string_view, 4> kFreeKeys = {
+constexpr std::array<std::string_view, 7> kFreeKeys = {
     "model.recompute",    // recomputing activations changes no bit
     "train.steps",        // a resume goes further
     "train.eval_every",   // evaluation reads the weights, never writes them
     "train.eval_batches",
+    "train.sample_every",  // samples read a checkpoint, never the run
+    "train.sample_prompt",
+    "train.sample_tokens",
 };
 // Identity keys of other sections: the global batch and the arithmetic of the update.
 constexpr std::array<std::string_view, 4> kOtherIdentityKeys = {

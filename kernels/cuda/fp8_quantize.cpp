@@ -14,15 +14,14 @@ void Fp8Tensor::allocate(int rows, int cols, Fp8Copies copies, int device, cudaS
   if (copies != Fp8Copies::transposed) codes_ = DeviceBuffer(n, device, stream, label);
   if (copies != Fp8Copies::rows)
     codes_t_ = DeviceBuffer(n, device, stream, label + " (transposed)");
-  scales_ = DeviceBuffer(3 * sizeof(float), device, stream, "FP8 scale");
+  scales_ = DeviceBuffer(3 * kScaleStride * sizeof(float), device, stream, "FP8 scale");
 }
 
 void Fp8Tensor::quantize_dynamic(const bf16* x, int rows, int cols, cudaStream_t stream) {
-  float* amax = scales_.as<float>();
-  fp8_amax(amax, x, std::int64_t{rows} * cols, stream);
-  fp8_scale_from_amax(amax + 1, amax + 2, amax, kind_, stream);
+  fp8_amax(at(0), x, std::int64_t{rows} * cols, stream);
+  fp8_scale_from_amax(at(1), at(2), at(0), kind_, stream);
   cast_transpose_to_fp8(codes_.as<std::uint8_t>(), codes_t_.as<std::uint8_t>(), x, rows, cols,
-                        amax + 1, kind_, stream);
+                        at(1), kind_, stream);
 }
 
 Fp8Tensor::Fp8Tensor(const bf16* x, int rows, int cols, Fp8Kind kind, Fp8Copies copies, int device,
@@ -36,25 +35,24 @@ Fp8Tensor::Fp8Tensor(const bf16* x, int rows, int cols, const DelayedScale& slot
                      int device, cudaStream_t stream, const char* what)
     : kind_(slot.kind()) {
   allocate(rows, cols, copies, device, stream, what);
-  float* amax = scales_.as<float>();
   if (slot.steps() == 0) {
     quantize_dynamic(x, rows, cols, stream);
-    record_amax(slot, amax, stream);
+    record_amax(slot, at(0), stream);
     return;
   }
   cast_transpose_to_fp8_with_amax(codes_.as<std::uint8_t>(), codes_t_.as<std::uint8_t>(), x, rows,
-                                  cols, slot.scale(), amax, kind_, stream);
-  finish_delayed_cast(amax + 2, amax, slot, stream);
+                                  cols, slot.scale(), at(0), kind_, stream);
+  finish_delayed_cast(at(2), at(0), slot, stream);
 }
 
 Fp8Operand Fp8Tensor::operand() const {
   if (!codes_.data()) throw std::logic_error("Fp8Tensor: no row-major codes were made");
-  return {codes_.as<std::uint8_t>(), kind_, scales_.as<float>() + 2};
+  return {codes_.as<std::uint8_t>(), kind_, dequant()};
 }
 
 Fp8Operand Fp8Tensor::transposed() const {
   if (!codes_t_.data()) throw std::logic_error("Fp8Tensor: no transposed codes were made");
-  return {codes_t_.as<std::uint8_t>(), kind_, scales_.as<float>() + 2};
+  return {codes_t_.as<std::uint8_t>(), kind_, dequant()};
 }
 
 }  // namespace conveyor

@@ -37,15 +37,22 @@ class Fp8Tensor {
   Fp8Operand operand() const;
   /// The (cols, rows) codes. REQUIRES: made with transposed or both.
   Fp8Operand transposed() const;
-  /// The device floats: amax, scale (dynamic scaling; delayed: the slot's), dequantization
-  /// factor.
+  /// Device floats: the tensor's amax, its scale (dynamic scaling; delayed scaling casts
+  /// with its slot's), and the dequantization factor its GEMM operand carries.
   const float* amax() const { return scales_.as<float>(); }
+  const float* scale() const { return scales_.as<float>() + kScaleStride; }
+  const float* dequant() const { return scales_.as<float>() + 2 * kScaleStride; }
   bool empty() const { return scales_.data() == nullptr; }
 
  private:
   void allocate(int rows, int cols, Fp8Copies copies, int device, cudaStream_t stream,
                 const char* what);
   void quantize_dynamic(const bf16* x, int rows, int cols, cudaStream_t stream);
+
+  // The three floats 16 bytes apart: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at
+  // the matmul, not at the heuristic) scale pointers that are not 16-byte aligned.
+  static constexpr int kScaleStride = 4;
+  float* at(int k) const { return scales_.as<float>() + k * kScaleStride; }
 
   DeviceBuffer codes_, codes_t_, scales_;
   Fp8Kind kind_ = Fp8Kind::e4m3;

@@ -57,7 +57,8 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "pipeline.stages", "pipeline.schedule", "pipeline.micro_batches",
         "pipeline.micro_batch_size", "parallel.data", "train.steps", "train.lr", "train.lr_min",
         "train.warmup_steps", "train.seed", "train.weight_decay", "train.beta1", "train.beta2",
-        "train.grad_clip", "train.eval_every", "train.eval_batches", "data.path", "data.format", "data.token_bytes",
+        "train.grad_clip", "train.eval_every", "train.eval_batches", "train.sample_every",
+        "train.sample_prompt", "train.sample_tokens", "data.path", "data.format", "data.token_bytes",
         "data.val_fraction", "devices.kind", "devices.ids", "runtime.threads_per_stage",
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
@@ -74,7 +75,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 80);
+  CHECK(config_keys().size() == 83);
 }
 
 TEST_CASE("serve.token is read from a config and --set, and never written to a resolved config") {

@@ -45,7 +45,7 @@ TEST_CASE("conveyor train --help lists its options on stdout and exits 0") {
 
 TEST_CASE("a mistyped command is named with the commands of its level, also below bench and trace") {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"tarin"}, "unknown command 'tarin' (conveyor commands: train, bench, config, sched, trace, checkpoint, hf, watch;"},
+           {{"tarin"}, "unknown command 'tarin' (conveyor commands: train, bench, config, sched, trace, checkpoint, hf, watch, sample;"},
            {{"checkpoint", "verfy", "x"}, "unknown command 'verfy' (conveyor checkpoint commands: verify, export, diff;"},
            {{"bench", "foo"}, "unknown command 'foo' (conveyor bench commands: overhead, e2e, model, kernels, p2p;"},
            {{"bench", "foo", "--help"}, "unknown command 'foo' (conveyor bench commands"},

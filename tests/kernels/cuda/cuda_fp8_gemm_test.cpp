@@ -2,7 +2,8 @@
 // backward GEMMs (fp8_cast.hpp), against the CPU reference on fresh random inputs: the
 // casts bit for bit (kernels/cpu/fp8.hpp), the GEMMs against double-precision products of
 // the very FP8 values dequantized. Tolerances (scaled_error): 1e-2 for bf16 results (their
-// rounding, 2^-9 relative), 1e-4 for fp32 weight gradients (fp32 accumulation order); a
+// rounding, 2^-9 relative), 1e-3 for fp32 weight gradients (the FP8 tensor cores' chunked
+// accumulation); a
 // wrong layout, scale or transpose gives errors of order 1.
 #if CONVEYOR_WITH_CUDA
 #include <doctest/doctest.h>
@@ -121,7 +122,9 @@ TEST_CASE("cuda fp8 linear forward and both backward GEMMs match the dequantized
   auto dw32 = upload(dw0, s);
   fp8_linear_backward_weight(dw32.as<float>(), gd.transposed(Fp8Kind::e5m2), xd.transposed(Fp8Kind::e4m3), N, IC,
                              OC, s);
-  CONVEYOR_CHECK_CLOSE(want_dw, download_f32(dw32.data(), want_dw.size(), s), 1e-4);
+  // FP8 products summed by the tensor cores, promoted to fp32 in chunks: 2.8e-4 measured
+  // on an H100 (2026-12-07), where an fp32-exact sum would be ~1e-6.
+  CONVEYOR_CHECK_CLOSE(want_dw, download_f32(dw32.data(), want_dw.size(), s), 1e-3);
   auto dw16 = upload_bf16(dw0, s);
   fp8_linear_backward_weight(dw16.as<bf16>(), gd.transposed(Fp8Kind::e5m2), xd.transposed(Fp8Kind::e4m3), N, IC,
                              OC, s);

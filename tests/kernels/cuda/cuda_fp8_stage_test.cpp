@@ -42,6 +42,12 @@ double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// amax, scale, dequantization factor of a quantized tensor.
+std::vector<float> scales_of(const Fp8Tensor& q, cudaStream_t s) {
+  return {download_f32(q.amax(), 1, s)[0], download_f32(q.scale(), 1, s)[0],
+          download_f32(q.dequant(), 1, s)[0]};
+}
+
 CudaStageOptions fp8_options(Fp8Kind grad = Fp8Kind::e5m2, int delayed_history = 0) {
   CudaStageOptions o = on_device(0);
   o.fp8 = Fp8Recipe{grad, delayed_history};
@@ -58,7 +64,7 @@ TEST_CASE("cuda fp8 quantization of a tensor matches the CPU reference bit for b
     const std::vector<float> x = random_bf16(std::size_t(rows) * cols, 71, 3.0);
     const DeviceBuffer xd = upload_bf16(x, s);
     const Fp8Tensor q(xd.as<bf16>(), rows, cols, kind, Fp8Copies::both, current_device(), s, "x");
-    const auto scales = download_f32(q.amax(), 3, s);
+    const auto scales = scales_of(q, s);
     const float amax = cpu::fp8_amax(x.data(), std::int64_t(x.size()));
     const float scale = cpu::fp8_scale_for(amax, format);
     CHECK(scales[0] == amax);
@@ -86,7 +92,7 @@ TEST_CASE("cuda fp8 quantization turns an overflow upstream into a NaN dequantiz
   const DeviceBuffer xd = upload_bf16(x, s);
   const Fp8Tensor q(xd.as<bf16>(), 32, 16, Fp8Kind::e4m3, Fp8Copies::rows, current_device(), s,
                     "x");
-  const auto scales = download_f32(q.amax(), 3, s);
+  const auto scales = scales_of(q, s);
   CHECK(std::isinf(scales[0]));
   CHECK(scales[1] == 1.0f);
   CHECK(std::isnan(scales[2]));  // a GEMM reading this writes NaN: the NaN policy sees it
@@ -112,7 +118,7 @@ TEST_CASE("cuda fp8 delayed scaling follows the CPU amax history, and casts with
       const DeviceBuffer xd = upload_bf16(x, s);
       const float scale = step == 0 ? 0.0f : download_f32(slot.scale(), 1, s)[0];
       const Fp8Tensor q(xd.as<bf16>(), rows, cols, slot, Fp8Copies::rows, current_device(), s, "x");
-      const auto own = download_f32(q.amax(), 3, s);
+      const auto own = scales_of(q, s);
       const float amax = cpu::fp8_amax(x.data(), std::int64_t(x.size()));
       CHECK(own[0] == amax);
       step_amax = std::max(step_amax, amax);

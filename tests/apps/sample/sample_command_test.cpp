@@ -1,0 +1,147 @@
+// `conveyor sample` through the binary: a Hugging Face GPT-2 folder with a tokenizer.json
+// (the hand-made one of tests/apps/tokenizer/hand_tokenizer.hpp) encodes the prompt and
+// decodes the text; a seed repeats its text; greedy is the library's generate(); bad flags
+// are exit 2 naming the flag; JSON alone on stdout. And train.sample_every: a tiny run
+// writes `sample` rows from its checkpoints, and its config is refused without them.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "apps/sample/generate.hpp"
+#include "apps/sample/sample_model.hpp"
+#include "tests/apps/tokenizer/hand_tokenizer.hpp"
+#include "tests/apps/train/train_test_support.hpp"
+#include "tests/support/hf_model_folder.hpp"
+
+using namespace conveyor;
+using namespace conveyor::testing;
+
+namespace {
+
+// A random GPT-2 of vocab 300 (the hand tokenizer's 267 tokens fit) with the tokenizer.
+std::string gpt2_folder(const TempDir& dir, unsigned seed) {
+  const auto config = small_gpt2_config(2, 32, 4, 300, 64);
+  write_hf_folder(dir.path() / "hf", config, gpt2_tensors(config, "F32", seed), "F32");
+  write_text_file(dir / "hf/tokenizer.json", tokenizer::testing::hand_tokenizer_json().dump());
+  return dir / "hf";
+}
+
+nlohmann::json sample_json(const std::vector<std::string>& args) {
+  std::vector<std::string> full{"sample"};
+  full.insert(full.end(), args.begin(), args.end());
+  full.insert(full.end(), {"--format", "json"});
+  const CommandResult r = run_conveyor(full);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);  // the JSON object alone on stdout
+}
+
+}  // namespace
+
+TEST_CASE("conveyor sample encodes the prompt with the folder's tokenizer.json and writes greedy text") {
+  TempDir dir;
+  const std::string hf = gpt2_folder(dir, std::random_device{}());
+  const auto j = sample_json({hf, "--prompt", "the cat", "--tokens", "12", "--temperature", "0"});
+  CHECK(j["text_as"] == "bpe");
+  CHECK(j["prompt_ids"] == nlohmann::json({116, 257, 32, 99, 97, 116}));  // hand_tokenizer_test's
+  REQUIRE(j["ids"].size() == 12);
+  // The same as the library: the same weights, generate() greedy.
+  SampleModel m = load_sample_model(hf, "");
+  KvDecoder decoder(m.model.model, m.model.stage.params());
+  const Generated g = generate(decoder, {116, 257, 32, 99, 97, 116}, 12, SamplingSettings{0.0, 0, 0});
+  CHECK(j["ids"] == nlohmann::json(g.ids));
+  // Random weights write bytes that are no UTF-8: JSON carries them as U+FFFD.
+  const std::string text = nlohmann::json(m.codec.decode(g.ids)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  CHECK(j["text"] == nlohmann::json::parse(text));
+}
+
+TEST_CASE("conveyor sample repeats its text for a seed and prints text without --format json") {
+  TempDir dir;
+  const std::string hf = gpt2_folder(dir, std::random_device{}());
+  const std::vector<std::string> args = {hf, "--prompt", "hi", "--tokens", "20", "--seed", "7", "--top-k", "50"};
+  const auto a = sample_json(args);
+  CHECK(sample_json(args)["ids"] == a["ids"]);
+  auto other = args;
+  other[6] = "8";
+  CHECK(sample_json(other)["ids"] != a["ids"]);
+  std::vector<std::string> text_args{"sample"};
+  text_args.insert(text_args.end(), args.begin(), args.end());
+  const CommandResult r = run_conveyor(text_args);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.rfind("hi", 0) == 0);  // the prompt, then the continuation
+  CHECK(r.err.find("conveyor sample:") != std::string::npos);
+}
+
+TEST_CASE("conveyor sample refuses bad flags with exit 2 naming the flag") {
+  TempDir dir;
+  const std::string hf = gpt2_folder(dir, 5);
+  const auto fails = [&](std::vector<std::string> args, const std::string& flag) {
+    args.insert(args.begin(), "sample");
+    const CommandResult r = run_conveyor(args);
+    CAPTURE(flag);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(flag) != std::string::npos);
+    CHECK(r.out.empty());
+  };
+  fails({hf, "--temperature", "-1"}, "--temperature");
+  fails({hf, "--tokens", "0"}, "--tokens");
+  fails({hf, "--top-k", "x"}, "--top-k");
+  fails({hf, "--device", "gpu"}, "--device");
+  fails({hf, "--device", "cuda"}, "--device cuda");
+  fails({hf, "--prompt-ids", "1,x"}, "--prompt-ids");
+  fails({hf, "--prompt-ids", "300"}, "--prompt-ids");
+  fails({hf, "--prompt", std::string(70, 'a')}, "--prompt");  // longer than seq_len 64
+  fails({dir / "nowhere"}, "nowhere");
+  write_text_file(dir / "bad.json", R"({"model": {"type": "Unigram"}})");
+  fails({hf, "--tokenizer", dir / "bad.json"}, "Unigram");
+  const CommandResult help = run_conveyor({"sample", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("--temperature") != std::string::npos);
+}
+
+TEST_CASE("conveyor sample prints ids for a model without a tokenizer, from --prompt-ids") {
+  TempDir dir;
+  const auto config = small_gpt2_config(2, 32, 4, 300, 64);
+  write_hf_folder(dir.path() / "hf", config, gpt2_tensors(config, "F32", 11), "F32");
+  const auto j = sample_json({dir / "hf", "--prompt-ids", "5, 6,7", "--tokens", "4"});
+  CHECK(j["text_as"] == "ids");
+  CHECK(j["prompt_ids"] == nlohmann::json({5, 6, 7}));
+  CHECK(j["text"].is_null());
+  const CommandResult r = run_conveyor({"sample", dir / "hf"});  // a text prompt cannot be encoded
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--prompt-ids") != std::string::npos);
+}
+
+TEST_CASE("train.sample_every writes a sample row from each due checkpoint of a byte-level run") {
+  TempDir dir;
+  const fs::path run = train_tiny_two_stages(
+      dir, "run", {"checkpoint.every=2", "train.sample_every=2", "train.sample_tokens=20", "train.sample_prompt=The"});
+  std::vector<nlohmann::json> samples;
+  for (const auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.value("event", "") == "sample") samples.push_back(row);
+  REQUIRE(samples.size() == 2);
+  CHECK(samples[0]["step"] == 2);
+  CHECK(samples[1]["step"] == 4);
+  CHECK(samples[0]["prompt"] == "The");
+  CHECK(samples[0]["tokens"] == 20);
+  // The sample is `conveyor sample` of that checkpoint, greedy.
+  const auto j = sample_json({(run / "checkpoints/step-000004").string(), "--prompt", "The", "--tokens", "20",
+                              "--temperature", "0"});
+  CHECK(j["text_as"] == "bytes");
+  CHECK(j["text"] == samples[1]["text"]);
+}
+
+TEST_CASE("train.sample_every is refused, naming the key, where no sample can be drawn") {
+  const auto refused = [](const std::vector<std::string>& sets, const std::string& words) {
+    std::vector<std::string> args{"train", "configs/tiny.yaml", "--set", "train.steps=2"};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    const CommandResult r = run_conveyor(args);
+    CAPTURE(words);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("train.sample_every") != std::string::npos);
+    CHECK(r.err.find(words) != std::string::npos);
+  };
+  refused({"train.sample_every=2"}, "checkpoint.every");
+  refused({"train.sample_every=3", "checkpoint.every=2"}, "checkpoint.every");
+  refused({"train.sample_every=-1"}, "train.sample_every");
+}

@@ -11,6 +11,9 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libopenblas-dev
   libgloo-dev  # transport/collective: host gradient all-reduce across replicas
   iproute2  # ip netns: the two-host multi-process test
+  libjs-chart.js  # the live page's charts, served by conveyor at /static/chart.js
+  chromium  # the live page's test in headless Chromium (about 750 MB installed with its libraries)
+  prometheus  # promtool check metrics on /metrics
 )
 missing=()
 for p in "${packages[@]}"; do

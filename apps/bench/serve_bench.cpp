@@ -94,7 +94,7 @@ RunResult run_once(const ServeBenchOptions& o, const fs::path& dir, bool served)
   std::unique_ptr<WatchClient> client;
   if (served) {
     if (const auto port = logged_port(log, pid))
-      client = std::make_unique<WatchClient>(port, std::chrono::milliseconds(o.scrape_ms));
+      client = std::make_unique<WatchClient>(port, std::chrono::milliseconds(o.scrape_ms), pid);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -130,6 +130,8 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& o) {
         total.events += r.counts.events;
         total.scrapes += r.counts.scrapes;
         total.failures += r.counts.failures;
+        total.process_cpu_s += r.counts.process_cpu_s;
+        total.server_cpu_s += r.counts.server_cpu_s;
         fmt::print(stderr, "bench serve: pair {}/{}: {}: {:.0f} tokens/s{}\n", p + 1, o.pairs,
                    with_server ? "served" : "plain", r.tokens_per_s,
                    with_server ? fmt::format(" ({} scrapes, {} events)", r.counts.scrapes, r.counts.events) : "");
@@ -156,7 +158,12 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& o) {
           {"page_requests", total.page_requests},
           {"events", total.events},
           {"scrapes", total.scrapes},
-          {"client_failures", total.failures}};
+          {"client_failures", total.failures},
+          // The served runs' HTTP thread against all their threads, up to the last scrape:
+          // the server's share of the CPU the training had, free of the machine's noise.
+          {"server_cpu_s", total.server_cpu_s},
+          {"served_process_cpu_s", total.process_cpu_s},
+          {"server_cpu_share", total.process_cpu_s > 0 ? total.server_cpu_s / total.process_cpu_s : 0.0}};
 }
 
 std::string format_serve_bench_text(const nlohmann::json& r) {
@@ -173,6 +180,9 @@ std::string format_serve_bench_text(const nlohmann::json& r) {
                      r.at("ratio").get<double>(), 100 * r.at("slowdown").get<double>(), r.at("scrapes").get<std::int64_t>(),
                      r.at("events").get<std::int64_t>(), r.at("page_requests").get<std::int64_t>(),
                      r.at("client_failures").get<std::int64_t>());
+  out += fmt::format("  the server's thread: {:.3f} CPU s of the served runs' {:.1f} ({:.3f}%)\n",
+                     r.at("server_cpu_s").get<double>(), r.at("served_process_cpu_s").get<double>(),
+                     100 * r.at("server_cpu_share").get<double>());
   return out;
 }
 

@@ -1,5 +1,8 @@
 #include "apps/bench/watch_client.hpp"
 
+#include "apps/bench/thread_cpu.hpp"
+#include "apps/watch/http_server.hpp"
+
 #include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -38,8 +41,8 @@ bool get(std::uint16_t port, const char* target) {
 
 }  // namespace
 
-WatchClient::WatchClient(std::uint16_t port, std::chrono::milliseconds scrape_period)
-    : port_(port), period_(scrape_period) {
+WatchClient::WatchClient(std::uint16_t port, std::chrono::milliseconds scrape_period, int pid)
+    : port_(port), pid_(pid), period_(scrape_period) {
   page_thread_ = std::thread([this] { page(); });
   scrape_thread_ = std::thread([this] { scrape(); });
 }
@@ -47,11 +50,15 @@ WatchClient::WatchClient(std::uint16_t port, std::chrono::milliseconds scrape_pe
 WatchClient::~WatchClient() { stop(); }
 
 WatchClientCounts WatchClient::stop() {
-  stop_ = true;
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
   if (const int fd = page_socket_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
   if (page_thread_.joinable()) page_thread_.join();
   if (scrape_thread_.joinable()) scrape_thread_.join();
-  return {page_requests_, events_, scrapes_, failures_};
+  return {page_requests_, events_, scrapes_, failures_, process_cpu_s_, server_cpu_s_};
 }
 
 void WatchClient::page() {
@@ -88,11 +95,19 @@ void WatchClient::page() {
 void WatchClient::scrape() {
   while (!stop_) {
     const auto next = std::chrono::steady_clock::now() + period_;
-    if (get(port_, "/metrics"))
+    if (get(port_, "/metrics")) {
       ++scrapes_;
+      if (const auto cpu = process_cpu(pid_, watch::kHttpThreadName); cpu && cpu->thread_found) {
+        process_cpu_s_ = cpu->total_s;
+        server_cpu_s_ = cpu->thread_s;
+      }
+    }
     else if (!stop_)
       ++failures_;  // the run's end closes the server: the last scrape may fail; bench serve discounts it
-    while (!stop_ && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Asleep until the next scrape (no polling: a thread waking often would keep the
+    // machine's cores awake and speed the training up, which is not what a scraper does).
+    std::unique_lock lock(mutex_);
+    wake_.wait_until(lock, next, [this] { return stop_.load(); });
   }
 }
 

@@ -76,6 +76,7 @@ class HeadlessChromium {
                                   "--no-default-browser-check",
                                   "--disable-dev-shm-usage",
                                   "--hide-scrollbars",
+                                  "--log-level=3",  // fatal only: no D-Bus complaints in the test log
                                   "--remote-debugging-port=0",
                                   "--remote-debugging-address=127.0.0.1",
                                   "--user-data-dir=" + profile_dir.string(),

@@ -2,13 +2,16 @@
 // a tiny job while it trains, and the test waits, through the DevTools protocol, until the
 // loss chart has points and the step counter has moved on; the stage rows must be the
 // plan's; a screenshot is kept under the build folder (test-artifacts/watch_page.png).
-// Without chromium the test says "skipped: no chromium" and passes.
+// A second page, over a folder written by train's writers, shows a sample and a recovery
+// as text. Without chromium the tests say "skipped: no chromium" and pass.
 #include <doctest/doctest.h>
 
 #include <iostream>
 
 #include "apps/watch/chart_js.hpp"
+#include "apps/watch/status_server.hpp"
 #include "tests/apps/watch/run/headless_chromium.hpp"
+#include "tests/apps/watch/run/run_fixture.hpp"
 #include "tests/apps/watch/run/served_job.hpp"
 
 using namespace conveyor::testing;
@@ -93,4 +96,34 @@ TEST_CASE("the live page of a training job draws the loss, advances the step and
   const int status = job.stop();
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("the live page shows the latest sample and the recovery events as text, markup and all") {
+  const auto chromium = find_chromium();
+  if (!chromium) {
+    std::cout << "skipped: no chromium (install Debian's chromium package)\n";
+    MESSAGE("skipped: no chromium");
+    return;
+  }
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  fs::create_directories(run);
+  RunFixture fixture(run);
+  fixture.step(0);
+  fixture.crash(1);
+  fixture.step(1);
+  // A model may write anything: markup in a sample must show as the characters it is.
+  const std::string text = "<img src=x onerror=\"document.body.dataset.injected=1\"> & the <b>end</b>";
+  fixture.event({{"event", "sample"}, {"step", 1}, {"text", text}});
+  const auto server = conveyor::watch::start_status_server(conveyor::watch::status_server_spec("--serve", "0"), run,
+                                                           "test");
+  HeadlessChromium page(*chromium, dir.path() / "chromium");
+  page.navigate(server->url());
+  REQUIRE(page.wait_until("!document.getElementById('sample').hidden", std::chrono::seconds(30)));
+  CHECK(page.evaluate("document.getElementById('sample').textContent") == text);
+  CHECK(page.evaluate("document.getElementById('sample').dataset.step") == "1");
+  CHECK(page.evaluate("document.body.dataset.injected === undefined") == true);
+  CHECK(page.evaluate("document.querySelectorAll('#sample *').length") == 0);  // no element made from it
+  CHECK(page.evaluate("document.querySelector('#events tbody tr').dataset.kind") == "recovery: crash");
+  CHECK(page.evaluate("document.getElementById('events').hidden") == false);
 }

@@ -59,7 +59,7 @@ HttpHandler status_routes(std::shared_ptr<StatusSite> site) {
       const std::string_view name = std::string_view(path).substr(kStatic.size());
       if (name == "chart.js") return site->chart_js.serve();
       // Only the embedded files' own names: "../x" or "a/b" name none of them.
-      if (const auto* f = find_page_file(name); f && name != "index.html") return page_file(*f);
+      if (const auto* f = find_page_file(name)) return page_file(*f);
     }
     return not_found();
   };

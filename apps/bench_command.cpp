@@ -3,6 +3,7 @@
 // conveyor bench e2e [CONFIG] [--set KEY=VALUE]... [--steps N] [--warmup W] [--format text|json]
 // conveyor bench model [CONFIG] (same options as e2e): one device, then the pipeline
 // conveyor bench kernels [CONFIG] [--set KEY=VALUE]... [--device D] [--repeats R] [--format text|json]
+// conveyor bench serve [CONFIG] [--set KEY=VALUE]... [--steps N] [--pairs P] [--scrape-ms MS] [--format text|json]
 // conveyor bench p2p [--transport all|nccl|cuda-peer|ucx] [--sizes 8KiB,1MiB,...] [--format text|json]
 // Benchmarks print figures on stdout (JSON alone with --format json); logs on stderr.
 // Every number flag has a range (CLI::Range): a value out of it, or one that is not a
@@ -18,6 +19,7 @@
 #include "apps/bench/model_bench.hpp"
 #include "apps/bench/overhead_bench.hpp"
 #include "apps/bench/p2p_bench.hpp"
+#include "apps/bench/serve_bench.hpp"
 #include "apps/commands.hpp"
 #include "apps/config/config_limits.hpp"
 #include "apps/config/config_path.hpp"
@@ -101,6 +103,26 @@ void add_bench_command(CLI::App& app) {
       "A config's model on one device with gradient accumulation, then as its pipeline: "
       "e2e figures for both and the pipeline efficiency",
       run_model_bench);
+
+  auto serve = std::make_shared<ServeBenchOptions>();
+  auto* serve_cmd = bench->add_subcommand(
+      "serve", "What watching costs: a config trained plain and with --serve, a page and a /metrics "
+               "scrape attached, in alternated pairs; tokens/s of both and their ratio");
+  serve_cmd->add_option("config", serve->config, "YAML config file")
+      ->capture_default_str()
+      ->check(config_path_check(serve->config));
+  serve_cmd->add_option("--set", serve->overrides, "Override a config key (repeatable)");
+  serve_cmd->add_option("--steps", serve->steps, "Steps per run")->check(CLI::Range(5, 1 << 20))->capture_default_str();
+  serve_cmd->add_option("--pairs", serve->pairs, "Pairs of runs (plain, served)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  serve_cmd->add_option("--scrape-ms", serve->scrape_ms, "The scraper's period")
+      ->check(CLI::Range(10, 600'000))
+      ->capture_default_str();
+  serve_cmd->add_option("--format", *format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  serve_cmd->callback([=] { print(run_serve_bench(*serve), *format, format_serve_bench_text); });
 
   auto kernels = std::make_shared<KernelBenchArgs>();
   auto* kernel_cmd = bench->add_subcommand(

@@ -502,7 +502,7 @@ void add_train_command(CLI::App& app) {
                   "Job token, the same on every node (default: the CONVEYOR_TOKEN variable)");
   cmd->add_option("--serve", opt->serve,
                   "Serve the run's status over HTTP while it trains (node 0): /metrics (Prometheus), /api/status, "
-                  "/api/events and a minimal page at /. [HOST:]PORT; PORT alone binds 127.0.0.1, 0 picks a free "
+                  "/api/events and the live page at /. [HOST:]PORT; PORT alone binds 127.0.0.1, 0 picks a free "
                   "port (the log line names the URL); a host beyond loopback needs serve.token or the CONVEYOR_SERVE_TOKEN variable");
   cmd->add_flag("--supervise", opt->supervise,
                  "Run the training as a child process and start it again from the newest "

@@ -2,7 +2,7 @@
 // A run folder's status, from its files (config.yaml, plan.json, metrics.jsonl), for a
 // finished run or one still being written (apps/watch/). Without --serve: printed once
 // (text, or the /api/status JSON alone on stdout). With --serve: served over HTTP until
-// Ctrl-C or SIGTERM — /metrics (Prometheus), /api/status, /api/events and a minimal page
+// Ctrl-C or SIGTERM — /metrics (Prometheus), /api/status, /api/events and the live page
 // at / — each request reading what the run wrote since the last; with --format json the
 // first stdout line is {"url": ...} once the server listens (port 0: the port it picked).
 #include <CLI/CLI.hpp>
@@ -86,7 +86,7 @@ void add_watch_command(CLI::App& app) {
   cmd->add_option("run_dir", opt->dir, "Run folder (train --out): config.yaml, plan.json, metrics.jsonl")->required();
   cmd->add_option("--serve", opt->serve,
                   "Serve the status at [HOST:]PORT until Ctrl-C: /metrics (Prometheus), /api/status (JSON), "
-                  "/api/events (server-sent events) and a minimal page at /. PORT alone binds 127.0.0.1; port 0 "
+                  "/api/events (server-sent events) and the live page at /. PORT alone binds 127.0.0.1; port 0 "
                   "picks a free one (the log line names the URL); a host beyond loopback needs the "
                   "CONVEYOR_SERVE_TOKEN variable set");
   cmd->add_option("--format", opt->format,

@@ -12,6 +12,9 @@ packages=(
   libicu-dev  # apps/tokenizer: the pre-tokenizers' Unicode regex
   libgloo-dev  # transport/collective: host gradient all-reduce across replicas
   iproute2  # ip netns: the two-host multi-process test
+  libjs-chart.js  # the live page's charts, served by conveyor at /static/chart.js
+  chromium  # the live page's test in headless Chromium (about 750 MB installed with its libraries)
+  prometheus  # promtool check metrics on /metrics
 )
 missing=()
 for p in "${packages[@]}"; do

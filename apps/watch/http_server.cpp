@@ -13,6 +13,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <pthread.h>
+
 #include <set>
 #include <thread>
 
@@ -68,7 +70,11 @@ struct HttpServer::Impl {
     if (const char* step = open_listener(acceptor, endpoint, ec)) throw fail(step);
     bound = acceptor.local_endpoint();
     spawn(accept_loop());
-    thread = std::thread([this] { io.run(); });
+    thread = std::thread([this] {
+      // Named, so that `top -H` and `bench serve` (its CPU time) can tell it from the training's.
+      pthread_setname_np(pthread_self(), kHttpThreadName);
+      io.run();
+    });
   }
 
   void log(std::string_view line) const {

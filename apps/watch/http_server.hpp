@@ -24,6 +24,9 @@
 
 namespace conveyor::watch {
 
+/// The io thread's name (pthread_setname_np; at most 15 characters).
+inline constexpr const char* kHttpThreadName = "conveyor-http";
+
 struct HttpRequest {
   std::string method;  // GET or HEAD (others never reach the handler)
   std::string target;  // path and query, as sent

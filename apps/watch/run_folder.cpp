@@ -25,7 +25,12 @@ std::optional<std::string> read_whole(const fs::path& file) {
 
 }  // namespace
 
-RunFolder::RunFolder(fs::path dir) : dir_(std::move(dir)), metrics_(dir_ / kMetrics) {}
+RunFolder::RunFolder(fs::path dir) : dir_(std::move(dir)), metrics_(dir_ / kMetrics) {
+  // "runs/r/" names the run "r" as "runs/r" does.
+  const fs::path clean = dir_.lexically_normal();
+  job_.run_name = (clean.has_filename() ? clean.filename() : clean.parent_path().filename()).string();
+  status_.run_name = job_.run_name;
+}
 
 void RunFolder::read_job_files() {
   if (!have_config_)

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "apps/bench/kernel_bench.hpp"
+#include "apps/watch/run_events.hpp"
 #include "kernels/common/error.hpp"
 #include "kernels/model/gpt_stage.hpp"
 
@@ -125,6 +126,16 @@ const std::vector<std::string>& known_recovery_kinds() {
   return kinds;
 }
 
+std::vector<int> RunStatus::nodes() const {
+  std::set<int> nodes;
+  for (const auto& st : stages) nodes.insert(st.node);
+  return {nodes.begin(), nodes.end()};
+}
+
+int RunStatus::stages_alive() const {
+  return static_cast<int>(std::ranges::count_if(stages, [&](const StageStatus& st) { return !nodes_down.contains(st.node); }));
+}
+
 std::optional<double> RunStatus::eta_seconds() const {
   if (!last_step || !total_steps || recent_step_ms.empty() || state == RunState::finished ||
       state == RunState::stopped)
@@ -215,14 +226,14 @@ void apply_row(RunStatus& s, const json& row) {
       return;
     }
     const std::string event = json_value<std::string>(row, "event").value_or("");
-    if (event == "eval") {
+    if (note_event_row(s, event, row)) {
+      if (event == "recovery") apply_recovery(s, row);
+    } else if (event == "eval") {
       const auto loss = json_value<double>(row, "val_loss");
       if (!loss) return;
       s.eval_loss = loss;
       s.eval_curve.push_back({json_value<std::int64_t>(row, "after_step").value_or(0), *loss});
       thin_curve(s.eval_curve, RunStatus::kMaxCurvePoints);
-    } else if (event == "recovery") {
-      apply_recovery(s, row);
     } else if (event == "straggler") {
       ++s.stragglers;
     } else if (event == "nan") {

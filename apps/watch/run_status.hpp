@@ -5,12 +5,14 @@
 // No I/O here, no clock: the same rows give the same status.
 //
 // Rows are metrics_log.hpp's: step rows carry `step`; the others carry `event` (eval,
-// recovery, straggler, nan, node_lost, checkpoint, resume, init_from, stopped, summary).
+// recovery, straggler, nan, node_lost, replan, checkpoint, resume, init_from, stopped,
+// summary, sample: `{"event":"sample","step":S,"text":"..."}`, a text the model wrote).
 // A row of a kind this file does not know is counted and otherwise ignored, so a newer
 // writer's rows do not break an older reader.
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,22 @@ struct CheckpointStatus {
   std::string path;
 };
 
+/// The newest text sample the model wrote (a `sample` row).
+struct SampleStatus {
+  std::int64_t step = 0;
+  std::string text;
+  std::string prompt;  // empty when the row names none
+};
+
+/// A row the page lists as it happened: recovery, node_lost, replan (and rejoin or
+/// restart rows, should a writer add them), resume, stopped. `detail` is one line for a
+/// person.
+struct EventStatus {
+  std::string kind;                 // the row's event (a recovery's: its fault, as "recovery: crash")
+  std::optional<std::int64_t> step;
+  std::string detail;
+};
+
 /// The last step row.
 struct StepStatus {
   std::int64_t step = 0;  // 0-based
@@ -65,6 +83,7 @@ std::string_view run_state_name(RunState s);
 const std::vector<std::string>& known_recovery_kinds();
 
 struct RunStatus {
+  std::string run_name;  // the run folder's name (RunFolder sets it; train writes no job name)
   // config.yaml
   std::optional<std::int64_t> total_steps;  // train.steps
   std::string model_arch;                   // model.arch
@@ -89,6 +108,9 @@ struct RunStatus {
   std::int64_t checkpoints = 0;
   std::optional<CheckpointStatus> last_checkpoint;
   std::optional<std::string> resumed_from;
+  std::optional<SampleStatus> last_sample;
+  std::vector<EventStatus> recent_events;  // the last kRecentEvents, oldest first
+  std::set<int> nodes_down;  // lost (node_lost) and not back yet (a node recovery or a replan)
   // the summary row (a finished run)
   std::optional<double> mean_tokens_per_s, mean_bubble, simulated_bubble;
   std::optional<double> final_loss, final_val_loss;
@@ -98,6 +120,13 @@ struct RunStatus {
   static constexpr std::size_t kMaxCurvePoints = 2000;
   static constexpr std::size_t kEtaWindow = 20;
   static constexpr std::size_t kRecentRecoveries = 20;
+  static constexpr std::size_t kRecentEvents = 50;
+  static constexpr std::size_t kMaxSampleBytes = 16 * 1024;  // a longer text is cut
+
+  /// The nodes that run stage actors (plan.json), ascending.
+  std::vector<int> nodes() const;
+  /// Stage actors whose node is not down.
+  int stages_alive() const;
 
   /// Train steps done: the last step row's step + 1 (0 before the first).
   std::int64_t steps_done() const { return last_step ? last_step->step + 1 : 0; }

@@ -47,12 +47,20 @@ json status_json(const RunStatus& s) {
     last_step = {{"step", st->step},         {"loss", st->loss},     {"lr", st->lr},
                  {"grad_norm", st->grad_norm}, {"tokens_per_s", st->tokens_per_s},
                  {"step_ms", st->step_ms},   {"bubble", st->bubble}};
+  json events = json::array();
+  for (const auto& e : s.recent_events)
+    events.push_back({{"kind", e.kind}, {"step", or_null(e.step)}, {"detail", e.detail}});
+  json sample = nullptr;
+  if (const auto& t = s.last_sample) sample = {{"step", t->step}, {"text", t->text}, {"prompt", t->prompt}};
+  json nodes = json::array();
+  for (int n : s.nodes()) nodes.push_back({{"node", n}, {"alive", !s.nodes_down.contains(n)}});
   json summary = nullptr;
   if (s.state == RunState::finished)
     summary = {{"final_loss", or_null(s.final_loss)},
                {"final_val_loss", or_null(s.final_val_loss)},
                {"tokens_per_s", or_null(s.mean_tokens_per_s)}};
-  return {{"state", run_state_name(s.state)},
+  return {{"run", s.run_name},
+          {"state", run_state_name(s.state)},
           {"step", s.steps_done()},
           {"steps", or_null(s.total_steps)},
           {"eta_s", or_null(s.eta_seconds())},
@@ -75,6 +83,10 @@ json status_json(const RunStatus& s) {
           {"model_flops_per_s", or_null(s.model_flops_per_s())},
           {"model_flops_utilization", or_null(s.model_flops_utilization())},
           {"stages", stages},
+          {"stages_alive", s.stages_alive()},
+          {"nodes", nodes},
+          {"events", events},
+          {"sample", sample},
           {"bubble",
            {{"measured", s.last_step ? json(s.last_step->bubble) : json(nullptr)},
             {"measured_mean", or_null(s.mean_bubble)},

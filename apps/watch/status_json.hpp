@@ -2,12 +2,15 @@
 // A run's status as the JSON of /api/status: the same facts as /metrics (prometheus_text.hpp),
 // with the curves and recent events a page draws. Unknown values are null.
 //
-//   {"state": "running", "step": 12, "steps": 400, "eta_s": 81.2,
+//   {"run": "r" (the folder's name), "state": "running", "step": 12, "steps": 400, "eta_s": 81.2,
 //    "job": {"model": {...}, "schedule": "1f1b", "stages": 4, "micro_batches": 8, ...},
 //    "last_step": {"step": 11, "loss": ..., "lr": ..., "grad_norm": ..., "tokens_per_s": ...,
 //                  "step_ms": ..., "bubble": ...} | null,
 //    "eval_loss": ..., "model_flops_per_s": ..., "model_flops_utilization": ...,
 //    "stages": [{"stage", "pipeline_stage", "replica", "device", "node", "busy_ms", "busy_ratio"}],
+//    "stages_alive": 4, "nodes": [{"node": 0, "alive": true}, ...],
+//    "events": [{"kind": "recovery: crash" | "node_lost" | "replan" | ..., "step", "detail"}],
+//    "sample": {"step", "text", "prompt"} | null,
 //    "bubble": {"measured": ..., "measured_mean": ..., "simulated": ...},
 //    "curves": {"loss": [[step, loss], ...], "eval_loss": [[step, loss], ...]},
 //    "recoveries": {"total": {"crash": 0, ...}, "recent": [...]},

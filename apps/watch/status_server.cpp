@@ -35,11 +35,11 @@ std::unique_ptr<HttpServer> start_status_server(const StatusServerSpec& spec, co
   options.log = [prefix](std::string_view line) { fmt::print(stderr, "{}: {}\n", prefix, line); };
   std::unique_ptr<HttpServer> server;
   try {
-    server = std::make_unique<HttpServer>(options, status_routes(std::make_shared<StatusSource>(run_dir)));
+    server = std::make_unique<HttpServer>(options, status_routes(std::make_shared<StatusSite>(run_dir)));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{} {}: {}", spec.flag, spec.value, e.what()));
   }
-  fmt::print(stderr, "{}: serving {} at {} (/metrics, /api/status, /api/events){}\n", who, run_dir.string(),
+  fmt::print(stderr, "{}: serving {} at {} (the live page; /metrics, /api/status, /api/events){}\n", who, run_dir.string(),
              server->url(), spec.token.empty() ? "" : "; requests need the token");
   return server;
 }

@@ -65,6 +65,9 @@ class RunFixture {
     w.path = (dir_ / "checkpoints" / ("step-" + std::to_string(step))).string();
     log_->checkpoint_written(w);
   }
+  void node_lost(int node) { log_->on_node_lost(node, "node " + std::to_string(node) + " stopped answering", 60.0); }
+  /// Any other row as a writer of it would append it (a sample, a replan).
+  void event(const nlohmann::json& row) { log_->event(row); }
   const RunConfig& config() const { return config_; }
   const std::filesystem::path& dir() const { return dir_; }
 

@@ -23,7 +23,7 @@ TEST_CASE("a served run folder answers metrics, status, the page and 404, readin
   run.step(0);
   HttpServerOptions o;
   o.log = [](std::string_view) {};
-  HttpServer server(o, status_routes(std::make_shared<StatusSource>(dir.path())));
+  HttpServer server(o, status_routes(std::make_shared<StatusSite>(dir.path())));
   auto metrics = http_request(server.port(), "/metrics");
   CHECK(metrics.status == 200);
   CHECK(metrics.content_type == "text/plain; version=0.0.4; charset=utf-8");
@@ -35,8 +35,8 @@ TEST_CASE("a served run folder answers metrics, status, the page and 404, readin
   CHECK(nlohmann::json::parse(status.body).at("step") == 2);
   const auto page = http_request(server.port(), "/");
   CHECK(page.status == 200);
-  CHECK(page.body.find("minimal page") != std::string::npos);
-  CHECK(page.body.find("2 of 10") != std::string::npos);
+  CHECK(page.content_type == "text/html; charset=utf-8");
+  CHECK(page.body.find("<script src=\"/static/page.js\"") != std::string::npos);  // the live page
   CHECK(http_request(server.port(), "/../metrics.jsonl").status == 404);
   CHECK(http_request(server.port(), "/config.yaml").status == 404);
 }
@@ -48,7 +48,7 @@ TEST_CASE("the events path sends the status JSON at once and again when a row co
   run.step(0);
   HttpServerOptions o;
   o.log = [](std::string_view) {};
-  HttpServer server(o, status_routes(std::make_shared<StatusSource>(dir.path())));
+  HttpServer server(o, status_routes(std::make_shared<StatusSite>(dir.path())));
   asio::io_context io;
   boost::beast::tcp_stream stream(io);
   stream.expires_after(std::chrono::seconds(10));

@@ -2,30 +2,11 @@
 // thread while the steps go on, and closed when a stop (SIGTERM) ends the run.
 #include <doctest/doctest.h>
 
-#include <regex>
-
 #include "tests/apps/train/train_test_support.hpp"
 #include "tests/apps/watch/http_get.hpp"
+#include "tests/apps/watch/run/served_job.hpp"
 
 using namespace conveyor::testing;
-
-namespace {
-
-// The port in "conveyor train: serving DIR at http://127.0.0.1:PORT/", once logged; 0 if
-// not within 30 s.
-std::uint16_t wait_for_logged_port(const fs::path& log) {
-  const std::regex url("serving .* at http://127\\.0\\.0\\.1:([0-9]+)/");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
-    const std::string text = fs::exists(log) ? read_text(log) : "";
-    if (std::regex_search(text, m, url)) return static_cast<std::uint16_t>(std::stoi(m[1]));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return 0;
-}
-
-}  // namespace
 
 TEST_CASE("train --serve serves the run's metrics while it trains and stops serving with the run") {
   TempDir dir;

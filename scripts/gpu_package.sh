@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine needs into .gpu/ (README, "GPU"): the stripped
 # `conveyor` and GPU test binaries of a CUDA build, the libraries that machine lacks
-# (CAF, yaml-cpp and spdlog of other sonames there, Gloo and hiredis for parallel.data),
+# (CAF, yaml-cpp and spdlog of other sonames there, Gloo and hiredis for parallel.data,
+# ICU for the tokenizer),
 # and the PyTorch reference scripts. Then carry [".gpu"] and run scripts/gpu_check.sh.
 # Usage: scripts/gpu_package.sh [BUILD_DIR]   (default build-int; it must be built)
 set -euo pipefail
@@ -17,7 +18,7 @@ for t in gpu_tests gpu_pipeline_tests nccl_gpu_tests collective_gpu_tests; do
   [ -x "$build/tests/$t" ] && cp "$build/tests/$t" .gpu/
 done
 strip .gpu/conveyor .gpu/*_tests
-cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis/ {print $3}') .gpu/lib/
+cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis|libicu/ {print $3}') .gpu/lib/
 cp scripts/torch_kernels_bench.py .gpu/
 for ref in torch_pp_bench.py torch_llama_bench.py; do
   [ -f ../shared/bench/$ref ] && cp ../shared/bench/$ref .gpu/

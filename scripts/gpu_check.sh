@@ -33,8 +33,7 @@
 # (the host gradient all-reduce of parallel.data; the GPU machine has neither).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NCCL_NVLS_ENABLE=0
+source .gpu/env.sh  # the carried libraries (gpu_package.sh), NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 BIN=.gpu/conveyor

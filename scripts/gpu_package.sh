@@ -19,6 +19,18 @@ for t in gpu_tests gpu_pipeline_tests nccl_gpu_tests collective_gpu_tests; do
 done
 strip .gpu/conveyor .gpu/*_tests
 cp $(ldd .gpu/conveyor | awk '/libcaf|libyaml-cpp|libspdlog|libgloo|libhiredis|libicu/ {print $3}') .gpu/lib/
+# ICU's data library alone is 31 MB, the carry's limit 64 MiB: it travels xz-compressed
+# (7.5 MB) and .gpu/env.sh unpacks it there.
+for big in .gpu/lib/libicudata.so.*; do [ -e "$big" ] && xz -T2 -9 "$big"; done
+cat > .gpu/env.sh <<'ENV'
+# Source on the GPU machine from the repository root: the carried libraries, unpacked.
+for packed in .gpu/lib/*.xz; do
+  [ -e "$packed" ] && [ ! -e "${packed%.xz}" ] &&
+    python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$packed" "${packed%.xz}"
+done
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0
+ENV
 cp scripts/torch_kernels_bench.py .gpu/
 for ref in torch_pp_bench.py torch_llama_bench.py; do
   [ -f ../shared/bench/$ref ] && cp ../shared/bench/$ref .gpu/

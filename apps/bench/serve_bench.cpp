@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "apps/bench/watch_client.hpp"
 #include "kernels/common/error.hpp"
+#include "kernels/common/spawn_process.hpp"
 
 extern char** environ;
 
@@ -35,19 +35,15 @@ std::string read_all(const fs::path& p) {
 pid_t spawn_train(const std::vector<std::string>& args, const fs::path& log) {
   std::vector<std::string> argv{"conveyor"};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargs;
-  for (auto& a : argv) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("bench serve: cannot start conveyor train");
-  return pid;
+  try {
+    return spawn_process({.argv = argv,
+                          .program = "/proc/self/exe",
+                          .stdin_path = "/dev/null",
+                          .stdout_path = "/dev/null",
+                          .stderr_path = log});
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("bench serve: ") + e.what());
+  }
 }
 
 // The port of "serving DIR at http://127.0.0.1:PORT/" in `log`, 0 once `pid` ended without it.

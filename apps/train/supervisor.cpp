@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <stdexcept>
 
 #include "transport/ucx/ucx_debug_signal.hpp"
+#include "kernels/common/spawn_process.hpp"
 
 extern char** environ;
 
@@ -50,16 +50,13 @@ void install_forwarding() {
 
 // Starts the same binary with `args`; the child inherits stdin, stdout and stderr.
 pid_t start_child(const std::vector<std::string>& args) {
-  std::vector<std::string> argv_text{"conveyor"};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0)
-    throw std::runtime_error(fmt::format("--supervise: cannot start the worker: {}", std::strerror(rc)));
-  return pid;
+  std::vector<std::string> argv{"conveyor"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  try {
+    return spawn_process({.argv = argv, .program = "/proc/self/exe"});
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("--supervise: the worker: {}", e.what()));
+  }
 }
 
 // Waits for the child; its status as waitpid gives it.

@@ -5,9 +5,9 @@
 #include <doctest/doctest.h>
 
 #include "tests/support/cuda_devices.hpp"
+#include "kernels/common/spawn_process.hpp"
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,19 +47,8 @@ inline std::string read_file(const fs::path& p) {
 // Starts `args` with stderr to `err`; returns the pid.
 inline pid_t start(const fs::path& bin, std::vector<std::string> args, const fs::path& err) {
   args.insert(args.begin(), bin.string());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE_MESSAGE(rc == 0, "cannot start " << bin);
-  return pid;
+  return spawn_process(
+      {.argv = args, .stdin_path = "/dev/null", .stdout_path = "/dev/null", .stderr_path = err});
 }
 
 // Waits for every pid until the deadline (then kills what is left); the exit codes.

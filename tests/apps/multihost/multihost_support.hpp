@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "actors/checkpoint/layout.hpp"
 #include "actors/checkpoint/reader.hpp"
 #include "tests/apps/train/train_test_support.hpp"
+#include "kernels/common/spawn_process.hpp"
 
 extern char** environ;
 
@@ -112,25 +112,14 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
     for (const auto& [k, v] : n.env) env[k] = v;
     std::vector<std::string> env_lines;
     for (const auto& [k, v] : env) env_lines.push_back(k + "=" + v);
-    std::vector<char*> cargv, cenv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    for (auto& e : env_lines) cenv.push_back(e.data());
-    cenv.push_back(nullptr);
-
     outs[i] = dir / ("node" + std::to_string(i) + suffix + ".out");
     errs[i] = dir / ("node" + std::to_string(i) + suffix + ".err");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, outs[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, errs[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addchdir_np(&fa, CONVEYOR_SOURCE_DIR);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("run_nodes: cannot start " + argv[0]);
-    pids[i] = pid;
+    pids[i] = spawn_process({.argv = argv,
+                             .stdin_path = "/dev/null",
+                             .stdout_path = outs[i],
+                             .stderr_path = errs[i],
+                             .working_dir = CONVEYOR_SOURCE_DIR,
+                             .env = env_lines});
   };
   for (std::size_t i = 0; i < nodes.size(); ++i) start(i, "");
   const std::string node0_err = errs[0];

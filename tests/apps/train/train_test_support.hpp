@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <spawn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +21,7 @@
 
 #include "tests/support/temp_dir.hpp"
 #include "tests/apps/support/run_command.hpp"
+#include "kernels/common/spawn_process.hpp"
 
 extern char** environ;
 
@@ -134,29 +134,10 @@ inline pid_t start_conveyor(const std::vector<std::string>& args, const std::str
   std::vector<std::string> argv = wrapper;
   argv.push_back(CONVEYOR_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargs;
-  for (auto& a : argv) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   // SIGINT as a terminal's Ctrl-C sends it (SIGHUP as its hang-up), even where the test
   // runner ignores it.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  REQUIRE(rc == 0);
-  return pid;
+  return spawn_process(
+      {.argv = argv, .stdout_path = out, .stderr_path = log, .default_signals = true});
 }
 
 /// Waits (up to a minute) until the run started as `pid` logged `steps` step rows in

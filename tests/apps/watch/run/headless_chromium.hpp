@@ -7,7 +7,6 @@
 // Header-only; throws std::runtime_error on what a test cannot go on from.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kernels/common/spawn_process.hpp"
 
 #include "tests/apps/watch/http_get.hpp"
 
@@ -82,22 +83,12 @@ class HeadlessChromium {
                                   "--user-data-dir=" + profile_dir.string(),
                                   "--window-size=" + std::to_string(width) + "," + std::to_string(height),
                                   "about:blank"};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its helpers die with it
-    posix_spawnattr_setpgroup(&attr, 0);
-    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, &attr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) throw std::runtime_error("cannot start " + binary);
+    pid_ = spawn_process({.argv = argv,
+                          .program = binary,
+                          .stdin_path = "/dev/null",
+                          .stdout_path = "/dev/null",
+                          .stderr_path = err_path_,
+                          .own_process_group = true});  // its helpers die with it
     connect_first_page(std::chrono::seconds(30));
   }
 

@@ -11,6 +11,7 @@
 #include "apps/watch/chart_js.hpp"
 #include "apps/watch/status_server.hpp"
 #include "tests/apps/watch/run/headless_chromium.hpp"
+#include "tests/apps/watch/run/installed_tool.hpp"
 #include "tests/apps/watch/run/run_fixture.hpp"
 #include "tests/apps/watch/run/served_job.hpp"
 
@@ -32,18 +33,14 @@ fs::path artifact_dir() {
 }  // namespace
 
 TEST_CASE("the live page of a training job draws the loss, advances the step and lists the plan's stages") {
-  const auto chromium = find_chromium();
-  if (!chromium) {
-    std::cout << "skipped: no chromium (install Debian's chromium package)\n";
-    MESSAGE("skipped: no chromium");
-    return;
-  }
+  CONVEYOR_REQUIRE_TOOL(chromium, "chromium", "chromium", "/usr/bin/chromium",
+                        "/usr/bin/chromium-browser", "/usr/bin/google-chrome");
   TempDir dir;
   // Traced, so the page shows a timeline; evaluated often, so the eval curve has points.
   ServedJob job(dir.path(), {"train.eval_every=20", "train.eval_batches=1", "trace.enabled=true"});
   REQUIRE(job.port != 0);
   REQUIRE(job.wait_for_steps(2));
-  HeadlessChromium page(*chromium, dir.path() / "chromium");
+  HeadlessChromium page(chromium, dir.path() / "chromium");
   page.navigate("http://127.0.0.1:" + std::to_string(job.port) + "/");
 
   // 1. the loss chart has points (the first event came over /api/events)
@@ -99,12 +96,8 @@ TEST_CASE("the live page of a training job draws the loss, advances the step and
 }
 
 TEST_CASE("the live page shows the latest sample and the recovery events as text, markup and all") {
-  const auto chromium = find_chromium();
-  if (!chromium) {
-    std::cout << "skipped: no chromium (install Debian's chromium package)\n";
-    MESSAGE("skipped: no chromium");
-    return;
-  }
+  CONVEYOR_REQUIRE_TOOL(chromium, "chromium", "chromium", "/usr/bin/chromium",
+                        "/usr/bin/chromium-browser", "/usr/bin/google-chrome");
   TempDir dir;
   const fs::path run = dir.path() / "run";
   fs::create_directories(run);
@@ -117,7 +110,7 @@ TEST_CASE("the live page shows the latest sample and the recovery events as text
   fixture.event({{"event", "sample"}, {"step", 1}, {"text", text}});
   const auto server = conveyor::watch::start_status_server(conveyor::watch::status_server_spec("--serve", "0"), run,
                                                            "test");
-  HeadlessChromium page(*chromium, dir.path() / "chromium");
+  HeadlessChromium page(chromium, dir.path() / "chromium");
   page.navigate(server->url());
   REQUIRE(page.wait_until("!document.getElementById('sample').hidden", std::chrono::seconds(30)));
   CHECK(page.evaluate("document.getElementById('sample').textContent") == text);

@@ -35,13 +35,6 @@ extern char** environ;
 
 namespace conveyor::testing {
 
-/// Debian's chromium, or another Chromium build on PATH's usual places; nullopt if none.
-inline std::optional<std::string> find_chromium() {
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
-    if (::access(p, X_OK) == 0) return std::string(p);
-  return std::nullopt;
-}
-
 inline std::string base64_decode(const std::string& in) {
   static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;

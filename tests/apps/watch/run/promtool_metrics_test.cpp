@@ -9,16 +9,12 @@
 #include "tests/apps/support/run_command.hpp"
 #include "tests/apps/watch/http_get.hpp"
 #include "tests/apps/watch/run/served_job.hpp"
+#include "tests/apps/watch/run/installed_tool.hpp"
 
 using namespace conveyor::testing;
 
 TEST_CASE("a live run's /metrics passes promtool check metrics and has every family the issue names") {
-  const std::string promtool = "/usr/bin/promtool";
-  if (::access(promtool.c_str(), X_OK) != 0) {
-    std::cout << "skipped: no promtool (install Debian's prometheus package)\n";
-    MESSAGE("skipped: no promtool");
-    return;
-  }
+  CONVEYOR_REQUIRE_TOOL(promtool, "promtool", "prometheus", "/usr/bin/promtool");
   TempDir dir;
   // An evaluation and a checkpoint early, so that their families have samples too.
   ServedJob job(dir.path(), {"train.eval_every=5", "train.eval_batches=1", "checkpoint.every=5"});

@@ -47,7 +47,7 @@ TEST_CASE("a mistyped command is named with the commands of its level, also belo
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"tarin"}, "unknown command 'tarin' (conveyor commands: train, bench, config, sched, trace, checkpoint, hf, watch, sample;"},
            {{"checkpoint", "verfy", "x"}, "unknown command 'verfy' (conveyor checkpoint commands: verify, export, diff;"},
-           {{"bench", "foo"}, "unknown command 'foo' (conveyor bench commands: overhead, e2e, model, kernels, p2p;"},
+           {{"bench", "foo"}, "unknown command 'foo' (conveyor bench commands: overhead, e2e, model, serve, kernels, p2p;"},
            {{"bench", "foo", "--help"}, "unknown command 'foo' (conveyor bench commands"},
            {{"trace", "expor", "x"}, "unknown command 'expor' (conveyor trace commands: export, summary, check, draw;"}}) {
     const CommandResult r = run_conveyor(args);

@@ -1,5 +1,7 @@
 #include "apps/config/config_validation.hpp"
 
+#include <span>
+
 #include "actors/plan/schedule/schedule.hpp"
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_value.hpp"
@@ -83,19 +85,28 @@ bool at_default(const RunConfig& c, const char* key) {
   return written(c, key) == written(defaults, key);
 }
 
+// A key read only in another setting, set where it is not read: it would change nothing,
+// silently. The first such key of `keys` (not at its default) as a problem, "<value> with
+// <setting> (<why>, or leave <key> out)", naming `other`, the setting that reads it.
+std::optional<ConfigProblem> set_but_unread(const RunConfig& c, std::span<const char* const> keys,
+                                            const std::string& setting, const std::string& why,
+                                            const char* other) {
+  for (const char* key : keys)
+    if (!at_default(c, key))
+      return ConfigProblem{
+          key, written(c, key) + " with " + setting + " (" + why + ", or leave " + key + " out)",
+          other};
+  return std::nullopt;
+}
+
 // model.arch: a key that the architecture does not read must keep its default (set, it
 // would change nothing, silently), and the Llama's keys must make a model.
 std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
   using std::to_string;
   const auto& m = c.model;
   if (m.arch != ModelArch::llama) {
-    for (const char* key : kLlamaKeys)
-      if (!at_default(c, key))
-        return ConfigProblem{key,
-                             written(c, key) + " with model.arch gpt2 (a model.arch llama key: set "
-                             "model.arch: llama, or leave " + key + " out)",
-                             "model.arch"};
-    return std::nullopt;
+    return set_but_unread(c, kLlamaKeys, "model.arch gpt2",
+                          "a model.arch llama key: set model.arch: llama", "model.arch");
   }
   if (m.heads % m.kv_head_count() != 0)
     return ConfigProblem{"model.kv_heads",
@@ -105,21 +116,18 @@ std::optional<ConfigProblem> check_model_arch(const RunConfig& c) {
                              "heads)",
                          "model.heads"};
   if (m.head_dim() % 2 != 0)
-    return ConfigProblem{"model.heads",
-                         to_string(m.heads) +
-                             " gives an odd head size, model.d_model / model.heads = " +
-                             to_string(m.d_model) + " / " + to_string(m.heads) + " = " +
-                             to_string(m.head_dim()) +
-                             " (the rotary embedding of model.arch llama rotates pairs of a head's "
-                             "dimensions: choose an even head size)",
-                         "model.d_model"};
+    return ConfigProblem{
+        "model.heads",
+        to_string(m.heads) + " gives an odd head size, model.d_model / model.heads = " +
+            to_string(m.d_model) + " / " + to_string(m.heads) + " = " + to_string(m.head_dim()) +
+            " (the rotary embedding of model.arch llama rotates pairs of a head's "
+            "dimensions: choose an even head size)",
+        "model.d_model"};
   if (m.rope_scaling == RopeScaling::none) {
-    for (const char* key : kLlama3ScalingKeys)
-      if (!at_default(c, key))
-        return ConfigProblem{key,
-                             written(c, key) + " with model.rope_scaling none (it is read by "
-                             "model.rope_scaling llama3 only: set that, or leave " + key + " out)",
-                             "model.rope_scaling"};
+    if (auto p = set_but_unread(c, kLlama3ScalingKeys, "model.rope_scaling none",
+                                "it is read by model.rope_scaling llama3 only: set that",
+                                "model.rope_scaling"))
+      return p;
   } else if (!(m.rope_high_freq_factor > m.rope_low_freq_factor)) {
     return ConfigProblem{"model.rope_high_freq_factor",
                          format_number(m.rope_high_freq_factor) +
@@ -137,26 +145,23 @@ std::optional<ConfigProblem> check_precision(const RunConfig& c) {
   using std::to_string;
   const auto& p = c.precision;
   if (p.matmul != MatmulPrecision::fp8) {
-    for (const char* key : {"precision.fp8_grad", "precision.fp8_scaling",
-                            "precision.amax_history", "precision.fp8_head"})
-      if (!at_default(c, key))
-        return ConfigProblem{key,
-                             written(c, key) + " with precision.matmul bf16 (it is read by "
-                             "precision.matmul fp8 only: set that, or leave " + key + " out)",
-                             "precision.matmul"};
-    return std::nullopt;
+    constexpr const char* kFp8Keys[] = {"precision.fp8_grad", "precision.fp8_scaling",
+                                        "precision.amax_history", "precision.fp8_head"};
+    return set_but_unread(c, kFp8Keys, "precision.matmul bf16",
+                          "it is read by precision.matmul fp8 only: set that", "precision.matmul");
   }
   if (c.devices.kind != DeviceKind::cuda)
     return ConfigProblem{"precision.matmul",
                          "'fp8' on devices.kind cpu (FP8 GEMMs need Hopper's tensor cores: set "
                          "devices.kind: cuda, or precision.matmul: bf16)",
                          "devices.kind"};
-  if (p.fp8_scaling == Fp8Scaling::dynamic && !at_default(c, "precision.amax_history"))
-    return ConfigProblem{"precision.amax_history",
-                         written(c, "precision.amax_history") +
-                             " with precision.fp8_scaling dynamic (the history is read by "
-                             "delayed scaling only: set that, or leave precision.amax_history out)",
-                         "precision.fp8_scaling"};
+  if (p.fp8_scaling == Fp8Scaling::dynamic) {
+    constexpr const char* kDelayedKeys[] = {"precision.amax_history"};
+    if (auto problem = set_but_unread(c, kDelayedKeys, "precision.fp8_scaling dynamic",
+                                      "the history is read by delayed scaling only: set that",
+                                      "precision.fp8_scaling"))
+      return problem;
+  }
   if (p.fp8_head)
     return ConfigProblem{"precision.fp8_head",
                          "true is not built yet (issue 43: the LM head runs in bf16): set "

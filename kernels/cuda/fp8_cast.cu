@@ -147,9 +147,8 @@ void fp8_amax(float* amax, const bf16* x, std::int64_t n, cudaStream_t stream) {
 
 void fp8_scale_from_amax(float* scale, float* dequant, const float* amax, Fp8Kind kind,
                          cudaStream_t stream) {
-  const float max_finite = static_cast<float>(
-      (kind == Fp8Kind::e4m3 ? cpu::kE4M3 : cpu::kE5M2).max_finite);
-  scale_from_amax_kernel<<<1, 1, 0, stream>>>(scale, dequant, amax, max_finite);
+  scale_from_amax_kernel<<<1, 1, 0, stream>>>(scale, dequant, amax,
+                                              static_cast<float>(fp8_format(kind).max_finite));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -8,11 +8,17 @@
 // exact and independent of the order of the threads: deterministic.
 #include <cstdint>
 
+#include "kernels/cpu/fp8.hpp"
 #include "kernels/cuda/types.hpp"
 
 namespace conveyor {
 
 enum class Fp8Kind { e4m3, e5m2 };
+
+/// The CPU reference's description of a kind (its largest finite value, its bits).
+inline const cpu::Fp8Format& fp8_format(Fp8Kind kind) {
+  return kind == Fp8Kind::e4m3 ? cpu::kE4M3 : cpu::kE5M2;
+}
 
 /// `scale` lives on the device (a delayed scale is produced there); one float.
 void cast_to_fp8(std::uint8_t* out, const float* x, std::int64_t n, const float* scale,

@@ -38,10 +38,6 @@ __global__ void record_kernel(float* step_amax, const float* cast_amax) {
   record(step_amax, *cast_amax);
 }
 
-float max_finite(Fp8Kind kind) {
-  return static_cast<float>((kind == Fp8Kind::e4m3 ? cpu::kE4M3 : cpu::kE5M2).max_finite);
-}
-
 }  // namespace
 
 DelayedScale::DelayedScale(int history, Fp8Kind kind, int device, cudaStream_t stream)
@@ -54,7 +50,8 @@ DelayedScale::DelayedScale(int history, Fp8Kind kind, int device, cudaStream_t s
 }
 
 void DelayedScale::roll(cudaStream_t stream) {
-  roll_kernel<<<1, 1, 0, stream>>>(state_.as<float>(), length_, max_finite(kind_));
+  roll_kernel<<<1, 1, 0, stream>>>(state_.as<float>(), length_,
+                                   static_cast<float>(fp8_format(kind_).max_finite));
   CUDA_CHECK_LAUNCH();
   ++steps_;
 }

@@ -36,7 +36,7 @@ cd "$(dirname "$0")/.."
 source .gpu/env.sh  # the carried libraries (gpu_package.sh), NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
-BIN=.gpu/conveyor
+BIN=${BIN:-.gpu/conveyor}
 STEPS=${STEPS:-10}
 SECTIONS=${SECTIONS:-tests determinism kernels model pipeline schedules trace torch torchpp}
 declare -a rows
@@ -257,6 +257,8 @@ if want fp8; then
   big fp8-gpt-bf16 "${one[@]}" --set pipeline.schedule=1f1b
   big fp8-gpt-fp8 "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8
   big fp8-gpt-fp8-zbv "${one[@]}" --set pipeline.schedule=zbv --set precision.matmul=fp8
+  big fp8-gpt-fp8-delayed "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8 \
+    --set precision.fp8_scaling=delayed
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-bf16 --set optim.master=bf16 --set optim.grad_dtype=bf16
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8 --set optim.master=bf16 --set optim.grad_dtype=bf16 --set precision.matmul=fp8
   for ref in compiled:0 fp8:1; do
@@ -264,13 +266,14 @@ if want fp8; then
       > "$OUT/torch-single-${ref%:*}.json" 2> "$OUT/torch-single-${ref%:*}.log"
     row "torch one GPU bf16 ${ref%:*} tokens/s" "$(grep tokens_per_s "$OUT/torch-single-${ref%:*}.json" | json_field tokens_per_s)"
   done
-  row "fp8: gpt/bf16, /torch fp8, /torch bf16; llama/bf16" "$(python3 - "$OUT" <<'PY' 2>&1
+  row "fp8: gpt/bf16, /torch fp8, /torch bf16; llama/bf16; delayed" "$(python3 - "$OUT" <<'PY' 2>&1
 import json, sys
 o = sys.argv[1]
 tps = lambda n: json.load(open(f"{o}/{n}.json"))["tokens_per_s"]
 torch = lambda n: [json.loads(l) for l in open(f"{o}/torch-single-{n}.json") if "tokens_per_s" in l][-1]["tokens_per_s"]
 print(round(tps("fp8-gpt-fp8") / tps("fp8-gpt-bf16"), 3), round(tps("fp8-gpt-fp8") / torch("fp8"), 3),
-      round(tps("fp8-gpt-fp8") / torch("compiled"), 3), round(tps("fp8-llama-fp8") / tps("fp8-llama-bf16"), 3))
+      round(tps("fp8-gpt-fp8") / torch("compiled"), 3), round(tps("fp8-llama-fp8") / tps("fp8-llama-bf16"), 3),
+      "delayed/bf16", round(tps("fp8-gpt-fp8-delayed") / tps("fp8-gpt-bf16"), 3))
 PY
 )"
 fi

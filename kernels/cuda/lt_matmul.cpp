@@ -195,8 +195,24 @@ void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
     found = st.algos.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(lt.cublasLtMatmul(handle, ds.op, &alpha, g.A, ds.a, g.B, ds.b, &beta, g.D, ds.c, g.D,
-                                 ds.d, &found->second, workspace, kGemmWorkspaceBytes, stream));
+  const cublasStatus_t status =
+      lt.cublasLtMatmul(handle, ds.op, &alpha, g.A, ds.a, g.B, ds.b, &beta, g.D, ds.c, g.D, ds.d,
+                        &found->second, workspace, kGemmWorkspaceBytes, stream);
+  // A refusal names the whole call: which of shape, types, pointers or scales it was is
+  // otherwise invisible from the status alone (NOT_SUPPORTED covers them all).
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw CudaError(std::string(g.what) + ": cublasLtMatmul returned " + std::to_string(status) +
+                    " for m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) +
+                    " k=" + std::to_string(g.k) + " lda=" + std::to_string(g.lda) +
+                    " ldb=" + std::to_string(g.ldb) + " ldd=" + std::to_string(g.ldd) +
+                    " types(a,b,d)=" + std::to_string(g.a_type) + "," + std::to_string(g.b_type) +
+                    "," + std::to_string(g.d_type) + " epilogue=" + std::to_string(g.epilogue) +
+                    " accumulate=" + std::to_string(g.accumulate) +
+                    " alignment(a,b,d,bias,a_scale,b_scale)=" + std::to_string(alignment_of(g.A)) +
+                    "," + std::to_string(alignment_of(g.B)) + "," + std::to_string(alignment_of(g.D)) +
+                    "," + std::to_string(alignment_of(g.bias)) + "," +
+                    std::to_string(alignment_of(g.a_scale)) + "," +
+                    std::to_string(alignment_of(g.b_scale)));
 }
 
 

@@ -105,9 +105,13 @@ TEST_CASE("cuda fp8 cast under a scale and the amax match the reference on fresh
   const std::vector<float> x = random_bf16(100003, 31, 2.5);  // bf16-exact values
   auto in = upload_bf16(x, s);
   DeviceBuffer amax(sizeof(float), current_device(), s, "amax");
-  fp8_amax(amax.as<float>(), in.as<bf16>(), static_cast<std::int64_t>(x.size()), s);
+  // 100003 elements take the scalar kernel, 100000 (a multiple of 8) the 16-byte one
+  for (const std::int64_t n : {std::int64_t{100000}, std::int64_t{100003}}) {
+    CAPTURE(n);
+    fp8_amax(amax.as<float>(), in.as<bf16>(), n, s);
+    CHECK(download_f32(amax.data(), 1, s)[0] == cpu::fp8_amax(x.data(), n));
+  }
   const float got_amax = download_f32(amax.data(), 1, s)[0];
-  CHECK(got_amax == cpu::fp8_amax(x.data(), static_cast<std::int64_t>(x.size())));
   for (const Kind& k : kKinds) {
     const std::string format = k.format->name;
     CAPTURE(format);
@@ -122,8 +126,11 @@ TEST_CASE("cuda fp8 cast under a scale and the amax match the reference on fresh
   std::vector<float> with_nan = x;
   with_nan[50000] = std::numeric_limits<float>::quiet_NaN();
   auto in_nan = upload_bf16(with_nan, s);
-  fp8_amax(amax.as<float>(), in_nan.as<bf16>(), static_cast<std::int64_t>(x.size()), s);
-  CHECK(std::isnan(download_f32(amax.data(), 1, s)[0]));
+  for (const std::int64_t n : {std::int64_t{100000}, std::int64_t{100003}}) {
+    CAPTURE(n);
+    fp8_amax(amax.as<float>(), in_nan.as<bf16>(), n, s);
+    CHECK(std::isnan(download_f32(amax.data(), 1, s)[0]));
+  }
 }
 
 }  // namespace

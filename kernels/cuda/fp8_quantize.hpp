@@ -37,6 +37,9 @@ class Fp8Tensor {
   Fp8Operand operand() const;
   /// The (cols, rows) codes. REQUIRES: made with transposed or both.
   Fp8Operand transposed() const;
+  /// Frees the row-major codes (in stream order: after the launches queued so far that read
+  /// them), keeping the transposed ones and the scales.
+  void drop_rows() { codes_.reset(); }
   /// Device floats: the tensor's amax, its scale (dynamic scaling; delayed scaling casts
   /// with its slot's), and the dequantization factor its GEMM operand carries.
   const float* amax() const { return scales_.as<float>(); }

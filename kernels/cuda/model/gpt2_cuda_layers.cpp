@@ -63,7 +63,7 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
   }
   a.qkv = c.alloc({B, T, 3 * C}, DType::bf16, "attention qkv (B, T, 3C)");
   ctx_->linear().forward(bf(a.qkv), nullptr, bf(a.ln1), p.index(in_half(qkv_w)),
-                         p.w(in_half(qkv_b)), n, cc, 3 * cc);
+                         p.w(in_half(qkv_b)), n, cc, 3 * cc, &a.qkv_fp8);
   a.lse = c.alloc({B, NH, T}, DType::f32, "attention logsumexp (B, NH, T)");
   a.atty = c.alloc({B, T, C}, DType::bf16, "attention output (B, T, C)");
   attention_forward(bf(a.atty), f32(a.lse), bf(a.qkv), int(B), int(T), cc, int(NH), c.stream);
@@ -71,14 +71,14 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
 
 // attn.proj of block j from a.atty: the attention half's output is a.x + that (res2).
 // Not stashed: backward needs only its gradient, which is res2's.
-Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::attention_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model;
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   const CudaLayerParams p = c.attention(j);
   Tensor proj = c.alloc({B, T, C}, DType::bf16, "attention projection (B, T, C)");
   ctx_->linear().forward(bf(proj), nullptr, bf(a.atty), p.index(in_half(proj_w)),
-                         p.w(in_half(proj_b)), n, cc, cc);
+                         p.w(in_half(proj_b)), n, cc, cc, &a.proj_fp8);
   return proj;
 }
 
@@ -107,30 +107,37 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   a.pre_gelu = c.alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
   a.gelu = c.alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
   ctx_->linear().forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), p.index(in_half(fc1_w)),
-                         p.w(in_half(fc1_b)), n, cc, h);
+                         p.w(in_half(fc1_b)), n, cc, h, &a.fc1_fp8);
 }
 
 // mlp.fc2 of block j from a.gelu: the block's output is a.res2 + that. Never recomputed
 // (backward does not read it).
-Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::mlp_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model, H = c.config.mlp_hidden();
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C), h = static_cast<int>(H);
   const CudaLayerParams p = c.mlp(j);
   Tensor fc2 = c.alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
   ctx_->linear().forward(bf(fc2), nullptr, bf(a.gelu), p.index(in_half(fc2_w)), p.w(in_half(fc2_b)),
-                         n, h, cc);
+                         n, h, cc, &a.fc2_fp8);
   return fc2;
 }
 
 // Released in stream order (the allocator's rule), so after the launches that read them. A
 // lone MLP half keeps res2 under `full`: it is the block's input there, as x is elsewhere.
+// The FP8 codes kept of a dropped input go too (the point is the memory); a recomputed pass
+// keeps them again, and what no recomputed pass makes (fc2's input) backward_weight casts.
 void Layers::drop_recomputed(int j, BlockActs& a) const {
-  if (recomputes_attention(ctx_->config.recompute))
+  if (recomputes_attention(ctx_->config.recompute)) {
     a.ln1 = a.ln1_mean = a.ln1_rstd = a.qkv = a.lse = a.atty = Tensor{};
+    a.qkv_fp8.reset();
+    a.proj_fp8.reset();
+  }
   if (recomputes_mlp(ctx_->config.recompute)) {
     if (ctx_->has_attention(j)) a.res2 = Tensor{};
     a.ln2 = a.ln2_mean = a.ln2_rstd = a.pre_gelu = a.gelu = Tensor{};
+    a.fc1_fp8.reset();
+    a.fc2_fp8.reset();
   }
 }
 
@@ -143,11 +150,11 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   a.d_out = d_out;
   a.d_fc1 = c.alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
   ctx_->linear().backward_input(bf(a.d_fc1), bf(d_out), p.index(in_half(fc2_w)), bf(a.pre_gelu), n,
-                                h, cc);
+                                h, cc, &a.fc2_fp8);
   a.pre_gelu = {};
   a.d_ln2 = c.alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
   ctx_->linear().backward_input(bf(a.d_ln2), bf(a.d_fc1), p.index(in_half(fc1_w)), nullptr, n, cc,
-                                h);
+                                h, &a.fc1_fp8);
   Tensor d_res2 = c.alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
   layernorm_backward_input_residual(bf(d_res2), bf(d_out), bf(a.d_ln2), bf(a.res2),
                                     p.w(in_half(ln2_w)), f32(a.ln2_mean), f32(a.ln2_rstd), n, cc,
@@ -164,7 +171,7 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   a.d_res2 = d_res2;
   Tensor d_atty = c.alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
   ctx_->linear().backward_input(bf(d_atty), bf(d_res2), p.index(in_half(proj_w)), nullptr, n, cc,
-                                cc);
+                                cc, &a.proj_fp8);
   a.d_qkv = c.alloc({B, T, 3 * C}, DType::bf16, "d attention qkv (B, T, 3C)");
   attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse), int(B),
                            int(T), cc, int(NH), c.stream);
@@ -172,7 +179,7 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   a.lse = {};
   a.d_ln1 = c.alloc({B, T, C}, DType::bf16, "d ln1 output (B, T, C)");
   ctx_->linear().backward_input(bf(a.d_ln1), bf(a.d_qkv), p.index(in_half(qkv_w)), nullptr, n, cc,
-                                3 * cc);
+                                3 * cc, &a.qkv_fp8);
   Tensor dx = c.alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
   layernorm_backward_input_residual(bf(dx), bf(d_res2), bf(a.d_ln1), bf(a.x), p.w(in_half(ln1_w)),
                                     f32(a.ln1_mean), f32(a.ln1_rstd), n, cc, c.stream);
@@ -186,9 +193,9 @@ void Layers::mlp_half_backward_weight(int j, const BlockActs& a, std::int64_t B,
             h = static_cast<int>(ctx_->config.mlp_hidden());
   const CudaLayerParams p = ctx_->mlp(j);
   ctx_->linear().backward_weight<G>(p.index(in_half(fc2_w)), p.g<G>(in_half(fc2_b)), bf(a.d_out),
-                                    bf(a.gelu), n, h, cc, s);
+                                    bf(a.gelu), n, h, cc, s, &a.fc2_fp8);
   ctx_->linear().backward_weight<G>(p.index(in_half(fc1_w)), p.g<G>(in_half(fc1_b)), bf(a.d_fc1),
-                                    bf(a.ln2), n, cc, h, s);
+                                    bf(a.ln2), n, cc, h, s, &a.fc1_fp8);
   layernorm_backward_weight(p.g<G>(in_half(ln2_w)), p.g<G>(in_half(ln2_b)), bf(a.d_ln2),
                             bf(a.res2), f32(a.ln2_mean), f32(a.ln2_rstd), n, cc, s);
 }
@@ -199,9 +206,9 @@ void Layers::attention_half_backward_weight(int j, const BlockActs& a, std::int6
   const int n = static_cast<int>(B * T), cc = static_cast<int>(ctx_->config.d_model);
   const CudaLayerParams p = ctx_->attention(j);
   ctx_->linear().backward_weight<G>(p.index(in_half(proj_w)), p.g<G>(in_half(proj_b)), bf(a.d_res2),
-                                    bf(a.atty), n, cc, cc, s);
+                                    bf(a.atty), n, cc, cc, s, &a.proj_fp8);
   ctx_->linear().backward_weight<G>(p.index(in_half(qkv_w)), p.g<G>(in_half(qkv_b)), bf(a.d_qkv),
-                                    bf(a.ln1), n, cc, 3 * cc, s);
+                                    bf(a.ln1), n, cc, 3 * cc, s, &a.qkv_fp8);
   layernorm_backward_weight(p.g<G>(in_half(ln1_w)), p.g<G>(in_half(ln1_b)), bf(a.d_ln1), bf(a.x),
                             f32(a.ln1_mean), f32(a.ln1_rstd), n, cc, s);
 }

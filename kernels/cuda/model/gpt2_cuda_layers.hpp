@@ -50,10 +50,16 @@ struct BlockActs {
   Tensor d_res2;  // (B, T, C)
   Tensor d_qkv;   // (B, T, 3C)
   Tensor d_ln1;   // (B, T, C)
+  // precision.matmul fp8: each linear's input and output gradient as its weight gradient
+  // reads them (transposed FP8 codes, 1 byte per element of ln1, atty, ln2, gelu and of
+  // d_qkv, d_res2, d_fc1, d_out), kept from the casts forward and backward_input made.
+  LinearFp8Keep qkv_fp8, proj_fp8, fc1_fp8, fc2_fp8;
 
   // What only the MLP half's weight gradients read, once its input gradient is done.
   void release_mlp_half() {
     for (Tensor* t : {&d_out, &gelu, &d_fc1, &ln2, &ln2_mean, &ln2_rstd, &d_ln2, &res2}) *t = {};
+    fc1_fp8.reset();
+    fc2_fp8.reset();
   }
 
   std::array<const Tensor*, 19> all() const {
@@ -82,12 +88,12 @@ class Layers {
   void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
                       std::int64_t B, std::int64_t T) const;
   /// attn.proj of a.atty (fresh): the attention half's output is a.x + that (res2).
-  Tensor attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  Tensor attention_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
   /// ln2, fc1 and GELU: with the attention half, res2 = a.x + attention_out is formed by
   /// ln2's kernel (into a.res2); a lone MLP half normalises a.res2, its input.
   void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
   /// mlp.fc2 of a.gelu (fresh): the block's output is a.res2 + that.
-  Tensor mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  Tensor mlp_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
   /// model.recompute: after a block's forward, drops what backward will compute again (the
   /// skeleton computes it again with the halves above: the same kernels on the same input,
   /// the same bits).

@@ -72,7 +72,8 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
     rmsnorm_forward(bf(a.xn), f32(a.rstd), bf(a.x), p.w(attn_norm_w), eps, n, cc, c.stream);
   }
   a.qkv = c.alloc({B, T, W}, DType::bf16, "attention qkv (B, T, (NH + 2 NKV) hs)");
-  ctx_->linear().forward(bf(a.qkv), nullptr, bf(a.xn), p.index(qkv_w), nullptr, n, cc, int(W));
+  ctx_->linear().forward(bf(a.qkv), nullptr, bf(a.xn), p.index(qkv_w), nullptr, n, cc, int(W),
+                         &a.qkv_fp8);
   // q and k side by side at the row's start: one pass rotates both.
   rotary_forward(bf(a.qkv), f32(cos_), f32(sin_), int(B), int(T), int(NH + NKV),
                  int(m.head_dim()), W, c.stream);
@@ -83,12 +84,13 @@ void Layers::attention_half(int j, BlockActs& a, const Tensor& res_a, const Tens
 }
 
 // attn.o of block j from a.atty: the attention half's output is a.x + that (res2).
-Tensor Layers::attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::attention_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model;
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   Tensor o = c.alloc({B, T, C}, DType::bf16, "attention o projection (B, T, C)");
-  ctx_->linear().forward(bf(o), nullptr, bf(a.atty), c.attention(j).index(o_w), nullptr, n, cc, cc);
+  ctx_->linear().forward(bf(o), nullptr, bf(a.atty), c.attention(j).index(o_w), nullptr, n, cc, cc,
+                         &a.o_fp8);
   return o;
 }
 
@@ -112,27 +114,33 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   }
   a.gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "mlp gate_up (B, T, 2F)");
   ctx_->linear().forward(bf(a.gate_up), nullptr, bf(a.xn2), p.index(gate_up_w), nullptr, n, cc,
-                         int(2 * F));
+                         int(2 * F), &a.gate_up_fp8);
   a.h = c.alloc({B, T, F}, DType::bf16, "mlp SwiGLU output (B, T, F)");
   swiglu_forward(bf(a.h), bf(a.gate_up), B * T, F, c.stream);
 }
 
-Tensor Layers::mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const {
+Tensor Layers::mlp_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
   const CudaLayerContext& c = *ctx_;
   const std::int64_t C = c.config.d_model, F = c.config.llama_ffn_dim();
   const int n = static_cast<int>(B * T), cc = static_cast<int>(C);
   Tensor down = c.alloc({B, T, C}, DType::bf16, "mlp output (B, T, C)");
   ctx_->linear().forward(bf(down), nullptr, bf(a.h), c.mlp(j).index(down_w), nullptr, n, int(F),
-                         cc);
+                         cc, &a.down_fp8);
   return down;
 }
 
+// The FP8 codes kept of a dropped input go too (gpt2_cuda_layers.cpp says why).
 void Layers::drop_recomputed(int j, BlockActs& a) const {
-  if (recomputes_attention(ctx_->config.recompute))
+  if (recomputes_attention(ctx_->config.recompute)) {
     a.xn = a.rstd = a.qkv = a.lse = a.atty = Tensor{};
+    a.qkv_fp8.reset();
+    a.o_fp8.reset();
+  }
   if (recomputes_mlp(ctx_->config.recompute)) {
     if (ctx_->has_attention(j)) a.res2 = Tensor{};
     a.xn2 = a.rstd2 = a.gate_up = a.h = Tensor{};
+    a.gate_up_fp8.reset();
+    a.down_fp8.reset();
   }
 }
 
@@ -144,13 +152,14 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   const CudaLayerParams p = c.mlp(j);
   a.d_out = d_out;
   Tensor d_h = c.alloc({B, T, F}, DType::bf16, "d mlp SwiGLU output (B, T, F)");
-  ctx_->linear().backward_input(bf(d_h), bf(d_out), p.index(down_w), nullptr, n, int(F), cc);
+  ctx_->linear().backward_input(bf(d_h), bf(d_out), p.index(down_w), nullptr, n, int(F), cc,
+                                &a.down_fp8);
   a.d_gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "d mlp gate_up (B, T, 2F)");
   swiglu_backward_input(bf(a.d_gate_up), bf(d_h), bf(a.gate_up), B * T, F, c.stream);
   a.gate_up = {};
   a.d_xn2 = c.alloc({B, T, C}, DType::bf16, "d mlp_norm output (B, T, C)");
   ctx_->linear().backward_input(bf(a.d_xn2), bf(a.d_gate_up), p.index(gate_up_w), nullptr, n, cc,
-                                int(2 * F));
+                                int(2 * F), &a.gate_up_fp8);
   Tensor d_res2 = c.alloc({B, T, C}, DType::bf16, "d attention residual (B, T, C)");
   rmsnorm_backward_input_residual(bf(d_res2), bf(d_out), bf(a.d_xn2), bf(a.res2), p.w(mlp_norm_w),
                                   f32(a.rstd2), n, cc, c.stream);
@@ -166,7 +175,7 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   const CudaLayerParams p = c.attention(j);
   a.d_res2 = d_res2;
   Tensor d_atty = c.alloc({B, T, C}, DType::bf16, "d attention output (B, T, C)");
-  ctx_->linear().backward_input(bf(d_atty), bf(d_res2), p.index(o_w), nullptr, n, cc, cc);
+  ctx_->linear().backward_input(bf(d_atty), bf(d_res2), p.index(o_w), nullptr, n, cc, cc, &a.o_fp8);
   a.d_qkv = c.alloc({B, T, W}, DType::bf16, "d attention qkv (B, T, (NH + 2 NKV) hs)");
   gqa_attention_backward_input(bf(a.d_qkv), bf(d_atty), bf(a.qkv), bf(a.atty), f32(a.lse),
                                int(B), int(T), cc, int(NH), int(NKV), c.stream);
@@ -176,7 +185,8 @@ Tensor Layers::attention_half_backward_input(int j, BlockActs& a, const Tensor& 
   rotary_backward(bf(a.d_qkv), f32(cos_), f32(sin_), int(B), int(T), int(NH + NKV),
                   int(m.head_dim()), W, c.stream);
   a.d_xn = c.alloc({B, T, C}, DType::bf16, "d attn_norm output (B, T, C)");
-  ctx_->linear().backward_input(bf(a.d_xn), bf(a.d_qkv), p.index(qkv_w), nullptr, n, cc, int(W));
+  ctx_->linear().backward_input(bf(a.d_xn), bf(a.d_qkv), p.index(qkv_w), nullptr, n, cc, int(W),
+                                &a.qkv_fp8);
   Tensor dx = c.alloc({B, T, C}, DType::bf16, "d block input (B, T, C)");
   rmsnorm_backward_input_residual(bf(dx), bf(d_res2), bf(a.d_xn), bf(a.x), p.w(attn_norm_w),
                                   f32(a.rstd), n, cc, c.stream);
@@ -190,9 +200,9 @@ void Layers::mlp_half_backward_weight(int j, const BlockActs& a, std::int64_t B,
             f = static_cast<int>(ctx_->config.llama_ffn_dim());
   const CudaLayerParams p = ctx_->mlp(j);
   ctx_->linear().backward_weight<G>(p.index(down_w), static_cast<G*>(nullptr), bf(a.d_out), bf(a.h),
-                                    n, f, cc, s);
+                                    n, f, cc, s, &a.down_fp8);
   ctx_->linear().backward_weight<G>(p.index(gate_up_w), static_cast<G*>(nullptr), bf(a.d_gate_up),
-                                    bf(a.xn2), n, cc, 2 * f, s);
+                                    bf(a.xn2), n, cc, 2 * f, s, &a.gate_up_fp8);
   rmsnorm_backward_weight(p.g<G>(mlp_norm_w), bf(a.d_xn2), bf(a.res2), f32(a.rstd2), n, cc, s);
 }
 
@@ -203,9 +213,9 @@ void Layers::attention_half_backward_weight(int j, const BlockActs& a, std::int6
             w = static_cast<int>(qkv_width());
   const CudaLayerParams p = ctx_->attention(j);
   ctx_->linear().backward_weight<G>(p.index(o_w), static_cast<G*>(nullptr), bf(a.d_res2),
-                                    bf(a.atty), n, cc, cc, s);
+                                    bf(a.atty), n, cc, cc, s, &a.o_fp8);
   ctx_->linear().backward_weight<G>(p.index(qkv_w), static_cast<G*>(nullptr), bf(a.d_qkv), bf(a.xn),
-                                    n, cc, w, s);
+                                    n, cc, w, s, &a.qkv_fp8);
   rmsnorm_backward_weight(p.g<G>(attn_norm_w), bf(a.d_xn), bf(a.x), f32(a.rstd), n, cc, s);
 }
 

@@ -48,10 +48,16 @@ struct BlockActs {
   Tensor d_res2;     // (B, T, C)
   Tensor d_qkv;      // (B, T, W) gradient of attn.qkv's output (rotated back)
   Tensor d_xn;       // (B, T, C)
+  // precision.matmul fp8: each linear's input and output gradient as its weight gradient
+  // reads them (transposed FP8 codes of xn, atty, xn2, h and of d_qkv, d_res2, d_gate_up,
+  // d_out), kept from the casts forward and backward_input made.
+  LinearFp8Keep qkv_fp8, o_fp8, gate_up_fp8, down_fp8;
 
   // What only the MLP half's weight gradients read, once its input gradient is done.
   void release_mlp_half() {
     for (Tensor* t : {&d_out, &h, &d_gate_up, &xn2, &rstd2, &d_xn2, &res2}) *t = {};
+    gate_up_fp8.reset();
+    down_fp8.reset();
   }
 
   std::array<const Tensor*, 17> all() const {
@@ -78,9 +84,9 @@ class Layers {
   /// attention half is held), gate_up and SwiGLU; mlp.down of a.h; what recompute drops.
   void attention_half(int j, BlockActs& a, const Tensor& res_a, const Tensor& res_b,
                       std::int64_t B, std::int64_t T) const;
-  Tensor attention_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  Tensor attention_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
   void mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
-  Tensor mlp_out(int j, const BlockActs& a, std::int64_t B, std::int64_t T) const;
+  Tensor mlp_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const;
   void drop_recomputed(int j, BlockActs& a) const;
 
   Tensor mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out, std::int64_t B,

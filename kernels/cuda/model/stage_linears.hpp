@@ -20,6 +20,7 @@
 //   backward_weight on the stream it is given, touching no weight copy.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -29,6 +30,19 @@
 #include "kernels/cuda/types.hpp"
 
 namespace conveyor {
+
+/// What one linear layer's weight gradient reads in FP8, kept from the passes that made it
+/// (issue 43, item 2): the input's transposed codes from forward, the output gradient's from
+/// backward_input, each made in the same cast as the copy that pass's GEMM read. Without
+/// them backward_weight casts both tensors again (two more reads of each under dynamic
+/// scaling). Empty under bf16, and for what was not kept (an evaluation, a pass that
+/// model.recompute redid without the layer); backward_weight then casts for itself, with the
+/// same scale and so the same codes. Held with the stage's activations (BlockActs), so it is
+/// released as they are: after the weight-gradient stream has read it.
+struct LinearFp8Keep {
+  std::shared_ptr<const Fp8Tensor> input, output_grad;
+  void reset() { input.reset(), output_grad.reset(); }
+};
 
 class StageLinears {
  public:
@@ -42,17 +56,21 @@ class StageLinears {
   std::size_t weight_casts() const { return weight_casts_; }
 
   /// out (N, OC) = inp (N, IC) · W^T + bias, W the parameter `weight` (OC, IC); with
-  /// pre_gelu: pre_gelu = that, out = gelu(pre_gelu). gemm.hpp's linear_forward.
+  /// pre_gelu: pre_gelu = that, out = gelu(pre_gelu). gemm.hpp's linear_forward. Under FP8,
+  /// `keep` (when given) gets inp's transposed codes for backward_weight.
   void forward(bf16* out, bf16* pre_gelu, const bf16* inp, std::size_t weight, const bf16* bias,
-               int N, int IC, int OC) const;
-  /// dinp (N, IC) = dout (N, OC) · W, times gelu'(pre_gelu) with pre_gelu.
+               int N, int IC, int OC, LinearFp8Keep* keep = nullptr) const;
+  /// dinp (N, IC) = dout (N, OC) · W, times gelu'(pre_gelu) with pre_gelu. Under FP8,
+  /// `keep` (when given) gets dout's transposed codes for backward_weight.
   void backward_input(bf16* dinp, const bf16* dout, std::size_t weight, const bf16* pre_gelu, int N,
-                      int IC, int OC) const;
+                      int IC, int OC, LinearFp8Keep* keep = nullptr) const;
   /// The gradient of W += dout^T inp, dbias += column sums of dout (when not null), on
-  /// `stream`; G the store's gradient type.
+  /// `stream`; G the store's gradient type. Under FP8 it reads `keep`'s codes where they
+  /// were kept (REQUIRES: of these very dout and inp) and casts the rest.
   template <class G>
   void backward_weight(std::size_t weight, G* dbias, const bf16* dout, const bf16* inp, int N,
-                       int IC, int OC, cudaStream_t stream) const;
+                       int IC, int OC, cudaStream_t stream,
+                       const LinearFp8Keep* keep = nullptr) const;
 
  private:
   struct Fp8Weight {

@@ -183,6 +183,44 @@ TEST_CASE("cuda fp8 stage linears cast each weight once per change of the weight
   CHECK(err < 0.08);
 }
 
+TEST_CASE("cuda fp8 weight gradients from the kept codes equal a fresh cast's, bit for bit") {
+  CONVEYOR_REQUIRE_CUDA_DEVICE(0);
+  TestStream s;
+  GptStage host(kConfig, kFull, kSeed);
+  ParamStore store(host.params(), /*master_fp32=*/true, 0, s);
+  std::size_t fc1 = store.size();
+  for (std::size_t i = 0; i < store.size(); ++i)
+    if (store.name(i).find("0.mlp.fc1.weight") != std::string::npos) fc1 = i;
+  REQUIRE(fc1 < store.size());
+  const int C = int(kConfig.d_model), H = int(kConfig.mlp_hidden()), N = 64;
+  const DeviceBuffer x = upload_bf16(random_bf16(std::size_t(N) * C, 75), s);
+  const DeviceBuffer dy = upload_bf16(random_bf16(std::size_t(N) * H, 76, 0.1), s);
+  DeviceBuffer out(std::size_t(N) * H * 2, 0, s, "out"), dx(std::size_t(N) * C * 2, 0, s, "dx");
+  for (const int delayed : {0, 4}) {
+    INFO("delayed history " << delayed);
+    const StageLinears fp8(store, 0, s, Fp8Recipe{Fp8Kind::e5m2, delayed});
+    // one micro-batch, its codes kept or not; the weight gradient it adds
+    auto weight_grad = [&](bool keep_codes) {
+      LinearFp8Keep keep;
+      LinearFp8Keep* k = keep_codes ? &keep : nullptr;
+      fp8.forward(out.as<bf16>(), nullptr, x.as<bf16>(), fc1, nullptr, N, C, H, k);
+      fp8.backward_input(dx.as<bf16>(), dy.as<bf16>(), fc1, nullptr, N, C, H, k);
+      if (keep_codes) CHECK((keep.input && keep.output_grad));
+      fp8.backward_weight<float>(fc1, nullptr, dy.as<bf16>(), x.as<bf16>(), N, C, H, s, k);
+      const auto g = download_f32(store.grad<float>(fc1), std::size_t(H) * C, s);
+      store.discard_grads();
+      return g;
+    };
+    if (delayed) {  // a step of history, so both casts below use the slot's delayed scale
+      weight_grad(false);
+      store.step(AdamWConfig{}, 1e-2, 1.0f);
+    }
+    const auto cast_again = weight_grad(false), kept = weight_grad(true);
+    CHECK(relative_l2(kept, std::vector<float>(kept.size(), 0.0f)) > 0);  // a real gradient
+    CHECK(kept == cast_again);
+  }
+}
+
 // One micro-batch through a whole-model stage: its loss and every weight gradient.
 struct Pass {
   double loss;

@@ -75,6 +75,9 @@ struct NodeRun {
   // Once the killed node has exited, start it again with the same arguments and
   // environment (a replacement that rejoins the running job).
   bool restart_after_kill = false;
+  // Not empty, with restart_after_kill: start it again only once node 0's stderr also
+  // contains this text (a node that joins after the job shrank without it).
+  std::string restart_when_node0_says;
   // Not empty: NodeResult::said_at is when this node's stderr first held this text (read
   // every 20 ms, so up to that much late).
   std::string time_when_says;
@@ -125,13 +128,24 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
   const std::string node0_err = errs[0];
   std::vector<NodeResult> results(nodes.size());
   std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false),
-      continued(nodes.size(), false);
+      continued(nodes.size(), false), awaiting_restart(nodes.size(), false);
   std::vector<std::chrono::steady_clock::time_point> signalled_at(nodes.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t left = nodes.size();
   while (left > 0) {
     for (std::size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
+      if (awaiting_restart[i]) {
+        if (read_text(node0_err).find(nodes[i].restart_when_node0_says) != std::string::npos) {
+          awaiting_restart[i] = false;
+          start(i, ".restarted");
+        } else if (done[0]) {  // never said: the node is not started again (exit_code -1)
+          awaiting_restart[i] = false;
+          done[i] = true;
+          --left;
+        }
+        continue;
+      }
       if (!signalled[i] && !nodes[i].kill_when_node0_says.empty() &&
           read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) {
         ::kill(pids[i], nodes[i].kill_signal);
@@ -155,7 +169,10 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
         if (signalled[i] && nodes[i].restart_after_kill && results[i].killed_exit_code < 0) {
           results[i].killed_exit_code = code;
           results[i].killed_err = read_text(errs[i]);
-          start(i, ".restarted");
+          if (nodes[i].restart_when_node0_says.empty())
+            start(i, ".restarted");
+          else
+            awaiting_restart[i] = true;
           continue;
         }
         results[i].exit_code = code;

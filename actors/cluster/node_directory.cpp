@@ -66,10 +66,12 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
                                stages.node));
   // Not in the layout the job runs now: it joins (issue 44's grow), whatever ranks it ran.
   const bool joins = st.relaid && known == st.ranks_of_node.end();
-  if (joins && !st.no_grow.empty())
-    return failure(fmt::format("node {} joined a job that shrank without it, but the job takes no node "
-                               "back: {}",
-                               stages.node, st.no_grow));
+  if (joins && !st.no_grow.empty()) {
+    const auto why = fmt::format("node {} joined a job that shrank without it, but the job takes no node back: {}",
+                                 stages.node, st.no_grow);
+    fmt::print(stderr, "conveyor train: {}\n", why);  // node 0's log says it too
+    return failure(why);
+  }
   if (joins && !st.coordinator)
     return failure(fmt::format("node {} joined, but node 0's coordinator does not run", stages.node));
   if (!joins && (known == st.ranks_of_node.end() || known->second != stages.ranks ||

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -66,6 +68,9 @@ struct NodeRun {
   // Not empty: SIGKILL this node once node 0's stderr contains this text (a node that
   // dies at a known point, e.g. "step 1/", the first progress line).
   std::string kill_when_node0_says;
+  // >= 0: the same, once node 0's progress lines ("step N/…") reach step N >= this (they
+  // are printed a few times a second, not for every step).
+  int kill_at_node0_step = -1;
   // The signal sent then: SIGSTOP freezes the node (its sockets stay open, only its
   // silence shows); a stopped node is killed once every other node has ended.
   int kill_signal = SIGKILL;
@@ -94,6 +99,18 @@ struct NodeResult {
   // nullopt: never.
   std::optional<std::chrono::steady_clock::time_point> signalled_at, said_at;
 };
+
+/// The highest N of the progress lines "step N/…" in `log`; -1 when none.
+inline int latest_progress_step(const std::string& log) {
+  int latest = -1;
+  for (std::size_t at = log.find("step "); at != std::string::npos; at = log.find("step ", at + 5)) {
+    if (at > 0 && log[at - 1] != '\n') continue;  // a progress line starts with it
+    std::size_t end = at + 5;
+    while (end < log.size() && std::isdigit(static_cast<unsigned char>(log[end]))) ++end;
+    if (end > at + 5 && end < log.size() && log[end] == '/') latest = std::max(latest, std::stoi(log.substr(at + 5, end - at - 5)));
+  }
+  return latest;
+}
 
 /// Starts every node, waits for all (at most timeout_s), returns their results in order.
 inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<NodeRun>& nodes,
@@ -146,8 +163,11 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
         }
         continue;
       }
-      if (!signalled[i] && !nodes[i].kill_when_node0_says.empty() &&
-          read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) {
+      const bool kill_due =
+          (!nodes[i].kill_when_node0_says.empty() &&
+           read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) ||
+          (nodes[i].kill_at_node0_step >= 0 && latest_progress_step(read_text(node0_err)) >= nodes[i].kill_at_node0_step);
+      if (!signalled[i] && kill_due) {
         ::kill(pids[i], nodes[i].kill_signal);
         signalled[i] = true;
         signalled_at[i] = std::chrono::steady_clock::now();

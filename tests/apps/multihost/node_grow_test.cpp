@@ -59,7 +59,7 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
   const auto seed = given ? static_cast<std::uint32_t>(std::stoul(given)) : std::random_device{}();
   std::mt19937 random(seed);
   const int kill_step = std::uniform_int_distribution<int>(3, 12)(random);
-  MESSAGE("seed " << seed << ": node 2 is killed once node 0 reports step " << kill_step);
+  MESSAGE("seed " << seed << ": node 2 is killed once node 0 reports step " << kill_step << " or later");
 
   TempDir dir;
   auto reference = grow_job({"--out", dir / "one"});
@@ -68,7 +68,7 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
 
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-test");
-  nodes[2].kill_when_node0_says = "step " + std::to_string(kill_step) + "/" + std::to_string(kSteps);
+  nodes[2].kill_at_node0_step = kill_step;
   nodes[2].restart_after_kill = true;
   nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
   const auto results = run_nodes(dir, nodes, 150);
@@ -136,7 +136,7 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
                            {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.grow=never", "--set",
                             "fault.inject=slow:stage=0:ms=15"},
                            "grow-never-test");
-  nodes[2].kill_when_node0_says = "step 4/" + std::to_string(kSteps);
+  nodes[2].kill_at_node0_step = 4;
   nodes[2].restart_after_kill = true;
   nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
   const auto results = run_nodes(dir, nodes, 150);
@@ -145,7 +145,9 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
   REQUIRE(results[0].exit_code == 0);
   REQUIRE(results[1].exit_code == 0);
   CHECK(results[2].exit_code != 0);
-  CHECK(results[2].err.find("fault.grow is never") != std::string::npos);
+  CHECK(results[2].err.find("node 2 joined a job that shrank without it, but the job takes no node back: "
+                            "fault.grow is never") != std::string::npos);
+  CHECK(results[0].err.find("the job takes no node back: fault.grow is never") != std::string::npos);
   CHECK(rows_of(dir.path() / "run", "joined").empty());
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
   CHECK(plan["generation"] == 1);

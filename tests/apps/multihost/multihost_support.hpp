@@ -83,6 +83,9 @@ struct NodeRun {
   // Not empty, with restart_after_kill: start it again only once node 0's stderr also
   // contains this text (a node that joins after the job shrank without it).
   std::string restart_when_node0_says;
+  // Not empty, with restart_after_kill: SIGKILL the restarted process too once node 0's
+  // stderr contains this text (lost again after it joined); it is not started a third time.
+  std::string kill_again_when_node0_says;
   // Not empty: NodeResult::said_at is when this node's stderr first held this text (read
   // every 20 ms, so up to that much late).
   std::string time_when_says;
@@ -145,7 +148,7 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
   const std::string node0_err = errs[0];
   std::vector<NodeResult> results(nodes.size());
   std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false),
-      continued(nodes.size(), false), awaiting_restart(nodes.size(), false);
+      continued(nodes.size(), false), awaiting_restart(nodes.size(), false), killed_again(nodes.size(), false);
   std::vector<std::chrono::steady_clock::time_point> signalled_at(nodes.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t left = nodes.size();
@@ -162,6 +165,11 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
           --left;
         }
         continue;
+      }
+      if (results[i].killed_exit_code >= 0 && !killed_again[i] && !nodes[i].kill_again_when_node0_says.empty() &&
+          read_text(node0_err).find(nodes[i].kill_again_when_node0_says) != std::string::npos) {
+        ::kill(pids[i], SIGKILL);
+        killed_again[i] = true;
       }
       const bool kill_due =
           (!nodes[i].kill_when_node0_says.empty() &&

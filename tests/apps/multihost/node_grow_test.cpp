@@ -5,7 +5,8 @@
 // in memory from node 0's snapshots of that boundary; the run ends with the weights of the
 // run without the fault, bit for bit. The joined row, the log lines and plan.json's
 // generation say so. With fault.grow never the new process is refused and exits naming
-// the key, while the job ends on 2 stages.
+// the key, while the job ends on 2 stages. A node taken in and lost again shrinks the job
+// a second time.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -151,4 +152,33 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
   CHECK(rows_of(dir.path() / "run", "joined").empty());
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
   CHECK(plan["generation"] == 1);
+}
+
+TEST_CASE("a node taken in and lost again: the job shrinks a second time (generation 3) and still ends with the fault-free weights") {
+  TempDir dir;
+  auto reference = grow_job({"--out", dir / "one"});
+  reference.erase(reference.begin());  // train_ok adds "train"
+  train_ok(reference, 120);
+  auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
+                           "grow-twice-test");
+  nodes[2].kill_at_node0_step = 5;
+  nodes[2].restart_after_kill = true;
+  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  nodes[2].kill_again_when_node0_says = "joined: node 2 taken in";
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  CHECK(results[2].exit_code == 128 + SIGKILL);  // the process that joined, killed in turn
+  const auto run = dir.path() / "run";
+  std::vector<std::string> events;
+  for (auto& row : read_jsonl(run / "metrics.jsonl")) {
+    const std::string e = row.value("event", "");
+    if (e == "replan" || e == "joined") events.push_back(e);
+  }
+  CHECK(events == std::vector<std::string>{"replan", "joined", "replan"});
+  CHECK(nlohmann::json::parse(read_text(run / "plan.json"))["generation"] == 3);
+  CHECK_MESSAGE(read_text(run / "weights.safetensors") == read_text(dir.path() / "one" / "weights.safetensors"),
+                "weights differ from the run without the fault");
 }

@@ -54,8 +54,9 @@ caf::error add(Self* self, const NodeStages& stages) {
   return caf::none;
 }
 
-// A replacement of a lost node: channels first (here and on every other node), then the
-// coordinator learns of its stages, then the replacement hears back.
+// A replacement of a lost node, or (after a re-plan) a node that joins the shrunk job:
+// channels first (here and on every other node), then the coordinator learns of its
+// stages, then the node hears back.
 caf::result<bool> rejoin(Self* self, NodeStages stages) {
   auto& st = self->state;
   auto known = st.ranks_of_node.find(stages.node);
@@ -63,8 +64,18 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
     return failure(fmt::format("node {} announced its stages again, but this job does not take "
                                "replacements (fault.policy restart with fault.rejoin_timeout_s > 0)",
                                stages.node));
-  if (known == st.ranks_of_node.end() || known->second != stages.ranks ||
-      stages.actors.size() != stages.ranks.size())
+  // Not in the layout the job runs now: it joins (issue 44's grow), whatever ranks it ran.
+  const bool joins = st.relaid && known == st.ranks_of_node.end();
+  if (joins && !st.no_grow.empty()) {
+    const auto why = fmt::format("node {} joined a job that shrank without it, but the job takes no node back: {}",
+                                 stages.node, st.no_grow);
+    fmt::print(stderr, "conveyor train: {}\n", why);  // node 0's log says it too
+    return failure(why);
+  }
+  if (joins && !st.coordinator)
+    return failure(fmt::format("node {} joined, but node 0's coordinator does not run", stages.node));
+  if (!joins && (known == st.ranks_of_node.end() || known->second != stages.ranks ||
+                 stages.actors.size() != stages.ranks.size()))
     return failure(fmt::format("node {} rejoined with ranks [{}], but it ran [{}]", stages.node,
                                fmt::join(stages.ranks, ", "),
                                known == st.ranks_of_node.end() ? "" : fmt::format("{}", fmt::join(known->second, ", "))));
@@ -78,8 +89,14 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
   for (auto& [node, d] : st.directories)
     if (node != stages.node && d != caf::actor_cast<caf::actor>(self)) others.push_back(d);
   auto p = std::make_shared<Countdown>(Countdown{self->make_response_promise<bool>(), others.size() + 1});
-  auto one_done = [self, p, stages] {
+  auto one_done = [self, p, stages, joins] {
     if (!p->arrived()) return;
+    if (joins) {
+      // Its actors are not the layout's: the coordinator's grow spawns those (Relayout).
+      self->send(self->state.coordinator, node_joined_atom::value, stages);
+      p->promise.deliver(true);
+      return;
+    }
     for (std::size_t i = 0; i < stages.ranks.size(); ++i)
       self->state.by_rank[stages.ranks[i]] = stages.actors[i];
     if (self->state.coordinator) self->send(self->state.coordinator, stages);
@@ -206,6 +223,7 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
       if (st.directories.count(node)) directories[node] = st.directories[node];
     }
     st.directories = std::move(directories);
+    st.relaid = true;
     g->promise.deliver(all);
   };
   for (int node : r.nodes) {
@@ -252,7 +270,8 @@ void take_progress(Self* self, const ProgressReport& report) {
 
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
                              RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop,
-                             std::shared_ptr<trace::ProgressBoard> watched, RelayoutLocal relayout_local) {
+                             std::shared_ptr<trace::ProgressBoard> watched, RelayoutLocal relayout_local,
+                             std::string no_grow) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
@@ -261,6 +280,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
   self->state.peer_stop = std::move(peer_stop);
   self->state.watched = std::move(watched);
   self->state.relayout = std::move(relayout_local);
+  self->state.no_grow = std::move(no_grow);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);

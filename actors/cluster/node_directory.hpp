@@ -18,6 +18,11 @@
 // A re-plan over the nodes present (issue 44: Relayout) reaches every one of them the same
 // way: each spawns its actors of the new layout; node 0's directory gathers them by rank,
 // forgets the nodes not present, and answers the coordinator with every actor.
+// A node that announces its stages after such a re-plan, and is not in its layout (the
+// lost node restarted, or a new process with its node rank: issue 44's grow), joins: its
+// channels are connected here and on every other node as a replacement's are, then the
+// coordinator hears of it (node_joined_atom) and takes it in at a boundary fault.grow
+// allows; with fault.grow never (`no_grow`) it is refused, naming the key.
 // Node 0's directory copies the other nodes' progress reports (ProgressReport) into the
 // board of the job's hang watchdog; a report naming ranks its node does not run is
 // dropped with one warning per node.
@@ -63,6 +68,8 @@ struct NodeDirectoryState {
   RespawnLocal respawn;              // null: this node's stages are not respawned
   RebuildEdges rebuild;              // null: this node has no NCCL edges
   RelayoutLocal relayout;            // null: this node takes no re-plan (Relayout fails)
+  bool relaid = false;               // a Relayout moved the job off its first layout
+  std::string no_grow;               // why a node that joins a shrunk job is refused; empty: taken
   PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
   std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored
   std::set<int> refused_reports;     // nodes whose bad progress report was logged
@@ -73,11 +80,12 @@ struct NodeDirectoryState {
 
 /// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
 /// null: a failed stage of this node is not replaced; `watched` null: progress reports are
-/// ignored; `relayout` null: the job cannot move this node onto another layout.
+/// ignored; `relayout` null: the job cannot move this node onto another layout; `no_grow`
+/// not empty: a node that joins after a re-plan is refused with it.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
                              NodeStages local, Reconnect reconnect, RespawnLocal respawn,
                              RebuildEdges rebuild, PeerStop peer_stop = {},
                              std::shared_ptr<trace::ProgressBoard> watched = {},
-                             RelayoutLocal relayout = {});
+                             RelayoutLocal relayout = {}, std::string no_grow = {});
 
 }  // namespace conveyor

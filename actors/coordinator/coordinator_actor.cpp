@@ -78,6 +78,7 @@ void fail(Self* self, const std::string& why) {
   auto& st = self->state;
   if (st.done.pending()) st.done.deliver(failure(why));
   for (auto& s : st.stages) self->send_exit(s, job_failed(why));
+  end_joined(self, job_failed(why));
   self->quit(failure(why));
 }
 
@@ -95,6 +96,16 @@ bool spans_processes(const CoordinatorState& st) {
   for (int n : st.restarts.node_of_rank)
     if (n != 0) return true;
   return false;
+}
+
+// The run ended while nodes that joined waited for a boundary fault.grow allows (at_checkpoint
+// with no checkpoint left to take): they end in order, told why.
+void end_joined_at_the_end(Self* self) {
+  auto& st = self->state;
+  for (const auto& [node, j] : st.joined)
+    fmt::print(stderr, "conveyor train: node {} joined, but the run ended before a boundary fault.grow allows\n",
+               node);
+  end_joined(self, caf::exit_reason::user_shutdown);
 }
 
 void gather_weights(Self* self) {
@@ -124,6 +135,7 @@ void gather_weights(Self* self) {
              result.final_eval_dropped = st.final_eval_dropped;
              st.done.deliver(std::move(result));
              for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
+             end_joined_at_the_end(self);
              self->quit();
            },
        .failed =
@@ -137,8 +149,13 @@ bool eval_due(const Job& job, std::int64_t step) {
   return last || (job.plan.eval_every > 0 && (step + 1) % job.plan.eval_every == 0);
 }
 
-void next_after_step(Self* self) {
+// `checkpointed`: a checkpoint was taken at this boundary (fault.grow at_checkpoint).
+void next_after_step(Self* self, bool checkpointed) {
   auto& st = self->state;
+  if (grow_due(st, checkpointed)) {
+    grow_at_boundary(self, st.step + 1);
+    return;
+  }
   if (eval_due(*st.job, st.step)) {
     start_eval(self);
     return;
@@ -156,6 +173,7 @@ void finish_stopped(Self* self) {
   if (st.last_eval) result.final_val_loss = st.last_eval->val_loss;
   st.done.deliver(std::move(result));
   for (auto& s : st.stages) self->send_exit(s, caf::exit_reason::user_shutdown);
+  end_joined_at_the_end(self);
   self->quit();
 }
 
@@ -173,7 +191,7 @@ void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::Stag
   if (stop)
     finish_stopped(self);
   else
-    next_after_step(self);
+    next_after_step(self, /*checkpointed=*/true);
 }
 
 constexpr auto kCopyPoll = std::chrono::milliseconds(1);
@@ -280,7 +298,7 @@ void after_step(Self* self) {
   else if (decision.stop)  // a job that cannot checkpoint (across processes): no state
     finish_stopped(self);
   else
-    next_after_step(self);
+    next_after_step(self, /*checkpointed=*/false);
 }
 
 void finish_eval(Self* self) {
@@ -584,6 +602,11 @@ CoordinatorActor::behavior_type coordinator_actor(Self* self, std::shared_ptr<co
           capture_state(self, steps_done, stop, polls);
       },
       [=](NodeStages& stages) { on_node_rejoined(self, stages); },
+      [=](node_joined_atom, NodeStages& stages) { on_node_joined(self, stages); },
+      [=](grow_retry_atom, std::int64_t steps_done, int polls, std::uint64_t generation) {
+        if (is_current(self->state, generation) && self->state.in(CoordinatorPhase::running))
+          grow_at_boundary(self, steps_done, polls);
+      },
       [=](rejoin_deadline_atom, int node, std::uint64_t generation) {
         on_rejoin_deadline(self, node, generation);
       },

@@ -22,7 +22,10 @@
 // every other stage from its own. When none joins in time and fault.shrink allows it
 // (coordinator_shrink.cpp, issue 44), the nodes left take the job on a smaller layout
 // instead: new stage actors of that layout, their state cut in memory from node 0's
-// snapshots and copies of the step every stage held, then the replay.
+// snapshots and copies of the step every stage held, then the replay. A node that joins
+// the shrunk job later (coordinator_grow.cpp) is taken in at a boundary fault.grow allows:
+// the same move onto the layout of the nodes present and joined, from that boundary's
+// snapshots, nothing replayed.
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
@@ -130,6 +133,13 @@ struct CoordinatorState {
   std::shared_ptr<coordinator_flow::PendingRecovery> recovery;  // while recovering
   std::map<int, AwaitedNode> awaiting;  // lost nodes, until their replacements announce
   std::set<int> rejoined;               // ranks to restore from node 0's copies
+  // Nodes that joined after a shrink and wait for a boundary fault.grow allows
+  // (coordinator_grow.cpp): the stage actors each started with, and when it joined.
+  struct JoinedNode {
+    NodeStages stages;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<int, JoinedNode> joined;
   int respawning = 0;                   // RespawnStage requests to other nodes not answered yet
   std::uint32_t channel_generation = 0; // of the NCCL edges, bumped by each rebuild
   std::uint32_t group_generation = 0;   // of the replicas' stage groups, bumped by each rebuild

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "actors/coordinator/coordinator_actor.hpp"
+#include "actors/fault/snapshot_store.hpp"
+#include "actors/plan/elastic_plan.hpp"
 
 namespace conveyor::coordinator_flow {
 
@@ -124,11 +126,39 @@ void on_rejoin_deadline(Self* self, int node, std::uint64_t generation);
 /// plans: eval_wave_plans).
 std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans_of(const JobPlan& plan);
 
+/// A move onto another layout under way (issue 44; coordinator_relayout.cpp).
+struct Relaying {
+  ElasticChoice choice;                 // the layout, its plan and its actors' nodes
+  std::vector<int> nodes;               // the nodes it runs on (Relayout's)
+  std::int64_t steps_done = 0;          // S: the step every new actor restores
+  std::vector<StageStateSnapshot> cut;  // S's states, by actor of the new layout
+  std::vector<StageActor> also_end;     // actors that end with the old layout's (a joined node's first)
+  std::function<void()> done;           // every new actor restored
+  std::function<void(const std::string&)> failed;  // why it could not be done
+};
+/// Moves the job onto r->choice (coordinator_relayout.cpp); then r->done, or r->failed.
+/// REQUIRES: the generation bumped and the phase recovering; r->cut cut for the plan.
+void relayout_job(Self* self, std::shared_ptr<Relaying> r);
+
 /// Issue 44's shrink (coordinator_shrink.cpp), at the rejoin deadline of `lost_node`: when
 /// fault.shrink and the job allow it, the nodes present take the job on the layout
 /// choose_layout gives them, and the run goes on by itself (returns empty); else why the
 /// job cannot shrink, which the caller adds to the run's failure.
 std::string shrink_onto_present_nodes(Self* self, int lost_node);
+
+/// Issue 44's grow (coordinator_grow.cpp): a node not in the shrunk layout joined (node
+/// 0's directory connected its channels); it is taken in at a boundary fault.grow allows.
+void on_node_joined(Self* self, NodeStages& stages);
+/// Whether a node that joined is taken in at the boundary after step st.step (`checkpointed`:
+/// a checkpoint was taken there).
+bool grow_due(const CoordinatorState& st, bool checkpointed);
+/// The grow at the boundary where `steps_done` steps are done: once node 0's store holds
+/// every stage's snapshot of it (polled, up to restarts.copy_wait), the layout of the nodes
+/// present and joined, its state cut from those snapshots, the joined row; then the run goes
+/// on from that boundary. A grow that cannot be done now goes on without it.
+void grow_at_boundary(Self* self, std::int64_t steps_done, int polls = 0);
+/// Ends the actors of nodes that joined and were not taken in (the run ended): `reason`.
+void end_joined(Self* self, const caf::error& reason);
 
 /// Before the first plan when the run keeps snapshots: every stage snapshots its starting
 /// state (so a failure in the first step can roll back); then `then` runs.

@@ -25,8 +25,13 @@ void on_node_lost(Self* self, int node, const std::string& why) {
   for (std::size_t r = 0; r < st.restarts.node_of_rank.size(); ++r)
     if (st.restarts.node_of_rank[r] == node) ranks.push_back(static_cast<int>(r));
   // A node a shrink gave up on runs nothing now: news of it (the liveness watch's again)
-  // changes nothing.
-  if (ranks.empty() && st.layout_generation > 0) return;
+  // changes nothing, but one that joined since and is lost before it was taken in is no
+  // longer grown onto (coordinator_grow.cpp).
+  if (ranks.empty() && st.layout_generation > 0) {
+    if (st.joined.erase(node) > 0)
+      fmt::print(stderr, "conveyor train: node {} joined, but was lost before it was taken in: {}\n", node, why);
+    return;
+  }
   if (ranks.empty() || st.in(CoordinatorPhase::starting) || st.in(CoordinatorPhase::finishing)) {
     fail(self, why);
     return;

@@ -33,6 +33,10 @@
 //                                      the stage actors the layout of those nodes gives it
 //                                      (choose_layout, the same on every node); Dk answers
 //                                      NodeStages, D0 the coordinator every actor by rank
+//   Dj → D0 → C  (node_joined_atom, NodeStages)   issue 44's grow: a node not in the
+//                                      shrunk layout announced its stages; D0 connected
+//                                      every node's channels to it first; C takes it in
+//                                      at a boundary fault.grow allows (a Relayout again)
 // The first four, CopySnapshot, WriteShard, ShardWritten and the copies cross processes: they are wire types (wire_format.hpp).
 #include <caf/all.hpp>
 #include <cstdint>
@@ -150,6 +154,13 @@ using rejoin_deadline_atom = caf::atom_constant<caf::atom("rjdeadline")>;
 /// The coordinator to itself: look again whether every node's snapshot of a checkpoint's
 /// step has arrived (coordinator_actor.cpp capture_state).
 using capture_retry_atom = caf::atom_constant<caf::atom("capretry")>;
+/// Node 0's directory to the coordinator (issue 44's grow): a node that a shrink gave up
+/// on, or a new process with its node rank, joined (its NodeStages: the stage actors it
+/// started with, which the grow ends); channels to it are connected already.
+using node_joined_atom = caf::atom_constant<caf::atom("nodejoined")>;
+/// The coordinator to itself: look again whether node 0's store holds every stage's
+/// snapshot of the boundary a grow waits at (coordinator_grow.cpp).
+using grow_retry_atom = caf::atom_constant<caf::atom("growretry")>;
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, TakeSnapshot> inspect(Inspector& f, T& x) {

@@ -27,7 +27,8 @@ enum class BuddyCopies { automatic, on, off };
 enum class ShrinkPolicy { automatic, replicas, stages, never };
 
 /// fault.grow (issue 44): when a node that joins after a shrink is taken in: at the next
-/// step boundary, at the next checkpoint boundary, or never (the job stays shrunk).
+/// step boundary, at the next checkpoint boundary, or never (the job stays shrunk and the
+/// node that joins is refused; actors/coordinator/coordinator_grow.cpp).
 enum class GrowPolicy { at_step, at_checkpoint, never };
 
 struct RecoverySettings {
@@ -37,7 +38,7 @@ struct RecoverySettings {
   int max_restarts = 3;      // recoveries allowed within window_s ...
   double window_s = 600.0;   // ... beyond which the run checkpoints and stops
   ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink (coordinator_shrink.cpp)
-  GrowPolicy grow = GrowPolicy::at_step;          // fault.grow (not acted on yet)
+  GrowPolicy grow = GrowPolicy::at_step;          // fault.grow (coordinator_grow.cpp)
 };
 
 }  // namespace conveyor

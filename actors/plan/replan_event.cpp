@@ -40,8 +40,9 @@ LayoutSummary summarize(const ElasticLayout& layout) {
 }
 
 nlohmann::json replan_row(const ReplanEvent& e) {
-  nlohmann::json row = {{"event", "replan"}};
-  row[e.cause == ReplanEvent::Cause::lost ? "lost_node" : "joined"] = e.node;
+  const bool lost = e.cause == ReplanEvent::Cause::lost;
+  nlohmann::json row = {{"event", lost ? "replan" : "joined"}};
+  row[lost ? "lost_node" : "node"] = e.node;
   row["from"] = layout_json(e.from);
   row["to"] = layout_json(e.to);
   row["restored_from"] = restore_origin_name(e.restored_from);
@@ -51,8 +52,9 @@ nlohmann::json replan_row(const ReplanEvent& e) {
 }
 
 std::string replan_log_line(const ReplanEvent& e) {
-  return fmt::format("replan: node {} {}: {} -> {}, restored from {}, {} step{} redone, {:.1f} ms", e.node,
-                     e.cause == ReplanEvent::Cause::lost ? "lost for good" : "joined", layout_text(e.from),
+  const bool lost = e.cause == ReplanEvent::Cause::lost;
+  return fmt::format("{}: node {} {}: {} -> {}, restored from {}, {} step{} redone, {:.1f} ms",
+                     lost ? "replan" : "joined", e.node, lost ? "lost for good" : "taken in", layout_text(e.from),
                      layout_text(e.to), restore_origin_name(e.restored_from), e.steps_redone,
                      e.steps_redone == 1 ? "" : "s", e.ms);
 }

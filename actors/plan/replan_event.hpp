@@ -6,7 +6,10 @@
 //    "from": {"replicas": 1, "stages": 3, "nodes": [0, 1, 2], "partition": [2, 1, 1]},
 //    "to":   {"replicas": 1, "stages": 2, "nodes": [0, 1], "partition": [2, 2]},
 //    "restored_from": "buddy copies", "steps_redone": 1, "ms": 412.5}
-// a grow writes "joined": k in place of "lost_node". "partition" is blocks per model stage
+// a grow (a node taken in after a shrink) writes the same fields under its own event:
+//   {"event": "joined", "node": 2, "from": {... 2 stages ...}, "to": {... 3 stages ...},
+//    "restored_from": "snapshot", "steps_redone": 0, "ms": 95.1}
+// with ms from the node's join to the first step of the grown layout. "partition" is blocks per model stage
 // (3.5: three blocks and a half), "nodes" the nodes that run a stage actor. restored_from
 // is "snapshot" (every stage of the new layout from the in-memory snapshots of the nodes
 // present), "buddy copies" (a lost node's stages from node 0's copies of its snapshots) or
@@ -50,11 +53,13 @@ struct ReplanEvent {
   double ms = 0.0;
 };
 
-/// The metrics.jsonl row (see the top).
+/// The metrics.jsonl row (see the top): "replan" for a shrink, "joined" for a grow.
 nlohmann::json replan_row(const ReplanEvent& event);
 
 /// The one log line: "replan: node 2 lost for good: 1 replica × 3 stages on nodes 0, 1, 2
-/// -> 1 replica × 2 stages on nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms".
+/// -> 1 replica × 2 stages on nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms";
+/// a grow's: "joined: node 2 taken in: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 3
+/// stages on nodes 0, 1, 2, restored from snapshot, 0 steps redone, 95.1 ms".
 std::string replan_log_line(const ReplanEvent& event);
 
 }  // namespace conveyor

@@ -372,7 +372,10 @@ void NodeRun::publish_directory() {
                             rebuild_, node0() ? PeerStop(setup_.peer_stop) : PeerStop(),
                             node0() ? job_->services.progress : nullptr,
                             shape_.rejoin() ? RelayoutLocal([this](const Relayout& r) { return relayout(r); })
-                                            : RelayoutLocal());
+                                            : RelayoutLocal(),
+                            job_->plan.recovery.grow == GrowPolicy::never
+                                ? std::string("fault.grow is never (at_step or at_checkpoint would take it in)")
+                                : std::string());
   mine_.directory = directory_;
   end_.actors.push_back(directory_);
   auto port = system.middleman().publish(directory_, 0, setup_.advertise_host.c_str());

@@ -294,11 +294,14 @@ std::vector<ConfigKey> build_keys() {
           "micro-batches per step stay (actors/plan/replan.hpp, "
           "actors/coordinator/coordinator_shrink.cpp)"),
       KEY(fault.grow,
-          "issue 44, read and checked but not acted on yet (the coordinator's use of it "
-          "lands with issue 44's later part): when a node that joins a shrunk job is taken "
-          "in, going back to the configured layout or the largest the nodes present hold: "
-          "at_step (the next step boundary), at_checkpoint (the next checkpoint boundary) or "
-          "never"),
+          "after a shrink (fault.shrink), when a node that joins (the lost one started again "
+          "with its node rank, or a new process given that rank and the job's --rdzv) is "
+          "taken in, the job going back to the configured layout or the largest the nodes "
+          "present hold, its state cut in memory from the snapshots of that boundary: "
+          "at_step (the next step boundary where a snapshot is taken), at_checkpoint (the "
+          "next boundary where a checkpoint is written; none while the shrunk job writes "
+          "none) or never (the joining process is refused and exits naming this key) "
+          "(actors/coordinator/coordinator_grow.cpp)"),
       KEY(fault.buddy_copies,
           "a run over several processes: on (node 0 keeps a copy of every other node's "
           "snapshots as they are taken, so a lost process can rejoin; CPU stages only), off "

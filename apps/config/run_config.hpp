@@ -110,7 +110,7 @@ struct FaultSection {
   std::int64_t snapshot_every = 1;           // fault.snapshot_every: steps between in-memory snapshots (0: none)
   std::int64_t max_restarts = 3;             // fault.max_restarts: recoveries allowed within fault.window_s
   double window_s = 600;                     // fault.window_s
-  double rejoin_timeout_s = 300;             // fault.rejoin_timeout_s: wait for a lost process's replacement (0: fail)
+  double rejoin_timeout_s = 60;              // fault.rejoin_timeout_s: wait for a lost process's replacement (0: fail)
   ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink: auto | replicas | stages (issue 44's re-plan)
   GrowPolicy grow = GrowPolicy::at_step;     // fault.grow: at_step | at_checkpoint | never (issue 44's re-plan)
   BuddyCopies buddy_copies = BuddyCopies::automatic;  // fault.buddy_copies: auto | on | off (node 0's copies of other nodes' snapshots)

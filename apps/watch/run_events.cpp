@@ -47,7 +47,7 @@ std::string replan_detail(const json& row) {
                        fmt::join(it->value("nodes", std::vector<int>{}), ", "));
   };
   std::string why = row.contains("lost_node") ? fmt::format("node {} given up on", row.value("lost_node", -1))
-                                              : fmt::format("node {} joined", row.value("joined", -1));
+                                              : fmt::format("node {} joined", row.value("node", -1));
   return fmt::format("{}: {} → {}; state from {}", why, layout("from"), layout("to"), text_of(row, "restored_from"));
 }
 
@@ -78,7 +78,7 @@ bool note_event_row(RunStatus& s, const std::string& event, const json& row) {
     push_event(s, {event, step_of(row), fmt::format("node {}: {}", node, text_of(row, "reason"))});
     return true;
   }
-  if (event == "replan") {
+  if (event == "replan" || event == "joined") {
     // A shrink gives the lost node up; a grow brings a node in: either way none is waiting.
     s.nodes_down.clear();
     push_event(s, {event, step_of(row), replan_detail(row)});

@@ -108,3 +108,38 @@ TEST_CASE("a stage without its snapshot of the step, or with only a marker, is n
   CHECK_THROWS_WITH_AS(reshard_snapshots(store, 3, three, two), "stage 0 holds no snapshot of step 3 here",
                        ReshardSnapshotsError);
 }
+
+TEST_CASE("a shrink and a grow back (3 stages cut for 2, then for 3 again) restore the starting tensors bit for bit") {
+  const JobPlan three = plan_of({2, 2, 2});
+  const JobPlan two = plan_of({3, 3});
+  const auto start = models_of(three, 1234);
+  SnapshotStore store(3);
+  put_all(store, start, 5);
+  // The shrink: two stages restored from the cut, snapshotted again at the same step.
+  auto shrunk = models_of(two, 7);
+  const auto down = reshard_snapshots(store, 5, three, two);
+  for (std::size_t r = 0; r < 2; ++r) shrunk[r]->restore_snapshot(*down[r].chunks.at(0));
+  SnapshotStore shrunk_store(2);
+  put_all(shrunk_store, shrunk, 5);
+  // The grow: three stages again, from the two stages' snapshots.
+  const auto up = reshard_snapshots(shrunk_store, 5, two, three);
+  REQUIRE(up.size() == 3);
+  auto grown = models_of(three, 99);
+  for (std::size_t r = 0; r < 3; ++r) {
+    CHECK(up[r].steps_done == 5);
+    REQUIRE(up[r].chunks.size() == 1);
+    grown[r]->restore_snapshot(*up[r].chunks[0]);
+  }
+  CHECK(by_name(grown) == by_name(start));
+  // Stage by stage, not only pooled: each of the three holds exactly its starting tensors.
+  for (std::size_t r = 0; r < 3; ++r) {
+    const auto got = grown[r]->capture_state();
+    const auto want = start[r]->capture_state();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t t = 0; t < got.size(); ++t) {
+      CHECK(got[t].name == want[t].name);
+      REQUIRE(got[t].tensor.bytes() == want[t].tensor.bytes());
+      CHECK(std::memcmp(got[t].tensor.raw(), want[t].tensor.raw(), got[t].tensor.bytes()) == 0);
+    }
+  }
+}

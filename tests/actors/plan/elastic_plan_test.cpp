@@ -89,3 +89,22 @@ TEST_CASE("2 replicas × 2 stages, one node lost: one replica of 2 stages takes 
   CHECK(shrunk.actor_devices.empty());
   CHECK(shrunk.schedule.spec.micro_batches == 4);
 }
+
+TEST_CASE("after a shrink, node 2 joining again gives every node the started layout back, by choose_layout alone") {
+  const auto plan = started({4, 4, 4});
+  const std::vector<int> started_nodes{0, 1, 2};
+  const ElasticChoice shrunk = choose_layout(plan, started_nodes, {0, 1});
+  REQUIRE(shrunk.plan);
+  CHECK(shrunk.node_of_rank == std::vector<int>{0, 1});
+  // The grow: the nodes present and the one that joined. Computed from the started plan,
+  // never from the shrunk one, so every node finds the same layout on its own.
+  const ElasticChoice grown = choose_layout(plan, started_nodes, {0, 1, 2});
+  REQUIRE(grown.plan);
+  CHECK(grown.node_of_rank == started_nodes);
+  CHECK(grown.plan->stage_actors() == 3);
+  CHECK(grown.plan->placement.ranks.size() == plan.placement.ranks.size());
+  CHECK(summarize(*grown.plan, grown.node_of_rank).halves_per_model_stage == std::vector<int>{4, 4, 4});
+  CHECK(grown.plan->schedule.ranks == plan.schedule.ranks);
+  CHECK(grown.plan->data.micro_batches == plan.data.micro_batches);
+  CHECK(grown.plan->data.seed == plan.data.seed);
+}

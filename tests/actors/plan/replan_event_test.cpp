@@ -44,7 +44,7 @@ TEST_CASE("a shrink's replan row has exactly lost_node, from, to, restored_from,
   CHECK(row.dump().find('\n') == std::string::npos);  // one line of metrics.jsonl
 }
 
-TEST_CASE("a grow's replan row names the node that joined in place of lost_node") {
+TEST_CASE("a grow's row is a joined event naming the node, with the replan row's other fields") {
   ReplanEvent e = shrink_event();
   e.cause = ReplanEvent::Cause::joined;
   e.node = 3;
@@ -52,11 +52,27 @@ TEST_CASE("a grow's replan row names the node that joined in place of lost_node"
   e.restored_from = RestoreOrigin::snapshot;
   e.steps_redone = 0;
   const auto row = replan_row(e);
-  CHECK(keys_of(row) == std::set<std::string>{"event", "joined", "from", "to", "restored_from", "steps_redone", "ms"});
-  CHECK(row["joined"] == 3);
+  CHECK(keys_of(row) == std::set<std::string>{"event", "node", "from", "to", "restored_from", "steps_redone", "ms"});
+  CHECK(row["event"] == "joined");
+  CHECK(row["node"] == 3);
+  CHECK(row["from"]["stages"] == 2);
   CHECK(row["to"]["stages"] == 3);
+  CHECK(row["to"]["nodes"] == nlohmann::json::array({0, 1, 2}));
   CHECK(row["restored_from"] == "snapshot");
+  CHECK(row["steps_redone"] == 0);
   CHECK(restore_origin_name(RestoreOrigin::checkpoint) == "checkpoint");
+}
+
+TEST_CASE("a grow's log line says which node was taken in, both layouts and the time") {
+  ReplanEvent e = shrink_event();
+  e.cause = ReplanEvent::Cause::joined;
+  std::swap(e.from, e.to);
+  e.restored_from = RestoreOrigin::snapshot;
+  e.steps_redone = 0;
+  e.ms = 95.125;
+  CHECK(replan_log_line(e) ==
+        "joined: node 2 taken in: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 3 stages on nodes 0, 1, 2, "
+        "restored from snapshot, 0 steps redone, 95.1 ms");
 }
 
 TEST_CASE("a replan's log line says which node, both layouts, where the state came from and the time") {

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -66,6 +68,9 @@ struct NodeRun {
   // Not empty: SIGKILL this node once node 0's stderr contains this text (a node that
   // dies at a known point, e.g. "step 1/", the first progress line).
   std::string kill_when_node0_says;
+  // >= 0: the same, once node 0's progress lines ("step N/…") reach step N >= this (they
+  // are printed a few times a second, not for every step).
+  int kill_at_node0_step = -1;
   // The signal sent then: SIGSTOP freezes the node (its sockets stay open, only its
   // silence shows); a stopped node is killed once every other node has ended.
   int kill_signal = SIGKILL;
@@ -75,6 +80,12 @@ struct NodeRun {
   // Once the killed node has exited, start it again with the same arguments and
   // environment (a replacement that rejoins the running job).
   bool restart_after_kill = false;
+  // Not empty, with restart_after_kill: start it again only once node 0's stderr also
+  // contains this text (a node that joins after the job shrank without it).
+  std::string restart_when_node0_says;
+  // Not empty, with restart_after_kill: SIGKILL the restarted process too once node 0's
+  // stderr contains this text (lost again after it joined); it is not started a third time.
+  std::string kill_again_when_node0_says;
   // Not empty: NodeResult::said_at is when this node's stderr first held this text (read
   // every 20 ms, so up to that much late).
   std::string time_when_says;
@@ -91,6 +102,18 @@ struct NodeResult {
   // nullopt: never.
   std::optional<std::chrono::steady_clock::time_point> signalled_at, said_at;
 };
+
+/// The highest N of the progress lines "step N/…" in `log`; -1 when none.
+inline int latest_progress_step(const std::string& log) {
+  int latest = -1;
+  for (std::size_t at = log.find("step "); at != std::string::npos; at = log.find("step ", at + 5)) {
+    if (at > 0 && log[at - 1] != '\n') continue;  // a progress line starts with it
+    std::size_t end = at + 5;
+    while (end < log.size() && std::isdigit(static_cast<unsigned char>(log[end]))) ++end;
+    if (end > at + 5 && end < log.size() && log[end] == '/') latest = std::max(latest, std::stoi(log.substr(at + 5, end - at - 5)));
+  }
+  return latest;
+}
 
 /// Starts every node, waits for all (at most timeout_s), returns their results in order.
 inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<NodeRun>& nodes,
@@ -125,15 +148,34 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
   const std::string node0_err = errs[0];
   std::vector<NodeResult> results(nodes.size());
   std::vector<bool> done(nodes.size(), false), signalled(nodes.size(), false),
-      continued(nodes.size(), false);
+      continued(nodes.size(), false), awaiting_restart(nodes.size(), false), killed_again(nodes.size(), false);
   std::vector<std::chrono::steady_clock::time_point> signalled_at(nodes.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::size_t left = nodes.size();
   while (left > 0) {
     for (std::size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
-      if (!signalled[i] && !nodes[i].kill_when_node0_says.empty() &&
-          read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) {
+      if (awaiting_restart[i]) {
+        if (read_text(node0_err).find(nodes[i].restart_when_node0_says) != std::string::npos) {
+          awaiting_restart[i] = false;
+          start(i, ".restarted");
+        } else if (done[0]) {  // never said: the node is not started again (exit_code -1)
+          awaiting_restart[i] = false;
+          done[i] = true;
+          --left;
+        }
+        continue;
+      }
+      if (results[i].killed_exit_code >= 0 && !killed_again[i] && !nodes[i].kill_again_when_node0_says.empty() &&
+          read_text(node0_err).find(nodes[i].kill_again_when_node0_says) != std::string::npos) {
+        ::kill(pids[i], SIGKILL);
+        killed_again[i] = true;
+      }
+      const bool kill_due =
+          (!nodes[i].kill_when_node0_says.empty() &&
+           read_text(node0_err).find(nodes[i].kill_when_node0_says) != std::string::npos) ||
+          (nodes[i].kill_at_node0_step >= 0 && latest_progress_step(read_text(node0_err)) >= nodes[i].kill_at_node0_step);
+      if (!signalled[i] && kill_due) {
         ::kill(pids[i], nodes[i].kill_signal);
         signalled[i] = true;
         signalled_at[i] = std::chrono::steady_clock::now();
@@ -155,7 +197,10 @@ inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<N
         if (signalled[i] && nodes[i].restart_after_kill && results[i].killed_exit_code < 0) {
           results[i].killed_exit_code = code;
           results[i].killed_err = read_text(errs[i]);
-          start(i, ".restarted");
+          if (nodes[i].restart_when_node0_says.empty())
+            start(i, ".restarted");
+          else
+            awaiting_restart[i] = true;
           continue;
         }
         results[i].exit_code = code;

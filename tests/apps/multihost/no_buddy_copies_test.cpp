@@ -90,7 +90,7 @@ TEST_CASE("without buddy copies a SIGTERM to node 1 checkpoints the whole job an
 TEST_CASE("without buddy copies or checkpoints a lost node ends the job at once instead of waiting fault.rejoin_timeout_s for a replacement") {
   TempDir dir;
   const fs::path run = dir.path() / "run";
-  // fault.rejoin_timeout_s is 300 s: with buddy copies node 0 would wait that long.
+  // fault.rejoin_timeout_s is 60 s: with buddy copies node 0 would wait that long.
   auto nodes = two_nodes(run, {"--set", "train.steps=400"});
   nodes[1].kill_when_node0_says = "step 20/";
   const auto start = std::chrono::steady_clock::now();

@@ -44,7 +44,7 @@ TEST_CASE("a sample longer than the bound is cut, so one row cannot grow every e
   CHECK(folder.status().last_sample->text.size() == RunStatus::kMaxSampleBytes);
 }
 
-TEST_CASE("recovery, node loss and replan rows are listed in order, and nodes come back") {
+TEST_CASE("recovery, node loss, replan and joined rows are listed in order, and nodes come back") {
   TempDir dir;
   RunFixture run(dir.path());
   // Two nodes: stages 2 and 3 on node 1, as plan.json of a two-process job says.
@@ -79,9 +79,20 @@ TEST_CASE("recovery, node loss and replan rows are listed in order, and nodes co
              {"steps_redone", 1},
              {"ms", 412.5}});
   run.event({{"event", "rejoin"}, {"node", 1}, {"step", 7}});
+  run.event({{"event", "joined"},
+             {"node", 1},
+             {"from", {{"replicas", 1}, {"stages", 2}, {"nodes", {0}}}},
+             {"to", {{"replicas", 1}, {"stages", 4}, {"nodes", {0, 1}}}},
+             {"restored_from", "snapshot"},
+             {"steps_redone", 0},
+             {"ms", 95.5}});
   folder.refresh();
   const auto& s = folder.status();
-  REQUIRE(s.recent_events.size() == 4);
+  REQUIRE(s.recent_events.size() == 5);
+  CHECK(s.recent_events[4].kind == "joined");
+  CHECK(s.recent_events[4].detail ==
+        "node 1 joined: 2 stage(s) × 1 replica(s) on node(s) 0 → 4 stage(s) × 1 replica(s) on node(s) 0, 1; "
+        "state from snapshot");
   CHECK(s.recent_events[2].kind == "replan");
   CHECK(s.recent_events[2].detail ==
         "node 1 given up on: 4 stage(s) × 1 replica(s) on node(s) 0, 1 → 2 stage(s) × 1 replica(s) on node(s) 0; "

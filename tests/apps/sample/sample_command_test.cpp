@@ -10,6 +10,7 @@
 
 #include "apps/sample/generate.hpp"
 #include "apps/sample/sample_model.hpp"
+#include "kernels/model/kv_decoder.hpp"
 #include "tests/apps/tokenizer/hand_tokenizer.hpp"
 #include "tests/apps/train/train_test_support.hpp"
 #include "tests/support/hf_model_folder.hpp"

@@ -15,6 +15,9 @@
 // - the cached path against a full re-run of the prefix on the GPU: 1e-2. The same kernels
 //   on the same rows; only the GEMMs' algorithms may differ with the number of rows (and
 //   so their fp32 summation order), after which bf16 rounding may flip an ulp.
+// - the decode attention kernel alone against cpu::cached_attention_forward in double on the
+//   same bf16 inputs: scaled error (cuda_test_util.hpp) 1e-2, a few times the output's bf16
+//   rounding (2^-9).
 // Every TEST_CASE name starts with "cuda kv decoder".
 #include <doctest/doctest.h>
 
@@ -26,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cached_attention.hpp"
+#include "kernels/cuda/decode_attention.hpp"
 #include "kernels/cuda/model/cuda_kv_decoder.hpp"
 #include "kernels/model/gpt_stage.hpp"
 #include "kernels/model/kv_decoder.hpp"
@@ -218,6 +223,41 @@ TEST_CASE("cuda kv decoder refuses positions beyond its cache, ids outside the v
   GptStage no_head(c, StageSlice{0, 1, true, false}, 3);
   CHECK_THROWS_WITH_AS(CudaKvDecoder(c, no_head.params(), 0), doctest::Contains("lm_head.weight"),
                        std::invalid_argument);
+}
+
+TEST_CASE("cuda kv decoder attention kernel gives the CPU's cached attention, grouped heads, causal in the new rows") {
+  CONVEYOR_REQUIRE_GPU();
+  using namespace cuda_testing;
+  TestStream stream;
+  struct Shape4 {
+    int NH, NKV, hs, pos, n;
+  };
+  // Head sizes below, at and above a warp (lanes holding 1, 2 or 4 dimensions, 48 with idle
+  // lanes); windows shorter and longer than the kernel's 8 warps; a prompt (n > 1) at 0.
+  for (const Shape4 s : {Shape4{4, 4, 16, 0, 6}, Shape4{4, 2, 64, 37, 1}, Shape4{8, 2, 48, 20, 5},
+                         Shape4{4, 1, 128, 3, 2}, Shape4{2, 2, 256, 70, 3}}) {
+    CAPTURE(s.NH);
+    CAPTURE(s.NKV);
+    CAPTURE(s.hs);
+    CAPTURE(s.pos);
+    CAPTURE(s.n);
+    const int C = s.NH * s.hs, kv = s.NKV * s.hs, rows = s.pos + s.n;
+    const std::int64_t q_stride = C + 2 * kv;  // q read from a fused [q | k | v] row
+    const auto q = random_bf16(static_cast<std::size_t>(s.n * q_stride), 1 + s.hs, 1.0);
+    const auto keys = random_bf16(static_cast<std::size_t>(rows * kv), 2 + s.hs, 1.0);
+    const auto values = random_bf16(static_cast<std::size_t>(rows * kv), 3 + s.hs, 1.0);
+    std::vector<double> want(static_cast<std::size_t>(s.n * C));
+    const auto qd = to_double(q), kd = to_double(keys), vd = to_double(values);
+    cpu::cached_attention_forward<double>(want.data(), qd.data(), q_stride, kd.data(), vd.data(), s.pos, s.n, C,
+                                          s.NH, s.NKV);
+    const DeviceBuffer q_dev = upload_bf16(q, stream), k_dev = upload_bf16(keys, stream),
+                       v_dev = upload_bf16(values, stream);
+    DeviceBuffer out(sizeof(bf16) * static_cast<std::size_t>(s.n * C), current_device(), stream, "test out");
+    decode_attention_forward(out.as<bf16>(), q_dev.as<bf16>(), q_stride, k_dev.as<bf16>(), v_dev.as<bf16>(), s.pos,
+                             s.n, C, s.NH, s.NKV, stream);
+    const auto got = download_bf16(out.data(), static_cast<std::size_t>(s.n * C), stream);
+    CONVEYOR_CHECK_CLOSE(want, got, 1e-2);
+  }
 }
 
 }  // namespace conveyor

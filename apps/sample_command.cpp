@@ -1,17 +1,21 @@
 // conveyor sample PATH [--prompt TEXT | --prompt-ids IDS] [--tokens N] [--temperature T]
-//                      [--top-k K] [--seed S] [--tokenizer FILE] [--device cpu] [--format text|json]
+//                      [--top-k K] [--seed S] [--tokenizer FILE] [--device cpu|cuda[:N]]
+//                      [--format text|json]
 // Text the model writes after a prompt: PATH's weights (a run, a checkpoint or a Hugging Face
-// folder, as `hf logits` reads them: apps/sample/sample_model.hpp), the whole model on the
-// CPU with a KV cache (kernels/model/kv_decoder.hpp), one token at a time
-// (apps/sample/generate.hpp). Temperature 0 is greedy; otherwise a draw from the softmax of
-// the top-k logits, seeded: the same seed gives the same text. A byte-level model (vocab
-// 256) reads and writes bytes; a tokenizer.json (PATH's, or --tokenizer) encodes the prompt
-// and decodes the text (byte-level BPE: apps/tokenizer/); without either, give the prompt as
-// --prompt-ids and the tokens print as ids.
+// folder, as `hf logits` reads them: apps/sample/sample_model.hpp), the whole model with a
+// KV cache on the CPU (kernels/model/kv_decoder.hpp, fp32) or on one GPU
+// (kernels/cuda/model/cuda_kv_decoder.hpp, bf16 weights and cache: apps/sample/
+// sample_decoder.hpp), one token at a time (apps/sample/generate.hpp). Temperature 0 is
+// greedy; otherwise a draw from the softmax of the top-k logits, seeded, on the host for
+// either device: the same seed gives the same text. A byte-level model (vocab 256) reads and
+// writes bytes; a tokenizer.json (PATH's, or --tokenizer) encodes the prompt and decodes the
+// text (byte-level BPE: apps/tokenizer/); without either, give the prompt as --prompt-ids
+// and the tokens print as ids.
 // stdout: the prompt and its continuation as they are drawn (text), or one JSON object alone
 // (--format json). Progress goes to stderr. Bad input (a flag's value, a prompt as long as
-// seq_len, no weights at PATH, a tokenizer.json that is not byte-level BPE, --device cuda)
-// is one `error:` line naming the flag and exit code 2.
+// seq_len, no weights at PATH, a tokenizer.json that is not byte-level BPE, --device cuda:N
+// where there is no such GPU or conveyor was built without CUDA) is one `error:` line naming
+// the flag and exit code 2.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -25,6 +29,7 @@
 #include "apps/commands.hpp"
 #include "apps/device_flag.hpp"
 #include "apps/sample/generate.hpp"
+#include "apps/sample/sample_decoder.hpp"
 #include "apps/sample/sample_model.hpp"
 #include "kernels/common/error.hpp"
 
@@ -69,10 +74,7 @@ std::vector<std::int32_t> parse_ids(const std::string& text, std::int64_t vocab)
 
 void run_sample(const SampleOptions& o, bool prompt_given) {
   const Device device = parse_device_flag(o.device).value();  // checked by the option
-  if (!device.is_cpu())
-    throw InputError(fmt::format("--device {}: sampling runs on the CPU only for now (the KV cache is the CPU "
-                                 "reference kernels'); use --device cpu",
-                                 device.str()));
+  require_sample_device(device);  // before reading the weights
   SampleModel m = load_sample_model(o.path, o.tokenizer);
   const GptConfig& c = m.model.model;
   std::vector<std::int32_t> prompt;
@@ -96,11 +98,12 @@ void run_sample(const SampleOptions& o, bool prompt_given) {
   fmt::print(stderr, "conveyor sample: {} ({}, step {}): {} {} layers, d_model {}, vocab {}, seq_len {}; text as {}{}\n",
              m.model.path, m.model.source, m.model.step, model_arch_name(c.arch), c.layers, c.d_model, c.vocab,
              c.seq_len, m.codec.name(), m.codec.tokenizer_path().empty() ? "" : " (" + m.codec.tokenizer_path() + ")");
-  fmt::print(stderr, "conveyor sample: prompt of {} tokens, up to {} new, temperature {}, top-k {}, seed {}\n",
-             prompt.size(), o.tokens, o.temperature, o.top_k, o.seed);
+  fmt::print(stderr, "conveyor sample: prompt of {} tokens, up to {} new, temperature {}, top-k {}, seed {}, on {}\n",
+             prompt.size(), o.tokens, o.temperature, o.top_k, o.seed, device.str());
 
   // The cache holds what this text needs, not a long-context model's whole seq_len.
-  KvDecoder decoder(c, m.model.stage.params(), static_cast<std::int64_t>(prompt.size()) + o.tokens);
+  const std::unique_ptr<TokenDecoder> decoder =
+      make_sample_decoder(m.model, device, static_cast<std::int64_t>(prompt.size()) + o.tokens);
   const bool text = o.format == "text";
   if (text) {
     fmt::print("{}", m.codec.kind() == TextCodec::Kind::ids ? m.codec.decode(prompt) + " |" : o.prompt);
@@ -113,7 +116,7 @@ void run_sample(const SampleOptions& o, bool prompt_given) {
     std::fflush(stdout);
   };
   const SamplingSettings sampling{o.temperature, o.top_k, o.seed};
-  const Generated g = generate(decoder, prompt, o.tokens, sampling, stream);
+  const Generated g = generate(*decoder, prompt, o.tokens, sampling, stream);
   const double per_s = g.seconds > 0 ? static_cast<double>(g.ids.size()) / g.seconds : 0.0;
   if (g.hit_seq_len)
     fmt::print(stderr, "conveyor sample: stopped after {} tokens: the model's seq_len of {} is full\n", g.ids.size(),
@@ -152,7 +155,7 @@ void add_sample_command(CLI::App& app) {
   auto o = std::make_shared<SampleOptions>();
   auto* cmd = app.add_subcommand(
       "sample", "Text the model writes after a prompt: a run's, a checkpoint's or a Hugging Face folder's weights on "
-                "the CPU with a KV cache; greedy (--temperature 0) or seeded top-k sampling");
+                "the CPU or a GPU with a KV cache; greedy (--temperature 0) or seeded top-k sampling");
   cmd->add_option("path", o->path,
                   "A run folder (its final weights, else its newest checkpoint), a checkpoint (a step folder or a "
                   "folder of them) or a Hugging Face folder (its tokenizer.json decodes the text)")
@@ -175,7 +178,9 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--tokenizer", o->tokenizer,
                   "A tokenizer.json (byte-level BPE, as GPT-2's and Llama 3's) to use instead of PATH's")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--device", o->device, "cpu (the only one for now: the KV cache runs the CPU reference kernels)")
+  cmd->add_option("--device", o->device,
+                  "cpu (fp32, the reference kernels) or cuda[:N] (GPU N, 0 by default: bf16 weights and KV cache, "
+                  "fp32 accumulation)")
       ->check(device_flag_validator())
       ->capture_default_str();
   cmd->add_option("--format", o->format, "text (the prompt and its continuation), or json (one object alone on stdout)")

@@ -5,7 +5,7 @@
 
 namespace conveyor {
 
-Generated generate(KvDecoder& decoder, const std::vector<std::int32_t>& prompt, std::int64_t tokens,
+Generated generate(TokenDecoder& decoder, const std::vector<std::int32_t>& prompt, std::int64_t tokens,
                    const SamplingSettings& sampling, const std::function<void(std::int32_t)>& on_token) {
   if (prompt.empty() || static_cast<std::int64_t>(prompt.size()) >= decoder.capacity() || tokens < 1)
     throw std::logic_error("generate: a prompt of 1 to seq_len - 1 tokens and at least one new token");

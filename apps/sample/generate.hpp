@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "apps/sample/token_sampler.hpp"
-#include "kernels/model/kv_decoder.hpp"
+#include "kernels/model/token_decoder.hpp"
 
 namespace conveyor {
 
@@ -20,7 +20,7 @@ struct Generated {
 
 /// REQUIRES: prompt not empty and shorter than decoder.capacity() (the caller's errors name
 /// its flag); tokens >= 1. `on_token` (may be empty) sees each new id as it is drawn.
-Generated generate(KvDecoder& decoder, const std::vector<std::int32_t>& prompt, std::int64_t tokens,
+Generated generate(TokenDecoder& decoder, const std::vector<std::int32_t>& prompt, std::int64_t tokens,
                    const SamplingSettings& sampling, const std::function<void(std::int32_t)>& on_token = {});
 
 }  // namespace conveyor

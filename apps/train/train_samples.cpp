@@ -6,6 +6,7 @@
 
 #include "apps/sample/generate.hpp"
 #include "apps/sample/sample_model.hpp"
+#include "kernels/model/kv_decoder.hpp"
 #include "apps/text/message_text.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/progress.hpp"

@@ -9,6 +9,7 @@
 
 #include "apps/sample/generate.hpp"
 #include "kernels/model/gpt_stage.hpp"
+#include "kernels/model/kv_decoder.hpp"
 
 using namespace conveyor;
 

@@ -10,9 +10,14 @@
 
 #include "apps/sample/generate.hpp"
 #include "apps/sample/sample_model.hpp"
+#include "kernels/model/kv_decoder.hpp"
 #include "tests/apps/tokenizer/hand_tokenizer.hpp"
 #include "tests/apps/train/train_test_support.hpp"
 #include "tests/support/hf_model_folder.hpp"
+
+#if CONVEYOR_WITH_CUDA
+#include "kernels/cuda/model/cuda_stage_model.hpp"
+#endif
 
 using namespace conveyor;
 using namespace conveyor::testing;
@@ -87,7 +92,7 @@ TEST_CASE("conveyor sample refuses bad flags with exit 2 naming the flag") {
   fails({hf, "--tokens", "0"}, "--tokens");
   fails({hf, "--top-k", "x"}, "--top-k");
   fails({hf, "--device", "gpu"}, "--device");
-  fails({hf, "--device", "cuda"}, "--device cuda");
+  fails({hf, "--device", "cuda:99"}, "--device cuda:99");  // no machine has GPU 99
   fails({hf, "--prompt-ids", "1,x"}, "--prompt-ids");
   fails({hf, "--prompt-ids", "300"}, "--prompt-ids");
   fails({hf, "--prompt", std::string(70, 'a')}, "--prompt");  // longer than seq_len 64
@@ -97,6 +102,39 @@ TEST_CASE("conveyor sample refuses bad flags with exit 2 naming the flag") {
   const CommandResult help = run_conveyor({"sample", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--temperature") != std::string::npos);
+}
+
+TEST_CASE("conveyor sample --device cuda is exit 2 with a clear error where there is no GPU or no CUDA") {
+  TempDir dir;
+  const std::string hf = gpt2_folder(dir, 9);
+#if CONVEYOR_WITH_CUDA
+  const bool gpu = cuda_device_available(0);
+  const std::string why = "no such GPU on this machine";
+#else
+  const bool gpu = false;
+  const std::string why = "this conveyor was built without CUDA";
+#endif
+  const CommandResult far = run_conveyor({"sample", hf, "--device", "cuda:99", "--tokens", "2"});
+  CHECK(far.exit_code == 2);
+  CHECK(far.out.empty());
+  CHECK(far.err.find("--device cuda:99: " + why) != std::string::npos);
+  const std::vector<std::string> args = {hf, "--device", "cuda", "--prompt", "hi", "--tokens", "6",
+                                         "--seed", "3", "--top-k", "20"};
+  if (!gpu) {
+    std::vector<std::string> full{"sample"};
+    full.insert(full.end(), args.begin(), args.end());
+    const CommandResult r = run_conveyor(full);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("--device cuda:0: " + why) != std::string::npos);
+    return;
+  }
+  // With a GPU: its text, and the same text again for the same seed (host sampling over
+  // deterministic kernels).
+  const auto j = sample_json(args);
+  CHECK(j["device"] == "cuda:0");
+  CHECK(j["ids"].size() == 6);
+  CHECK(sample_json(args)["ids"] == j["ids"]);
 }
 
 TEST_CASE("conveyor sample prints ids for a model without a tokenizer, from --prompt-ids") {

@@ -133,12 +133,18 @@ struct Relaying {
   std::int64_t steps_done = 0;          // S: the step every new actor restores
   std::vector<StageStateSnapshot> cut;  // S's states, by actor of the new layout
   std::vector<StageActor> also_end;     // actors that end with the old layout's (a joined node's first)
+  // When the move began (the caller's choice of layout, then the cut), the Relayout was
+  // sent, the new actors were up, and they were restored: the row's phases_ms.
+  std::chrono::steady_clock::time_point began, sent, spawned, restored;
   std::function<void()> done;           // every new actor restored
   std::function<void(const std::string&)> failed;  // why it could not be done
 };
 /// Moves the job onto r->choice (coordinator_relayout.cpp); then r->done, or r->failed.
 /// REQUIRES: the generation bumped and the phase recovering; r->cut cut for the plan.
 void relayout_job(Self* self, std::shared_ptr<Relaying> r);
+/// The phases (replan_event.hpp) of a move that began `waited_since` (the loss's
+/// detection, or a node's join), from r's times. REQUIRES: r is restored.
+ReplanPhases relayout_phases(const Relaying& r, std::chrono::steady_clock::time_point waited_since);
 
 /// Issue 44's shrink (coordinator_shrink.cpp), at the rejoin deadline of `lost_node`: when
 /// fault.shrink and the job allow it, the nodes present take the job on the layout

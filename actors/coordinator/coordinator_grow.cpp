@@ -128,6 +128,7 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
     return;
   }
   auto grow = std::make_shared<Relaying>();
+  grow->began = Clock::now();
   grow->steps_done = steps_done;
   grow->nodes = nodes_with_joined(st);
   grow->choice = choose_layout(st.started->plan, st.started_nodes, grow->nodes);
@@ -175,9 +176,10 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
   st.recovery = std::make_shared<PendingRecovery>(PendingRecovery{
       Failure{"grow", {}, {}, fmt::format("node {} joined", event->node)}, steps_done, steps_done, joined_at,
       steps_done, "snapshot"});
-  grow->done = [self, event, joined_at, steps_done] {
+  grow->done = [self, event, joined_at, steps_done, r = grow.get()] {
     auto& st = self->state;
     event->ms = std::chrono::duration<double, std::milli>(Clock::now() - joined_at).count();
+    event->phases_ms = relayout_phases(*r, joined_at);
     st.observer->on_replan(*event, st.job->plan, st.restarts.node_of_rank, st.layout_generation);
     st.recovery.reset();
     st.enter(CoordinatorPhase::running);

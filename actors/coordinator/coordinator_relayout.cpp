@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
+
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/stage_gather.hpp"
 #include "actors/messages/error_text.hpp"
@@ -26,6 +28,7 @@ void restore_new_layout(Self* self, std::shared_ptr<Relaying> r);
 // coordinator moves onto the new layout, node 0's store takes the cut states.
 void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>& fresh) {
   auto& st = self->state;
+  r->spawned = std::chrono::steady_clock::now();
   const JobPlan& plan = *r->choice.plan;
   if (static_cast<int>(fresh.size()) != plan.stage_actors()) {
     r->failed(fmt::format("{} stage actors came up for a layout of {}", fresh.size(), plan.stage_actors()));
@@ -64,7 +67,11 @@ void restore_new_layout(Self* self, std::shared_ptr<Relaying> r) {
         return self->request(st.restarts.keeper, caf::infinite,
                              RestoreRejoined{rank, st.stages[static_cast<std::size_t>(rank)], restore});
       },
-      {.all = [=](std::map<int, StageRestored>&) { r->done(); },
+      {.all =
+           [=](std::map<int, StageRestored>&) {
+             r->restored = std::chrono::steady_clock::now();
+             r->done();
+           },
        .failed =
            [=](int rank, caf::error& e) {
              r->failed(fmt::format("restoring stage {} of the new layout to step {}: {}", rank, r->steps_done,
@@ -74,8 +81,14 @@ void restore_new_layout(Self* self, std::shared_ptr<Relaying> r) {
 
 }  // namespace
 
+ReplanPhases relayout_phases(const Relaying& r, std::chrono::steady_clock::time_point waited_since) {
+  const auto ms = [](auto from, auto to) { return std::chrono::duration<double, std::milli>(to - from).count(); };
+  return {ms(waited_since, r.began), ms(r.began, r.sent), ms(r.sent, r.spawned), ms(r.spawned, r.restored)};
+}
+
 void relayout_job(Self* self, std::shared_ptr<Relaying> r) {
   auto& st = self->state;
+  r->sent = std::chrono::steady_clock::now();
   const Relayout relayout{static_cast<std::uint32_t>(++st.layout_generation), r->nodes, st.round, true};
   if_current<std::vector<StageActor>>(
       self, self->request(st.restarts.directory, caf::infinite, relayout),

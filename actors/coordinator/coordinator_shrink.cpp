@@ -64,6 +64,7 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
   auto& st = self->state;
   if (auto why = unsupported(st); !why.empty()) return why;
   auto shrink = std::make_shared<Relaying>();
+  shrink->began = Clock::now();
   const auto step = st.job->services.snapshots->consistent_step();
   if (!step) return "node 0 holds no snapshot of one step of every stage";
   shrink->steps_done = *step;
@@ -93,9 +94,10 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
                                                           pending.failed_step - *step,
                                                           0.0});
   for (const auto& w : shrink->choice.replan.warnings) fmt::print(stderr, "conveyor train: replan: {}\n", w);
-  shrink->done = [self, event] {
+  shrink->done = [self, event, r = shrink.get()] {
     auto& st = self->state;
     event->ms = std::chrono::duration<double, std::milli>(Clock::now() - st.recovery->detected).count();
+    event->phases_ms = relayout_phases(*r, st.recovery->detected);
     st.observer->on_replan(*event, st.job->plan, st.restarts.node_of_rank, st.layout_generation);
     finish_recovery(self);
   };

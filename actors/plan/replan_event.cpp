@@ -48,6 +48,10 @@ nlohmann::json replan_row(const ReplanEvent& e) {
   row["restored_from"] = restore_origin_name(e.restored_from);
   row["steps_redone"] = e.steps_redone;
   row["ms"] = e.ms;
+  row["phases_ms"] = {{"wait", e.phases_ms.wait},
+                      {"cut", e.phases_ms.cut},
+                      {"spawn", e.phases_ms.spawn},
+                      {"restore", e.phases_ms.restore}};
   return row;
 }
 

@@ -15,7 +15,13 @@
 // present), "buddy copies" (a lost node's stages from node 0's copies of its snapshots) or
 // "checkpoint" (the newest verified checkpoint of the run); steps_redone counts the steps
 // replayed from that state; ms is the time from the node's loss (or join) to the first
-// step of the new layout.
+// step of the new layout. "phases_ms" splits ms (issue 44, item 8):
+//   {"wait": …,     the rejoin timeout (a shrink) or the wait for a boundary (a grow),
+//    "cut": …,      choosing the layout and cutting the states for it,
+//    "spawn": …,    every node present spawning its actors of the new layout,
+//    "restore": …}  every new actor restoring its cut state (the replay follows);
+// the time from a node's death to its detection is not the coordinator's to see (the
+// recovery row's reason says how it was seen).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +48,11 @@ struct LayoutSummary {
 
 LayoutSummary summarize(const ElasticLayout& layout);
 
+/// Where a re-plan's time went (see the top), in ms.
+struct ReplanPhases {
+  double wait = 0, cut = 0, spawn = 0, restore = 0;
+};
+
 struct ReplanEvent {
   enum class Cause { lost, joined };
   Cause cause = Cause::lost;
@@ -51,6 +62,7 @@ struct ReplanEvent {
   RestoreOrigin restored_from = RestoreOrigin::snapshot;
   std::int64_t steps_redone = 0;
   double ms = 0.0;
+  ReplanPhases phases_ms;
 };
 
 /// The metrics.jsonl row (see the top): "replan" for a shrink, "joined" for a grow.

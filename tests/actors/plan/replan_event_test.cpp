@@ -25,14 +25,16 @@ ReplanEvent shrink_event() {
   e.restored_from = RestoreOrigin::buddy_copies;
   e.steps_redone = 1;
   e.ms = 412.5;
+  e.phases_ms = {400.0, 2.5, 6.0, 4.0};
   return e;
 }
 
 }  // namespace
 
-TEST_CASE("a shrink's replan row has exactly lost_node, from, to, restored_from, steps_redone and ms") {
+TEST_CASE("a shrink's replan row has exactly lost_node, from, to, restored_from, steps_redone, ms and its phases") {
   const auto row = replan_row(shrink_event());
-  CHECK(keys_of(row) == std::set<std::string>{"event", "lost_node", "from", "to", "restored_from", "steps_redone", "ms"});
+  CHECK(keys_of(row) == std::set<std::string>{"event", "lost_node", "from", "to", "restored_from", "steps_redone", "ms",
+                                              "phases_ms"});
   CHECK(row["event"] == "replan");
   CHECK(row["lost_node"] == 2);
   CHECK(row["from"] == nlohmann::json::parse(R"({"replicas":1,"stages":3,"nodes":[0,1,2],"partition":[2,1,1]})"));
@@ -41,6 +43,7 @@ TEST_CASE("a shrink's replan row has exactly lost_node, from, to, restored_from,
   CHECK(row["restored_from"] == "buddy copies");
   CHECK(row["steps_redone"] == 1);
   CHECK(row["ms"] == 412.5);
+  CHECK(row["phases_ms"] == nlohmann::json{{"wait", 400.0}, {"cut", 2.5}, {"spawn", 6.0}, {"restore", 4.0}});
   CHECK(row.dump().find('\n') == std::string::npos);  // one line of metrics.jsonl
 }
 
@@ -52,7 +55,8 @@ TEST_CASE("a grow's row is a joined event naming the node, with the replan row's
   e.restored_from = RestoreOrigin::snapshot;
   e.steps_redone = 0;
   const auto row = replan_row(e);
-  CHECK(keys_of(row) == std::set<std::string>{"event", "node", "from", "to", "restored_from", "steps_redone", "ms"});
+  CHECK(keys_of(row) == std::set<std::string>{"event", "node", "from", "to", "restored_from", "steps_redone", "ms",
+                                              "phases_ms"});
   CHECK(row["event"] == "joined");
   CHECK(row["node"] == 3);
   CHECK(row["from"]["stages"] == 2);

@@ -223,6 +223,16 @@ std::optional<ConfigProblem> check_run_config(const RunConfig& c) {
                                             "' on devices.kind cuda (the CUDA kernels compute "
                                             "in bf16: set model.dtype: bf16)",
                          "devices.kind"};
+  // The CUDA attention kernels (cuDNN's and conveyor's) are built for these head sizes; a
+  // stage of another would fail as its actor starts, after the rendezvous.
+  if (cuda && m.heads > 0 && m.head_dim() != 64 && m.head_dim() != 128)
+    return ConfigProblem{"model.heads",
+                         to_string(m.heads) + " gives a head size of model.d_model / model.heads = " +
+                             to_string(m.d_model) + " / " + to_string(m.heads) + " = " +
+                             to_string(m.head_dim()) +
+                             " on devices.kind cuda (the CUDA attention kernels take head sizes 64 "
+                             "and 128: set model.heads to model.d_model / 64 or / 128)",
+                         "model.d_model"};
   if (!cuda && c.model_dtype == ModelDtype::bf16)
     return ConfigProblem{"model.dtype", "'" + dtype +
                                             "' on devices.kind cpu (the CPU kernels compute "

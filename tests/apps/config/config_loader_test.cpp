@@ -107,8 +107,8 @@ TEST_CASE("the file overrides the defaults and each --set overrides what came be
 }
 
 TEST_CASE("--set values are YAML: lists, a scalar for a list, strings, numbers") {
-  CHECK(load_run_config("", {"devices.kind=cuda", "devices.ids=[0,1]"}).devices.ids == std::vector<std::int64_t>{0, 1});
-  CHECK(load_run_config("", {"devices.kind=cuda", "devices.ids=0"}).devices.ids == std::vector<std::int64_t>{0});
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "devices.ids=[0,1]"}).devices.ids == std::vector<std::int64_t>{0, 1});
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "devices.ids=0"}).devices.ids == std::vector<std::int64_t>{0});
   CHECK(load_run_config("", {"devices.ids=[]"}).devices.ids.empty());
   CHECK(load_run_config("", {"train.lr=1e-3"}).train.lr == 1e-3);
   CHECK(load_run_config("", {"train.lr=2"}).train.lr == 2.0);
@@ -128,7 +128,7 @@ TEST_CASE("data.path is kept as given and not checked here") {
 
 TEST_CASE("a scalar in the file is a one-element list for a list key") {
   TempDir dir;
-  CHECK(load_run_config(dir.write("c.yaml", "devices:\n  kind: cuda\n  ids: 3\n"), {}).devices.ids ==
+  CHECK(load_run_config(dir.write("c.yaml", "model:\n  heads: 1\ndevices:\n  kind: cuda\n  ids: 3\n"), {}).devices.ids ==
         std::vector<std::int64_t>{3});
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("an empty file or one of comments only means the defaults") {
 
 TEST_CASE("the resolved config reads back to the same config") {
   RunConfig c;
-  c.model = {6, 96, 3, 32, 50257};
+  c.model = {6, 192, 3, 32, 50257};  // head size 64: the devices below are CUDA
   c.pipeline.stages = 3;
   c.pipeline.schedule = PipelineSchedule::interleaved_1f1b;
   c.pipeline.virtual_stages = 2;
@@ -297,14 +297,14 @@ TEST_CASE("the checkpoint keys reject bad values naming the key") {
   CHECK(RunConfig{}.checkpoint.every == 0);  // off unless asked for (docs/CHECKPOINTS.md)
   CHECK(RunConfig{}.checkpoint.dir.empty());  // DIR/checkpoints
   // GPU stages checkpoint too (their state is captured from the device).
-  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "checkpoint.every=5"})
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "checkpoint.every=5"})
             .checkpoint.every == 5);
 }
 
 TEST_CASE("optim.shard_state is off by default, and refused where it cannot hold, naming why") {
   CHECK_FALSE(RunConfig{}.optim.shard_state);
   CHECK(load_run_config("", {"parallel.data=2", "optim.shard_state=true"}).optim.shard_state);
-  check_message(set_error({"devices.kind=cuda", "model.dtype=bf16", "optim.shard_state=true"}),
+  check_message(set_error({"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "optim.shard_state=true"}),
                 {"optim.shard_state", "devices.kind cuda", "optim.shard_state: false"});
   check_message(set_error({"parallel.data=2", "optim.shard_state=true", "fault.snapshot_every=0"}),
                 {"optim.shard_state", "fault.snapshot_every 0", "fault.policy: abort"});
@@ -313,12 +313,22 @@ TEST_CASE("optim.shard_state is off by default, and refused where it cannot hold
             .optim.shard_state);
 }
 
+TEST_CASE("CUDA stages take head sizes 64 and 128 only, refused at load naming model.heads") {
+  // The defaults (d_model 64, 4 heads) give the CPU's head size 16.
+  check_message(set_error({"devices.kind=cuda", "model.dtype=bf16"}),
+                {"model.heads", "64 / 4 = 16 on devices.kind cuda", "head sizes 64 and 128"});
+  check_message(set_error({"devices.kind=cuda", "model.d_model=192", "model.heads=1"}),
+                {"model.heads", "192 / 1 = 192"});
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.d_model=256", "model.heads=2"}).model.head_dim() == 128);
+  CHECK(load_run_config("", {"model.heads=4"}).model.head_dim() == 16);  // the CPU's kernels take any
+}
+
 TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses on for GPU stages naming why") {
   CHECK(RunConfig{}.fault.buddy_copies == BuddyCopies::automatic);
   CHECK(load_run_config("", {"fault.buddy_copies=on"}).fault.buddy_copies == BuddyCopies::on);
-  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=off"})
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "fault.buddy_copies=off"})
             .fault.buddy_copies == BuddyCopies::off);
-  check_message(set_error({"devices.kind=cuda", "model.dtype=bf16", "fault.buddy_copies=on"}),
+  check_message(set_error({"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "fault.buddy_copies=on"}),
                 {"fault.buddy_copies", "'on' on devices.kind cuda", "fault.buddy_copies: auto or off"});
   check_message(set_error({"fault.buddy_copies=yes"}),
                 {"fault.buddy_copies", "'yes' is not one of auto, on, off"});
@@ -348,14 +358,14 @@ TEST_CASE("optim.grad_dtype bf16 on CPU stages is refused naming the key") {
                 {"optim.grad_dtype", "'bf16' on devices.kind cpu", "optim.grad_dtype: f32"});
   check_message(set_error({"optim.grad_dtype=fp16"}),
                 {"optim.grad_dtype", "'fp16' is not one of f32, bf16"});
-  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "optim.grad_dtype=bf16"})
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "optim.grad_dtype=bf16"})
             .optim.grad_dtype == GradDtype::bf16);
   CHECK(load_run_config("", {"optim.grad_dtype=f32"}).optim.grad_dtype == GradDtype::f32);
 }
 
 TEST_CASE("precision.matmul fp8 needs CUDA stages and 16-row GEMMs, and its keys need fp8") {
   CHECK(RunConfig{}.precision.matmul == MatmulPrecision::bf16);
-  const std::vector<std::string> cuda{"devices.kind=cuda", "model.dtype=bf16"};
+  const std::vector<std::string> cuda{"devices.kind=cuda", "model.heads=1", "model.dtype=bf16"};
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.begin(), cuda.begin(), cuda.end());
     return extra;
@@ -385,7 +395,7 @@ TEST_CASE("precision.matmul fp8 needs CUDA stages and 16-row GEMMs, and its keys
 TEST_CASE("runtime.attention is cudnn by default, takes kernels and refuses other names") {
   CHECK(RunConfig{}.runtime.attention == AttentionChoice::cudnn);
   CHECK(load_run_config("", {"runtime.attention=kernels"}).runtime.attention == AttentionChoice::kernels);
-  CHECK(load_run_config("", {"devices.kind=cuda", "model.dtype=bf16", "runtime.attention=cudnn"})
+  CHECK(load_run_config("", {"devices.kind=cuda", "model.heads=1", "model.dtype=bf16", "runtime.attention=cudnn"})
             .runtime.attention == AttentionChoice::cudnn);
   check_message(set_error({"runtime.attention=flash"}),
                 {"runtime.attention", "'flash' is not one of cudnn, kernels"});

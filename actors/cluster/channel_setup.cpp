@@ -10,6 +10,7 @@
 #include "actors/cluster/peer_values.hpp"
 #include "actors/messages/edge_tags.hpp"
 #include "transport/ucx/ucx_channel.hpp"
+#include "transport/ucx/ucx_error.hpp"
 
 #if CONVEYOR_WITH_CUDA
 #include "transport/nccl/nccl_remote_channel.hpp"
@@ -54,14 +55,22 @@ std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& se
   links->timeout = setup.transport_timeout;
 
   // 1. UCX to every node (host tensors; the final weights also from GPU stages). A process
-  // joining a job that shrank skips the nodes lost for good: their addresses are stale.
-  // Their channels exist all the same, connected if they join again (PeerRejoined).
+  // joining a job that shrank must reach the layout's nodes; any other node was lost for
+  // good (its address is stale: "Destination is unreachable") or joined and waits to be
+  // taken in with this one (it must be reached then), so it is tried, not required. Every
+  // channel exists all the same; a node reached later connects through PeerRejoined.
   const auto present = setup.rejoining ? running_layout_nodes(store) : std::nullopt;
   store.set(fmt::format("ucx/{}", setup.node), ucx_address(*hub));
   for (int j = 0; j < setup.nnodes; ++j) {
     if (j == setup.node && !setup.through_channels) continue;
     links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
-    if (j != setup.node && !joiner_dials(present, j)) continue;
+    if (j != setup.node && !joiner_dials(present, j)) {
+      try {
+        if (const auto address = store.get(fmt::format("ucx/{}", j))) connect_ucx_peer(*hub, j, *address);
+      } catch (const UcxError&) {
+      }
+      continue;
+    }
     const auto address = store.wait(fmt::format("ucx/{}", j), setup.rendezvous_timeout);
     connect_ucx_peer(*hub, j, address);
   }

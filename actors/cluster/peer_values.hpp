@@ -26,7 +26,8 @@ PeerEndpoint parse_peer_endpoint(const std::string& text, int node);
 /// "layout/nodes": the nodes that run a stage actor in the layout the job runs now, as
 /// node 0 writes it at every re-layout (issue 44's shrink and grow): "0,1" ascending. A
 /// process joining a running job dials only these (and node 0): a node lost for good
-/// left its addresses in the store, and dialing them fails ("Destination is unreachable").
+/// left its addresses in the store, and dialing them fails ("Destination is unreachable");
+/// its UCX worker is tried all the same (channel_setup.cpp: a node waiting to be taken in).
 /// Absent while the job runs the layout it started with (every node).
 inline constexpr const char* kLayoutNodesKey = "layout/nodes";
 std::string layout_nodes_text(const std::vector<int>& nodes);

@@ -19,14 +19,20 @@
 # goes back to the newest checkpoint in the running job (CPU stages). Its weights must
 # equal the one-process run's too. WRITERS=every_node has each node write its own stages'
 # shards of those checkpoints (checkpoint.writers). Not part of CI (about 4 minutes, 2 cores).
+# MODE=elastic runs scripts/soak_elastic.sh instead (issue 44: nodes killed for good and
+# new ones brought in; its --help says more).
 #
 #   scripts/soak.sh                      # STEPS=200 FAULTS=20 KILLS=5 NOBUDDY=1 REJOIN=0 SEED=1 OUT=runs/soak
 #   SEED=7 STEPS=400 FAULTS=40 KILLS=0 NOBUDDY=0 scripts/soak.sh
+#   MODE=elastic scripts/soak.sh         # STEPS=200 FAULTS=20 SLOW_MS=25 WAIT_S=1 SEED=1 OUT=runs/soak-elastic
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=${MODE:-faults}
+if [[ $MODE == elastic ]]; then exec scripts/soak_elastic.sh "$@"; fi
+[[ $MODE == faults ]] || { echo "soak: MODE must be faults or elastic" >&2; exit 2; }
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BIN=${CONVEYOR:-build/conveyor}

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
+#include "actors/cluster/peer_values.hpp"
 #include "actors/messages/edge_tags.hpp"
 #include "transport/ucx/ucx_channel.hpp"
+#include "transport/ucx/ucx_error.hpp"
 
 #if CONVEYOR_WITH_CUDA
 #include "transport/nccl/nccl_remote_channel.hpp"
@@ -51,13 +54,25 @@ std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& se
   links->through_channels = setup.through_channels;
   links->timeout = setup.transport_timeout;
 
-  // 1. UCX to every node (host tensors; the final weights also from GPU stages).
+  // 1. UCX to every node (host tensors; the final weights also from GPU stages). A process
+  // joining a job that shrank must reach the layout's nodes; any other node was lost for
+  // good (its address is stale: "Destination is unreachable") or joined and waits to be
+  // taken in with this one (it must be reached then), so it is tried, not required. Every
+  // channel exists all the same; a node reached later connects through PeerRejoined.
+  const auto present = setup.rejoining ? running_layout_nodes(store) : std::nullopt;
   store.set(fmt::format("ucx/{}", setup.node), ucx_address(*hub));
   for (int j = 0; j < setup.nnodes; ++j) {
     if (j == setup.node && !setup.through_channels) continue;
+    links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
+    if (j != setup.node && !joiner_dials(present, j)) {
+      try {
+        if (const auto address = store.get(fmt::format("ucx/{}", j))) connect_ucx_peer(*hub, j, *address);
+      } catch (const UcxError&) {
+      }
+      continue;
+    }
     const auto address = store.wait(fmt::format("ucx/{}", j), setup.rendezvous_timeout);
     connect_ucx_peer(*hub, j, address);
-    links->channels[j] = std::make_shared<UcxChannel>(hub, j, node_name(j));
   }
 
   // 2. NCCL for the edges between CUDA stages of different nodes, in the global order.
@@ -90,6 +105,16 @@ std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& se
   throw std::runtime_error(fmt::format(
       "edge {} joins CUDA stages of different nodes, but this build has no NCCL", edges.front().name));
 #endif
+}
+
+std::optional<std::vector<int>> running_layout_nodes(RendezvousClient& store) {
+  const auto bytes = store.get(kLayoutNodesKey);
+  if (!bytes) return std::nullopt;
+  return parse_layout_nodes(std::string(bytes->begin(), bytes->end()));
+}
+
+void publish_layout_nodes(RendezvousClient& store, const std::vector<int>& nodes) {
+  store.set(kLayoutNodesKey, layout_nodes_text(nodes));
 }
 
 rendezvous::Bytes ucx_address(const UcxHub& hub) {

@@ -11,6 +11,9 @@
 // Rendezvous keys (every wait bounded by rendezvous_timeout, NCCL setup by the transport
 // timeout):
 //   ucx/<node>                   the node's UCX worker address; every node connects to all
+//                                (a process joining a shrunk job: those of layout/nodes)
+//   layout/nodes                 the nodes of the layout the job runs now, written by
+//                                node 0 at every re-layout (peer_values.hpp)
 //   nccl/<edge name>/0           an NCCL edge's unique id, made by its sending node:
 //                                "act 1->2" (activations of model stage 1 to 2),
 //                                "grad 2->1" (their gradients)
@@ -18,6 +21,8 @@
 // boundary, activations before gradients), so that two processes never wait for each
 // other's second edge (nccl_channel.hpp).
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "actors/cluster/node_setup.hpp"
 #include "actors/job/job_services.hpp"
@@ -31,6 +36,12 @@ namespace conveyor {
 /// UcxError / NcclError / RendezvousError naming the peer or the edge that failed.
 std::shared_ptr<StageLinks> connect_channels(const Job& job, const NodeSetup& setup,
                                              RendezvousClient& store, std::shared_ptr<UcxHub> hub);
+
+/// layout/nodes (peer_values.hpp): nullopt while the job runs the layout it started with.
+/// Throws RendezvousError, or std::runtime_error for a value that is not node 0's.
+std::optional<std::vector<int>> running_layout_nodes(RendezvousClient& store);
+/// Node 0, at every re-layout: the nodes that run a stage actor now.
+void publish_layout_nodes(RendezvousClient& store, const std::vector<int>& nodes);
 
 /// This hub's worker address as the store and NodeStages carry it.
 rendezvous::Bytes ucx_address(const UcxHub& hub);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -47,6 +50,30 @@ PeerEndpoint parse_peer_endpoint(const std::string& text, int node) {
     host = host.substr(1, host.size() - 2);
   }
   return {host, static_cast<std::uint16_t>(port)};
+}
+
+std::string layout_nodes_text(const std::vector<int>& nodes) { return fmt::format("{}", fmt::join(nodes, ",")); }
+
+std::vector<int> parse_layout_nodes(const std::string& text) {
+  std::vector<int> nodes;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    std::int64_t node = 0;
+    // Ascending and distinct, as node 0 writes them: anything else is not ours.
+    if (!parse_integer(text.substr(at, comma - at), 0, 1 << 20, node) || (!nodes.empty() && node <= nodes.back()))
+      throw std::runtime_error(fmt::format(
+          "rendezvous key '{}' (the nodes of the running layout) holds '{}', not ascending node ranks "
+          "separated by commas (another program or version on this rendezvous?)",
+          kLayoutNodesKey, shown(text)));
+    nodes.push_back(static_cast<int>(node));
+    at = comma + 1;
+  }
+  return nodes;
+}
+
+bool joiner_dials(const std::optional<std::vector<int>>& layout_nodes, int node) {
+  return node == 0 || !layout_nodes || std::ranges::find(*layout_nodes, node) != layout_nodes->end();
 }
 
 }  // namespace conveyor

@@ -180,6 +180,7 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
     auto& st = self->state;
     event->ms = std::chrono::duration<double, std::milli>(Clock::now() - joined_at).count();
     event->phases_ms = relayout_phases(*r, joined_at);
+    st.probe.relaid_out(true, event->node, steps_done, event->ms);
     st.observer->on_replan(*event, st.job->plan, st.restarts.node_of_rank, st.layout_generation);
     st.recovery.reset();
     st.enter(CoordinatorPhase::running);

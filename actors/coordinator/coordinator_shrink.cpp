@@ -98,6 +98,7 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
     auto& st = self->state;
     event->ms = std::chrono::duration<double, std::milli>(Clock::now() - st.recovery->detected).count();
     event->phases_ms = relayout_phases(*r, st.recovery->detected);
+    st.probe.relaid_out(false, event->node, st.recovery->restored, event->ms);
     st.observer->on_replan(*event, st.job->plan, st.restarts.node_of_rank, st.layout_generation);
     finish_recovery(self);
   };

@@ -385,8 +385,10 @@ void NodeRun::publish_directory() {
   // [v6::addr]:PORT for IPv6, so that every message that shows it can be read back.
   store_->set(key("caf", setup_.node), rendezvous::host_port(setup_.advertise_host, *port));
   directories_.resize(static_cast<std::size_t>(setup_.nnodes));
+  // A node lost for good left its endpoint behind; it dials this node if it joins again.
+  const auto present = setup_.rejoining ? running_layout_nodes(*store_) : std::nullopt;
   for (int j = 0; j < setup_.nnodes; ++j) {
-    if (j == setup_.node || (j > setup_.node && !setup_.rejoining)) continue;
+    if (j == setup_.node || (j > setup_.node && !setup_.rejoining) || !joiner_dials(present, j)) continue;
     const auto endpoint = rendezvous::to_text(store_->wait(key("caf", j), setup_.rendezvous_timeout));
     const PeerEndpoint at = parse_peer_endpoint(endpoint, j);
     auto remote = system.middleman().remote_actor(at.host, at.port);
@@ -502,6 +504,8 @@ NodeStages NodeRun::relayout(const Relayout& r) {
     live_->links = links;
   }
   current_links_->set(links);
+  // Before any node is told the layout is running: a process that joins from now on dials these.
+  if (node0() && store_) publish_layout_nodes(*store_, r.nodes);
   NodeStages mine{setup_.node, {}, {}, {}, {}};
   for (int rank = 0; rank < job->plan.stage_actors(); ++rank) {
     if (choice.node_of_rank[static_cast<std::size_t>(rank)] != setup_.node) continue;

@@ -41,6 +41,9 @@ std::string event_name(const Record& r) {
     case RecordKind::done_send: return "optimizer done";
     case RecordKind::done_receive: return fmt::format("optimizer done ← {}", who(r.peer));
     case RecordKind::step_begin: return fmt::format("{}step {}", r.phase ? "eval " : "", r.step);
+    // The words of the replan's log line (actors/plan/replan_event.hpp), so both are found alike.
+    case RecordKind::replan: return fmt::format("replan: node {} lost for good", r.peer);
+    case RecordKind::joined: return fmt::format("joined: node {} taken in", r.peer);
   }
   return "?";
 }
@@ -80,6 +83,7 @@ nlohmann::json chrome_trace(const TraceSet& set) {
     }
     json args = {{"id", fmt::format("{:#x}", r.id)}, {"step", r.step}, {"round", r.round}};
     if (r.cause) args["cause"] = fmt::format("{:#x}", r.cause);
+    if (r.kind == RecordKind::replan || r.kind == RecordKind::joined) args["node"] = r.peer;
     if (r.micro_batch >= 0) args["micro_batch"] = r.micro_batch;
     if (r.bytes) args["bytes"] = r.bytes;
     if (r.phase) args["phase"] = "eval";

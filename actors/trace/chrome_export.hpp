@@ -7,7 +7,11 @@
 // - every record a complete event (ph "X", ts/dur in µs from the earliest record);
 // - every send with its receive a flow (ph "s" on the send, ph "f" with bp "e" on the
 //   receive, sharing id = the send's record id);
-// - every round start a global instant event (ph "i", s "g") named "step N" / "eval step N".
+// - every round start a global instant event (ph "i", s "g") named "step N" / "eval step N";
+// - every re-layout (issue 44) a slice on the coordinator's compute track, from the loss's
+//   detection or the join to the new layout restored: "replan: node 2 lost for good",
+//   "joined: node 2 taken in" (cat "replan" / "joined", args.node, args.step the step the
+//   run goes on from).
 // Pure.
 #include <nlohmann/json.hpp>
 

@@ -53,6 +53,15 @@ void CoordinatorProbe::optimizer_sending(OptimizerStep& step, int rank) {
   buffer_->add(r);
 }
 
+void CoordinatorProbe::relaid_out(bool joined, int node, std::int64_t step, double ms) {
+  if (!tracing(step)) return;
+  Record r = base(joined ? RecordKind::joined : RecordKind::replan, step);
+  r.start_ns = r.end_ns - static_cast<std::int64_t>(ms * 1e6);
+  r.id = buffer_->next_id();
+  r.peer = static_cast<std::int16_t>(node);
+  buffer_->add(r);
+}
+
 void CoordinatorProbe::done_received(const OptimizerDone& done) {
   if (!tracing(done.step)) return;
   Record r = base(RecordKind::done_receive, done.step);

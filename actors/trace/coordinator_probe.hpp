@@ -19,6 +19,11 @@ class CoordinatorProbe {
   void report_received(const StageReport& report);
   void optimizer_sending(OptimizerStep& step, int rank);
   void done_received(const OptimizerDone& done);
+  /// Issue 44: the job moved onto another layout `ms` ago until now (the re-plan's own
+  /// time, ReplanEvent::ms): a shrink when node `node` was lost for good, a grow when it
+  /// was taken in (`joined`); the run goes on from `step`. Drawn on the timeline so that
+  /// the steps around it are not read as slow ones.
+  void relaid_out(bool joined, int node, std::int64_t step, double ms);
 
  private:
   bool tracing(std::int64_t step) const { return buffer_ && buffer_->wants(step); }

@@ -16,6 +16,8 @@ std::string_view record_kind_name(RecordKind k) {
     case RecordKind::done_send: return "done_send";
     case RecordKind::done_receive: return "done_receive";
     case RecordKind::step_begin: return "step_begin";
+    case RecordKind::replan: return "replan";
+    case RecordKind::joined: return "joined";
   }
   return "unknown";
 }
@@ -31,6 +33,8 @@ bool is_receive(RecordKind k) {
          k == RecordKind::report_receive || k == RecordKind::optimizer_receive ||
          k == RecordKind::done_receive;
 }
+
+bool peer_is_node(RecordKind k) { return k == RecordKind::replan || k == RecordKind::joined; }
 
 Stream stream_of(RecordKind k) {
   if (is_send(k)) return Stream::send;

@@ -29,8 +29,13 @@ enum class RecordKind : std::uint8_t {
   done_send = 9,          // a stage answered OptimizerDone
   done_receive = 10,
   step_begin = 11,   // the coordinator started a round (a marker: start == end)
+  // Issue 44: the job moved onto another layout, from the loss's detection (replan: `peer`
+  // the node lost for good) or the join (joined: `peer` the node taken in) to every actor
+  // of the new layout restored; `step` the step the run goes on from.
+  replan = 12,
+  joined = 13,
 };
-inline constexpr int kRecordKinds = 12;
+inline constexpr int kRecordKinds = 14;
 
 /// The track a record is drawn on.
 enum class Stream : std::uint8_t { compute, send, receive };
@@ -39,6 +44,8 @@ std::string_view record_kind_name(RecordKind k);
 bool is_send(RecordKind k);
 bool is_receive(RecordKind k);
 Stream stream_of(RecordKind k);
+/// replan and joined: their `peer` is a node, not a stage actor.
+bool peer_is_node(RecordKind k);
 
 inline constexpr std::int16_t kCoordinator = -1;  // `stage` of the coordinator's records
 /// Stage actors a trace can name: `stage` and `peer` are 16-bit (0 .. 32767).

@@ -36,7 +36,7 @@ TraceSet merge_trace_files(std::vector<TraceFile> files, std::optional<TracePlan
   for (auto& [r, h] : all) {
     if (!set.by_id.emplace(r.id, set.records.size()).second)
       throw InputError(fmt::format("trace: record id {:#x} appears twice", r.id));
-    if (r.stage >= actors || r.peer >= actors)
+    if (r.stage >= actors || (r.peer >= actors && !peer_is_node(r.kind)))
       throw InputError(fmt::format("trace: record id {:#x} names stage {} and peer {}, but "
                                    "schedule.json has {} stage actors",
                                    r.id, r.stage, r.peer, actors));

@@ -18,7 +18,8 @@ std::string describe_record(const Record& r, std::int64_t t0_ns) {
     what += fmt::format(" {}", k);
   }
   if (r.micro_batch >= 0) what += fmt::format(" micro-batch {}", r.micro_batch);
-  if (r.peer >= 0 && r.kind != RecordKind::action) what += fmt::format(" peer stage {}", r.peer);
+  if (r.peer >= 0 && r.kind != RecordKind::action)
+    what += fmt::format(" {} {}", peer_is_node(r.kind) ? "node" : "peer stage", r.peer);
   return fmt::format("{:>12.3f} ms  {:<11} {}step {} round {}: {} (id {:#x}, cause {:#x})",
                      static_cast<double>(r.start_ns - t0_ns) / 1e6, who, r.phase ? "eval " : "",
                      r.step, r.round, what, r.id, r.cause);

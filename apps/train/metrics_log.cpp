@@ -177,6 +177,7 @@ void MetricsLog::on_replan(const ReplanEvent& e, const JobPlan& plan, const std:
                            int generation) {
   append(replan_row(e));
   progress_.note(replan_log_line(e));
+  progress_.layout(live_layout_text(static_cast<int>(e.to.nodes.size()), e.to.replicas, e.to.stages));
   auto json = plan_json(plan, node_of_rank);
   json["generation"] = generation;
   write_file_atomically(path_.parent_path() / "plan.json", json.dump(2) + "\n");

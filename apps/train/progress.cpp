@@ -24,9 +24,16 @@ std::string rate_text(double tokens_per_s) {
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
-Progress::Progress(std::int64_t total_steps, bool terminal)
+std::string live_layout_text(int nodes, int replicas, int stages) {
+  const auto count = [](int n, const char* one) { return fmt::format("{} {}{}", n, one, n == 1 ? "" : "s"); };
+  return fmt::format("{}, {}{} live", count(nodes, "node"),
+                     replicas > 1 ? count(replicas, "replica") + " × " : std::string(), count(stages, "stage"));
+}
+
+Progress::Progress(std::int64_t total_steps, bool terminal, std::FILE* out)
     : total_(total_steps),
       terminal_(terminal),
+      out_(out),
       every_(std::max<std::int64_t>(1, total_steps / 20)),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -44,24 +51,27 @@ void Progress::step(std::int64_t step, double loss, double tokens_per_s) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = elapsed / done * (total_ - done);
   if (terminal_) {
-    fmt::print(stderr, "\r\033[K{} step {}/{}  loss {:.4f}  {} tok/s  ETA {}", bar(done), done,
-               total_, loss, rate_text(tokens_per_s), clock_text(eta));
-    std::fflush(stderr);
+    fmt::print(out_, "\r\033[K{} step {}/{}  loss {:.4f}  {} tok/s  ETA {}{}{}", bar(done), done,
+               total_, loss, rate_text(tokens_per_s), clock_text(eta), live_.empty() ? "" : "  ", live_);
+    std::fflush(out_);
     bar_drawn_ = true;
   } else if (done % every_ == 0 || done == total_ || done == 1) {
-    fmt::print(stderr, "step {}/{}  loss {:.4f}  {} tok/s  elapsed {}  ETA {}\n", done, total_,
-               loss, rate_text(tokens_per_s), clock_text(elapsed), clock_text(eta));
+    fmt::print(out_, "step {}/{}  loss {:.4f}  {} tok/s  elapsed {}  ETA {}{}{}\n", done, total_,
+               loss, rate_text(tokens_per_s), clock_text(elapsed), clock_text(eta), live_.empty() ? "" : "  ",
+               live_);
   }
 }
 
 void Progress::note(const std::string& line) {
-  if (terminal_ && bar_drawn_) fmt::print(stderr, "\r\033[K");
-  fmt::print(stderr, "{}\n", line);
+  if (terminal_ && bar_drawn_) fmt::print(out_, "\r\033[K");
+  fmt::print(out_, "{}\n", line);
   bar_drawn_ = false;
 }
 
+void Progress::layout(const std::string& live) { live_ = live; }
+
 void Progress::finish() {
-  if (terminal_ && bar_drawn_) fmt::print(stderr, "\n");
+  if (terminal_ && bar_drawn_) fmt::print(out_, "\n");
   bar_drawn_ = false;
 }
 

@@ -2,8 +2,10 @@
 // or version could have left there is an error naming the key, never a wrapped port.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "actors/cluster/peer_values.hpp"
 
@@ -49,4 +51,26 @@ TEST_CASE("a node's CAF endpoint parses as HOST:PORT with a port that fits") {
   CHECK(error(":4000").find("not HOST:PORT") != std::string::npos);
   CHECK(error("[fe80::1:4000").find("unclosed") != std::string::npos);
   CHECK(error(std::string(500, 'x')).find("...") != std::string::npos);
+}
+
+TEST_CASE("the running layout's nodes print as node 0 writes them and parse back; anything else is an error naming the key") {
+  CHECK(layout_nodes_text({0, 2}) == "0,2");
+  CHECK(parse_layout_nodes("0,2") == std::vector<int>{0, 2});
+  CHECK(parse_layout_nodes("0") == std::vector<int>{0});
+  CHECK(parse_layout_nodes(layout_nodes_text({0, 1, 5})) == std::vector<int>{0, 1, 5});
+  for (const std::string bad : {"", ",", "0,", ",1", "0,,1", "1,0", "0,0", "0, 1", "a", "-1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_layout_nodes(bad), doctest::Contains("rendezvous key 'layout/nodes'"),
+                         std::runtime_error);
+  }
+}
+
+TEST_CASE("a process joining a shrunk job dials node 0 and the layout's nodes, not the nodes lost for good") {
+  const std::optional<std::vector<int>> shrunk = std::vector<int>{0, 3};
+  CHECK(joiner_dials(shrunk, 0));
+  CHECK(joiner_dials(shrunk, 3));
+  CHECK_FALSE(joiner_dials(shrunk, 1));
+  CHECK_FALSE(joiner_dials(shrunk, 2));
+  CHECK(joiner_dials(std::vector<int>{1}, 0));  // node 0 hosts the store and the coordinator
+  for (int node : {0, 1, 2}) CHECK(joiner_dials(std::nullopt, node));  // the layout the job started with
 }

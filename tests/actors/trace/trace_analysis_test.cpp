@@ -113,6 +113,47 @@ TEST_CASE("chrome export is trace-event JSON whose every flow has both ends") {
   CHECK(tids == std::set<int>{4, 5, 6, 8, 9, 10});
 }
 
+TEST_CASE("chrome export draws a shrink and a grow as slices on the coordinator's compute track, named as their log lines") {
+  const auto schedule = sched::make_schedule({"1f1b", 2, 2, 1});
+  auto t = simulated_trace(schedule);
+  trace::Record shrink;
+  shrink.kind = trace::RecordKind::replan;
+  shrink.id = trace::make_id(0, 1);
+  shrink.stage = trace::kCoordinator;
+  shrink.peer = 2;
+  shrink.step = 0;
+  shrink.start_ns = 1'000'000;
+  shrink.end_ns = 3'500'000;
+  trace::Record grow = shrink;
+  grow.kind = trace::RecordKind::joined;
+  grow.id = trace::make_id(0, 2);
+  grow.peer = 1;
+  grow.start_ns = 4'000'000;
+  grow.end_ns = 4'100'000;
+  t.records.push_back(shrink);
+  t.records.push_back(grow);
+  const auto set = t.set();
+  const auto j = trace::chrome_trace(set);
+  const double t0_us = static_cast<double>(set.t0()) / 1e3;
+  std::map<std::string, nlohmann::json> slices;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && (e["cat"] == "replan" || e["cat"] == "joined")) slices[e["name"].get<std::string>()] = e;
+  REQUIRE(slices.size() == 2);
+  REQUIRE(slices.count("replan: node 2 lost for good"));
+  REQUIRE(slices.count("joined: node 1 taken in"));
+  const auto& s = slices["replan: node 2 lost for good"];
+  CHECK(s["tid"] == 0);  // the coordinator's compute track
+  CHECK(s["cat"] == "replan");
+  CHECK(s["ts"].get<double>() == doctest::Approx(1000.0 - t0_us));
+  CHECK(s["dur"].get<double>() == doctest::Approx(2500.0));
+  CHECK(s["args"]["node"] == 2);
+  CHECK(s["args"]["step"] == 0);
+  const auto& g = slices["joined: node 1 taken in"];
+  CHECK(g["tid"] == 0);
+  CHECK(g["args"]["node"] == 1);
+  CHECK(g["dur"].get<double>() == doctest::Approx(100.0));
+}
+
 TEST_CASE("chrome export puts each host on its own process and shifts it by its clock offset") {
   const auto schedule = sched::make_schedule({"1f1b", 2, 2, 1});
   auto t = simulated_trace(schedule);

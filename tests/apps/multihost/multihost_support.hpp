@@ -115,6 +115,14 @@ inline int latest_progress_step(const std::string& log) {
   return latest;
 }
 
+/// The progress line "step N/…" of step n in `log` (without its newline); empty when none.
+inline std::string progress_line(const std::string& log, int n) {
+  const std::string head = "step " + std::to_string(n) + "/";
+  for (std::size_t at = log.find(head); at != std::string::npos; at = log.find(head, at + 1))
+    if (at == 0 || log[at - 1] == '\n') return log.substr(at, log.find('\n', at) - at);
+  return {};
+}
+
 /// Starts every node, waits for all (at most timeout_s), returns their results in order.
 inline std::vector<NodeResult> run_nodes(const TempDir& dir, const std::vector<NodeRun>& nodes,
                                          int timeout_s = 120) {

@@ -182,3 +182,41 @@ TEST_CASE("a node taken in and lost again: the job shrinks a second time (genera
   CHECK_MESSAGE(read_text(run / "weights.safetensors") == read_text(dir.path() / "one" / "weights.safetensors"),
                 "weights differ from the run without the fault");
 }
+
+TEST_CASE("nodes 2 then 1 lost for good, the job on node 0 alone; node 1 started again joins without dialing the dead node 2, then node 2: back to 3 stages with the fault-free weights") {
+  TempDir dir;
+  auto reference = grow_job({"--out", dir / "one"});
+  reference.erase(reference.begin());  // train_ok adds "train"
+  train_ok(reference, 120);
+  auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=1", "--set", "fault.inject=slow:stage=0:ms=15"},
+                           "grow-from-one-test");
+  nodes[2].kill_at_node0_step = 4;
+  nodes[2].restart_after_kill = true;
+  nodes[2].restart_when_node0_says = "joined: node 1 taken in";
+  // Node 1 joins while node 2's addresses, stale, are still in the store.
+  nodes[1].kill_when_node0_says = "replan: node 2 lost for good";
+  nodes[1].restart_after_kill = true;
+  nodes[1].restart_when_node0_says = "replan: node 1 lost for good";
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1, joined:\n" << results[1].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  REQUIRE(results[2].exit_code == 0);
+  CHECK(results[0].err.find("replan: node 1 lost for good: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 1 "
+                            "stage on node 0") != std::string::npos);
+  CHECK(results[0].err.find("joined: node 1 taken in: 1 replica × 1 stage on node 0 -> 1 replica × 2 stages on "
+                            "nodes 0, 1") != std::string::npos);
+  const auto run = dir.path() / "run";
+  std::vector<std::string> events;
+  for (auto& row : read_jsonl(run / "metrics.jsonl")) {
+    const std::string e = row.value("event", "");
+    if (e == "replan" || e == "joined") events.push_back(e);
+  }
+  CHECK(events == std::vector<std::string>{"replan", "replan", "joined", "joined"});
+  CHECK(progress_line(results[0].err, kSteps).ends_with("  3 nodes, 3 stages live"));
+  CHECK(nlohmann::json::parse(read_text(run / "plan.json"))["generation"] == 4);
+  CHECK_MESSAGE(read_text(run / "weights.safetensors") == read_text(dir.path() / "one" / "weights.safetensors"),
+                "weights differ from the run without the fault");
+}

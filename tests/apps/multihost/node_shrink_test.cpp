@@ -59,6 +59,8 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good: nodes 0 and 1 go on with 2
   REQUIRE(results[0].exit_code == 0);
   REQUIRE(results[1].exit_code == 0);
   CHECK(results[0].err.find("replan: node 2 lost for good") != std::string::npos);
+  // The progress bar says what runs after the shrink.
+  CHECK(progress_line(results[0].err, kSteps).ends_with("  2 nodes, 2 stages live"));
   CHECK(results[1].err.find("node 1 moves onto 1 replica × 2 stages") != std::string::npos);
 
   std::vector<nlohmann::json> replans;

@@ -91,3 +91,23 @@ TEST_CASE("a share without a weight-gradient action is refused: it would have no
   CHECK_THROWS_AS(share_ends(actions, 1, 4, 2), std::invalid_argument);
   CHECK_THROWS_AS(share_ends(parse_all({"0B0c1"}), 1, 2, 2), std::invalid_argument);
 }
+
+TEST_CASE("every generated schedule runs each chunk's weight gradients in micro-batch order, so its shares end cleanly") {
+  struct Case {
+    std::string name;
+    int virtual_stages;
+  };
+  for (const Case& c : {Case{"gpipe", 1}, Case{"1f1b", 1}, Case{"interleaved-1f1b", 2}, Case{"zb-h1", 1},
+                        Case{"zbv", 2}}) {
+    for (int stages : {2, 4}) {
+      CAPTURE(c.name);
+      CAPTURE(stages);
+      const auto layout = make_pipeline_layout(sched::ScheduleSpec{c.name, stages, 8, c.virtual_stages}, 8);
+      const int chunks = layout.schedule.chunks_per_rank();
+      for (const auto& actions : layout.schedule.ranks) {
+        CHECK_NOTHROW(share_ends(actions, chunks, 8, 2));
+        CHECK_NOTHROW(share_ends(actions, chunks, 8, 4));
+      }
+    }
+  }
+}

@@ -138,6 +138,18 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
     return;
   }
   const JobPlan& to = *grow->choice.plan;
+  // A shrink leaves one replica (coordinator_shrink.cpp); growing back to several would
+  // need their stage groups joined by the new actors before the first step: not yet.
+  if (to.replicas > 1 && to.replicas != st.job->plan.replicas) {
+    refuse_joined(self, fmt::format("the joined node(s) are not taken in: growing back to {} replicas is not "
+                                    "supported yet (their stage groups would have to be rebuilt); the job "
+                                    "goes on as {}",
+                                    to.replicas,
+                                    describe_shape(st.job->plan.replicas,
+                                                   static_cast<int>(st.job->plan.placement.ranks.size()))));
+    resume_at_boundary(self, steps_done);
+    return;
+  }
   if (to.stage_actors() <= st.job->plan.stage_actors()) {
     refuse_joined(self, fmt::format("the joined node(s) are not taken in: the nodes present hold {} already "
                                     "(the configured layout, or the largest the devices allow)",

@@ -13,8 +13,13 @@
 // function of seed, step and micro-batch; the state bit for bit), so the run ends with the
 // weights of the run without the fault. Nothing is changed before every check passed: a
 // shrink that cannot be done leaves the failure as it was, with the reason added.
-// Supported for now: CPU stages with buddy copies (node 0 holds every stage's state), one
-// replica, no tied embeddings' group, no periodic checkpoints; else the reason says which.
+// Replicas (parallel.data R > 1): the layout chosen must hold one replica, which computes
+// the R replicas' shares of every step and combines them as their group did
+// (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
+// the R-replica run's (bit for bit from R = 2); it needs no stage group, so none is
+// rebuilt. Supported for now: CPU stages with buddy copies (node 0 holds every stage's
+// state), onto one replica, no tied embeddings' group, no sharded optimizer state, no
+// periodic checkpoints; else the reason says which.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -40,9 +45,10 @@ std::string unsupported(const CoordinatorState& st) {
     return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies off): shrinking "
            "from a checkpoint is not supported yet";
   if (!plan.all_cpu()) return "shrinking GPU stages is not supported yet";
-  if (plan.replicas > 1 || st.job->services.replica_groups)
-    return "shrinking a job with stage groups (parallel.data > 1, model.tie_embeddings) is not "
-           "supported yet";
+  if (plan.model.tie_embeddings)
+    return "shrinking a job whose tied embeddings sum in a group (model.tie_embeddings) is not supported yet";
+  if (plan.shards_optimizer_state())
+    return "shrinking replicas that shard their optimizer state (optim.shard_state) is not supported yet";
   if (st.restarts.remote_shards) return "shrinking with checkpoint.writers every_node is not supported yet";
   // A checkpoint of the shrunk layout would hold fewer shards than the config's stages:
   // not verified yet against --resume's checks.
@@ -71,6 +77,12 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
   shrink->nodes = present_nodes(st);
   shrink->choice = choose_layout(st.started->plan, st.started_nodes, shrink->nodes);
   if (!shrink->choice.plan) return shrink->choice.replan.reason;
+  // Replicas: the layout keeps one, which needs no stage group (its gradient shares stand
+  // for the dropped replicas, gradient_shares.hpp). Groups rebuilt for fewer ranks: not yet.
+  if (shrink->choice.plan->replicas > 1)
+    return fmt::format("shrinking onto {} replicas is not supported yet (their stage groups would have "
+                       "to be rebuilt for the new layout): only onto one",
+                       shrink->choice.plan->replicas);
   try {
     shrink->cut = reshard_snapshots(*st.job->services.snapshots, *step, st.job->plan, *shrink->choice.plan);
   } catch (const std::exception& e) {

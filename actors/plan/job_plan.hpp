@@ -31,6 +31,12 @@ struct JobPlan {
   // parallel.data: replicas of the pipeline, R·P stage actors (actors/plan/replica_placement.hpp);
   // each replica runs `schedule` on its share of data.micro_batches (replica_micro_batches).
   int replicas = 1;
+  // The replicas whose gradient average the run reproduces (issue 44): a job shrunk to
+  // fewer replicas keeps the configured parallel.data here, and each running replica
+  // computes configured_replicas / replicas configured replicas' shares
+  // (StageData::gradient_shares), so the steps' weights stay those of the configured
+  // layout. 0: the same as `replicas` (every run that did not shrink replicas).
+  int configured_replicas = 0;
   // The device of every stage actor (replica-major) when replicas > 1; empty: each actor
   // computes on its pipeline rank's device (placement).
   std::vector<Device> actor_devices;
@@ -93,13 +99,18 @@ struct JobPlan {
     const auto layout = replica_layout();
     return layout.actor(layout.replica_of(actor), placement.chunk_of(model_stage).rank);
   }
+  /// Configured replicas' shares each running replica computes (StageData::gradient_shares).
+  int gradient_shares() const {
+    return configured_replicas > replicas ? configured_replicas / replicas : 1;
+  }
   StageData actor_data(int actor) const {
-    if (replicas == 1) return data;
+    if (replicas == 1 && gradient_shares() == 1) return data;
     const auto share =
         micro_batch_share(data.micro_batches, replicas, replica_layout().replica_of(actor));
     StageData d = data;
     d.micro_batches = share.count;
     d.first_micro_batch = share.first;
+    d.gradient_shares = gradient_shares();
     return d;
   }
   /// Whether every stage keeps in-memory snapshots (actors/fault/snapshot_store.hpp):

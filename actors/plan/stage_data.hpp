@@ -20,6 +20,11 @@ struct StageData {
   // the step's global micro-batch first_micro_batch + i (its data and its loss's key);
   // micro_batches is then this replica's share. 0 with one replica.
   int first_micro_batch = 0;
+  // A job shrunk to fewer replicas (issue 44): this replica computes the shares of this
+  // many configured replicas, each from zero and scaled as its replica would have
+  // (1 / (micro_batches / gradient_shares)), then averages them as their group did
+  // (actors/worker/gradient_shares.hpp). 1: the replica's own micro-batches, as always.
+  int gradient_shares = 1;
   DType activation_dtype = DType::f32;  // of activations and gradients between stages
 };
 

@@ -66,11 +66,18 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   };
   // The coordinator moves the job onto a new layout only once it settled the old one's
   // failures (it gave up on them): those of the old actors no longer count.
+  bool idle = false;  // in the job without a stage (stage_idle_atom): waits for node 0
   auto on_relaid = [&](stage_relaid_atom, int rank, StageActor& fresh) {
+    idle = false;
     self->monitor(fresh);
     rank_of[fresh.address()] = rank;
     ++alive;
     unresolved.clear();
+    failed.clear();
+  };
+  auto on_idle = [&](stage_idle_atom) {
+    idle = true;
+    unresolved.clear();  // as on_relaid: the old layout's failures were settled
     failed.clear();
   };
   auto on_lost = [&](stop_run_atom, std::string& why) {
@@ -89,11 +96,11 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   auto poll_stop = [&] {
     if (!forwarded && forward_stop) forwarded = forward_stop();
   };
-  while ((alive > 0 || waiting_for_replacement()) && !waited_out) {
+  while ((alive > 0 || waiting_for_replacement() || (idle && !node0_gone)) && !waited_out) {
     if (!node0_gone)
-      self->receive(on_down, on_replaced, on_relaid, on_lost, caf::after(poll) >> poll_stop);
+      self->receive(on_down, on_replaced, on_relaid, on_idle, on_lost, caf::after(poll) >> poll_stop);
     else
-      self->receive(on_down, on_replaced, on_relaid, on_lost,
+      self->receive(on_down, on_replaced, on_relaid, on_idle, on_lost,
                     caf::after(grace) >> [&] { waited_out = true; });
   }
   for (const auto& [rank, n] : unresolved)

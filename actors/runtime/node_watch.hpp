@@ -17,6 +17,10 @@ using stage_replaced_atom = caf::atom_constant<caf::atom("replaced")>;
 /// To node k's main thread: a re-plan (issue 44) gave this node this actor of the new
 /// layout's `rank`; the old layout's actors end in order (the coordinator ends them).
 using stage_relaid_atom = caf::atom_constant<caf::atom("relaid")>;
+/// To node k's main thread: a re-plan left this node without a stage (a shrink onto one
+/// replica seats fewer nodes than are present). It stays in the job until node 0 ends, so
+/// that a process joining later can still reach it (and a grow could seat it again).
+using stage_idle_atom = caf::atom_constant<caf::atom("idle")>;
 
 /// Waits until the stages `mine` are down (the coordinator ends them). Throws naming a
 /// local stage that failed (and was not replaced), or a node that was lost (`relay`: the

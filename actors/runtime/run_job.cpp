@@ -516,6 +516,8 @@ NodeStages NodeRun::relayout(const Relayout& r) {
     mine.ranks.push_back(rank);
     mine.actors.push_back(fresh);
   }
+  if (mine.ranks.empty() && !node0())
+    if (auto w = watcher_.lock()) caf::anon_send(caf::actor_cast<caf::actor>(w), stage_idle_atom::value);
   fmt::print(stderr, "conveyor train: node {} moves onto {} (layout generation {}): stage(s) [{}] here\n",
              setup_.node, describe_shape(job->plan.replicas, static_cast<int>(job->plan.placement.ranks.size())),
              r.generation, fmt::join(mine.ranks, ", "));

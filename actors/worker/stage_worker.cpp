@@ -35,6 +35,10 @@ StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
   for (const auto& c : placement.chunks)
     chunks_.push_back(Chunk{c.model_stage,
                             make_model(model, c.slice, data_.seed, placement.device, loss_scale())});
+  if (data_.gradient_shares > 1) {
+    share_of(0, data_.micro_batches, data_.gradient_shares);  // the shares divide the step
+    shares_ = std::make_unique<ShareGradients>(data_.gradient_shares, models());
+  }
 }
 
 bool StageWorker::holds_model_stage(int model_stage) const {
@@ -68,6 +72,14 @@ void StageWorker::begin(const StepPlan& plan) {
   if (plan.round != last_round_ + 1)
     throw ProtocolError(fmt::format("stage {}: plan round {} after round {}", rank_, plan.round,
                                     last_round_));
+  std::vector<ChunkShareEnds> ends;
+  if (shares_ && plan.phase == Phase::train) try {
+      ends = share_ends(*plan.actions, static_cast<int>(chunks_.size()), data_.micro_batches,
+                        shares_->shares());
+    } catch (const std::invalid_argument& e) {
+      throw ProtocolError(fmt::format("stage {} step {}: {}", rank_, plan.step, e.what()));
+    }
+  share_ends_ = std::move(ends);
   plan_ = plan;
   next_ = 0;
   report_ = StageReport{};
@@ -206,13 +218,33 @@ void StageWorker::run_ready(const Outbox& outbox) {
       // Data parallelism: the chunk's buckets start as its last backward makes them final.
       const bool last_weight = a.chunk >= 0 && a.chunk < static_cast<int>(chunks_.size()) &&
                                last_weight_action_[static_cast<std::size_t>(a.chunk)] == next_;
-      if (last_weight) replicas_->arm(static_cast<std::size_t>(a.chunk));
+      // Gradient shares: the buckets are final only once the shares are combined.
+      const bool sharing = !share_ends_.empty();
+      if (last_weight && !sharing) replicas_->arm(static_cast<std::size_t>(a.chunk));
       run(a, outbox);
-      if (last_weight) replicas_->after_last_backward(static_cast<std::size_t>(a.chunk));
+      if (sharing) after_weight_action(a);
+      if (last_weight) {
+        if (sharing) replicas_->arm(static_cast<std::size_t>(a.chunk));
+        replicas_->after_last_backward(static_cast<std::size_t>(a.chunk));
+      }
     }
     report_.timings.push_back(ActionTiming{a, start, since(epoch_)});
     if (listener_) listener_->action_finished(*plan_, next_, report_.timings.back());
     ++next_;
+  }
+}
+
+void StageWorker::after_weight_action(const sched::Action& a) {
+  if (a.kind != sched::ActionKind::B && a.kind != sched::ActionKind::W) return;
+  const auto chunk = static_cast<std::size_t>(a.chunk);  // run() checked it
+  const auto& ends = share_ends_.at(chunk).ends;
+  for (std::size_t s = 0; s < ends.size(); ++s) {
+    if (ends[s] != next_) continue;
+    if (s + 1 < ends.size()) {
+      shares_->end_share(chunk);
+    } else {
+      shares_->combine(chunk);
+    }
   }
 }
 
@@ -335,6 +367,7 @@ StageReport StageWorker::take_report() {
 }
 
 void StageWorker::discard_gradients() {
+  if (shares_) shares_->clear();
   for (auto& c : chunks_) c.model->discard_gradients();
 }
 
@@ -401,6 +434,8 @@ void StageWorker::abort(std::int64_t round_fence) {
   pending_losses_.clear();
   last_round_ = std::max(last_round_, round_fence);
   round_fence_ = std::max(round_fence_, round_fence);
+  share_ends_.clear();
+  if (shares_) shares_->clear();
   for (auto& c : chunks_) c.model->discard_gradients();
 }
 

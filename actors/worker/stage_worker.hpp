@@ -11,6 +11,10 @@
 //   ProtocolError naming what arrived and what was expected.
 // - Weight gradients accumulate in the order the plan runs W (or B): generated
 //   schedules keep micro-batch order, which makes weights independent of the split.
+// - With StageData::gradient_shares n > 1 (a job shrunk to fewer replicas) the step's
+//   micro-batches are n configured replicas' shares: each share accumulates from zero
+//   and the shares are averaged after the last (share_gradients.hpp), before the
+//   replicas' own averaging, so the weights are the configured replicas' bit for bit.
 // Thread-safety: none; one actor owns a worker.
 #include <chrono>
 #include <cstdint>
@@ -26,7 +30,9 @@
 #include "actors/plan/placement.hpp"
 #include "actors/plan/protocol.hpp"
 #include "actors/plan/stage_data.hpp"
+#include "actors/worker/gradient_shares.hpp"
 #include "actors/worker/replica_gradients.hpp"
+#include "actors/worker/share_gradients.hpp"
 #include "actors/worker/tied_embeddings.hpp"
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
@@ -162,9 +168,15 @@ class StageWorker {
   MicroBatch batch_for(int micro_batch) const;
   std::string where() const;
   /// What every backward scales the loss gradient by: a mean over this replica's
-  /// micro-batches of the step (the replicas' gradients are then averaged). The one place
-  /// it is computed; the models get it when they are made (StageModelFactory).
-  float loss_scale() const { return 1.0f / static_cast<float>(data_.micro_batches); }
+  /// micro-batches of the step (the replicas' gradients are then averaged); in a job
+  /// shrunk to fewer replicas, over one configured replica's share (gradient_shares.hpp).
+  /// The one place it is computed; the models get it when they are made
+  /// (StageModelFactory).
+  float loss_scale() const {
+    return 1.0f / static_cast<float>(data_.micro_batches / data_.gradient_shares);
+  }
+  /// After the action at slot next_ ran: ends a gradient share there, or combines them.
+  void after_weight_action(const sched::Action& a);
 
   GptConfig model_;
   int rank_;
@@ -194,6 +206,10 @@ class StageWorker {
   std::unique_ptr<TiedEmbeddings> tied_;
   // Train plans with replicas: by chunk, the slot of its last weight-gradient action (B or W).
   std::vector<std::size_t> last_weight_action_;
+  // data_.gradient_shares > 1 (a shrunk job): the shares kept, and for a train plan where
+  // each chunk's shares end (empty otherwise).
+  std::unique_ptr<ShareGradients> shares_;
+  std::vector<ChunkShareEnds> share_ends_;
 };
 
 }  // namespace conveyor

@@ -286,12 +286,13 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.shrink,
           "when no replacement of a lost node joined within fault.rejoin_timeout_s, how the "
           "job re-plans over the nodes left instead of failing (CPU stages with buddy "
-          "copies, one replica, checkpoint.every 0, for now; elsewhere the job fails as "
+          "copies, checkpoint.every 0, a layout of one replica, for now; elsewhere the job fails as "
           "with never, saying why): replicas "
           "(drop whole replicas, keep the pipeline), stages (fewer pipeline stages, cut as "
           "pipeline.partition says; an explicit list becomes uniform), auto (replicas when "
           "parallel.data > 1, else stages) or never (fail); the global batch and the "
-          "micro-batches per step stay (actors/plan/replan.hpp, "
+          "micro-batches per step stay, a replica left computing the dropped replicas' "
+          "gradient shares (the weights of 2 replicas bit for bit on 1) (actors/plan/replan.hpp, "
           "actors/coordinator/coordinator_shrink.cpp)"),
       KEY(fault.grow,
           "after a shrink (fault.shrink), when a node that joins (the lost one started again "

@@ -54,7 +54,7 @@ nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_ac
   std::vector<int> halves_per_stage;
   for (int s = 0; s < plan.placement.model_stages(); ++s)
     halves_per_stage.push_back(plan.placement.chunk_of(s).slice.num_halves());
-  return {{"schedule", plan.schedule.spec.name},
+  nlohmann::json out = {{"schedule", plan.schedule.spec.name},
           {"stages", plan.schedule.spec.stages},
           {"micro_batches", plan.schedule.spec.micro_batches},
           {"virtual_stages", plan.schedule.chunks_per_rank()},
@@ -64,6 +64,9 @@ nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_ac
           {"placement", stages},
           {"data_parallel", plan.replicas},
           {"replicas", replicas}};
+  // A job shrunk to fewer replicas: each computes this many configured replicas' shares.
+  if (plan.gradient_shares() > 1) out["gradient_shares"] = plan.gradient_shares();
+  return out;
 }
 
 nlohmann::json partition_json(const std::vector<int>& halves) {

@@ -90,6 +90,29 @@ TEST_CASE("2 replicas × 2 stages, one node lost: one replica of 2 stages takes 
   CHECK(shrunk.schedule.spec.micro_batches == 4);
 }
 
+TEST_CASE("the replica left after a shrink from 2 computes both replicas' gradient shares, and a grow back to 2 none") {
+  const auto plan = started({6, 6}, 2, 4);
+  CHECK(plan.gradient_shares() == 1);
+  CHECK(plan.actor_data(2).gradient_shares == 1);
+  const std::vector<int> started_nodes{0, 1, 2, 3};
+  const ElasticChoice shrunk = choose_layout(plan, started_nodes, {0, 1, 2});
+  REQUIRE(shrunk.plan);
+  CHECK(shrunk.plan->replicas == 1);
+  CHECK(shrunk.plan->configured_replicas == 2);
+  CHECK(shrunk.plan->gradient_shares() == 2);
+  for (int actor = 0; actor < 2; ++actor) {
+    const StageData d = shrunk.plan->actor_data(actor);
+    CHECK(d.gradient_shares == 2);
+    CHECK(d.micro_batches == 4);  // both shares of 2
+    CHECK(d.first_micro_batch == 0);
+  }
+  const ElasticChoice grown = choose_layout(plan, started_nodes, {0, 1, 2, 3});
+  REQUIRE(grown.plan);
+  CHECK(grown.plan->replicas == 2);
+  CHECK(grown.plan->gradient_shares() == 1);
+  CHECK(grown.plan->actor_data(3).gradient_shares == 1);
+}
+
 TEST_CASE("after a shrink, node 2 joining again gives every node the started layout back, by choose_layout alone") {
   const auto plan = started({4, 4, 4});
   const std::vector<int> started_nodes{0, 1, 2};

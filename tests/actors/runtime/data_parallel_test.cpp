@@ -84,3 +84,48 @@ TEST_CASE("4 replicas of a gpipe pipeline, one micro-batch each, follow one repl
   REQUIRE(four.replica_weights.size() == 4);
   for (int r = 1; r < 4; ++r) CHECK(same_bits(four.replica_weights[0], four.replica_weights[r]));
 }
+
+// Issue 44, shrinking replicas: one replica that computes the step as the 2 configured
+// replicas' shares (configured_replicas 2, StageData::gradient_shares) ends with the
+// 2-replica run's weights bit for bit, where one plain replica does not.
+namespace {
+
+Job short_job(int replicas, const std::string& schedule) {
+  TinyJobOptions o;
+  o.stages = kStages;
+  o.micro_batches = kMicroBatches;
+  o.steps = 6;
+  o.schedule = schedule;
+  o.virtual_stages = schedule == "interleaved-1f1b" ? 2 : 1;
+  Job job = tiny_job(o);
+  job.plan.schedule = make_pipeline_layout(sched::ScheduleSpec{schedule, kStages, kMicroBatches / replicas,
+                                                               o.virtual_stages},
+                                           o.layers)
+                          .schedule;
+  job.plan.replicas = replicas;
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("one replica computing 2 configured replicas' shares ends with the 2-replica weights bitwise, on 1F1B, ZB-H1 and interleaved 1F1B") {
+  for (const std::string schedule : {"1f1b", "zb-h1", "interleaved-1f1b"}) {
+    CAPTURE(schedule);
+    RecordingObserver two_obs, shrunk_obs, plain_obs;
+    const TrainResult two = run_training(short_job(2, schedule), two_obs);
+    Job shrunk_job = short_job(1, schedule);
+    shrunk_job.plan.configured_replicas = 2;
+    const TrainResult shrunk = run_training(shrunk_job, shrunk_obs);
+    CHECK(same_bits(shrunk.weights, two.weights));
+    REQUIRE(shrunk_obs.steps.size() == two_obs.steps.size());
+    for (std::size_t s = 0; s < two_obs.steps.size(); ++s) {
+      CAPTURE(s);
+      CHECK(shrunk_obs.steps[s].grad_norm == two_obs.steps[s].grad_norm);
+      CHECK(shrunk_obs.steps[s].loss == two_obs.steps[s].loss);
+    }
+    if (schedule == "1f1b") {  // the control: one replica without shares ends elsewhere
+      const TrainResult plain = run_training(short_job(1, schedule), plain_obs);
+      CHECK_FALSE(same_bits(plain.weights, two.weights));
+    }
+  }
+}

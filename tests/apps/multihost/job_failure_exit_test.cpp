@@ -61,8 +61,10 @@ TEST_CASE("a frozen node of 2 replicas fails node 0 within seconds, not after th
   // node 1 was silent 5 s and fault.rejoin_timeout_s (2 s) passed; node 0 used to exit only
   // when the bucket gave up, 64 s after the start.
   TempDir dir;
+  // fault.shrink never: with it node 0 would go on as one replica (replica_shrink_test.cpp).
   auto nodes = nodes_of(dir, 2, {"--set", "pipeline.stages=2", "--set", "parallel.data=2", "--set",
-                                 "fault.rejoin_timeout_s=2", "--set", "transport.timeout_s=60"});
+                                 "fault.rejoin_timeout_s=2", "--set", "transport.timeout_s=60", "--set",
+                                 "fault.shrink=never"});
   nodes[1].kill_when_node0_says = "step 10/";
   nodes[1].kill_signal = SIGSTOP;
   const auto start = std::chrono::steady_clock::now();

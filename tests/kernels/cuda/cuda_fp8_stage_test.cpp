@@ -284,9 +284,13 @@ TEST_CASE("cuda fp8 training follows the bf16 curve and repeats bit for bit") {
     auto bf16_model = make_cuda_stage_model(config, kFull, kSeed, on_device(0));
     auto fp8_a = make_cuda_stage_model(config, kFull, kSeed, fp8_options(Fp8Kind::e5m2, delayed));
     auto fp8_b = make_cuda_stage_model(config, kFull, kSeed, fp8_options(Fp8Kind::e5m2, delayed));
-    const auto ref = train(*bf16_model, batch, 20, 3e-3);
-    const auto a = train(*fp8_a, batch, 20, 3e-3);
-    const auto b = train(*fp8_b, batch, 20, 3e-3);
+    // At 3e-3 the Llama's bf16 run itself jumps about (4.14 -> 4.80 at step 5 on an H100,
+    // 2026-12-07) and fp8 drifted 0.20 of the first loss from it while the GPT stayed within
+    // 0.026: the Llama trains at 1e-3 here (not yet run on a GPU at that rate).
+    const double lr = config.arch == ModelArch::llama ? 1e-3 : 3e-3;
+    const auto ref = train(*bf16_model, batch, 20, lr);
+    const auto a = train(*fp8_a, batch, 20, lr);
+    const auto b = train(*fp8_b, batch, 20, lr);
     CHECK(a == b);
     // The gap at each step relative to the first step's loss: the runs memorize one batch,
     // so late losses are small and a gap relative to them says little.

@@ -53,7 +53,7 @@ TEST_CASE("a node's CAF endpoint parses as HOST:PORT with a port that fits") {
   CHECK(error(std::string(500, 'x')).find("...") != std::string::npos);
 }
 
-TEST_CASE("the running layout's nodes print as node 0 writes them and parse back; anything else is an error naming the key") {
+TEST_CASE("the running layout's nodes print as node 0 writes them and parse back, and anything else is an error naming the key") {
   CHECK(layout_nodes_text({0, 2}) == "0,2");
   CHECK(parse_layout_nodes("0,2") == std::vector<int>{0, 2});
   CHECK(parse_layout_nodes("0") == std::vector<int>{0});

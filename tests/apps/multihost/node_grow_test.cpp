@@ -183,7 +183,7 @@ TEST_CASE("a node taken in and lost again: the job shrinks a second time (genera
                 "weights differ from the run without the fault");
 }
 
-TEST_CASE("nodes 2 then 1 lost for good, the job on node 0 alone; node 1 started again joins without dialing the dead node 2, then node 2: back to 3 stages with the fault-free weights") {
+TEST_CASE("nodes 2 then 1 lost for good, the job on node 0 alone, then node 1 started again joins without dialing the dead node 2, then node 2: back to 3 stages with the fault-free weights") {
   TempDir dir;
   auto reference = grow_job({"--out", dir / "one"});
   reference.erase(reference.begin());  // train_ok adds "train"

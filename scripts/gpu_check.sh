@@ -17,7 +17,8 @@
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
 #      fp8: precision.matmul fp8 against bf16 on one GPU (GPT-1B 1F1B and ZBV, Llama-1B) and
 #      PyTorch's compiled bf16 and FP8 GPT in the same call;
-#      fp8curve: bf16 and fp8 loss curves of the 1B GPT over CURVE_STEPS (300) steps, drawn;
+#      fp8curve: bf16 and fp8 loss curves of the 1B GPT over CURVE_STEPS (300) steps of the
+#      Python standard library's source, eval every CURVE_EVAL (50), drawn;
 #      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
 #      transformers' LlamaForCausalLM (.gpu/torch_llama_bench.py, eager and COMPILE=1, bf16)
 #      in the same call, and a small Llama's GPU determinism;
@@ -283,9 +284,14 @@ fi
 #      (default 300) steps on the corpus, evaluated every 50; scripts/loss_curves.py
 #      compares them (smoothed over 20 steps) and draws $OUT/fp8-curve.svg
 if want fp8curve; then
+  # Real text without a download: the GPU machine's Python standard library source (tests
+  # excluded, in a fixed order), about 10 MB of bytes, under one epoch in 300 steps.
+  corpus=$OUT/pystdlib.txt
+  find /usr/lib/python3.12 -name '*.py' -not -path '*/test/*' -not -path '*/site-packages/*' |
+    LC_ALL=C sort | xargs cat | head -c 20000000 > "$corpus"
   curve=(--set optim.master=bf16 --set optim.grad_dtype=bf16 --set pipeline.stages=1 --set devices.ids=[0]
-         --set train.steps=${CURVE_STEPS:-300} --set train.eval_every=50 --set train.eval_batches=8
-         --set train.warmup_steps=20)
+         --set train.steps=${CURVE_STEPS:-300} --set train.eval_every=${CURVE_EVAL:-50} --set train.eval_batches=8
+         --set train.warmup_steps=20 --set data.path="$corpus" --set checkpoint.every=0)
   runs=(bf16=$OUT/curve-bf16 fp8=$OUT/curve-fp8)
   timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --out "$OUT/curve-bf16" > /dev/null 2> "$OUT/curve-bf16.log"
   timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 --out "$OUT/curve-fp8" > /dev/null 2> "$OUT/curve-fp8.log"

@@ -15,21 +15,15 @@
 #include "actors/job/replica_groups.hpp"
 #include "actors/worker/replica_gradients.hpp"
 #include "transport/collective/collective_error.hpp"
+#include "tests/actors/worker/worker_test_model.hpp"
 
 using namespace conveyor;
 
 namespace {
 
-const GptConfig kModel{2, 32, 4, 16, 64};
-const StageSlice kWhole{0, 2, true, true};
-
-Tensor random_ids(std::uint32_t seed) {
-  Tensor t = Tensor::zeros(Shape{2, kModel.seq_len}, DType::i32);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> id(0, static_cast<int>(kModel.vocab) - 1);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = id(rng);
-  return t;
-}
+const GptConfig& kModel = testing::kWorkerModel;
+const StageSlice& kWhole = testing::kWorkerWhole;
+Tensor random_ids(std::uint32_t seed) { return testing::worker_random_ids(seed); }
 
 // One train micro-batch of replica-specific data through `model` (forward, backward).
 void train_micro_batch(StageModel& model, std::uint32_t seed) {

@@ -262,6 +262,22 @@ if want fp8; then
     --set precision.fp8_scaling=delayed
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-bf16 --set optim.master=bf16 --set optim.grad_dtype=bf16
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8 --set optim.master=bf16 --set optim.grad_dtype=bf16 --set precision.matmul=fp8
+  # the casts fused into GELU/SwiGLU (precision.fp8_fused_casts) against the same runs without
+  if [ "${FP8_UNFUSED:-1}" = 1 ]; then
+    big fp8-gpt-fp8-unfused "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8 \
+      --set precision.fp8_fused_casts=false
+    big fp8-gpt-fp8-delayed-unfused "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8 \
+      --set precision.fp8_scaling=delayed --set precision.fp8_fused_casts=false
+    BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8-unfused --set optim.master=bf16 --set optim.grad_dtype=bf16 \
+      --set precision.matmul=fp8 --set precision.fp8_fused_casts=false
+    row "fp8 fused/unfused: gpt dynamic, delayed; llama" "$(python3 - "$OUT" <<'PY' 2>&1
+import json, sys
+o = sys.argv[1]
+tps = lambda n: json.load(open(f"{o}/{n}.json"))["tokens_per_s"]
+print(*(round(tps(f) / tps(f + "-unfused"), 3) for f in ("fp8-gpt-fp8", "fp8-gpt-fp8-delayed", "fp8-llama-fp8")))
+PY
+)"
+  fi
   for ref in compiled:0 fp8:1; do
     STEPS=6 WARM=3 MASTER=bf16 COMPILE=1 FP8=${ref#*:} timeout 300 python3 .gpu/torch_pp_bench.py single \
       > "$OUT/torch-single-${ref%:*}.json" 2> "$OUT/torch-single-${ref%:*}.log"
@@ -293,10 +309,10 @@ if want fp8curve; then
          --set train.steps=${CURVE_STEPS:-300} --set train.eval_every=${CURVE_EVAL:-50} --set train.eval_batches=8
          --set train.warmup_steps=20 --set data.path="$corpus" --set checkpoint.every=0)
   runs=(bf16=$OUT/curve-bf16 fp8=$OUT/curve-fp8)
-  timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --out "$OUT/curve-bf16" > /dev/null 2> "$OUT/curve-bf16.log"
-  timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 --out "$OUT/curve-fp8" > /dev/null 2> "$OUT/curve-fp8.log"
+  timeout ${CURVE_TIMEOUT:-280} $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --out "$OUT/curve-bf16" > /dev/null 2> "$OUT/curve-bf16.log"
+  timeout ${CURVE_TIMEOUT:-280} $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 --out "$OUT/curve-fp8" > /dev/null 2> "$OUT/curve-fp8.log"
   if [ "${FP8_DELAYED:-0}" = 1 ]; then
-    timeout 280 $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 \
+    timeout ${CURVE_TIMEOUT:-280} $BIN train configs/gpt-1b-2gpu.yaml "${curve[@]}" --set precision.matmul=fp8 \
       --set precision.fp8_scaling=delayed --out "$OUT/curve-fp8-delayed" > /dev/null 2> "$OUT/curve-fp8-delayed.log"
     runs+=(fp8-delayed=$OUT/curve-fp8-delayed)
   fi

@@ -232,6 +232,9 @@ std::vector<ConfigKey> build_keys() {
       KEY(precision.amax_history, "steps of amax history for precision.fp8_scaling delayed",
           at_least(1), at_most(1024, "a history is scanned at every cast")),
       KEY(precision.fp8_head, "the LM head's GEMMs in FP8 too (with precision.matmul fp8)"),
+      KEY(precision.fp8_fused_casts,
+          "cast GELU's and SwiGLU's outputs and input gradients to FP8 inside those kernels "
+          "rather than in a pass of their own (the same codes; false measures the gain)"),
 
       KEY(trace.enabled, "record a causal trace of every message and action in DIR/trace/"),
       KEY(trace.steps, "steps to trace (with trace.enabled): all, one step, or a range",

@@ -146,7 +146,8 @@ std::optional<ConfigProblem> check_precision(const RunConfig& c) {
   const auto& p = c.precision;
   if (p.matmul != MatmulPrecision::fp8) {
     constexpr const char* kFp8Keys[] = {"precision.fp8_grad", "precision.fp8_scaling",
-                                        "precision.amax_history", "precision.fp8_head"};
+                                        "precision.amax_history", "precision.fp8_head",
+                                        "precision.fp8_fused_casts"};
     return set_but_unread(c, kFp8Keys, "precision.matmul bf16",
                           "it is read by precision.matmul fp8 only: set that", "precision.matmul");
   }

@@ -82,6 +82,7 @@ struct PrecisionSection {
   Fp8Scaling fp8_scaling = Fp8Scaling::dynamic;    // precision.fp8_scaling: dynamic | delayed
   std::int64_t amax_history = 16;                  // precision.amax_history: steps (delayed)
   bool fp8_head = false;                           // precision.fp8_head: the LM head in FP8 too
+  bool fp8_fused_casts = true;                     // precision.fp8_fused_casts: casts in GELU/SwiGLU
 };
 
 struct TraceSection {

@@ -71,7 +71,8 @@ CudaStageOptions cuda_stage_options(const RunConfig& config) {
     const auto& p = config.precision;
     options.fp8 = Fp8Recipe{
         p.fp8_grad == Fp8GradFormat::e4m3 ? Fp8Kind::e4m3 : Fp8Kind::e5m2,
-        p.fp8_scaling == Fp8Scaling::delayed ? static_cast<int>(p.amax_history) : 0};
+        p.fp8_scaling == Fp8Scaling::delayed ? static_cast<int>(p.amax_history) : 0,
+        p.fp8_fused_casts};
   }
   options.defer_loss_readback = true;  // StageWorker resolves the losses in take_report
   return options;

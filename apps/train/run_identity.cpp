@@ -14,8 +14,9 @@ namespace {
 // changes the arithmetic of every GEMM (FP8 against bf16).
 constexpr std::array<std::string_view, 4> kIdentitySections = {"model.", "data.", "train.",
                                                                "precision."};
-constexpr std::array<std::string_view, 7> kFreeKeys = {
+constexpr std::array<std::string_view, 8> kFreeKeys = {
     "model.recompute",    // recomputing activations changes no bit
+    "precision.fp8_fused_casts",  // the same FP8 codes, made in another kernel
     "train.steps",        // a resume goes further
     "train.eval_every",   // evaluation reads the weights, never writes them
     "train.eval_batches",

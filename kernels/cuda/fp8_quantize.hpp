@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/fp8_delayed_scale.hpp"
+#include "kernels/cuda/fp8_fused_cast.hpp"
 #include "kernels/cuda/fp8_gemm.hpp"
 
 namespace conveyor {
@@ -33,6 +34,17 @@ class Fp8Tensor {
   Fp8Tensor(const bf16* x, int rows, int cols, const DelayedScale& slot, Fp8Copies copies,
             int device, cudaStream_t stream, const char* what);
 
+  /// The codes of a producer's output y (rows, cols) made in the producer's own pass
+  /// (fp8_fused_cast.hpp), which writes y too: dynamic scaling (its amax found there, then
+  /// one cast reading y), or delayed with `slot` (no second pass over y). The same codes,
+  /// scales and slot records as the constructors above over the finished y.
+  Fp8Tensor(const Fp8Producer& producer, int rows, int cols, Fp8Kind kind, Fp8Copies copies,
+            int device, cudaStream_t stream, const char* what);
+  Fp8Tensor(const Fp8Producer& producer, int rows, int cols, const DelayedScale& slot,
+            Fp8Copies copies, int device, cudaStream_t stream, const char* what);
+
+  /// Whether the row-major codes are there (made with rows or both, not dropped).
+  bool has_rows() const { return codes_.data() != nullptr; }
   /// The (rows, cols) codes as a GEMM operand. REQUIRES: made with rows or both.
   Fp8Operand operand() const;
   /// The (cols, rows) codes. REQUIRES: made with transposed or both.
@@ -50,7 +62,12 @@ class Fp8Tensor {
  private:
   void allocate(int rows, int cols, Fp8Copies copies, int device, cudaStream_t stream,
                 const char* what);
-  void quantize_dynamic(const bf16* x, int rows, int cols, cudaStream_t stream);
+  // X: a bf16 tensor in memory, or an Fp8Producer (its output cast in its own pass).
+  template <class X>
+  void quantize_dynamic(const X& x, int rows, int cols, cudaStream_t stream);
+  template <class X>
+  void quantize_delayed(const X& x, int rows, int cols, const DelayedScale& slot,
+                        cudaStream_t stream);
 
   // The three floats 16 bytes apart: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at
   // the matmul, not at the heuristic) scale pointers that are not 16-byte aligned.

@@ -12,6 +12,10 @@ struct Fp8Recipe {
   /// own amax); N > 0 is delayed, from the largest amax of the last N steps
   /// (precision.amax_history). Weights always scale dynamically: they are cast once a step.
   int delayed_history = 0;
+  /// precision.fp8_fused_casts: the casts of GELU's and SwiGLU's outputs (forward) and input
+  /// gradients (backward) made in those kernels' own pass (fp8_fused_cast.hpp) rather than
+  /// by a cast of their finished output. The same codes either way; off measures the gain.
+  bool fused_casts = true;
 };
 
 }  // namespace conveyor

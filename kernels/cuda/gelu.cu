@@ -1,6 +1,7 @@
 // GELU forward and backward, element-wise, fp32 math on bf16 storage.
 #include <algorithm>
 
+#include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gelu.hpp"
 
@@ -8,17 +9,13 @@ namespace conveyor {
 namespace {
 using namespace cuda_detail;
 
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluC = 0.044715f;
-
 // ----------------------------------------------------------------------------
 // kernels
 
 __global__ void gelu_forward_kernel(bf16* out, const bf16* inp, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const float x = to_float(inp[i]);
-    out[i] = to_bf16(0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluC * x * x * x))));
+    out[i] = to_bf16(gelu_value(to_float(inp[i])));
   }
 }
 
@@ -26,12 +23,7 @@ __global__ void gelu_backward_kernel(bf16* dinp, const bf16* dout, const bf16* i
                                      std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const float x = to_float(inp[i]);
-    const float th = tanhf(kSqrt2OverPi * (x + kGeluC * x * x * x));
-    const float sech2 = 1.0f - th * th;
-    const float local =
-        0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * kGeluC * x * x);
-    dinp[i] = to_bf16(local * to_float(dout[i]));
+    dinp[i] = to_bf16(gelu_input_grad(to_float(inp[i]), to_float(dout[i])));
   }
 }
 

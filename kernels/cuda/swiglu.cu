@@ -1,6 +1,7 @@
 // SwiGLU forward and input backward, element-wise; see swiglu.hpp.
 #include <string>
 
+#include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/swiglu.hpp"
 
@@ -9,9 +10,6 @@ namespace {
 using namespace cuda_detail;
 
 constexpr int kThreads = 256;
-
-// sigmoid(g) = 1 / (1 + exp(-g)); a very negative g gives exp(-g) = inf and 0, the limit.
-__device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
 // Output element k = (n, i) reads gate_up[n, i] (the gate) and gate_up[n, F + i] (up):
 // the offset of the gate in the (N, 2F) rows.
@@ -26,7 +24,7 @@ __global__ void swiglu_forward_kernel(bf16* out, const bf16* gate_up, std::int64
        k += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t at = gate_at(k, F);
     const float g = to_float(gate_up[at]), u = to_float(gate_up[at + F]);
-    out[k] = to_bf16((g * sigmoid(g)) * u);
+    out[k] = to_bf16(swiglu_value(g, u));
   }
 }
 
@@ -38,10 +36,8 @@ __global__ void swiglu_backward_kernel(bf16* dgate_up, const bf16* dout, const b
     const std::int64_t at = gate_at(k, F);
     const float g = to_float(gate_up[at]), u = to_float(gate_up[at + F]);
     const float dy = to_float(dout[k]);
-    const float sig = sigmoid(g);
-    // silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
-    dgate_up[at] = to_bf16(dy * u * (sig * (1.0f + g * (1.0f - sig))));
-    dgate_up[at + F] = to_bf16(dy * (g * sig));
+    dgate_up[at] = to_bf16(swiglu_gate_grad(g, u, dy));
+    dgate_up[at + F] = to_bf16(swiglu_up_grad(g, dy));
   }
 }
 

@@ -106,8 +106,9 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   }
   a.pre_gelu = c.alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
   a.gelu = c.alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
+  const Fp8Next fc2_input{p.index(in_half(fc2_w)), false, &a.fc2_fp8};  // FP8: GELU makes its codes
   ctx_->linear().forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), p.index(in_half(fc1_w)),
-                         p.w(in_half(fc1_b)), n, cc, h, &a.fc1_fp8);
+                         p.w(in_half(fc1_b)), n, cc, h, &a.fc1_fp8, &fc2_input);
 }
 
 // mlp.fc2 of block j from a.gelu: the block's output is a.res2 + that. Never recomputed
@@ -149,8 +150,9 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   const CudaLayerParams p = c.mlp(j);
   a.d_out = d_out;
   a.d_fc1 = c.alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
+  const Fp8Next fc1_grad{p.index(in_half(fc1_w)), true, &a.fc1_fp8};  // FP8: GELU' makes its codes
   ctx_->linear().backward_input(bf(a.d_fc1), bf(d_out), p.index(in_half(fc2_w)), bf(a.pre_gelu), n,
-                                h, cc, &a.fc2_fp8);
+                                h, cc, &a.fc2_fp8, &fc1_grad);
   a.pre_gelu = {};
   a.d_ln2 = c.alloc({B, T, C}, DType::bf16, "d ln2 output (B, T, C)");
   ctx_->linear().backward_input(bf(a.d_ln2), bf(a.d_fc1), p.index(in_half(fc1_w)), nullptr, n, cc,

@@ -6,7 +6,6 @@
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/rmsnorm.hpp"
 #include "kernels/cuda/rotary.hpp"
-#include "kernels/cuda/swiglu.hpp"
 #include "kernels/model/recompute.hpp"
 
 namespace conveyor::cuda_llama {
@@ -116,7 +115,8 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   ctx_->linear().forward(bf(a.gate_up), nullptr, bf(a.xn2), p.index(gate_up_w), nullptr, n, cc,
                          int(2 * F), &a.gate_up_fp8);
   a.h = c.alloc({B, T, F}, DType::bf16, "mlp SwiGLU output (B, T, F)");
-  swiglu_forward(bf(a.h), bf(a.gate_up), B * T, F, c.stream);
+  const Fp8Next down_input{p.index(down_w), false, &a.down_fp8};  // FP8: h's codes for down
+  ctx_->linear().produce({Fp8Producer::Op::swiglu, bf(a.h), bf(a.gate_up)}, n, int(F), &down_input);
 }
 
 Tensor Layers::mlp_out(int j, BlockActs& a, std::int64_t B, std::int64_t T) const {
@@ -155,7 +155,9 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   ctx_->linear().backward_input(bf(d_h), bf(d_out), p.index(down_w), nullptr, n, int(F), cc,
                                 &a.down_fp8);
   a.d_gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "d mlp gate_up (B, T, 2F)");
-  swiglu_backward_input(bf(a.d_gate_up), bf(d_h), bf(a.gate_up), B * T, F, c.stream);
+  const Fp8Next gate_up_grad{p.index(gate_up_w), true, &a.gate_up_fp8};  // FP8: its codes
+  ctx_->linear().produce({Fp8Producer::Op::swiglu_backward, bf(a.d_gate_up), bf(d_h), bf(a.gate_up)},
+                         n, int(2 * F), &gate_up_grad);
   a.gate_up = {};
   a.d_xn2 = c.alloc({B, T, C}, DType::bf16, "d mlp_norm output (B, T, C)");
   ctx_->linear().backward_input(bf(a.d_xn2), bf(a.d_gate_up), p.index(gate_up_w), nullptr, n, cc,

@@ -1,6 +1,7 @@
 #include "kernels/cuda/model/stage_linears.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -22,7 +23,8 @@ const Fp8Tensor& StageLinears::fp8_weight(std::size_t weight, int OC, int IC) co
   return w.codes;
 }
 
-Fp8Tensor StageLinears::quantize(const bf16* x, int rows, int cols, std::size_t weight,
+template <class X>
+Fp8Tensor StageLinears::quantize(const X& x, int rows, int cols, std::size_t weight,
                                  bool gradient, Fp8Copies copies, cudaStream_t stream,
                                  const char* what) const {
   const Fp8Kind kind = gradient ? fp8_->grad : Fp8Kind::e4m3;
@@ -46,40 +48,84 @@ namespace {
 // The codes a GEMM of this pass reads (rows) and, when kept, the transposed ones for
 // backward_weight: both from one cast; the row-major copy is freed once its GEMM is queued
 // (stream order makes that safe), so a kept tensor costs one byte per element.
-std::shared_ptr<const Fp8Tensor> keep_transposed(Fp8Tensor&& q) {
-  q.drop_rows();
-  return std::make_shared<const Fp8Tensor>(std::move(q));
+std::shared_ptr<const Fp8Tensor> keep_transposed(std::shared_ptr<Fp8Tensor> q) {
+  q->drop_rows();
+  return q;
+}
+
+// The codes made ahead of `x` (a producer's, StageLinears::produce) that this pass takes,
+// or null. They must be x's: a keep that holds another tensor's codes is a caller's bug.
+std::shared_ptr<Fp8Tensor> take_ahead(std::shared_ptr<Fp8Tensor>& ahead, const bf16*& of,
+                                      const bf16* x) {
+  if (!ahead || !ahead->has_rows()) return nullptr;
+  if (of != x)
+    throw std::logic_error("StageLinears: the codes made ahead for this layer are of another tensor");
+  of = nullptr;
+  return std::move(ahead);
+}
+
+// The transposed codes backward_weight reads: kept by a pass, else made ahead and not taken.
+const Fp8Tensor* transposed_codes(const std::shared_ptr<const Fp8Tensor>& kept,
+                                  const std::shared_ptr<Fp8Tensor>& ahead, const bf16* ahead_of,
+                                  const bf16* x) {
+  if (kept) return kept.get();
+  return ahead && ahead_of == x ? ahead.get() : nullptr;
 }
 
 }  // namespace
 
+std::shared_ptr<Fp8Tensor> StageLinears::pass_codes(const bf16* x, int rows, int cols,
+                                                     std::size_t weight, bool gradient,
+                                                     LinearFp8Keep* keep) const {
+  if (keep) {
+    auto ahead = gradient ? take_ahead(keep->ahead_output_grad, keep->ahead_output_grad_of, x)
+                          : take_ahead(keep->ahead_input, keep->ahead_input_of, x);
+    if (ahead) return ahead;
+  }
+  return std::make_shared<Fp8Tensor>(
+      quantize(x, rows, cols, weight, gradient, keep ? Fp8Copies::both : Fp8Copies::rows, stream_,
+               gradient ? "a linear layer's output gradient" : "a linear layer's input"));
+}
+
 void StageLinears::forward(bf16* out, bf16* pre_gelu, const bf16* inp, std::size_t weight,
-                           const bf16* bias, int N, int IC, int OC, LinearFp8Keep* keep) const {
+                           const bf16* bias, int N, int IC, int OC, LinearFp8Keep* keep,
+                           const Fp8Next* next) const {
   if (!fp8_) {
     linear_forward(out, pre_gelu, inp, params_->value(weight), bias, N, IC, OC, stream_);
     return;
   }
   const Fp8Tensor& w = fp8_weight(weight, OC, IC);
-  Fp8Tensor x = quantize(inp, N, IC, weight, false, keep ? Fp8Copies::both : Fp8Copies::rows,
-                         stream_, "a linear layer's input");
-  fp8_linear_forward(pre_gelu ? pre_gelu : out, x.operand(), w.operand(), bias, N, IC, OC, stream_);
-  if (pre_gelu) gelu_forward(out, pre_gelu, std::int64_t{N} * OC, stream_);
+  std::shared_ptr<Fp8Tensor> x = pass_codes(inp, N, IC, weight, false, keep);
+  fp8_linear_forward(pre_gelu ? pre_gelu : out, x->operand(), w.operand(), bias, N, IC, OC, stream_);
+  if (pre_gelu) produce({Fp8Producer::Op::gelu, out, pre_gelu}, N, OC, next);
   if (keep) keep->input = keep_transposed(std::move(x));
 }
 
 void StageLinears::backward_input(bf16* dinp, const bf16* dout, std::size_t weight,
                                   const bf16* pre_gelu, int N, int IC, int OC,
-                                  LinearFp8Keep* keep) const {
+                                  LinearFp8Keep* keep, const Fp8Next* next) const {
   if (!fp8_) {
     linear_backward_input(dinp, dout, params_->value(weight), pre_gelu, N, IC, OC, stream_);
     return;
   }
   const Fp8Tensor& w = fp8_weight(weight, OC, IC);
-  Fp8Tensor d = quantize(dout, N, OC, weight, true, keep ? Fp8Copies::both : Fp8Copies::rows,
-                         stream_, "a linear layer's output gradient");
-  fp8_linear_backward_input(dinp, d.operand(), w.transposed(), N, IC, OC, stream_);
-  if (pre_gelu) gelu_backward_input(dinp, dinp, pre_gelu, std::int64_t{N} * IC, stream_);
+  std::shared_ptr<Fp8Tensor> d = pass_codes(dout, N, OC, weight, true, keep);
+  fp8_linear_backward_input(dinp, d->operand(), w.transposed(), N, IC, OC, stream_);
+  if (pre_gelu) produce({Fp8Producer::Op::gelu_backward, dinp, dinp, pre_gelu}, N, IC, next);
   if (keep) keep->output_grad = keep_transposed(std::move(d));
+}
+
+void StageLinears::produce(const Fp8Producer& p, int rows, int cols, const Fp8Next* next) const {
+  if (!fp8_ || !next || !next->keep || !fp8_->fused_casts) {
+    conveyor::produce(p, rows, cols, stream_);
+    return;
+  }
+  LinearFp8Keep& keep = *next->keep;
+  auto codes = std::make_shared<Fp8Tensor>(
+      quantize(p, rows, cols, next->weight, next->gradient, Fp8Copies::both, stream_,
+               next->gradient ? "a linear layer's output gradient" : "a linear layer's input"));
+  (next->gradient ? keep.ahead_output_grad : keep.ahead_input) = std::move(codes);
+  (next->gradient ? keep.ahead_output_grad_of : keep.ahead_input_of) = p.y;
 }
 
 template <class G>
@@ -93,8 +139,11 @@ void StageLinears::backward_weight(std::size_t weight, G* dbias, const bf16* dou
   }
   // What was not kept is cast here, on this stream (its buffers are this stream's).
   Fp8Tensor d_cast, x_cast;
-  const Fp8Tensor* d = keep ? keep->output_grad.get() : nullptr;
-  const Fp8Tensor* x = keep ? keep->input.get() : nullptr;
+  const Fp8Tensor* d =
+      keep ? transposed_codes(keep->output_grad, keep->ahead_output_grad, keep->ahead_output_grad_of, dout)
+           : nullptr;
+  const Fp8Tensor* x =
+      keep ? transposed_codes(keep->input, keep->ahead_input, keep->ahead_input_of, inp) : nullptr;
   if (!d) {
     d_cast = quantize(dout, N, OC, weight, true, Fp8Copies::transposed, stream,
                       "a linear layer's output gradient");

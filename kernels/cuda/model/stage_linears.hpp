@@ -41,7 +41,27 @@ namespace conveyor {
 /// released as they are: after the weight-gradient stream has read it.
 struct LinearFp8Keep {
   std::shared_ptr<const Fp8Tensor> input, output_grad;
-  void reset() { input.reset(), output_grad.reset(); }
+  /// Codes made ahead, by the kernel that produced this layer's input or output gradient
+  /// (StageLinears::produce), with both copies, and the bf16 tensor they are the codes of:
+  /// the pass that reads that tensor takes them (its GEMM the rows, then kept as above);
+  /// backward_weight reads their transposed copy when no pass took them (a recomputed
+  /// forward that stops before this layer).
+  std::shared_ptr<Fp8Tensor> ahead_input, ahead_output_grad;
+  const bf16* ahead_input_of = nullptr;
+  const bf16* ahead_output_grad_of = nullptr;
+  void reset() {
+    input.reset(), output_grad.reset(), ahead_input.reset(), ahead_output_grad.reset();
+    ahead_input_of = ahead_output_grad_of = nullptr;
+  }
+};
+
+/// The linear layer that reads a producer's output next (StageLinears::produce): its weight,
+/// whether the output is that layer's input or its output gradient, and the codes' keep that
+/// layer is given.
+struct Fp8Next {
+  std::size_t weight = 0;
+  bool gradient = false;
+  LinearFp8Keep* keep = nullptr;
 };
 
 class StageLinears {
@@ -57,13 +77,24 @@ class StageLinears {
 
   /// out (N, OC) = inp (N, IC) · W^T + bias, W the parameter `weight` (OC, IC); with
   /// pre_gelu: pre_gelu = that, out = gelu(pre_gelu). gemm.hpp's linear_forward. Under FP8,
-  /// `keep` (when given) gets inp's transposed codes for backward_weight.
+  /// `keep` (when given) gets inp's transposed codes for backward_weight, and the GEMM reads
+  /// its codes made ahead when there are some; with pre_gelu and `next`, the GELU makes
+  /// out's codes for the layer that reads out (produce).
   void forward(bf16* out, bf16* pre_gelu, const bf16* inp, std::size_t weight, const bf16* bias,
-               int N, int IC, int OC, LinearFp8Keep* keep = nullptr) const;
+               int N, int IC, int OC, LinearFp8Keep* keep = nullptr,
+               const Fp8Next* next = nullptr) const;
   /// dinp (N, IC) = dout (N, OC) · W, times gelu'(pre_gelu) with pre_gelu. Under FP8,
-  /// `keep` (when given) gets dout's transposed codes for backward_weight.
+  /// `keep` (when given) gets dout's transposed codes for backward_weight, and the GEMM reads
+  /// its codes made ahead when there are some; with pre_gelu and `next`, GELU's backward
+  /// makes dinp's codes for the layer whose output gradient dinp is (produce).
   void backward_input(bf16* dinp, const bf16* dout, std::size_t weight, const bf16* pre_gelu, int N,
-                      int IC, int OC, LinearFp8Keep* keep = nullptr) const;
+                      int IC, int OC, LinearFp8Keep* keep = nullptr,
+                      const Fp8Next* next = nullptr) const;
+  /// The element-wise producer's output y (rows, cols) (fp8_fused_cast.hpp): by its
+  /// stand-alone kernel under bf16, without `next` or with fused casts off; else in the
+  /// kernel that also makes y's FP8 codes (both copies, the scale of next's slot) for the
+  /// layer `next` names, left in next->keep for that layer's passes to take.
+  void produce(const Fp8Producer& p, int rows, int cols, const Fp8Next* next) const;
   /// The gradient of W += dout^T inp, dbias += column sums of dout (when not null), on
   /// `stream`; G the store's gradient type. Under FP8 it reads `keep`'s codes where they
   /// were kept (REQUIRES: of these very dout and inp) and casts the rest.
@@ -80,9 +111,17 @@ class StageLinears {
   // The FP8 copies of parameter `weight` (OC, IC) for the weights as they are now.
   const Fp8Tensor& fp8_weight(std::size_t weight, int OC, int IC) const;
   // x (rows, cols), the input (gradient = false) or the output gradient of the layer whose
-  // weight is `weight`, in FP8 with the recipe's scaling.
-  Fp8Tensor quantize(const bf16* x, int rows, int cols, std::size_t weight, bool gradient,
+  // weight is `weight`, in FP8 with the recipe's scaling; X a bf16 pointer, or an
+  // Fp8Producer whose output it is (cast in the producer's pass).
+  template <class X>
+  Fp8Tensor quantize(const X& x, int rows, int cols, std::size_t weight, bool gradient,
                      Fp8Copies copies, cudaStream_t stream, const char* what) const;
+
+  // The codes of x (rows, cols) that this pass's GEMM reads, the layer's input or output
+  // gradient: made ahead by x's producer (taken from `keep`), else cast now (both copies
+  // when kept).
+  std::shared_ptr<Fp8Tensor> pass_codes(const bf16* x, int rows, int cols, std::size_t weight,
+                                        bool gradient, LinearFp8Keep* keep) const;
 
   struct Slot {
     std::uint64_t version = 0;  // the weights' version its step belongs to

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/config/precision_recipe.hpp"
 #include "apps/config/config_keys.hpp"
 #include "apps/config/config_loader.hpp"
 #include "actors/plan/schedule/schedule.hpp"
@@ -69,13 +70,13 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
         "model.rope_high_freq_factor", "model.rope_original_max_position", "model.norm_eps",
         "serve.token", "precision.matmul", "precision.fp8_grad", "precision.fp8_scaling",
-        "precision.amax_history", "precision.fp8_head"}) {
+        "precision.amax_history", "precision.fp8_head", "precision.fp8_fused_casts"}) {
     INFO(name);
     CHECK(find_config_key(name) != nullptr);
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 83);
+  CHECK(config_keys().size() == 84);
 }
 
 TEST_CASE("serve.token is read from a config and --set, and never written to a resolved config") {
@@ -390,6 +391,18 @@ TEST_CASE("precision.matmul fp8 needs CUDA stages and 16-row GEMMs, and its keys
   check_message(set_error(with({"precision.matmul=fp8", "precision.fp8_scaling=delayed",
                                 "precision.amax_history=0"})),
                 {"precision.amax_history", ">= 1"});
+  CHECK(delayed.precision.fp8_fused_casts);
+  CHECK(!load_run_config("", with({"precision.matmul=fp8", "precision.fp8_fused_casts=false"}))
+             .precision.fp8_fused_casts);
+  check_message(set_error(with({"precision.fp8_fused_casts=false"})),
+                {"precision.fp8_fused_casts", "with precision.matmul bf16"});
+  // bench e2e's `precision` field names the recipe, the fused casts when off
+  CHECK(precision_recipe(RunConfig{}.precision) == "bf16");
+  CHECK(precision_recipe(delayed.precision) ==
+        "fp8 (e4m3 activations and weights, e5m2 gradients, delayed scaling over 8 steps)");
+  PrecisionSection apart = delayed.precision;
+  apart.fp8_fused_casts = false;
+  CHECK(precision_recipe(apart).ends_with(", casts not fused)"));
 }
 
 TEST_CASE("runtime.attention is cudnn by default, takes kernels and refuses other names") {

@@ -15,8 +15,9 @@
 #      skips them) and one GPU, AB_ROUNDS alternated rounds of each of AB_SCHEDULES
 #      (default 1f1b);
 #      onegpu: one GPU's figures and the half-block cut on one GPU (when one is lent);
-#      fp8: precision.matmul fp8 against bf16 on one GPU (GPT-1B 1F1B and ZBV, Llama-1B) and
-#      PyTorch's compiled bf16 and FP8 GPT in the same call;
+#      fp8: precision.matmul fp8 against bf16 on one GPU (GPT-1B 1F1B and ZBV, Llama-1B;
+#      dynamic and delayed scaling; FP8_UNFUSED=1 (default) adds the same runs with
+#      precision.fp8_fused_casts false) and PyTorch's compiled bf16 and FP8 GPT in the same call;
 #      fp8curve: bf16 and fp8 loss curves of the 1B GPT over CURVE_STEPS (300) steps of the
 #      Python standard library's source, eval every CURVE_EVAL (50), drawn;
 #      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
@@ -262,6 +263,8 @@ if want fp8; then
     --set precision.fp8_scaling=delayed
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-bf16 --set optim.master=bf16 --set optim.grad_dtype=bf16
   BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8 --set optim.master=bf16 --set optim.grad_dtype=bf16 --set precision.matmul=fp8
+  BIG_CONFIG=configs/llama-1b.yaml big fp8-llama-fp8-delayed --set optim.master=bf16 --set optim.grad_dtype=bf16 \
+    --set precision.matmul=fp8 --set precision.fp8_scaling=delayed
   # the casts fused into GELU/SwiGLU (precision.fp8_fused_casts) against the same runs without
   if [ "${FP8_UNFUSED:-1}" = 1 ]; then
     big fp8-gpt-fp8-unfused "${one[@]}" --set pipeline.schedule=1f1b --set precision.matmul=fp8 \
@@ -290,7 +293,9 @@ tps = lambda n: json.load(open(f"{o}/{n}.json"))["tokens_per_s"]
 torch = lambda n: [json.loads(l) for l in open(f"{o}/torch-single-{n}.json") if "tokens_per_s" in l][-1]["tokens_per_s"]
 print(round(tps("fp8-gpt-fp8") / tps("fp8-gpt-bf16"), 3), round(tps("fp8-gpt-fp8") / torch("fp8"), 3),
       round(tps("fp8-gpt-fp8") / torch("compiled"), 3), round(tps("fp8-llama-fp8") / tps("fp8-llama-bf16"), 3),
-      "delayed/bf16", round(tps("fp8-gpt-fp8-delayed") / tps("fp8-gpt-bf16"), 3))
+      "delayed/bf16", round(tps("fp8-gpt-fp8-delayed") / tps("fp8-gpt-bf16"), 3),
+      "delayed/torch bf16", round(tps("fp8-gpt-fp8-delayed") / torch("compiled"), 3),
+      "llama delayed/bf16", round(tps("fp8-llama-fp8-delayed") / tps("fp8-llama-bf16"), 3))
 PY
 )"
 fi

@@ -20,10 +20,11 @@ __device__ __forceinline__ void load8(const bf16* p, float v[8]) {
   for (int j = 0; j < 4; ++j) v[2 * j] = low_bf16(w[j]), v[2 * j + 1] = high_bf16(w[j]);
 }
 
-// Rounds 8 floats to bf16, stores them at y (16-byte aligned) and hands them out packed.
+// Rounds 8 floats to bf16, stores them at y (16-byte aligned; null: not stored) and hands
+// them out packed.
 __device__ __forceinline__ void store8(bf16* y, const float v[8], unsigned w[4]) {
   for (int j = 0; j < 4; ++j) w[j] = bf16_bits(v[2 * j]) | bf16_bits(v[2 * j + 1]) << 16;
-  *reinterpret_cast<uint4*>(y) = make_uint4(w[0], w[1], w[2], w[3]);
+  if (y) *reinterpret_cast<uint4*>(y) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // The producer's element (r, c) in fp32, before its rounding to bf16; the Source below
@@ -55,7 +56,7 @@ struct Producer {
 
   __device__ float value(int r, int c) const {
     const bf16 v = to_bf16(compute(r, c));
-    y[std::int64_t{r} * cols + c] = v;
+    if (y) y[std::int64_t{r} * cols + c] = v;
     return to_float(v);
   }
 
@@ -92,7 +93,7 @@ struct Producer {
         for (int j = 0; j < 8; ++j) v[j] = swiglu_up_grad(gate[j], v[j]);
       }
     }
-    store8(y + at, v, w);
+    store8(y ? y + at : nullptr, v, w);
   }
 };
 
@@ -124,6 +125,8 @@ void check(const Fp8Producer& p, int rows, int cols) {
 void produce_fp8(const Fp8Producer& p, int rows, int cols, std::uint8_t* out, std::uint8_t* out_t,
                  const float* scale, float* amax, Fp8Kind kind, cudaStream_t stream) {
   check(p, rows, cols);
+  require(p.y != nullptr || scale != nullptr, "produce_fp8",
+          "neither the output nor a scale for its codes: nothing would be written");
   if (amax) CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
   if (rows == 0 || cols == 0) return;
   if (!scale) out = out_t = nullptr;
@@ -141,6 +144,7 @@ void produce_fp8(const Fp8Producer& p, int rows, int cols, std::uint8_t* out, st
 
 void produce(const Fp8Producer& p, int rows, int cols, cudaStream_t stream) {
   check(p, rows, cols);
+  require(p.y != nullptr, "produce", "no output");
   const std::int64_t n = std::int64_t{rows} * cols;
   switch (p.op) {
     case Op::gelu: return gelu_forward(p.y, p.a, n, stream);

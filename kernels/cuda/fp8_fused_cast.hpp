@@ -20,7 +20,8 @@ namespace conveyor {
 struct Fp8Producer {
   enum class Op { gelu, gelu_backward, swiglu, swiglu_backward };
   Op op = Op::gelu;
-  /// The output, (rows, cols).
+  /// The output, (rows, cols); null: not written (produce_fp8 with a scale: the codes are
+  /// all that is wanted of it).
   bf16* y = nullptr;
   /// gelu: the pre-activation (rows, cols); gelu_backward: the output's gradient dy
   /// (rows, cols), which may be y itself; swiglu: gate_up (rows, 2·cols), rows [gate | up];
@@ -34,7 +35,8 @@ struct Fp8Producer {
 /// Runs the producer over (rows, cols) outputs, writing y; amax[0] = max |y| when `amax` is
 /// given; out = fp8(y · scale[0]) (rows, cols) and out_t its transpose when `scale` is given
 /// (either may be null). `scale` and `amax` live on the device.
-/// REQUIRES: swiglu_backward's cols even; y does not alias b, nor (swiglu) a.
+/// REQUIRES: swiglu_backward's cols even; y does not alias b, nor (swiglu) a; y given
+/// unless `scale` is (the output must go somewhere).
 void produce_fp8(const Fp8Producer& p, int rows, int cols, std::uint8_t* out, std::uint8_t* out_t,
                  const float* scale, float* amax, Fp8Kind kind, cudaStream_t stream);
 

@@ -106,7 +106,9 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   }
   a.pre_gelu = c.alloc({B, T, H}, DType::bf16, "mlp pre-GELU (B, T, 4C)");
   a.gelu = c.alloc({B, T, H}, DType::bf16, "mlp GELU output (B, T, 4C)");
-  const Fp8Next fc2_input{p.index(in_half(fc2_w)), false, &a.fc2_fp8};  // FP8: GELU makes its codes
+  // FP8: GELU makes fc2's input codes; nothing else reads a.gelu (fc2's weight gradient reads
+  // the kept codes), so under delayed scaling they are all GELU writes
+  const Fp8Next fc2_input{p.index(in_half(fc2_w)), false, &a.fc2_fp8, /*only_reader=*/true};
   ctx_->linear().forward(bf(a.gelu), bf(a.pre_gelu), bf(a.ln2), p.index(in_half(fc1_w)),
                          p.w(in_half(fc1_b)), n, cc, h, &a.fc1_fp8, &fc2_input);
 }
@@ -150,7 +152,8 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   const CudaLayerParams p = c.mlp(j);
   a.d_out = d_out;
   a.d_fc1 = c.alloc({B, T, H}, DType::bf16, "d mlp pre-GELU (B, T, 4C)");
-  const Fp8Next fc1_grad{p.index(in_half(fc1_w)), true, &a.fc1_fp8};  // FP8: GELU' makes its codes
+  // FP8: GELU's backward makes fc1's output-gradient codes; fc1's bias gradient reads a.d_fc1
+  const Fp8Next fc1_grad{p.index(in_half(fc1_w)), true, &a.fc1_fp8, /*only_reader=*/false};
   ctx_->linear().backward_input(bf(a.d_fc1), bf(d_out), p.index(in_half(fc2_w)), bf(a.pre_gelu), n,
                                 h, cc, &a.fc2_fp8, &fc1_grad);
   a.pre_gelu = {};

@@ -115,7 +115,8 @@ void Layers::mlp_half(int j, BlockActs& a, std::int64_t B, std::int64_t T) const
   ctx_->linear().forward(bf(a.gate_up), nullptr, bf(a.xn2), p.index(gate_up_w), nullptr, n, cc,
                          int(2 * F), &a.gate_up_fp8);
   a.h = c.alloc({B, T, F}, DType::bf16, "mlp SwiGLU output (B, T, F)");
-  const Fp8Next down_input{p.index(down_w), false, &a.down_fp8};  // FP8: h's codes for down
+  // FP8: SwiGLU makes down's input codes; only down reads a.h
+  const Fp8Next down_input{p.index(down_w), false, &a.down_fp8, /*only_reader=*/true};
   ctx_->linear().produce({Fp8Producer::Op::swiglu, bf(a.h), bf(a.gate_up)}, n, int(F), &down_input);
 }
 
@@ -155,7 +156,9 @@ Tensor Layers::mlp_half_backward_input(int j, BlockActs& a, const Tensor& d_out,
   ctx_->linear().backward_input(bf(d_h), bf(d_out), p.index(down_w), nullptr, n, int(F), cc,
                                 &a.down_fp8);
   a.d_gate_up = c.alloc({B, T, 2 * F}, DType::bf16, "d mlp gate_up (B, T, 2F)");
-  const Fp8Next gate_up_grad{p.index(gate_up_w), true, &a.gate_up_fp8};  // FP8: its codes
+  // FP8: SwiGLU's backward makes gate_up's output-gradient codes; only gate_up reads them
+  // (no bias)
+  const Fp8Next gate_up_grad{p.index(gate_up_w), true, &a.gate_up_fp8, /*only_reader=*/true};
   ctx_->linear().produce({Fp8Producer::Op::swiglu_backward, bf(a.d_gate_up), bf(d_h), bf(a.gate_up)},
                          n, int(2 * F), &gate_up_grad);
   a.gate_up = {};

@@ -64,6 +64,13 @@ std::shared_ptr<Fp8Tensor> take_ahead(std::shared_ptr<Fp8Tensor>& ahead, const b
   return std::move(ahead);
 }
 
+// A pass about to cast x itself: refused when x's producer left it unwritten.
+void refuse_unwritten(const LinearFp8Keep* keep, const bf16* x) {
+  if (keep && keep->unwritten == x)
+    throw std::logic_error(
+        "StageLinears: a pass would cast a tensor whose producer wrote only its FP8 codes");
+}
+
 // The transposed codes backward_weight reads: kept by a pass, else made ahead and not taken.
 const Fp8Tensor* transposed_codes(const std::shared_ptr<const Fp8Tensor>& kept,
                                   const std::shared_ptr<Fp8Tensor>& ahead, const bf16* ahead_of,
@@ -82,6 +89,7 @@ std::shared_ptr<Fp8Tensor> StageLinears::pass_codes(const bf16* x, int rows, int
                           : take_ahead(keep->ahead_input, keep->ahead_input_of, x);
     if (ahead) return ahead;
   }
+  refuse_unwritten(keep, x);
   return std::make_shared<Fp8Tensor>(
       quantize(x, rows, cols, weight, gradient, keep ? Fp8Copies::both : Fp8Copies::rows, stream_,
                gradient ? "a linear layer's output gradient" : "a linear layer's input"));
@@ -121,11 +129,23 @@ void StageLinears::produce(const Fp8Producer& p, int rows, int cols, const Fp8Ne
     return;
   }
   LinearFp8Keep& keep = *next->keep;
+  // The codes alone when nothing else reads y and the slot's scale is known before the data
+  // (a dynamic scale, or a slot's first step, needs y written to cast it after its amax).
+  Fp8Producer q = p;
+  const bool codes_only = next->only_reader && delayed_scale_ready(next->weight, next->gradient);
+  if (codes_only) q.y = nullptr;
   auto codes = std::make_shared<Fp8Tensor>(
-      quantize(p, rows, cols, next->weight, next->gradient, Fp8Copies::both, stream_,
+      quantize(q, rows, cols, next->weight, next->gradient, Fp8Copies::both, stream_,
                next->gradient ? "a linear layer's output gradient" : "a linear layer's input"));
   (next->gradient ? keep.ahead_output_grad : keep.ahead_input) = std::move(codes);
   (next->gradient ? keep.ahead_output_grad_of : keep.ahead_input_of) = p.y;
+  keep.unwritten = codes_only ? p.y : nullptr;
+}
+
+bool StageLinears::delayed_scale_ready(std::size_t weight, bool gradient) const {
+  if (fp8_->delayed_history == 0) return false;
+  const auto it = slots_.find(2 * weight + (gradient ? 1 : 0));
+  return it != slots_.end() && it->second.scale.steps() > 0;
 }
 
 template <class G>
@@ -145,11 +165,13 @@ void StageLinears::backward_weight(std::size_t weight, G* dbias, const bf16* dou
   const Fp8Tensor* x =
       keep ? transposed_codes(keep->input, keep->ahead_input, keep->ahead_input_of, inp) : nullptr;
   if (!d) {
+    refuse_unwritten(keep, dout);
     d_cast = quantize(dout, N, OC, weight, true, Fp8Copies::transposed, stream,
                       "a linear layer's output gradient");
     d = &d_cast;
   }
   if (!x) {
+    refuse_unwritten(keep, inp);
     x_cast = quantize(inp, N, IC, weight, false, Fp8Copies::transposed, stream,
                       "a linear layer's input");
     x = &x_cast;

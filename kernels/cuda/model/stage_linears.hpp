@@ -49,9 +49,12 @@ struct LinearFp8Keep {
   std::shared_ptr<Fp8Tensor> ahead_input, ahead_output_grad;
   const bf16* ahead_input_of = nullptr;
   const bf16* ahead_output_grad_of = nullptr;
+  /// The bf16 tensor whose producer wrote only its codes (Fp8Next::only_reader): a pass
+  /// that would cast it refuses (its values were never written).
+  const bf16* unwritten = nullptr;
   void reset() {
     input.reset(), output_grad.reset(), ahead_input.reset(), ahead_output_grad.reset();
-    ahead_input_of = ahead_output_grad_of = nullptr;
+    ahead_input_of = ahead_output_grad_of = unwritten = nullptr;
   }
 };
 
@@ -62,6 +65,10 @@ struct Fp8Next {
   std::size_t weight = 0;
   bool gradient = false;
   LinearFp8Keep* keep = nullptr;
+  /// Nothing but that layer's GEMMs reads the output (no bias gradient, no other kernel):
+  /// once its slot has a delayed scale, the producer writes the codes alone, not the bf16
+  /// output (issue 43 item 2: a write of the tensor saved).
+  bool only_reader = false;
 };
 
 class StageLinears {
@@ -122,6 +129,10 @@ class StageLinears {
   // when kept).
   std::shared_ptr<Fp8Tensor> pass_codes(const bf16* x, int rows, int cols, std::size_t weight,
                                         bool gradient, LinearFp8Keep* keep) const;
+
+  // Whether the slot of that layer's input (or output gradient) scales with a delayed
+  // scale already (so a cast can run before the data's amax is known).
+  bool delayed_scale_ready(std::size_t weight, bool gradient) const;
 
   struct Slot {
     std::uint64_t version = 0;  // the weights' version its step belongs to

@@ -1,7 +1,8 @@
 // The FP8 casts fused into GELU and SwiGLU (kernels/cuda/fp8_fused_cast.hpp, issue 43 item
 // 2) against the stand-alone path they replace: the producer's own kernel, then fp8_amax and
 // cast_transpose_to_fp8 of its output. Bit for bit: the bf16 output, both copies of the
-// codes, the amax; on fresh random inputs, vectorized and odd shapes, both formats. Then
+// codes (also when the output is not written), the amax; on fresh random inputs,
+// vectorized and odd shapes, both formats. Then
 // whole FP8 stages (GPT and Llama, dynamic and delayed scaling) with the fused casts on and
 // off: every loss and gradient the same bits, and the codes made ahead taken by the layer
 // that reads them.
@@ -102,6 +103,14 @@ TEST_CASE("cuda fp8 casts fused into GELU and SwiGLU write the stand-alone kerne
         CHECK(fused.codes == ref.codes);
         CHECK(fused.codes_t == ref.codes_t);
         CHECK(fused.amax == ref.amax);
+        // fused, the codes alone (delayed scaling when nothing else reads y)
+        DeviceBuffer codes3 = buffer(n, "codes3"), codes3_t = buffer(n, "codes3_t"), amax3 = buffer(4, "amax3");
+        produce_fp8({op, nullptr, in.a.as<bf16>(), in.b.as<bf16>()}, rows, cols,
+                    codes3.as<std::uint8_t>(), codes3_t.as<std::uint8_t>(), scale.as<float>(),
+                    amax3.as<float>(), kind, s);
+        CHECK(download<std::uint8_t>(codes3.data(), n, s) == ref.codes);
+        CHECK(download<std::uint8_t>(codes3_t.data(), n, s) == ref.codes_t);
+        CHECK(download_f32(amax3.data(), 1, s)[0] == ref.amax);
         // fused, the amax only (dynamic scaling's first pass)
         DeviceBuffer y2 = buffer(2 * n, "y2"), amax2 = buffer(4, "amax2");
         produce_fp8({op, y2.as<bf16>(), in.a.as<bf16>(), in.b.as<bf16>()}, rows, cols, nullptr,
@@ -181,6 +190,14 @@ TEST_CASE("cuda fp8 codes made ahead by GELU are taken by the layer that reads i
   CHECK(!keep2.ahead_input);
   REQUIRE(keep2.input);
   CHECK(!keep2.input->has_rows());  // only the transposed copy is kept for backward_weight
+  // a tensor its producer left unwritten (codes only) is never cast from its bf16 memory
+  LinearFp8Keep unwritten;
+  unwritten.unwritten = act.as<bf16>();
+  CHECK_THROWS_AS(fp8.forward(out.as<bf16>(), nullptr, act.as<bf16>(), fc2, nullptr, N, H, C, &unwritten),
+                  std::logic_error);
+  CHECK_THROWS_AS(fp8.backward_weight<float>(fc2, nullptr, out.as<bf16>(), act.as<bf16>(), N, H, C, s,
+                                             &unwritten),
+                  std::logic_error);
 }
 
 }  // namespace

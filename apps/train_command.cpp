@@ -373,6 +373,7 @@ void run_train(const TrainOptions& opt) {
   // here is checked before the run folder exists.
   const auto resume = prepare_resume(opt, config, spec, job.plan);
   const auto init = prepare_init_from(opt, config, spec, job.plan);
+  (void)sample_tokenizer(config, opt.init_from);  // train.sample_every on token ids: refused now, not at step N
 
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
@@ -445,8 +446,9 @@ void run_train(const TrainOptions& opt) {
   // every node's state from its snapshot store (check_checkpoints_across_processes), or,
   // where it cannot, a stop ends the job at the next step boundary without one.
   TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
-  TrainSamples samples({config.train.sample_every, config.train.sample_prompt, config.train.sample_tokens}, log,
-                       progress);
+  TrainSamples samples({config.train.sample_every, config.train.sample_prompt, config.train.sample_tokens,
+                        sample_tokenizer(config, opt.init_from)},
+                       log, progress);
   checkpoints.on_written([&log, &samples](const checkpoint::WriteResult& w) {
     log.checkpoint_written(w);
     samples.on_checkpoint(w);

@@ -86,6 +86,11 @@ std::optional<WriteResult> BackgroundWriter::last_written() const {
   return last_written_;
 }
 
+std::vector<WriteResult> BackgroundWriter::take_written() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(written_, {});
+}
+
 void BackgroundWriter::run() {
   for (;;) {
     Snapshot snapshot;
@@ -128,7 +133,10 @@ void BackgroundWriter::run() {
     }
     {
       std::lock_guard lock(mutex_);
-      if (result) last_written_ = std::move(result);
+      if (result) {
+        written_.push_back(*result);
+        last_written_ = std::move(result);
+      }
       else errors_.push_back(std::move(failed));
       busy_ = false;
     }

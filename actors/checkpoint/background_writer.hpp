@@ -69,6 +69,11 @@ class BackgroundWriter {
   /// The last checkpoint written completely, if any.
   std::optional<WriteResult> last_written() const;
 
+  /// The checkpoints written completely since the last call, in the order written, taken:
+  /// for a caller that reports each one (a write that finished while the next was queued
+  /// is among them, not only the newest).
+  std::vector<WriteResult> take_written();
+
  private:
   void run();
   void throw_pending_errors_locked(std::unique_lock<std::mutex>& lock);
@@ -83,6 +88,7 @@ class BackgroundWriter {
   bool stopping_ = false;
   std::vector<FailedWrite> errors_;
   std::optional<WriteResult> last_written_;
+  std::vector<WriteResult> written_;  // since the last take_written()
   VerifiedCheckpoints verified_;  // the writer thread's alone: what pruning found intact
   std::thread thread_;  // last: started once everything above is initialised
 };

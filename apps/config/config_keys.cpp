@@ -146,7 +146,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(train.sample_every,
           "steps between text samples (0: none): node 0 continues train.sample_prompt greedily from "
           "each checkpoint written at such a step, logs it and writes a `sample` row to metrics.jsonl; "
-          "a multiple of checkpoint.every, byte-level models (data.format text) only",
+          "a multiple of checkpoint.every; written as bytes (data.format text) or, on token ids, with "
+          "the tokenizer.json of the --init-from folder",
           at_least(0)),
       KEY(train.sample_prompt, "the text each train.sample_every sample continues", non_empty()),
       KEY(train.sample_tokens, "new tokens per train.sample_every sample (fewer when model.seq_len fills)",

@@ -36,7 +36,9 @@ std::optional<ConfigProblem> check_data_parallel(const RunConfig& c) {
 }
 
 // train.sample_every: samples are drawn on node 0 from the checkpoints (the weights gathered
-// on the CPU at a step boundary, wherever the stages run), and written as bytes.
+// on the CPU at a step boundary, wherever the stages run), written as bytes (data.format
+// text) or by the tokenizer of the --init-from folder (tokens: apps/train/train_samples.hpp
+// checks that flag, which the config does not see).
 std::optional<ConfigProblem> check_samples(const RunConfig& c) {
   using std::to_string;
   const std::int64_t every = c.train.sample_every;
@@ -47,12 +49,6 @@ std::optional<ConfigProblem> check_samples(const RunConfig& c) {
                              " (samples are drawn from the checkpoints, the weights gathered on the CPU: "
                              "set checkpoint.every to train.sample_every or a divisor of it)",
                          "checkpoint.every"};
-  if (c.data.format != DataFormat::text)
-    return ConfigProblem{"train.sample_every",
-                         to_string(every) + " with data.format tokens (a run has no tokenizer to write "
-                         "the text with: sample a checkpoint with `conveyor sample CKPT --tokenizer "
-                         "tokenizer.json` instead, or set train.sample_every: 0)",
-                         "data.format"};
   if (static_cast<std::int64_t>(c.train.sample_prompt.size()) >= c.model.seq_len)
     return ConfigProblem{"train.sample_prompt",
                          to_string(c.train.sample_prompt.size()) + " bytes leave no room in model.seq_len " +

@@ -145,10 +145,11 @@ void TrainCheckpoints::take(std::int64_t steps_done, std::vector<checkpoint::Sta
 
 void TrainCheckpoints::report_written() {
   if (!on_written_) return;
-  const auto written = writer_.last_written();
-  if (!written || written->step <= reported_step_) return;
-  reported_step_ = written->step;
-  on_written_(*written);
+  for (const checkpoint::WriteResult& written : writer_.take_written()) {
+    if (written.step <= reported_step_) continue;  // a resumed run's step written again
+    reported_step_ = written.step;
+    on_written_(written);
+  }
 }
 
 checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t steps_done) {

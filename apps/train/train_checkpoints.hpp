@@ -116,8 +116,8 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   double step_loop_ms() const { return step_loop_ms_; }
   /// `f` is called with each checkpoint found newly written, on the thread that calls
   /// at_boundary(), take() and flush() (the coordinator's, then the caller's at the end):
-  /// the metrics log's `checkpoint` row, in step order with the other rows. Only the
-  /// newest write is seen: one overtaken by the next before a boundary has no call.
+  /// the metrics log's `checkpoint` row, in step order with the other rows. Every write is
+  /// seen, in order, also one that finished while the next was queued.
   void on_written(std::function<void(const checkpoint::WriteResult&)> f) { on_written_ = std::move(f); }
 
  private:

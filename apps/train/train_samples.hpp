@@ -7,14 +7,18 @@
 // train.sample_tokens bytes (fewer when model.seq_len fills: apps/sample/generate.hpp),
 // logs it and writes a metrics.jsonl row:
 //   {"event": "sample", "step": N, "prompt": P, "text": T, "tokens": n, "seconds": s}
-// (N: steps done, as the `checkpoint` row's; T: the new bytes only, invalid UTF-8 replaced).
+// (N: steps done, as the `checkpoint` row's; T: the new text only, invalid UTF-8 replaced).
+// A run on text (data.format text) writes bytes; one on token ids (data.format tokens)
+// encodes the prompt and decodes with the tokenizer.json of the Hugging Face folder it
+// started from (--init-from), whose ids the token file holds: without one it is refused at
+// start (sample_tokenizer).
 // It runs on the thread that reports checkpoints (the coordinator's, at a step boundary):
 // the step loop waits for the checkpoint's read and the generation (milliseconds for the
 // shipped configs; about a second per 100 tokens per billion parameters). A sample that fails
-// (the checkpoint pruned meanwhile, say) is a log line, never the run's end. Only checkpoints
-// reported to TrainCheckpoints::on_written are sampled: one overtaken by the next before a
-// step boundary has no sample.
+// (the checkpoint pruned meanwhile, say) is a log line, never the run's end. Every checkpoint
+// TrainCheckpoints::on_written reports (each one written, in step order) is sampled when due.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "actors/checkpoint/checkpoint_writer.hpp"
@@ -28,7 +32,16 @@ struct TrainSampleSettings {
   std::int64_t every = 0;  // 0: off
   std::string prompt = "\n";
   std::int64_t tokens = 64;
+  std::string tokenizer;  // a tokenizer.json (data.format tokens); empty: the text is bytes
 };
+
+struct RunConfig;
+
+/// The tokenizer.json that train.sample_every's samples of `config` are written with: empty
+/// for data.format text (bytes) or no samples; for tokens, `init_from`/tokenizer.json,
+/// checked to read as byte-level BPE with no more tokens than model.vocab. InputError
+/// naming train.sample_every otherwise (exit 2, before the run starts).
+std::string sample_tokenizer(const RunConfig& config, const std::optional<std::string>& init_from);
 
 class TrainSamples {
  public:

@@ -125,5 +125,27 @@ TEST_CASE("a failed background checkpoint write surfaces on the next flush with 
   CHECK(checkpoint::verify_checkpoint(checkpoint::posix_filesystem(), dir / "step-000030").step == 30);
 }
 
+TEST_CASE("every checkpoint written is taken once, in order, also those written while the next was queued") {
+  ScratchDir dir("background_taken");
+  FaultFilesystem faulty;
+  BackgroundWriter writer(faulty, {dir.path(), 5, 1});
+  for (const std::int64_t step : {10, 20, 30}) writer.submit(small_snapshot(step));  // no poll between
+  writer.flush();
+  std::vector<std::int64_t> steps;
+  for (const auto& w : writer.take_written()) steps.push_back(w.step);
+  CHECK(steps == std::vector<std::int64_t>{10, 20, 30});
+  CHECK(writer.take_written().empty());  // taken
+  // a failed write is not among them
+  faulty.fail_write_to = "step-000040/.stage-0";
+  writer.submit(small_snapshot(40));
+  CHECK_THROWS_AS(writer.flush(), CheckpointError);
+  faulty.fail_write_to.clear();
+  writer.submit(small_snapshot(50));
+  writer.flush();
+  const auto later = writer.take_written();
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].step == 50);
+}
+
 }  // namespace
 }  // namespace conveyor::testing

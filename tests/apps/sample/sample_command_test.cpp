@@ -183,3 +183,67 @@ TEST_CASE("train.sample_every is refused, naming the key, where no sample can be
   refused({"train.sample_every=3", "checkpoint.every=2"}, "checkpoint.every");
   refused({"train.sample_every=-1"}, "train.sample_every");
 }
+
+namespace {
+
+// Little-endian uint16 ids, a repeating phrase below `vocab`.
+std::string token_file(std::size_t n, std::uint32_t vocab) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = static_cast<std::uint16_t>((i * 7919 + i / 13) % vocab);
+    s += static_cast<char>(id & 0xff);
+    s += static_cast<char>(id >> 8);
+  }
+  return s;
+}
+
+// --set overrides for a GPT-2 of gpt2_folder's shape on a token file.
+std::vector<std::string> token_run(const std::string& data, const fs::path& out) {
+  std::vector<std::string> args{"train", "configs/tiny.yaml", "--out", out.string()};
+  for (const std::string s :
+       {"data.path=" + data, std::string("data.format=tokens"), std::string("model.vocab=300"),
+        std::string("model.layers=2"), std::string("model.d_model=32"), std::string("model.heads=4"),
+        std::string("pipeline.stages=2"), std::string("model.tie_embeddings=true"),
+        std::string("model.seq_len=32"), std::string("train.steps=4"), std::string("train.eval_every=0"),
+        std::string("checkpoint.every=2"), std::string("train.sample_every=2"),
+        std::string("train.sample_tokens=10"), std::string("train.sample_prompt=the cat")})
+    args.insert(args.end(), {"--set", s});
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("train.sample_every on token ids writes with the tokenizer.json of the --init-from folder") {
+  TempDir dir;
+  const std::string hf = gpt2_folder(dir, std::random_device{}());
+  const std::string data = dir.write("ids.bin", token_file(6000, 300));
+  const fs::path run = dir / "run";
+  std::vector<std::string> args = token_run(data, run);
+  args.insert(args.end(), {"--init-from", hf});
+  const CommandResult r = run_conveyor(args, 300);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::vector<nlohmann::json> samples;
+  for (const auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (row.value("event", "") == "sample") samples.push_back(row);
+  INFO(r.err);
+  REQUIRE(samples.size() == 2);  // every due checkpoint, also one written while the next was queued
+  CHECK(samples[0]["step"] == 2);
+  CHECK(samples.back()["step"] == 4);
+  CHECK(samples.back()["tokens"] == 10);
+  CHECK(samples.back()["prompt"] == "the cat");
+  // `conveyor sample` of that checkpoint with the same tokenizer writes the same text.
+  const auto j = sample_json({(run / "checkpoints/step-000004").string(), "--tokenizer", hf + "/tokenizer.json",
+                              "--prompt", "the cat", "--tokens", "10", "--temperature", "0"});
+  CHECK(j["text_as"] == "bpe");
+  CHECK(j["text"] == samples.back()["text"]);
+}
+
+TEST_CASE("train.sample_every on token ids without a tokenizer is refused at start, naming the key and --init-from") {
+  TempDir dir;
+  const std::string data = dir.write("ids.bin", token_file(6000, 300));
+  const CommandResult r = run_conveyor(token_run(data, dir / "run"), 120);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("train.sample_every") != std::string::npos);
+  CHECK(r.err.find("--init-from") != std::string::npos);
+  CHECK(!fs::exists(fs::path(dir / "run") / "metrics.jsonl"));  // nothing written
+}

@@ -61,7 +61,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                 "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, "
                                 "crash, hang, slow, exit, slow-checkpoint)");
   // Both name a checkpoint by its step, no stage.
-  const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint ||
+  const bool of_checkpoint = spec.kind == FaultSpec::Kind::corrupt_checkpoint ||
                        spec.kind == FaultSpec::Kind::slow_checkpoint;
   const bool process = spec.kind == FaultSpec::Kind::exit;
   bool has_stage = false, has_ms = false, has_node = false;
@@ -76,7 +76,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     if (field == "node" && process) {
       spec.node = static_cast<int>(number(entry, field, value));
       has_node = true;
-    } else if (field == "stage" && !corrupt && !process) {
+    } else if (field == "stage" && !of_checkpoint && !process) {
       spec.stage = static_cast<int>(number(entry, field, value));
       has_stage = true;
     } else if (field == "step") {
@@ -109,7 +109,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                   parts[0]);
     }
   }
-  if (corrupt) {
+  if (of_checkpoint) {
     if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
     if (*spec.step == 0)
       throw std::invalid_argument("fault '" + entry +

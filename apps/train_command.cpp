@@ -159,6 +159,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const JobPlan& p
   s.first_step = resume ? resume->manifest.step : 0;
   s.base = manifest_base(plan, std::string(enum_name(config.pipeline.schedule)), to_yaml(config));
   for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
+  s.stalled_steps = checkpoint_stalls(config.fault.inject);
   return s;
 }
 

@@ -9,13 +9,16 @@
 # process's start to node 0's "joined: node 2 taken in" line, and whether the weights
 # equal the one-process run's bit for bit (run first, into OUT/one).
 #   scripts/grow_timing.sh [KILL_AT...]     (default: 10 30 50)
-# STEPS (200) and SLOW_MS (0: no fault.inject slow on stage 0, which only stretches steps)
-# are read from the environment; OUT (a temporary folder) keeps the runs.
+# STEPS (200), SLOW_MS (0: no fault.inject slow on stage 0, which only stretches steps) and
+# CHECKPOINT_EVERY (0: none; else checkpoint.every on the 3-process runs, which then shrink
+# and grow while writing checkpoints) are read from the environment; OUT (a temporary
+# folder) keeps the runs. Each run also prints the replan row's ms and phases_ms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${CONVEYOR:-build/conveyor}
 STEPS=${STEPS:-200}
 SLOW_MS=${SLOW_MS:-0}
+CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-0}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 KILLS=("$@")
@@ -24,6 +27,7 @@ JOB=(configs/tiny.yaml --set pipeline.stages=3 --set train.steps="$STEPS" --set 
 "$BIN" train "${JOB[@]}" --out "$OUT/one" > "$OUT/one.log" 2>&1
 JOB+=(--set fault.rejoin_timeout_s=2)
 [ "$SLOW_MS" -gt 0 ] && JOB+=(--set "fault.inject=slow:stage=0:ms=$SLOW_MS")
+[ "$CHECKPOINT_EVERY" -gt 0 ] && JOB+=(--set "checkpoint.every=$CHECKPOINT_EVERY")
 export CONVEYOR_TOKEN=grow-timing
 latest_step() { grep -oE '^step [0-9]+' "$1" | tail -1 | cut -d' ' -f2; }
 for k in "${KILLS[@]}"; do
@@ -51,7 +55,13 @@ for k in "${KILLS[@]}"; do
     if wait "$p"; then codes+="0 "; else codes+="$? "; fi
   done
   ms=$(grep -o '"event":"joined".*' "$d/run/metrics.jsonl" | grep -o '"ms":[0-9.]*' | cut -d: -f2 || echo none)
+  replan=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    row = json.loads(line)
+    if row.get("event") == "replan":
+        print("ms %.1f, phases_ms %s" % (row["ms"], json.dumps(row.get("phases_ms"))))
+        break' "$d/run/metrics.jsonl")
   same=$(cmp -s "$d/run/weights.safetensors" "$OUT/one/weights.safetensors" && echo "bitwise equal" || echo DIFFER)
-  echo "kill at step >= $k: exit codes ${codes}; joined row ms ${ms}; start to taken in $(((taken - start) / 1000000)) ms; weights ${same}"
+  echo "kill at step >= $k: exit codes ${codes}; replan row ${replan}; joined row ms ${ms}; start to taken in $(((taken - start) / 1000000)) ms; weights ${same}"
 done
 echo "runs in $OUT"

@@ -30,26 +30,14 @@ class FlippingFile final : public WritableFile {
   bool flipped_ = false;
 };
 
-std::string last_component(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
 }  // namespace
 
 CorruptingFilesystem::CorruptingFilesystem(Filesystem& inner, std::set<std::int64_t> steps)
-    : inner_(inner), steps_(std::move(steps)) {}
+    : ForwardingFilesystem(inner), steps_(std::move(steps)) {}
 
 bool CorruptingFilesystem::corrupts(const std::string& path) const {
-  const auto step = parse_step_dir_name(last_component(parent_of(path)));
-  if (!step || !steps_.count(*step)) return false;
-  const std::string temp_prefix = "." + shard_file_name(0) + ".tmp-";
-  return last_component(path).rfind(temp_prefix, 0) == 0;
+  const auto step = temp_file_step(path, shard_file_name(0));
+  return step && steps_.count(*step);
 }
 
 std::unique_ptr<WritableFile> CorruptingFilesystem::create(const std::string& path) {

@@ -12,31 +12,21 @@
 #include <set>
 #include <string>
 
-#include "actors/checkpoint/filesystem.hpp"
+#include "actors/checkpoint/forwarding_filesystem.hpp"
 
 namespace conveyor::checkpoint {
 
-class CorruptingFilesystem final : public Filesystem {
+class CorruptingFilesystem final : public ForwardingFilesystem {
  public:
   /// `inner` must outlive this object.
   CorruptingFilesystem(Filesystem& inner, std::set<std::int64_t> steps);
 
   std::unique_ptr<WritableFile> create(const std::string& path) override;
-  std::unique_ptr<ReadableFile> open(const std::string& path) override { return inner_.open(path); }
-  void rename(const std::string& from, const std::string& to) override { inner_.rename(from, to); }
-  void sync_dir(const std::string& dir) override { inner_.sync_dir(dir); }
-  void remove_file(const std::string& path) override { inner_.remove_file(path); }
-  void remove_all(const std::string& path) override { inner_.remove_all(path); }
-  void make_dirs(const std::string& dir) override { inner_.make_dirs(dir); }
-  bool exists(const std::string& path) override { return inner_.exists(path); }
-  bool is_dir(const std::string& path) override { return inner_.is_dir(path); }
-  std::vector<DirEntry> list(const std::string& dir) override { return inner_.list(dir); }
 
   /// True when `path` is the file this filesystem corrupts.
   bool corrupts(const std::string& path) const;
 
  private:
-  Filesystem& inner_;
   std::set<std::int64_t> steps_;
 };
 

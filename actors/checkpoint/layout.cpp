@@ -36,6 +36,15 @@ std::string temp_file_name(const std::string& final_name) {
   return "." + final_name + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
+std::optional<std::int64_t> temp_file_step(const std::string& path, const std::string& final_name) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  const std::string_view name = std::string_view(path).substr(slash + 1);
+  if (!name.starts_with("." + final_name + ".tmp-")) return std::nullopt;
+  const std::string_view folder = std::string_view(path).substr(0, slash);
+  return parse_step_dir_name(folder.substr(folder.rfind('/') + 1));  // npos + 1 == 0: the whole
+}
+
 std::vector<CheckpointFolder> list_checkpoints(Filesystem& fs, const std::string& checkpoint_dir) {
   std::vector<CheckpointFolder> out;
   if (!fs.is_dir(checkpoint_dir)) return out;

@@ -23,6 +23,10 @@ std::optional<std::int64_t> parse_step_dir_name(std::string_view name);
 std::string shard_file_name(int stage);
 /// A unique temporary name for `final_name` in the same folder: ".<final>.tmp-<pid>-<n>".
 std::string temp_file_name(const std::string& final_name);
+/// The step of the step folder holding `path` when `path` is a temporary file of
+/// `final_name` (temp_file_name) there; nullopt otherwise. Fault injection finds the file
+/// of a checkpoint it acts on by it (corrupting_filesystem.hpp, stalling_filesystem.hpp).
+std::optional<std::int64_t> temp_file_step(const std::string& path, const std::string& final_name);
 
 struct CheckpointFolder {
   std::int64_t step = 0;

@@ -2,7 +2,8 @@
 // (coordinator_shrink.cpp) and a grow (coordinator_grow.cpp) share:
 //   Relayout through node 0's directory (every node in the layout spawns its actors of
 //   it, fenced at the round) → the old actors, and those a joined node started with, end
-//   in order → the coordinator holds the new job, stages and plans → node 0's store
+//   in order → the coordinator holds the new job, stages and plans (the checkpoint hook
+//   told the layout its next checkpoints hold: CheckpointHook::on_relayout) → node 0's store
 //   takes the cut states as step S → every new actor restores them through node 0's
 //   keeper (RestoreRejoined) → `done`.
 // What must hold: nothing of the old layout is left running once `done` runs (its actors
@@ -41,6 +42,8 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   for (auto& first : r->also_end) self->send_exit(first, caf::exit_reason::user_shutdown);
   r->also_end.clear();
   st.job = std::make_shared<const Job>(Job{plan, st.job->services});
+  // The next checkpoint is this layout's shards: its manifest must say so.
+  if (st.checkpoints) st.checkpoints->on_relayout(plan);
   st.stages = fresh;
   st.train_plans = train_plans_of(plan);
   st.restarts.node_of_rank = r->choice.node_of_rank;

@@ -17,9 +17,17 @@
 // the R replicas' shares of every step and combines them as their group did
 // (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
 // the R-replica run's (bit for bit from R = 2); it needs no stage group, so none is
-// rebuilt. Supported for now: CPU stages with buddy copies (node 0 holds every stage's
-// state), onto one replica, no tied embeddings' group, no sharded optimizer state, no
-// periodic checkpoints; else the reason says which.
+// rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
+// writes them from its store as before, their manifest saying the shrunk stages and
+// partition (CheckpointHook::on_relayout, at the move), and --resume reshards them onto
+// whatever layout it starts (actors/checkpoint/reshard.hpp). One that was being written
+// when the node was lost was handed over whole from node 0's store (the capture needs
+// every stage's snapshot of its step), so it completes in the old layout; one whose
+// capture was still waiting for the lost node's copy was never handed over, and the
+// replay takes it again. Supported for now: CPU stages with buddy copies (node 0 holds
+// every stage's state), onto one replica, no tied embeddings' group, no sharded optimizer
+// state, checkpoints written by node 0 (not checkpoint.writers every_node); else the
+// reason says which.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -50,9 +58,6 @@ std::string unsupported(const CoordinatorState& st) {
   if (plan.shards_optimizer_state())
     return "shrinking replicas that shard their optimizer state (optim.shard_state) is not supported yet";
   if (st.restarts.remote_shards) return "shrinking with checkpoint.writers every_node is not supported yet";
-  // A checkpoint of the shrunk layout would hold fewer shards than the config's stages:
-  // not verified yet against --resume's checks.
-  if (plan.checkpoint_every > 0) return "shrinking a job that writes checkpoints (checkpoint.every) is not supported yet";
   if (!st.recovery) return "no recovery is under way";
   return {};
 }

@@ -54,11 +54,15 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     spec.kind = FaultSpec::Kind::slow;
   else if (parts[0] == "exit")
     spec.kind = FaultSpec::Kind::exit;
+  else if (parts[0] == "slow-checkpoint")
+    spec.kind = FaultSpec::Kind::slow_checkpoint;
   else
     throw std::invalid_argument("fault '" + entry + "': '" + parts[0] +
                                 "' is not a fault kind (drop, delay, corrupt-checkpoint, nan, "
-                                "crash, hang, slow, exit)");
-  const bool corrupt = spec.kind == FaultSpec::Kind::corrupt_checkpoint;
+                                "crash, hang, slow, exit, slow-checkpoint)");
+  // Both name a checkpoint by its step, no stage.
+  const bool of_checkpoint = spec.kind == FaultSpec::Kind::corrupt_checkpoint ||
+                       spec.kind == FaultSpec::Kind::slow_checkpoint;
   const bool process = spec.kind == FaultSpec::Kind::exit;
   bool has_stage = false, has_ms = false, has_node = false;
   std::set<std::string> seen;
@@ -72,7 +76,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     if (field == "node" && process) {
       spec.node = static_cast<int>(number(entry, field, value));
       has_node = true;
-    } else if (field == "stage" && !corrupt && !process) {
+    } else if (field == "stage" && !of_checkpoint && !process) {
       spec.stage = static_cast<int>(number(entry, field, value));
       has_stage = true;
     } else if (field == "step") {
@@ -96,8 +100,8 @@ FaultSpec parse_fault_spec(const std::string& entry) {
       else
         throw std::invalid_argument("fault '" + entry + "': kind=" + value +
                                     " is not activation or gradient");
-    } else if (field == "ms" && (spec.kind == FaultSpec::Kind::delay ||
-                                 spec.kind == FaultSpec::Kind::slow)) {
+    } else if (field == "ms" && (spec.kind == FaultSpec::Kind::delay || spec.kind == FaultSpec::Kind::slow ||
+                                 spec.kind == FaultSpec::Kind::slow_checkpoint)) {
       spec.delay = std::chrono::milliseconds(number(entry, field, value));
       has_ms = true;
     } else {
@@ -105,12 +109,14 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                   parts[0]);
     }
   }
-  if (corrupt) {
+  if (of_checkpoint) {
     if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
     if (*spec.step == 0)
       throw std::invalid_argument("fault '" + entry +
                                   "': step=0 names no checkpoint (the first is written after "
                                   "step 1 at the earliest)");
+    if (spec.kind == FaultSpec::Kind::slow_checkpoint && !has_ms)
+      throw std::invalid_argument("fault '" + entry + "': ms=D is missing");
     return spec;
   }
   if (process) {
@@ -133,6 +139,13 @@ std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>&
     if (s.kind == FaultSpec::Kind::corrupt_checkpoint) steps.push_back(*s.step);
   std::sort(steps.begin(), steps.end());
   return steps;
+}
+
+std::map<std::int64_t, std::chrono::milliseconds> checkpoint_stalls(const std::vector<FaultSpec>& specs) {
+  std::map<std::int64_t, std::chrono::milliseconds> stalls;
+  for (const auto& s : specs)
+    if (s.kind == FaultSpec::Kind::slow_checkpoint) stalls[*s.step] = std::max(stalls[*s.step], s.delay);
+  return stalls;
 }
 
 ScriptedFaults::ScriptedFaults(std::vector<FaultSpec> specs) : specs_(std::move(specs)) {

@@ -31,12 +31,17 @@
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
 //       it must fall back to an older one (actors/checkpoint/corrupting_filesystem.hpp)
+//   slow-checkpoint:step=N:ms=D
+//       the checkpoint written after N completed steps stalls D milliseconds with its
+//       shards on disk and its manifest not yet written (a slow disk): a fault meanwhile,
+//       a node lost say, meets a checkpoint half written (stalling_filesystem.hpp)
 //
 // nan, crash and hang fire once: a replayed step after a recovery runs clean, as it
 // would after a transient fault.
 // Stages are pipeline ranks (0-based), steps count from 0 as in metrics.jsonl.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,12 +56,12 @@ namespace conveyor {
 inline constexpr const char* kFaultInjectGrammar =
     "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient], delay:stage=S:ms=D[:step=N], "
     "nan:stage=S:step=N, crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, "
-    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], corrupt-checkpoint:step=N";
+    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], corrupt-checkpoint:step=N, slow-checkpoint:step=N:ms=D";
 
 /// One entry, parsed once where the config is read (RunConfig::fault.inject).
 struct FaultSpec {
   std::string text;  // the entry as written: errors quote it, config.yaml writes it back
-  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, exit, slow } kind = Kind::drop;
+  enum class Kind { drop, delay, corrupt_checkpoint, nan, crash, hang, exit, slow, slow_checkpoint } kind = Kind::drop;
   int stage = 0;
   int node = 0;  // exit: the process (node rank) that exits
   bool in_optimizer = false;  // crash ...:when=optimizer: in the step's optimizer step
@@ -64,7 +69,7 @@ struct FaultSpec {
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
-  std::chrono::milliseconds delay{0};  // delay, slow
+  std::chrono::milliseconds delay{0};  // delay, slow, slow-checkpoint
 };
 
 /// Parses one entry; throws std::invalid_argument naming the entry and what is wrong.
@@ -76,6 +81,9 @@ FaultSpec parse_fault_spec(const std::string& entry);
 
 /// The steps of the corrupt-checkpoint entries among `entries` (already valid), ascending.
 std::vector<std::int64_t> corrupt_checkpoint_steps(const std::vector<FaultSpec>& specs);
+/// The slow-checkpoint entries among `specs` (already valid): how long the checkpoint
+/// after each step stalls (the longest, for a step named twice).
+std::map<std::int64_t, std::chrono::milliseconds> checkpoint_stalls(const std::vector<FaultSpec>& specs);
 
 /// Applies every drop, delay, nan, crash, hang and slow spec to the stages (other kinds are
 /// ignored here). Thread-safe (stages call it from their own threads); every spec but

@@ -13,6 +13,7 @@
 
 #include "actors/checkpoint/snapshot.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
+#include "actors/plan/job_plan.hpp"
 
 namespace conveyor {
 
@@ -50,6 +51,13 @@ class CheckpointHook {
   /// the first take's are the ones written). Throwing fails the run.
   virtual void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
                     std::int64_t optimizer_steps, bool stop) = 0;
+  /// The job moved onto another layout (issue 44's shrink or grow): every take() from now
+  /// on hands over `plan`'s stages, one shard per rank of one replica, and the checkpoint
+  /// must say that layout (its stages and partition), not the one the job started with, or
+  /// --resume's partition check refuses it. Called before the first take() of the new
+  /// layout; takes already handed over keep the layout they were taken in. The default (a
+  /// hook whose job never changes layout) ignores it.
+  virtual void on_relayout(const JobPlan& /*plan*/) {}
   /// checkpoint.writers every_node, across processes: before the take() of `steps_done`,
   /// prepares the folder where the other processes write their own stages' shards of that
   /// step (actors/checkpoint/staged_shards.hpp) and names the attempt. Never throws: a

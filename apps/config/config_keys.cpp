@@ -253,7 +253,8 @@ std::vector<ConfigKey> build_keys() {
           "longer: a straggler), exit (node R's process is killed as step N starts, or as it "
           "starts writing its shards of step N's checkpoint; not again after a restart), "
           "corrupt-checkpoint (the checkpoint after N steps gets a shard whose bytes differ "
-          "from its sha256). nan, crash and hang fire once. S is the stage actor: with "
+          "from its sha256), slow-checkpoint (the checkpoint after N steps stalls D ms with its "
+          "shards written and its manifest not yet). nan, crash and hang fire once. S is the stage actor: with "
           "parallel.data R, replica r's pipeline stage s is r * pipeline.stages + s "
           "(actors/fault/fault_spec.hpp)"),
       KEY(fault.on_nan,

@@ -12,9 +12,12 @@ namespace {
 using std::to_string;
 using Kind = FaultSpec::Kind;
 
-// Whether an entry of this kind names a stage (exit names a node, corrupt-checkpoint
+// Whether an entry of this kind names a checkpoint (by its completed steps), not a step.
+bool names_checkpoint(Kind k) { return k == Kind::corrupt_checkpoint || k == Kind::slow_checkpoint; }
+
+// Whether an entry of this kind names a stage (exit names a node, the checkpoint kinds
 // neither).
-bool names_stage(Kind k) { return k != Kind::exit && k != Kind::corrupt_checkpoint; }
+bool names_stage(Kind k) { return k != Kind::exit && !names_checkpoint(k); }
 
 std::optional<ConfigProblem> check_fault_entry(const RunConfig& c, const FaultSpec& f) {
   const std::int64_t actors = c.pipeline.stages * c.parallel.data;
@@ -34,8 +37,8 @@ std::optional<ConfigProblem> check_fault_entry(const RunConfig& c, const FaultSp
                              to_string(c.pipeline.micro_batches) + " (numbered from 0)",
                          "pipeline.micro_batches"};
   if (f.step) {
-    // corrupt-checkpoint counts completed steps (1..steps); the others name a step (0-based).
-    const bool after = f.kind == Kind::corrupt_checkpoint;
+    // The checkpoint kinds count completed steps (1..steps); the others name a step (0-based).
+    const bool after = names_checkpoint(f.kind);
     const std::int64_t lo = after ? 1 : 0, hi = after ? c.train.steps : c.train.steps - 1;
     if (*f.step < lo || *f.step > hi)
       return ConfigProblem{"fault.inject",

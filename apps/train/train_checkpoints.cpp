@@ -10,18 +10,26 @@
 #include "actors/checkpoint/checkpoint_log.hpp"
 #include "actors/checkpoint/resume.hpp"
 #include "actors/checkpoint/staged_shards.hpp"
+#include "actors/plan/schedule/schedule.hpp"
 #include "apps/train/run_dir.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor {
 namespace {
 
-checkpoint::Filesystem& pick_filesystem(std::unique_ptr<checkpoint::CorruptingFilesystem>& corrupting,
-                                        const std::set<std::int64_t>& corrupt_steps) {
-  if (corrupt_steps.empty()) return checkpoint::posix_filesystem();
-  corrupting = std::make_unique<checkpoint::CorruptingFilesystem>(checkpoint::posix_filesystem(),
-                                                                  corrupt_steps);
-  return *corrupting;
+checkpoint::Filesystem& pick_filesystem(std::unique_ptr<checkpoint::StallingFilesystem>& stalling,
+                                        std::unique_ptr<checkpoint::CorruptingFilesystem>& corrupting,
+                                        const CheckpointSettings& s) {
+  checkpoint::Filesystem* fs = &checkpoint::posix_filesystem();
+  if (!s.stalled_steps.empty()) {
+    stalling = std::make_unique<checkpoint::StallingFilesystem>(*fs, s.stalled_steps);
+    fs = stalling.get();
+  }
+  if (!s.corrupt_steps.empty()) {
+    corrupting = std::make_unique<checkpoint::CorruptingFilesystem>(*fs, s.corrupt_steps);
+    fs = corrupting.get();
+  }
+  return *fs;
 }
 
 CheckpointSettings with_stop_every_at_least_1(CheckpointSettings s) {
@@ -45,13 +53,20 @@ checkpoint::Manifest manifest_base(const JobPlan& plan, const std::string& sched
   checkpoint::Manifest m;
   m.seed = plan.data.seed;
   m.schedule = schedule;
+  set_manifest_layout(m, plan);
+  m.config = config_text;
+  return m;
+}
+
+void set_manifest_layout(checkpoint::Manifest& m, const JobPlan& plan) {
+  const auto& names = sched::schedule_names();
+  if (std::find(names.begin(), names.end(), plan.schedule.spec.name) != names.end())
+    m.schedule = plan.schedule.spec.name;
   m.stages = static_cast<int>(plan.placement.ranks.size());
   m.partition_halves.assign(static_cast<std::size_t>(plan.placement.model_stages()), 0);
   for (const auto& rank : plan.placement.ranks)
     for (const auto& c : rank.chunks)
       m.partition_halves.at(static_cast<std::size_t>(c.model_stage)) = c.slice.num_halves();
-  m.config = config_text;
-  return m;
 }
 
 void prepare_checkpoint_dir(const std::string& dir) {
@@ -73,7 +88,7 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
     : metrics_(metrics),
       settings_(with_stop_every_at_least_1(std::move(settings))),
       stop_requested_(std::move(stop_requested)),
-      fs_(pick_filesystem(corrupting_, settings_.corrupt_steps)),
+      fs_(pick_filesystem(stalling_, corrupting_, settings_)),
       writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
 
 BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 
 #include "actors/checkpoint/background_writer.hpp"
 #include "actors/checkpoint/corrupting_filesystem.hpp"
+#include "actors/checkpoint/stalling_filesystem.hpp"
 #include "actors/job/checkpoint_hook.hpp"
 #include "actors/plan/job_plan.hpp"
 #include "actors/plan/training_observer.hpp"
@@ -33,6 +35,7 @@ struct CheckpointSettings {
   std::int64_t first_step = 0;  // the resumed checkpoint's step
   checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
   std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
+  std::map<std::int64_t, std::chrono::milliseconds> stalled_steps;  // fault.inject slow-checkpoint:step=N:ms=D
   // A stop ends the run at a boundary that is a multiple of this (StopPlan::every_steps);
   // false `writes`: a job that cannot checkpoint (StopPlan::refusal): a stop ends it
   // at the next boundary without one, and nothing is written.
@@ -51,6 +54,12 @@ BoundaryDecision checkpoint_decision(std::int64_t steps_done, std::int64_t every
 /// (blocks per model stage) and the resolved config text.
 checkpoint::Manifest manifest_base(const JobPlan& plan, const std::string& schedule,
                                    const std::string& config_text);
+
+/// The layout fields of `m` as `plan` runs: stages (one replica's ranks), partition (half
+/// blocks per model stage) and, when the plan's schedule is a named one, its name (the
+/// partition check reads zbv's chunks by it). At the start and after every re-layout
+/// (issue 44), so that a checkpoint says the layout of the shards it holds.
+void set_manifest_layout(checkpoint::Manifest& m, const JobPlan& plan);
 
 /// Creates an explicitly configured checkpoint.dir before the run starts, so that a folder
 /// that cannot exist fails now (InputError naming checkpoint.dir and the reason) rather
@@ -90,6 +99,8 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
     metrics_.on_replan(e, plan, node_of_rank, generation);
   }
 
+  /// The checkpoints taken from now on hold `plan`'s shards (set_manifest_layout).
+  void on_relayout(const JobPlan& plan) override { set_manifest_layout(settings_.base, plan); }
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;
   bool stop_during_eval(std::int64_t steps_done) override;
@@ -124,7 +135,9 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   TrainingObserver& metrics_;
   CheckpointSettings settings_;
   std::function<bool()> stop_requested_;
-  std::unique_ptr<checkpoint::CorruptingFilesystem> corrupting_;  // when faults are injected
+  // When faults are injected: the disk that stalls, under the one that lies.
+  std::unique_ptr<checkpoint::StallingFilesystem> stalling_;
+  std::unique_ptr<checkpoint::CorruptingFilesystem> corrupting_;
   checkpoint::Filesystem& fs_;
   checkpoint::BackgroundWriter writer_;
   std::optional<std::int64_t> stopped_at_;

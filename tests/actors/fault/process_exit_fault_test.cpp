@@ -7,21 +7,11 @@
 #include <string>
 
 #include "actors/fault/fault_spec.hpp"
+#include "tests/actors/fault/fault_spec_errors.hpp"
 
 using namespace conveyor;
 
-namespace {
-
-std::string parse_error(const std::string& entry) {
-  try {
-    parse_fault_spec(entry);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using testing::parse_error;
 
 TEST_CASE("an exit fault fires at its step's start or in its checkpoint's shard write, on node R's first attempt") {
   const auto at_start = parse_fault_spec("exit:node=1:step=4:when=start");

@@ -15,8 +15,11 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <optional>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -264,12 +267,65 @@ inline std::vector<NodeResult> run_with_node1_rejoining(const TempDir& dir, std:
   return results;
 }
 
-/// The `recovery` rows of a run's metrics.jsonl, in order.
-inline std::vector<nlohmann::json> recovery_rows(const fs::path& run) {
+/// The rows of `event` ("replan", "joined", …) in a run's metrics.jsonl, in order.
+inline std::vector<nlohmann::json> event_rows(const fs::path& run, const std::string& event) {
   std::vector<nlohmann::json> rows;
   for (auto& row : read_jsonl(run / "metrics.jsonl"))
-    if (row.value("event", "") == "recovery") rows.push_back(row);
+    if (row.value("event", "") == event) rows.push_back(row);
   return rows;
+}
+
+/// The `recovery` rows of a run's metrics.jsonl, in order.
+inline std::vector<nlohmann::json> recovery_rows(const fs::path& run) { return event_rows(run, "recovery"); }
+
+/// Checks that every step's loss in `run`'s metrics.jsonl is `reference`'s, bit for bit (a
+/// step replayed after a shrink is logged twice, with the same loss), and that all `steps`
+/// steps were logged: no micro-batch was skipped or seen twice.
+inline void check_losses_match(const fs::path& run, const fs::path& reference, int steps) {
+  std::map<int, double> want_loss;
+  for (auto& row : read_jsonl(reference / "metrics.jsonl"))
+    if (!row.contains("event") && row.contains("loss")) want_loss[row["step"].get<int>()] = row["loss"].get<double>();
+  std::set<int> logged;
+  for (auto& row : read_jsonl(run / "metrics.jsonl"))
+    if (!row.contains("event") && row.contains("loss")) {
+      const int step = row["step"].get<int>();
+      logged.insert(step);
+      CHECK_MESSAGE(row["loss"].get<double>() == want_loss.at(step), "step " << step << "'s loss differs");
+    }
+  CHECK(logged.size() == static_cast<std::size_t>(steps));
+}
+
+/// The step after which the `event` row (the first) was logged: the boundary where the
+/// run then stood (one more than the last step row before it); -1 when there is none.
+inline int boundary_of_event(const fs::path& run, const std::string& event) {
+  int last_step = -1;
+  for (auto& row : read_jsonl(run / "metrics.jsonl")) {
+    if (row.value("event", "") == event) return last_step + 1;
+    if (!row.contains("event") && row.contains("loss")) last_step = row["step"].get<int>();
+  }
+  return -1;
+}
+
+/// A replan row's "partition" (blocks per stage, 0.5 for half a block) in half blocks, as a
+/// manifest's partition_halves holds it.
+inline std::vector<std::int64_t> partition_halves(const nlohmann::json& partition) {
+  std::vector<std::int64_t> halves;
+  for (const auto& blocks : partition) halves.push_back(static_cast<std::int64_t>(blocks.get<double>() * 2));
+  return halves;
+}
+
+/// Every checkpoint folder of `run` (under its checkpoints/) holds a manifest and
+/// verifies whole (sizes, sha256, the partition against the shards): their manifests, by
+/// step. A folder without a manifest fails the test: no write may be left half done.
+inline std::map<int, checkpoint::Manifest> verified_checkpoints(const fs::path& run) {
+  std::map<int, checkpoint::Manifest> out;
+  auto& disk = checkpoint::posix_filesystem();
+  for (const auto& folder : checkpoint::list_checkpoints(disk, (run / "checkpoints").string())) {
+    INFO(folder.path);
+    CHECK(folder.complete);
+    if (folder.complete) out[static_cast<int>(folder.step)] = checkpoint::verify_checkpoint(disk, folder.path);
+  }
+  return out;
 }
 
 /// The small job of these tests: the tiny config, 4 stages, 5 steps, no intermediate eval.
@@ -278,6 +334,30 @@ inline std::vector<std::string> tiny_job(const std::vector<std::string>& extra =
                              "--set", "train.steps=5", "--set", "train.eval_every=0"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
+}
+
+/// A step in [lo, hi] at which a test kills a node, drawn from a seed it prints
+/// (CONVEYOR_TEST_SEED=<printed seed> replays it).
+struct KillStep {
+  std::uint32_t seed = 0;
+  int step = 0;
+};
+inline KillStep random_kill_step(int lo, int hi) {
+  const char* given = std::getenv("CONVEYOR_TEST_SEED");
+  const auto seed = given ? static_cast<std::uint32_t>(std::stoul(given)) : std::random_device{}();
+  std::mt19937 random(seed);
+  const KillStep k{seed, std::uniform_int_distribution<int>(lo, hi)(random)};
+  MESSAGE("seed " << k.seed << ": the node is killed once node 0 reports step " << k.step << " or later");
+  return k;
+}
+
+/// The elastic tests' job (issue 44): tiny_job on 3 stages, one per node of 3, for `steps`
+/// steps, then `extra`.
+inline std::vector<std::string> three_stage_job(int steps, const std::vector<std::string>& extra = {}) {
+  auto args = tiny_job({"--set", "train.steps=" + std::to_string(steps), "--set", "rendezvous.timeout_s=20", "--set",
+                        "pipeline.stages=3"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
 }
 
 /// The weights `job_args` (a job as tiny_job gives it, "train" first) end with in one

@@ -6,14 +6,11 @@
 // run without the fault, bit for bit. The joined row, the log lines and plan.json's
 // generation say so. With fault.grow never the new process is refused and exits naming
 // the key, while the job ends on 2 stages. A node taken in and lost again shrinks the job
-// a second time.
+// a second time. With fault.grow at_checkpoint the node is taken in at the next checkpoint
+// boundary, and each checkpoint holds and says the layout it was taken in.
 #include <doctest/doctest.h>
 #include <signal.h>
 
-#include <cstdlib>
-#include <map>
-#include <random>
-#include <set>
 #include <string>
 
 #include "tests/apps/multihost/multihost_support.hpp"
@@ -26,11 +23,21 @@ namespace {
 // compute actions sleep a little (fault.inject slow: timing only, the numbers are the same).
 constexpr int kSteps = 48;
 
-std::vector<std::string> grow_job(const std::vector<std::string>& extra) {
-  auto args = tiny_job({"--set", "train.steps=" + std::to_string(kSteps), "--set", "rendezvous.timeout_s=20",
-                        "--set", "pipeline.stages=3"});
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+std::vector<std::string> grow_job(const std::vector<std::string>& extra) { return three_stage_job(kSteps, extra); }
+
+// The job without faults in one process, into dir/one: the weights and losses to match.
+void run_reference(const TempDir& dir) {
+  auto reference = grow_job({"--out", dir / "one"});
+  reference.erase(reference.begin());  // train_ok adds "train"
+  train_ok(reference, 120);
+}
+
+// Node 2 SIGKILLed once node 0 reports step `step`, and started again once node 0 logged
+// the shrink without it: it joins the shrunk job.
+void restart_after_shrink(NodeRun& node2, int step) {
+  node2.kill_at_node0_step = step;
+  node2.restart_after_kill = true;
+  node2.restart_when_node0_says = "replan: node 2 lost for good";
 }
 
 std::vector<NodeRun> three_nodes(const TempDir& dir, const std::vector<std::string>& extra,
@@ -45,33 +52,17 @@ std::vector<NodeRun> three_nodes(const TempDir& dir, const std::vector<std::stri
   return nodes;
 }
 
-std::vector<nlohmann::json> rows_of(const fs::path& run, const std::string& event) {
-  std::vector<nlohmann::json> rows;
-  for (auto& row : read_jsonl(run / "metrics.jsonl"))
-    if (row.value("event", "") == event) rows.push_back(row);
-  return rows;
-}
-
 }  // namespace
 
 TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the shrink: the job grows back to 3 stages and ends with the fault-free weights bit for bit") {
-  // CONVEYOR_TEST_SEED=<printed seed> replays a run's kill step.
-  const char* given = std::getenv("CONVEYOR_TEST_SEED");
-  const auto seed = given ? static_cast<std::uint32_t>(std::stoul(given)) : std::random_device{}();
-  std::mt19937 random(seed);
-  const int kill_step = std::uniform_int_distribution<int>(3, 12)(random);
-  MESSAGE("seed " << seed << ": node 2 is killed once node 0 reports step " << kill_step << " or later");
+  const KillStep kill = random_kill_step(3, 12);
 
   TempDir dir;
-  auto reference = grow_job({"--out", dir / "one"});
-  reference.erase(reference.begin());  // train_ok adds "train"
-  train_ok(reference, 120);
+  run_reference(dir);
 
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-test");
-  nodes[2].kill_at_node0_step = kill_step;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);
@@ -89,11 +80,11 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
         std::string::npos);
 
   const auto run = dir.path() / "run";
-  const auto replans = rows_of(run, "replan");
+  const auto replans = event_rows(run, "replan");
   REQUIRE(replans.size() == 1);
   CHECK(replans[0]["lost_node"] == 2);
   CHECK(replans[0]["to"]["stages"] == 2);
-  const auto joins = rows_of(run, "joined");
+  const auto joins = event_rows(run, "joined");
   REQUIRE(joins.size() == 1);
   const auto& j = joins[0];
   CHECK(j["node"] == 2);
@@ -106,21 +97,9 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
   CHECK(j["restored_from"] == "snapshot");
   CHECK(j["steps_redone"] == 0);
   CHECK(j["ms"].get<double>() > 0);
-  MESSAGE("kill at step " << kill_step << ": " << replans[0].dump() << "; " << j.dump());
+  MESSAGE("kill at step " << kill.step << ": " << replans[0].dump() << "; " << j.dump());
 
-  // Every step's loss is the fault-free run's, bit for bit (a step the shrink replayed is
-  // logged twice, with the same loss): no micro-batch was skipped or seen twice.
-  std::map<int, double> want_loss;
-  for (auto& row : read_jsonl(dir.path() / "one" / "metrics.jsonl"))
-    if (!row.contains("event") && row.contains("loss")) want_loss[row["step"].get<int>()] = row["loss"].get<double>();
-  std::set<int> logged;
-  for (auto& row : read_jsonl(run / "metrics.jsonl"))
-    if (!row.contains("event") && row.contains("loss")) {
-      const int step = row["step"].get<int>();
-      logged.insert(step);
-      CHECK_MESSAGE(row["loss"].get<double>() == want_loss.at(step), "step " << step << "'s loss differs");
-    }
-  CHECK(logged.size() == static_cast<std::size_t>(kSteps));
+  check_losses_match(run, dir.path() / "one", kSteps);
 
   const auto plan = nlohmann::json::parse(read_text(run / "plan.json"));
   CHECK(plan["generation"] == 2);
@@ -128,7 +107,68 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
   const std::string want = read_text(dir.path() / "one" / "weights.safetensors");
   const std::string got = read_text(run / "weights.safetensors");
   REQUIRE(got.size() == want.size());
-  CHECK_MESSAGE(got == want, "weights differ from the run without the fault (seed " << seed << ")");
+  CHECK_MESSAGE(got == want, "weights differ from the run without the fault (seed " << kill.seed << ")");
+}
+
+TEST_CASE("with fault.grow at_checkpoint a node that joins the shrunk job is taken in at the next checkpoint boundary, and every checkpoint says and holds its layout") {
+  const KillStep kill = random_kill_step(3, 12);
+  constexpr int kEvery = 6;
+
+  TempDir dir;
+  run_reference(dir);
+
+  auto nodes = three_nodes(dir,
+                           {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15", "--set",
+                            "fault.grow=at_checkpoint", "--set", "checkpoint.every=" + std::to_string(kEvery), "--set",
+                            "checkpoint.keep=20"},
+                           "grow-at-checkpoint-test");
+  restart_after_shrink(nodes[2], kill.step);
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  REQUIRE(results[2].exit_code == 0);
+  CHECK(results[0].err.find("node 2 joined the shrunk job: it is taken in at the next checkpoint boundary "
+                            "(fault.grow at_checkpoint)") != std::string::npos);
+
+  const auto run = dir.path() / "run";
+  REQUIRE(event_rows(run, "replan").size() == 1);
+  REQUIRE(event_rows(run, "joined").size() == 1);
+  const int shrunk_at = boundary_of_event(run, "replan");  // the step it failed at, before the replay
+  const int grown_at = boundary_of_event(run, "joined");
+  MESSAGE("kill at step " << kill.step << ": shrunk after step " << shrunk_at << ", grown after step " << grown_at
+                          << ": " << event_rows(run, "joined")[0].dump());
+  CHECK(grown_at % kEvery == 0);
+  CHECK(grown_at >= shrunk_at);
+
+  // The checkpoint at the grow's boundary was taken before it, on 2 stages; those after it
+  // on 3; each verifies and its manifest says the layout of its shards.
+  const auto checkpoints = verified_checkpoints(run);
+  const auto joined = event_rows(run, "joined")[0];
+  CHECK(checkpoints.size() == static_cast<std::size_t>(kSteps / kEvery));
+  for (const auto& [step, m] : checkpoints) {
+    INFO("checkpoint of step " << step);
+    CHECK(m.shards.size() == static_cast<std::size_t>(m.stages));
+    if (step == grown_at) {
+      CHECK(m.stages == 2);
+      CHECK(m.partition_halves == partition_halves(joined["from"]["partition"]));
+    }
+    if (step > grown_at) {
+      CHECK(m.stages == 3);
+      CHECK(m.partition_halves == partition_halves(joined["to"]["partition"]));
+    }
+  }
+  REQUIRE(checkpoints.count(grown_at) == 1);
+
+  check_losses_match(run, dir.path() / "one", kSteps);
+  const std::string want = read_text(dir.path() / "one" / "weights.safetensors");
+  CHECK_MESSAGE(read_text(run / "weights.safetensors") == want,
+                "weights differ from the run without the fault (seed " << kill.seed << ")");
+  // The shrunk layout's checkpoint resumes on the configured 3 stages in one process.
+  const auto shrunk_checkpoint = run / "checkpoints" / conveyor::checkpoint::step_dir_name(grown_at);
+  CHECK_MESSAGE(resumed_in_one_process(dir, grow_job({}), shrunk_checkpoint.string()) == want,
+                "the resume from " << shrunk_checkpoint.string() << " ends with other weights (seed " << kill.seed << ")");
 }
 
 TEST_CASE("with fault.grow never a node that joins the shrunk job is refused naming the key, and the job ends on 2 stages") {
@@ -137,9 +177,7 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
                            {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.grow=never", "--set",
                             "fault.inject=slow:stage=0:ms=15"},
                            "grow-never-test");
-  nodes[2].kill_at_node0_step = 4;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 4);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 2, joined:\n" << results[2].err);
@@ -149,21 +187,17 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
   CHECK(results[2].err.find("node 2 joined a job that shrank without it, but the job takes no node back: "
                             "fault.grow is never") != std::string::npos);
   CHECK(results[0].err.find("the job takes no node back: fault.grow is never") != std::string::npos);
-  CHECK(rows_of(dir.path() / "run", "joined").empty());
+  CHECK(event_rows(dir.path() / "run", "joined").empty());
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
   CHECK(plan["generation"] == 1);
 }
 
 TEST_CASE("a node taken in and lost again: the job shrinks a second time (generation 3) and still ends with the fault-free weights") {
   TempDir dir;
-  auto reference = grow_job({"--out", dir / "one"});
-  reference.erase(reference.begin());  // train_ok adds "train"
-  train_ok(reference, 120);
+  run_reference(dir);
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-twice-test");
-  nodes[2].kill_at_node0_step = 5;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 5);
   nodes[2].kill_again_when_node0_says = "joined: node 2 taken in";
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
@@ -185,9 +219,7 @@ TEST_CASE("a node taken in and lost again: the job shrinks a second time (genera
 
 TEST_CASE("nodes 2 then 1 lost for good, the job on node 0 alone, then node 1 started again joins without dialing the dead node 2, then node 2: back to 3 stages with the fault-free weights") {
   TempDir dir;
-  auto reference = grow_job({"--out", dir / "one"});
-  reference.erase(reference.begin());  // train_ok adds "train"
-  train_ok(reference, 120);
+  run_reference(dir);
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=1", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-from-one-test");
   nodes[2].kill_at_node0_step = 4;

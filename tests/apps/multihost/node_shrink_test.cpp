@@ -19,12 +19,7 @@ namespace {
 
 constexpr int kSteps = 24;
 
-std::vector<std::string> shrink_job(const std::vector<std::string>& extra) {
-  auto args = tiny_job({"--set", "train.steps=" + std::to_string(kSteps), "--set", "rendezvous.timeout_s=20",
-                        "--set", "pipeline.stages=3"});
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
+std::vector<std::string> shrink_job(const std::vector<std::string>& extra) { return three_stage_job(kSteps, extra); }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // says about the run, and the resume command printed after SIGTERM.
 #include <doctest/doctest.h>
 
+#include "actors/plan/elastic_plan.hpp"
 #include "apps/train/resume_hint.hpp"
 #include "apps/train/train_checkpoints.hpp"
 #include "tests/actors/support/tiny_job.hpp"
@@ -54,6 +55,30 @@ TEST_CASE("the manifest of a run names its seed, schedule, stages, blocks per st
   CHECK(m.stages == 2);
   CHECK(m.partition_halves == std::vector<std::int64_t>{6, 4});
   CHECK(m.config == "model:\n  layers: 5\n");
+}
+
+TEST_CASE("after a shrink and a grow the manifest says the layout that runs: its stages and blocks per stage") {
+  testing::TinyJobOptions o;
+  o.stages = 3;
+  o.layers = 4;
+  const Job job = testing::tiny_job(o);
+  auto m = manifest_base(job.plan, "1f1b", "pipeline:\n  stages: 3\n");
+  CHECK(m.stages == 3);
+  CHECK(m.partition_halves == std::vector<std::int64_t>{4, 2, 2});
+  // Node 2 lost for good: nodes 0 and 1 run 2 stages, the blocks cut uniformly again.
+  const auto shrunk = choose_layout(job.plan, {0, 1, 2}, {0, 1});
+  REQUIRE(shrunk.plan);
+  set_manifest_layout(m, *shrunk.plan);
+  CHECK(m.stages == 2);
+  CHECK(m.partition_halves == std::vector<std::int64_t>{4, 4});
+  CHECK(m.schedule == "1f1b");
+  CHECK(m.seed == job.plan.data.seed);  // the run's own fields stay
+  CHECK(m.config == "pipeline:\n  stages: 3\n");
+  // Node 2 joins again: the configured layout, and its manifest, come back.
+  const auto grown = choose_layout(job.plan, {0, 1, 2}, {0, 1, 2});
+  REQUIRE(grown.plan);
+  set_manifest_layout(m, *grown.plan);
+  CHECK(m == manifest_base(job.plan, "1f1b", "pipeline:\n  stages: 3\n"));
 }
 
 TEST_CASE("the resume command repeats config, overrides and run folder, quoted for a shell") {

@@ -15,12 +15,10 @@
 # folder) keeps the runs. Each run also prints the replan row's ms and phases_ms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${CONVEYOR:-build/conveyor}
+source scripts/loopback_common.sh
 STEPS=${STEPS:-200}
 SLOW_MS=${SLOW_MS:-0}
 CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-0}
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
 KILLS=("$@")
 [ ${#KILLS[@]} -eq 0 ] && KILLS=(10 30 50)
 JOB=(configs/tiny.yaml --set pipeline.stages=3 --set train.steps="$STEPS" --set train.eval_every=0)
@@ -33,11 +31,10 @@ latest_step() { grep -oE '^step [0-9]+' "$1" | tail -1 | cut -d' ' -f2; }
 for k in "${KILLS[@]}"; do
   d="$OUT/kill$k"
   mkdir -p "$d"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   pids=()
   for n in 0 1 2; do
-    "$BIN" train "${JOB[@]}" --nnodes 3 --node-rank $n --rdzv 127.0.0.1:$port --out "$d/run" \
-      > "$d/node$n.out" 2> "$d/node$n.err" &
+    start_node "$d" "$port" $n
     pids+=($!)
   done
   until [ "$(latest_step "$d/node0.err")" -ge "$k" ] 2>/dev/null; do sleep 0.02; done

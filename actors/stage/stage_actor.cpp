@@ -16,6 +16,7 @@
 #include "actors/worker/replica_gradients.hpp"
 #include "actors/messages/stage_snapshot.hpp"
 #include "actors/fault/fault_spec.hpp"
+#include "actors/fault/restored_snapshot.hpp"
 #include "transport/collective/collective_error.hpp"
 
 namespace conveyor {
@@ -323,8 +324,16 @@ StageActor::behavior_type stage_behavior(StageSelf* self, std::shared_ptr<const 
           // Kept here too: the next recovery may restore this step again. Every stage of
           // this process goes back to the same step (a rejoin, or a checkpoint): newer
           // snapshots are the replay's, and must not push this one out of the store.
+          // The copy's tensors are that state where the stage is one chunk on the host
+          // (restored_snapshot.hpp): kept as they are, not captured again.
           st.job->services.snapshots->discard_after(arrived.copy.steps_done);
-          put_snapshot(self, arrived.copy.steps_done, /*copy=*/false);
+          const int rank = st.worker->rank();
+          auto kept = restored_snapshot(st.job->plan.actor_placement(rank), arrived.copy.steps_done,
+                                        std::move(arrived.copy.tensors), arrived.copy.optimizer_steps);
+          if (kept)
+            st.job->services.snapshots->put(rank, std::move(*kept));
+          else
+            put_snapshot(self, arrived.copy.steps_done, /*copy=*/false);
           promise.deliver(StageRestored{st.worker->rank(), arrived.copy.steps_done});
         } catch (const std::exception& e) {
           promise.deliver(failure(e.what()));

@@ -1,5 +1,9 @@
 #include "transport/ucx/ucx_hub.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -9,6 +13,10 @@ namespace conveyor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The longest the hub thread blocks on UCX's events with work in flight: a bound, should
+// some event not reach the worker's file descriptor.
+constexpr auto kMaxBlock = std::chrono::milliseconds(10);
 
 std::string ms_text(std::chrono::milliseconds ms) {
   return ms.count() % 1000 == 0 ? std::to_string(ms.count() / 1000) + " s"
@@ -41,6 +49,8 @@ struct UcxHub::InFlight {
 };
 
 UcxHub::UcxHub(UcxOptions options) : options_(std::move(options)) {
+  options_.wakeup = true;
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: the hub polls (PollBackoff sleeps)
   worker_ = std::make_unique<UcxWorker>(options_);
   address_ = worker_->address();
   thread_ = std::thread([this] { run(); });
@@ -57,11 +67,12 @@ UcxHub::~UcxHub() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake();
   thread_.join();
   in_flight_.clear();  // cancels receives; the worker adopts what UCX still holds
   if (abandoned) worker_->set_close_timeout(std::chrono::milliseconds(100));
   worker_.reset();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void UcxHub::abandon() {
@@ -75,7 +86,15 @@ void UcxHub::enqueue(Op op) {
     if (op.kind == Op::Kind::send) ++sends_in_flight_;
     queue_.push_back(std::move(op));
   }
+  wake();
+}
+
+void UcxHub::wake() {
   wake_.notify_one();
+  if (wake_fd_ >= 0) {  // the hub thread may be blocked in UcxWorker::wait_for_event
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
+  }
 }
 
 void UcxHub::connect(int peer, std::vector<std::byte> peer_address, std::string name) {
@@ -167,6 +186,12 @@ void UcxHub::run() {
   PollBackoff backoff;
   for (;;) {
     std::vector<Op> ops;
+    // The wake-ups are spent before the queue is taken, so that an op queued after it
+    // is taken wakes the next wait.
+    if (wake_fd_ >= 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto n = ::read(wake_fd_, &count, sizeof count);
+    }
     {
       std::unique_lock lock(mutex_);
       if (queue_.empty() && in_flight_.empty())
@@ -201,7 +226,14 @@ void UcxHub::run() {
       in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(i));
       busy = true;
     }
-    backoff.after_poll(busy);
+    // Blocks until UCX has work or an op is queued, but no longer than the nearest
+    // deadline (checked above) nor kMaxBlock.
+    backoff.after_poll(busy, [&] {
+      auto until = Clock::now() + kMaxBlock;
+      for (const auto& f : in_flight_) until = std::min(until, f.deadline);
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - Clock::now());
+      return worker_->wait_for_event(std::max(left, std::chrono::microseconds(0)), wake_fd_);
+    });
   }
 }
 

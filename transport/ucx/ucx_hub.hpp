@@ -15,8 +15,10 @@
 // receive is then cancelled, a send's buffer kept alive until UCX lets go), UcxError for a
 // failed operation or a message of the wrong length. Callbacks must be quick (hand the
 // result to an actor) and must not call into the hub.
-// Polling: while something is in flight the thread polls, yielding first, then sleeping
-// 50 µs between empty polls, so that idle waits do not eat the CPU of compute threads.
+// Polling: while something is in flight the thread polls, yielding first, then blocks on
+// the worker's events (UcxOptions::wakeup, which the hub turns on) and on its own wake-up
+// fd (an op queued), so that idle waits neither eat the CPU of compute threads nor stall
+// a transfer: the thread is back as soon as bytes arrive (poll_backoff.hpp).
 // Thread-safety: every public member may be called from any thread.
 #include <atomic>
 #include <chrono>
@@ -75,6 +77,7 @@ class UcxHub {
   void post(Op& op);
   void complete(InFlight& f, Tensor t, std::exception_ptr e);
   void enqueue(Op op);
+  void wake();  // the hub thread, wherever it waits
 
   UcxOptions options_;
   std::unique_ptr<UcxWorker> worker_;  // used by the hub thread only, once it runs
@@ -89,6 +92,7 @@ class UcxHub {
   bool abandoned_ = false;
   std::size_t sends_in_flight_ = 0;  // posted by callers, not yet completed
   std::vector<InFlight> in_flight_;  // hub thread only
+  int wake_fd_ = -1;  // eventfd: enqueue() writes, the hub thread waits on it with UCX's
   std::thread thread_;
 };
 

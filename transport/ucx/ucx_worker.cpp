@@ -4,6 +4,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include <poll.h>
+
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -212,7 +214,7 @@ UcxWorker::UcxWorker(UcxOptions options) : options_(std::move(options)) {
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG;
+  params.features = UCP_FEATURE_TAG | (options_.wakeup ? UCP_FEATURE_WAKEUP : 0);
   const ucs_status_t init = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   check(init, "ucp_init",
@@ -226,6 +228,7 @@ UcxWorker::UcxWorker(UcxOptions options) : options_(std::move(options)) {
     ucp_cleanup(context_);
     check(created, "ucp_worker_create", self);
   }
+  if (options_.wakeup && ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
 }
 
 UcxWorker::~UcxWorker() {
@@ -299,6 +302,19 @@ bool UcxWorker::progress() {
   const bool any = ucp_worker_progress(worker_) != 0;
   if (!orphans_.empty()) reap_orphans();
   return any;
+}
+
+bool UcxWorker::wait_for_event(std::chrono::microseconds timeout, int other_fd) {
+  if (event_fd_ < 0) return false;
+  // Armed only once progress() drained everything: an event that came before the arm
+  // makes it answer BUSY, so none is slept through.
+  const ucs_status_t armed = ucp_worker_arm(worker_);
+  if (armed == UCS_ERR_BUSY) return true;
+  if (armed != UCS_OK) return false;
+  pollfd fds[2] = {{event_fd_, POLLIN, 0}, {other_fd, POLLIN, 0}};
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
+  ::poll(fds, other_fd >= 0 ? 2 : 1, static_cast<int>(ms));
+  return true;
 }
 
 void UcxWorker::adopt(void* request, Tensor keep_alive) {

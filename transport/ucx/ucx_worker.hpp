@@ -55,6 +55,10 @@ struct UcxOptions {
   /// UCX 1.13 the shared-memory transports (posix, sysv) cannot detect a failed peer, so
   /// this leaves TCP only, even on one host. Both sides must agree.
   bool detect_peer_failure = false;
+  /// UCP_FEATURE_WAKEUP: wait_for_event() can block until UCX has work, instead of the
+  /// caller polling (UcxHub's thread). Off for a worker that is only ever polled, so that
+  /// the lanes UCX picks stay those of a worker without wakeup.
+  bool wakeup = false;
 };
 
 class UcxWorker;
@@ -150,6 +154,13 @@ class UcxWorker {
   /// One round of ucp_worker_progress; true if anything happened.
   bool progress();
 
+  /// After progress() found nothing: blocks until UCX has something to progress (bytes
+  /// arrived, a socket can take more), `other_fd` is readable (-1: none), or `timeout`
+  /// passed. Returns at once when UCX has events pending already (progress again).
+  /// False, having waited for nothing, when the worker has no wakeup (options().wakeup
+  /// off): the caller paces its polls itself.
+  bool wait_for_event(std::chrono::microseconds timeout, int other_fd);
+
   const UcxOptions& options() const { return options_; }
   /// Bounds the flush and close of the destructor (default: options().timeout); a worker
   /// whose peers are gone uses a short one so that closing does not wait for them.
@@ -176,6 +187,7 @@ class UcxWorker {
   std::chrono::milliseconds close_timeout_ = options_.timeout;
   ucp_context* context_ = nullptr;
   ucp_worker* worker_ = nullptr;
+  int event_fd_ = -1;  // UCX's, with options().wakeup; owned by UCX
   std::deque<std::unique_ptr<UcxEndpoint>> endpoints_;
   std::vector<Orphan> orphans_;
   std::shared_ptr<HostBufferPool> receive_buffers_ = HostBufferPool::create();

@@ -11,20 +11,12 @@
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/plan/pipeline_layout.hpp"
 #include "kernels/model/stage_model.hpp"
+#include "tests/actors/fault/small_gpt.hpp"
 
 using namespace conveyor;
+using conveyor::fault_test::small_model;
 
 namespace {
-
-GptConfig small_model() {
-  GptConfig c;
-  c.layers = 3;
-  c.d_model = 16;
-  c.heads = 2;
-  c.seq_len = 8;
-  c.vocab = 32;
-  return c;
-}
 
 JobPlan plan_of(const std::vector<int>& halves, int replicas = 1) {
   JobPlan plan;

@@ -374,7 +374,9 @@ void run_train(const TrainOptions& opt) {
   // here is checked before the run folder exists.
   const auto resume = prepare_resume(opt, config, spec, job.plan);
   const auto init = prepare_init_from(opt, config, spec, job.plan);
-  (void)sample_tokenizer(config, opt.init_from);  // train.sample_every on token ids: refused now, not at step N
+  // train.sample_every on token ids: its tokenizer read and checked once, now (a bad one is
+  // refused before the run folder exists, not at step N)
+  const std::string sample_tokenizer_file = sample_tokenizer(config, opt.init_from);
 
   // A job over several processes joins the rendezvous first: a wrong launch fails here,
   // before the run folder exists (apps/train/cluster_session.hpp).
@@ -448,7 +450,7 @@ void run_train(const TrainOptions& opt) {
   // where it cannot, a stop ends the job at the next step boundary without one.
   TrainCheckpoints checkpoints(log, std::move(settings), [] { return stop_signal() != 0; });
   TrainSamples samples({config.train.sample_every, config.train.sample_prompt, config.train.sample_tokens,
-                        sample_tokenizer(config, opt.init_from)},
+                        sample_tokenizer_file},
                        log, progress);
   checkpoints.on_written([&log, &samples](const checkpoint::WriteResult& w) {
     log.checkpoint_written(w);

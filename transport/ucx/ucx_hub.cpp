@@ -186,12 +186,6 @@ void UcxHub::run() {
   PollBackoff backoff;
   for (;;) {
     std::vector<Op> ops;
-    // The wake-ups are spent before the queue is taken, so that an op queued after it
-    // is taken wakes the next wait.
-    if (wake_fd_ >= 0) {
-      std::uint64_t count = 0;
-      [[maybe_unused]] const auto n = ::read(wake_fd_, &count, sizeof count);
-    }
     {
       std::unique_lock lock(mutex_);
       if (queue_.empty() && in_flight_.empty())
@@ -232,7 +226,15 @@ void UcxHub::run() {
       auto until = Clock::now() + kMaxBlock;
       for (const auto& f : in_flight_) until = std::min(until, f.deadline);
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - Clock::now());
-      return worker_->wait_for_event(std::max(left, std::chrono::microseconds(0)), wake_fd_);
+      const bool waited = worker_->wait_for_event(std::max(left, std::chrono::microseconds(0)), wake_fd_);
+      // The wake-ups are spent after the wait and before the queue is next taken, so that
+      // an op queued after that wakes the next wait; only here, not on every poll (a read
+      // per iteration of a busy loop is a system call per iteration).
+      if (waited && wake_fd_ >= 0) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const auto n = ::read(wake_fd_, &count, sizeof count);
+      }
+      return waited;
     });
   }
 }

@@ -100,14 +100,14 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   }
 
   /// The checkpoints taken from now on hold `plan`'s shards (set_manifest_layout).
-  void on_relayout(const JobPlan& plan) override { set_manifest_layout(settings_.base, plan); }
+  void on_relayout(const JobPlan& plan) override;
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;
   bool stop_during_eval(std::int64_t steps_done) override;
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
   checkpoint::StagingTarget stage_remote_shards(std::int64_t steps_done) override;
-  CheckpointRestorePoint newest_checkpoint(std::int64_t steps_done) override;
+  CheckpointRestorePoint newest_checkpoint(std::int64_t steps_done, CheckpointLayouts layouts) override;
 
   /// Waits for the background writes; throws CheckpointError naming every write of the
   /// run that failed (the run went on after each: its later checkpoints and final weights
@@ -150,6 +150,9 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::vector<checkpoint::FailedWrite> lost_;  // those lost with a node instead
   std::function<void(const checkpoint::WriteResult&)> on_written_;
   std::int64_t reported_step_ = -1;  // the newest checkpoint handed to on_written_
+  // Every layout the job ran on (stages, partition in half blocks): the one it started
+  // with, then each on_relayout's; a checkpoint of any of them is this run's to cut.
+  std::set<std::pair<int, std::vector<std::int64_t>>> layouts_;
   void note_failed_writes();
   void report_written();
   void note_deferred_stop(std::int64_t steps_done);

@@ -91,6 +91,7 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
       fs_(pick_filesystem(stalling_, corrupting_, settings_)),
       writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {
   layouts_.emplace(settings_.base.stages, settings_.base.partition_halves);
+  if (settings_.resumed_layout) layouts_.insert(*settings_.resumed_layout);
 }
 
 void TrainCheckpoints::on_relayout(const JobPlan& plan) {

@@ -133,4 +133,14 @@ TEST_CASE("after a re-layout a shrink may go back to a checkpoint of any layout 
   CHECK(point.path.empty());
   CHECK(point.error.find("another seed, stage count or partition than any this run ran on") != std::string::npos);
   hook.flush();
+
+  // A run resumed from a checkpoint of 3 stages (--resume reshards it onto its own) ran on
+  // that layout too.
+  auto resumed = settings_for(dir.path());
+  resumed.resumed_layout.emplace(3, std::vector<std::int64_t>{2, 2, 2});
+  TrainCheckpoints resumed_hook(metrics, resumed, nullptr);
+  point = resumed_hook.newest_checkpoint(12, CheckpointLayouts::any_of_the_run);
+  INFO(point.error);
+  CHECK(point.step == 11);
+  CHECK(resumed_hook.newest_checkpoint(12, CheckpointLayouts::current).path.empty());
 }

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "actors/checkpoint/reader.hpp"
-#include "actors/fault/reshard_snapshots.hpp"
 
 namespace conveyor {
 

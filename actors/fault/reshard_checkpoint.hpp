@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actors/checkpoint/filesystem.hpp"
+#include "actors/fault/reshard_snapshots.hpp"
 #include "actors/fault/snapshot_store.hpp"
 #include "actors/plan/job_plan.hpp"
 

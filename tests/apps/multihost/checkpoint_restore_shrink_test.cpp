@@ -10,8 +10,10 @@
 // that step hold the 3-stage layout, the later ones (written again by the replay) the
 // shrunk one; the run ends with the fault-free weights bit for bit. Lost before the first
 // checkpoint, there is nothing to go back to: the job fails at the deadline saying so.
-// Growing back needs node 0's copies of a boundary's snapshots: the lost node started
-// again is refused, saying why, and the job ends on 2 stages, still bitwise.
+// A second node lost before the shrunk layout's first checkpoint: the job shrinks again
+// from the same checkpoint of the first layout. Growing back needs node 0's copies of a
+// boundary's snapshots: the lost node started again is refused, saying why, and the job
+// ends on 2 stages, still bitwise.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -132,4 +134,36 @@ TEST_CASE("without buddy copies, the lost node started again after the shrink is
   CHECK(event_rows(run, "replan").size() == 1);
   CHECK(event_rows(run, "joined").empty());
   CHECK_MESSAGE(read_text(run / "weights.safetensors") == want, "weights differ from the run without the fault");
+}
+
+TEST_CASE("without buddy copies, nodes 2 then 1 lost for good before the shrunk layout's first checkpoint: node 0 goes on alone from the first layout's checkpoint, bitwise") {
+  TempDir dir;
+  const std::string& want = one_process_weights(dir, three_stage_job(kSteps));
+  const auto run = dir.path() / "run";
+  // Node 2 ends as step 6 starts (the job shrinks onto nodes 0 and 1 from checkpoint 4 and
+  // replays), node 1 as the replay's step 7 starts: before checkpoint 8, so the newest is
+  // still checkpoint 4, written in the 3-stage layout (CheckpointLayouts::any_of_the_run).
+  auto nodes = job_on_nodes(3, job(kSteps, "exit:node=2:step=6,exit:node=1:step=7"), run, "ckpt-restore-twice-test");
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  REQUIRE(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 128 + SIGKILL);
+  CHECK(results[2].exit_code == 128 + SIGKILL);
+  const auto replans = event_rows(run, "replan");
+  REQUIRE(replans.size() == 2);
+  CHECK(replans[0]["lost_node"] == 2);
+  CHECK(replans[0]["to"]["stages"] == 2);
+  CHECK(replans[0]["steps_redone"] == 2);
+  CHECK(replans[1]["lost_node"] == 1);
+  CHECK(replans[1]["to"]["nodes"] == nlohmann::json::array({0}));
+  CHECK(replans[1]["to"]["stages"] == 1);
+  for (const auto& r : replans) CHECK(r["restored_from"] == "checkpoint");
+  CHECK(replans[1]["steps_redone"] == 3);
+  const auto checkpoints = verified_checkpoints(run);
+  REQUIRE(checkpoints.count(4) == 1);
+  CHECK(checkpoints.at(4).stages == 3);
+  for (const auto& [step, m] : checkpoints)
+    if (step > 4) CHECK(m.stages == 1);
+  CHECK(nlohmann::json::parse(read_text(run / "plan.json"))["generation"] == 2);
+  CHECK_MESSAGE(read_text(run / "weights.safetensors") == want, "weights differ from the run without the faults");
 }

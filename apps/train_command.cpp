@@ -157,6 +157,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const JobPlan& p
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
+  if (resume) s.resumed_layout.emplace(resume->manifest.stages, resume->manifest.partition_halves);
   s.base = manifest_base(plan, std::string(enum_name(config.pipeline.schedule)), to_yaml(config));
   for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
   s.stalled_steps = checkpoint_stalls(config.fault.inject);

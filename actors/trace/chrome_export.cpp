@@ -68,7 +68,8 @@ nlohmann::json chrome_trace(const TraceSet& set) {
       std::string name = r.stage == kCoordinator ? fmt::format("coordinator {}", stream)
                                                  : fmt::format("stage {} {}", r.stage, stream);
       // With replicas, stage actors are replica-major: say which pipeline each one is in.
-      if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1)
+      // (A track spans the run: after a re-layout the same actor may be another replica's.)
+      if (r.stage != kCoordinator && set.plans && set.relayouts.empty() && set.plans->replicas > 1)
         name += fmt::format(" (replica {}, rank {})", set.plans->layout().replica_of(r.stage),
                             set.plans->layout().stage_of(r.stage));
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <set>
 
 #include "actors/plan/schedule/simulator.hpp"
 #include "actors/trace/action_times.hpp"
 #include "actors/trace/interval_union.hpp"
+#include "actors/trace/relayout_rounds.hpp"
 #include "kernels/common/error.hpp"
 
 namespace conveyor::trace {
@@ -15,9 +19,10 @@ double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 // The train schedule simulated with the durations replica `replica`'s stage actors
 // measured in `round` (each replica runs the same plans on its own micro-batches).
-std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, int replica) {
-  if (!set.plans) return std::nullopt;
-  const ReplicaLayout layout = set.plans->layout();
+std::optional<sched::SimResult> replay(const TraceSet& set, const TracePlans* plans, const Round& round,
+                                       int replica) {
+  if (!plans) return std::nullopt;
+  const ReplicaLayout layout = plans->layout();
   sched::SimCosts costs;
   for (int rank = 0; rank < layout.stages; ++rank) {
     const auto actor = static_cast<std::size_t>(layout.actor(replica, rank));
@@ -28,7 +33,7 @@ std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, 
     }
   }
   try {
-    auto sim = sched::simulate(set.plans->train, costs);
+    auto sim = sched::simulate(plans->train, costs);
     if (!sim.ok()) return std::nullopt;
     return sim;
   } catch (const InputError&) {
@@ -36,14 +41,51 @@ std::optional<sched::SimResult> replay(const TraceSet& set, const Round& round, 
   }
 }
 
+std::string change_text(const LayoutSwitch& sw) {
+  return sw.joined ? fmt::format("after node {} joined", sw.node)
+                   : fmt::format("after node {} was lost for good", sw.node);
+}
+
 }  // namespace
 
-TraceSummary summarize(const TraceSet& set) {
+TraceSummary summarize(const TraceSet& set, int generation) {
   check_action_times(set);  // every difference below then fits, and no share is negative
   TraceSummary s;
-  s.stages = stage_count(set);
-  if (set.plans) s.replicas = set.plans->replicas;
-  const auto rounds = split_rounds(set, s.stages);
+  const TracePlans* plans = set.layout(generation);
+  // Rows: the stage actors of the layout that ran these rounds (all the trace names when
+  // its plans are unknown).
+  s.stages = plans ? plans->layout().actors() : stage_count(set);
+  if (plans) s.replicas = plans->replicas;
+  s.generation = generation;
+  if (generation > 0 && static_cast<std::size_t>(generation) <= set.switches.size()) {
+    const auto& sw = set.switches[static_cast<std::size_t>(generation) - 1];
+    s.from_step = sw.step;
+    s.change = change_text(sw);
+  }
+  auto rounds = split_rounds(set, stage_count(set));
+  const auto interrupted = interrupted_rounds(set, rounds);
+  for (auto it = rounds.begin(); it != rounds.end();) {
+    if (it->second.generation != generation) {
+      it = rounds.erase(it);
+      continue;
+    }
+    if (interrupted.count(it->first) && !it->second.eval)
+      s.notes.push_back(fmt::format("step {} (round {}) is left out: the shrink when node {} was lost interrupted it",
+                                    it->second.step, it->first, interrupted.at(it->first)->node));
+    if (interrupted.count(it->first)) {
+      it = rounds.erase(it);
+      continue;
+    }
+    it->second.actions.resize(static_cast<std::size_t>(s.stages));  // no actor beyond the layout's ran
+    ++it;
+  }
+  std::map<int, std::vector<int>> lost;  // node → its stage actors in this layout
+  for (const auto& [actor, node] : actors_lost_later(set, generation)) lost[node].push_back(actor);
+  for (const auto& [node, actors] : lost)
+    s.notes.push_back(fmt::format(
+        "stage actor(s) [{}] ran on node {}, lost for good later: their records after its file's last "
+        "write are not in the trace, so their busy time here may be short",
+        fmt::join(actors, ", "), node));
   s.per_stage.resize(static_cast<std::size_t>(s.stages));
   for (int r = 0; r < s.stages; ++r) s.per_stage[static_cast<std::size_t>(r)].stage = r;
   std::vector<double> sim_bubble_sum(static_cast<std::size_t>(s.stages), 0.0);
@@ -82,10 +124,10 @@ TraceSummary summarize(const TraceSet& set) {
     // replica's (they meet at the gradient average), the bubble their mean.
     std::vector<sched::SimResult> sims;
     for (int rep = 0; rep < s.replicas; ++rep)
-      if (auto sim = replay(set, round, rep)) sims.push_back(std::move(*sim));
+      if (auto sim = replay(set, plans, round, rep)) sims.push_back(std::move(*sim));
     if (static_cast<int>(sims.size()) == s.replicas) {
       ++simulated;
-      const ReplicaLayout layout = set.plans->layout();
+      const ReplicaLayout layout = plans->layout();
       double makespan = 0, bubble = 0;
       for (int rep = 0; rep < s.replicas; ++rep) {
         const auto& sim = sims[static_cast<std::size_t>(rep)];
@@ -100,7 +142,10 @@ TraceSummary summarize(const TraceSet& set) {
       sim_bubble += bubble;
     }
   }
-  if (s.steps == 0) throw InputError("trace: no train step in the trace (nothing to summarise)");
+  if (s.steps == 0)
+    throw InputError(generation == 0 ? std::string("trace: no train step in the trace (nothing to summarise)")
+                                     : fmt::format("trace: no train step of layout generation {} in the trace",
+                                                   generation));
   s.step_ms = s.span_ms / s.steps;
   s.bubble = s.span_ms > 0 ? bubble_ms / (s.stages * s.span_ms) : 0;
   for (auto& ss : s.per_stage) {
@@ -116,6 +161,7 @@ TraceSummary summarize(const TraceSet& set) {
   // Communication into each stage, over the train steps.
   for (const Record& r : set.records) {
     if (r.kind != RecordKind::pipe_receive || r.phase != 0 || r.stage < 0 || r.stage >= s.stages) continue;
+    if (set.generation_of(r.round) != generation || interrupted.count(r.round)) continue;
     auto& ss = s.per_stage[static_cast<std::size_t>(r.stage)];
     ++ss.messages;
     ss.bytes += r.bytes;
@@ -126,6 +172,18 @@ TraceSummary summarize(const TraceSet& set) {
   s.path = critical_path(set, *last);
   s.path_text = s.path.str(set);
   return s;
+}
+
+std::vector<TraceSummary> summarize_layouts(const TraceSet& set) {
+  auto rounds = split_rounds(set, stage_count(set));
+  const auto interrupted = interrupted_rounds(set, rounds);
+  std::set<int> generations;
+  for (const auto& [number, round] : rounds)
+    if (!round.eval && !interrupted.count(number)) generations.insert(round.generation);
+  if (generations.empty()) return {summarize(set, 0)};  // throws: no train step
+  std::vector<TraceSummary> out;
+  for (int g : generations) out.push_back(summarize(set, g));
+  return out;
 }
 
 nlohmann::json summary_json(const TraceSummary& s) {
@@ -142,8 +200,7 @@ nlohmann::json summary_json(const TraceSummary& s) {
         ss.simulated_bubble_fraction ? json(*ss.simulated_bubble_fraction) : json(nullptr);
     stages.push_back(std::move(row));
   }
-  json path = json::array();
-  return {{"steps", s.steps},
+  json out = {{"steps", s.steps},
           {"stages", s.stages},
           {"replicas", s.replicas},
           {"step_ms", s.step_ms},
@@ -158,6 +215,24 @@ nlohmann::json summary_json(const TraceSummary& s) {
             {"span_ms", ms(s.path.span_ns)},
             {"compute_ms", ms(s.path.compute_ns)},
             {"wait_ms", ms(s.path.wait_ns)}}}};
+  if (s.generation > 0) {
+    out["generation"] = s.generation;
+    out["from_step"] = s.from_step;
+    out["change"] = s.change;
+  }
+  if (!s.notes.empty()) out["notes"] = s.notes;
+  return out;
+}
+
+nlohmann::json summary_json(const std::vector<TraceSummary>& layouts) {
+  if (layouts.size() == 1) return summary_json(layouts.front());
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& s : layouts) {
+    auto j = summary_json(s);
+    j["generation"] = s.generation;  // also 0, so that every entry says which it is
+    all.push_back(std::move(j));
+  }
+  return {{"layouts", std::move(all)}};
 }
 
 std::string summary_text(const TraceSummary& s) {
@@ -189,6 +264,20 @@ std::string summary_text(const TraceSummary& s) {
       "critical path of step {} ({} actions, {:.3f} ms: {:.3f} ms compute, {:.3f} ms waiting):\n  {}\n",
       s.path_step, s.path.steps.size(), ms(s.path.span_ns), ms(s.path.compute_ns), ms(s.path.wait_ns),
       s.path_text);
+  for (const auto& note : s.notes) out += note + "\n";
+  return out;
+}
+
+std::string summary_text(const std::vector<TraceSummary>& layouts) {
+  if (layouts.size() == 1 && layouts.front().generation == 0) return summary_text(layouts.front());
+  std::string out;
+  for (const auto& s : layouts) {
+    if (!out.empty()) out += "\n";
+    out += fmt::format("layout generation {}: {} stage actors, {}\n", s.generation, s.stages,
+                       s.generation == 0 ? std::string("the layout the run started with")
+                                         : fmt::format("from step {}, {}", s.from_step, s.change));
+    out += summary_text(s);
+  }
   return out;
 }
 

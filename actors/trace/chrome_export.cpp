@@ -94,7 +94,7 @@ nlohmann::json chrome_trace(const TraceSet& set) {
                       {"dur", std::max(us(r.end_ns - r.start_ns), 0.1)}, {"args", std::move(args)}});
     // A flow from the send to this receive, when both ends are in the trace.
     if (is_receive(r.kind) && r.cause) {
-      const auto s = set.find(r.cause);
+      const auto s = set.cause_of(r);
       if (s < 0 || !is_send(set.records[static_cast<std::size_t>(s)].kind)) continue;
       const Record& send = set.records[static_cast<std::size_t>(s)];
       const std::string flow_id = fmt::format("{:#x}", send.id);

@@ -13,8 +13,9 @@ std::vector<LayoutSwitch> find_layout_switches(const std::vector<Record>& record
   }
   // Two switches with no round between them (a grow right after a shrink) keep their order
   // in time: the records are by start, and stable_sort keeps it.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const LayoutSwitch& a, const LayoutSwitch& b) { return a.after_round < b.after_round; });
+  std::stable_sort(out.begin(), out.end(), [](const LayoutSwitch& a, const LayoutSwitch& b) {
+    return a.after_round < b.after_round;
+  });
   return out;
 }
 

@@ -4,8 +4,8 @@
 
 namespace conveyor::trace {
 
-std::map<std::uint32_t, const LayoutSwitch*> interrupted_rounds(const TraceSet& set,
-                                                                const std::map<std::uint32_t, Round>& rounds) {
+std::map<std::uint32_t, const LayoutSwitch*> interrupted_rounds(
+    const TraceSet& set, const std::map<std::uint32_t, Round>& rounds) {
   std::map<std::uint32_t, const LayoutSwitch*> out;
   for (const auto& sw : set.switches) {
     if (sw.joined) continue;  // a grow waits for a step boundary: it interrupts nothing
@@ -14,7 +14,8 @@ std::map<std::uint32_t, const LayoutSwitch*> interrupted_rounds(const TraceSet& 
     const Round& round = it->second;
     bool incomplete = set.layout(round.generation) == nullptr;
     for (int a = 0; a < static_cast<int>(round.actions.size()) && !incomplete; ++a)
-      incomplete = round.actions[static_cast<std::size_t>(a)].size() < plan_of(set, round, a).size();
+      incomplete =
+          round.actions[static_cast<std::size_t>(a)].size() < plan_of(set, round, a).size();
     if (incomplete) out.emplace(sw.after_round, &sw);
   }
   return out;
@@ -26,7 +27,8 @@ std::map<int, int> actors_lost_later(const TraceSet& set, int generation) {
   if (!plans || plans->node_of_actor.empty()) return out;
   // The switches after this layout that lost a node for good; a node lost while it ran no
   // actor of this layout took nothing of it.
-  for (std::size_t k = static_cast<std::size_t>(std::max(generation, 0)); k < set.switches.size(); ++k) {
+  for (std::size_t k = static_cast<std::size_t>(std::max(generation, 0)); k < set.switches.size();
+       ++k) {
     const auto& sw = set.switches[k];
     if (sw.joined) continue;
     for (int a = 0; a < static_cast<int>(plans->node_of_actor.size()); ++a)

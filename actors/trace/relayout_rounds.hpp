@@ -19,8 +19,8 @@ namespace conveyor::trace {
 /// Round number → the shrink that interrupted it: the last round of its layout before a
 /// replan record, where some stage actor ran fewer actions than its plan (with no plans
 /// known for that layout: the last round before the replan, whatever ran).
-std::map<std::uint32_t, const LayoutSwitch*> interrupted_rounds(const TraceSet& set,
-                                                                const std::map<std::uint32_t, Round>& rounds);
+std::map<std::uint32_t, const LayoutSwitch*> interrupted_rounds(
+    const TraceSet& set, const std::map<std::uint32_t, Round>& rounds);
 
 /// Stage actor → the node lost for good that ran it in layout `generation` (a later shrink
 /// lost it): its records in rounds of that layout may be missing. Empty when schedule.json

@@ -31,13 +31,15 @@ std::string who(int stage) {
 }
 
 std::string switch_text(const LayoutSwitch& s) {
-  return s.joined ? fmt::format("node {} joined", s.node) : fmt::format("node {} was lost for good", s.node);
+  return s.joined ? fmt::format("node {} joined", s.node)
+                  : fmt::format("node {} was lost for good", s.node);
 }
 
 // What a change of layout explains, counted so that it is said once instead of listed.
 struct Explained {
   // Interrupted round → actions that ran, actions planned, messages in flight dropped.
-  std::map<std::uint32_t, std::tuple<std::size_t, std::size_t, std::size_t>> interrupted;
+  using Counts = std::tuple<std::size_t, std::size_t, std::size_t>;
+  std::map<std::uint32_t, Counts> interrupted;
   // Lost node → its stage actors, their actions and message ends not in the trace.
   struct Lost {
     std::set<int> actors;
@@ -47,7 +49,9 @@ struct Explained {
   std::map<int, std::pair<std::uint32_t, std::uint32_t>> unplanned;  // generation → rounds
 };
 
-bool runs_short(const std::vector<sched::Action>& plan, const TraceSet& set, const std::vector<std::size_t>& ran) {
+// The actor ran the start of its plan and then nothing: records its file never got.
+bool runs_short(const std::vector<sched::Action>& plan, const TraceSet& set,
+                const std::vector<std::size_t>& ran) {
   if (ran.size() >= plan.size()) return false;
   for (std::size_t k = 0; k < ran.size(); ++k)
     if (!(action_of(set, set.records[ran[k]]) == plan[k])) return false;
@@ -137,7 +141,7 @@ void check_messages(const TraceSet& set, const std::map<std::uint32_t, const Lay
   for (const Record& r : set.records) {
     if (!is_receive(r.kind)) continue;
     ++out.messages_checked;
-    const auto s = r.cause ? set.find(r.cause) : -1;
+    const auto s = set.cause_of(r);
     if (s < 0 || !is_send(set.records[static_cast<std::size_t>(s)].kind)) {
       if (interrupted.count(r.round)) continue;  // its send went with the lost node's file
       const int sender = r.cause ? writer_actor(r.cause) : kCoordinator;
@@ -178,7 +182,7 @@ void check_messages(const TraceSet& set, const std::map<std::uint32_t, const Lay
   std::map<Link, std::vector<std::pair<const Record*, const Record*>>> links;
   for (const Record& r : set.records) {
     if (!is_receive(r.kind)) continue;
-    const auto s = set.find(r.cause);
+    const auto s = set.cause_of(r);
     if (s < 0) continue;
     const Record& send = set.records[static_cast<std::size_t>(s)];
     links[{send.stage, r.stage, static_cast<int>(send.kind)}].emplace_back(&send, &r);
@@ -210,16 +214,19 @@ void add_notes(const TraceSet& set, const std::map<std::uint32_t, Round>& rounds
   }
   for (const auto& [g, s] : span) {
     const TracePlans* plans = set.layout(g);
-    const std::string size = plans ? fmt::format("{} stage actors", plans->layout().actors()) : "plans unknown";
+    const std::string size =
+        plans ? fmt::format("{} stage actors", plans->layout().actors()) : "plans unknown";
     const std::string how =
         g == 0 ? "the layout the run started with"
                : fmt::format("from step {}, after {}", set.switches[static_cast<std::size_t>(g) - 1].step,
                              switch_text(set.switches[static_cast<std::size_t>(g) - 1]));
-    out.notes.push_back(fmt::format("layout generation {} ({}; {}): rounds {}-{}", g, size, how, s.first, s.second));
+    out.notes.push_back(
+        fmt::format("layout generation {} ({}; {}): rounds {}-{}", g, size, how, s.first, s.second));
   }
   for (const auto& [number, sw] : interrupted) {
-    const auto& [ran, planned, dropped] = e.interrupted.count(number) ? e.interrupted.at(number)
-                                                                      : std::tuple<std::size_t, std::size_t, std::size_t>{};
+    const auto counts = e.interrupted.find(number);
+    const auto [ran, planned, dropped] =
+        counts == e.interrupted.end() ? Explained::Counts{} : counts->second;
     out.notes.push_back(fmt::format(
         "{} was interrupted by the shrink when {}: {} of its {} actions ran, {} message(s) in flight were "
         "dropped with the old stage actors; not findings",

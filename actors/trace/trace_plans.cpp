@@ -54,12 +54,6 @@ void add_relayout(nlohmann::json& doc, nlohmann::json layout) {
 
 namespace {
 
-std::int64_t integer_in(const nlohmann::json& j, const char* key, std::int64_t low, std::int64_t high) {
-  if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < low || j[key].get<std::int64_t>() > high)
-    throw InputError(fmt::format("\"{}\" must be an integer in [{}, {}]", key, low, high));
-  return j[key].get<std::int64_t>();
-}
-
 // One layout's plans: the document's top level, or an entry of its "relayouts".
 TracePlans parse_layout(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("train") || !j.contains("eval") || !j["eval"].is_array())
@@ -122,8 +116,10 @@ std::vector<TracePlans> parse_trace_layouts(const std::string& text, const std::
         TracePlans p = parse_layout(entry);
         // The trace's k-th replan or joined record switches to the k-th entry: a gap or a
         // repeat would pair rounds with another layout's plans.
-        if (!entry.contains("generation") || integer_in(entry, "generation", generation, generation) != generation)
-          throw InputError(fmt::format("\"generation\" must be {}", generation));
+        const auto g = entry.find("generation");
+        if (g == entry.end() || !g->is_number_integer() || g->get<std::int64_t>() != generation)
+          throw InputError(
+              fmt::format("\"generation\" must be {} (the entries count the re-layouts from 1)", generation));
         p.generation = generation;
         layouts.push_back(std::move(p));
       } catch (const InputError& e) {

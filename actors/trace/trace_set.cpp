@@ -15,6 +15,12 @@ std::int64_t TraceSet::find(std::uint64_t id) const {
   return it == by_id.end() ? -1 : static_cast<std::int64_t>(it->second);
 }
 
+std::int64_t TraceSet::cause_of(const Record& r) const {
+  const auto i = r.cause ? find(r.cause) : -1;
+  if (i < 0 || switches.empty()) return i;
+  return generation_of(records[static_cast<std::size_t>(i)].round) == generation_of(r.round) ? i : -1;
+}
+
 const TracePlans* TraceSet::layout(int generation) const {
   if (generation == 0) return plans ? &*plans : nullptr;
   if (generation < 0 || static_cast<std::size_t>(generation) > relayouts.size()) return nullptr;

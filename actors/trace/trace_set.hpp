@@ -28,6 +28,12 @@ struct TraceSet {
 
   /// Index of the record with `id`, or -1.
   std::int64_t find(std::uint64_t id) const;
+  /// Index of the record `r` cites as its cause, or -1: none, or one that a round of
+  /// another layout generation wrote. A cause never crosses a change of layout (the old
+  /// stage actors are gone), but an id may repeat across it: a node started again after a
+  /// shrink counts its ids from where its lost process did, which a survivor's records may
+  /// cite though the lost file never got them.
+  std::int64_t cause_of(const Record& r) const;
   /// Earliest start over all records (0 if none).
   std::int64_t t0() const { return records.empty() ? 0 : records.front().start_ns; }
   /// The layout generation that ran round `round` (0 when the layout never changed).

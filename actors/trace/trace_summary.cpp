@@ -70,8 +70,9 @@ TraceSummary summarize(const TraceSet& set, int generation) {
       continue;
     }
     if (interrupted.count(it->first) && !it->second.eval)
-      s.notes.push_back(fmt::format("step {} (round {}) is left out: the shrink when node {} was lost interrupted it",
-                                    it->second.step, it->first, interrupted.at(it->first)->node));
+      s.notes.push_back(fmt::format(
+          "step {} (round {}) is left out: the shrink when node {} was lost interrupted it",
+          it->second.step, it->first, interrupted.at(it->first)->node));
     if (interrupted.count(it->first)) {
       it = rounds.erase(it);
       continue;
@@ -165,7 +166,7 @@ TraceSummary summarize(const TraceSet& set, int generation) {
     auto& ss = s.per_stage[static_cast<std::size_t>(r.stage)];
     ++ss.messages;
     ss.bytes += r.bytes;
-    const auto send = set.find(r.cause);
+    const auto send = set.cause_of(r);
     if (send >= 0) ss.comm_ms += ms(r.start_ns - set.records[static_cast<std::size_t>(send)].start_ns);
   }
   s.path_step = last->step;

@@ -46,7 +46,9 @@ void add_run_trace_layout(const std::filesystem::path& run_dir, const JobPlan& p
                           const std::vector<int>& node_of_actor, int generation) {
   const auto file = schedule_file(run_dir);
   std::ifstream in(file);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot read it to add layout generation {}", file.string(), generation));
+  if (!in)
+    throw std::runtime_error(
+        fmt::format("{}: cannot read it to add layout generation {}", file.string(), generation));
   std::ostringstream text;
   text << in.rdbuf();
   nlohmann::json doc;

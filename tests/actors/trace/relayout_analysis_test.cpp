@@ -4,10 +4,10 @@
 // shrink's replan record; then 2 stages on nodes 0 and 1 from step 1 (rounds 4-6, steps
 // 1-3), as the replay from the buddy copies of step 1 runs them.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <unistd.h>
 
 #include "actors/plan/schedule/schedule.hpp"
 #include "actors/trace/timeline_svg.hpp"
@@ -49,9 +49,9 @@ ShrunkRun shrunk_run() {
   shrink.kind = trace::RecordKind::replan;
   shrink.id = trace::make_id(0, 1);
   shrink.stage = trace::kCoordinator;
-  shrink.peer = 2;      // the node lost for good
-  shrink.round = 3;     // the last round the coordinator started before it
-  shrink.step = 1;      // the run goes on from step 1
+  shrink.peer = 2;   // the node lost for good
+  shrink.round = 3;  // the last round the coordinator started before it
+  shrink.step = 1;   // the run goes on from step 1
   shrink.start_ns = cut + 1'000'000;
   shrink.end_ns = shrink.start_ns + 2'000'000'000;
   records.push_back(shrink);
@@ -81,15 +81,22 @@ std::string listing(const trace::CheckResult& r) {
 
 }  // namespace
 
-TEST_CASE("trace check of a run that shrank checks each round against its layout's plans and says once what the shrink cut") {
+TEST_CASE(
+    "trace check of a run that shrank checks each round against its layout's plans and says once "
+    "what the shrink cut") {
   const auto result = trace::check_trace(shrunk_run().set());
   INFO(listing(result));
   CHECK(result.ok());
   CHECK(result.rounds_checked == 6);
-  CHECK(any_contains(result.notes, "layout generation 0 (3 stage actors; the layout the run started with): rounds 1-3"));
+  CHECK(any_contains(
+      result.notes,
+      "layout generation 0 (3 stage actors; the layout the run started with): rounds 1-3"));
   CHECK(any_contains(result.notes,
-                     "layout generation 1 (2 stage actors; from step 1, after node 2 was lost for good): rounds 4-6"));
-  CHECK(any_contains(result.notes, "step 2 (round 3) was interrupted by the shrink when node 2 was lost for good"));
+                     "layout generation 1 (2 stage actors; from step 1, after node 2 was lost for "
+                     "good): rounds 4-6"));
+  CHECK(
+      any_contains(result.notes,
+                   "step 2 (round 3) was interrupted by the shrink when node 2 was lost for good"));
   CHECK(any_contains(result.notes, "node 2 was lost for good: "));
   CHECK(any_contains(result.notes, "stage actor(s) [2]"));
 }
@@ -99,22 +106,27 @@ TEST_CASE("the same records read against the started layout alone are full of fi
   // of 3 stages, the cut round and the lost node's records as protocol violations.
   auto run = shrunk_run();
   run.layouts.resize(1);
-  std::erase_if(run.records.records, [](const trace::Record& r) { return r.kind == trace::RecordKind::replan; });
+  std::erase_if(run.records.records,
+                [](const trace::Record& r) { return r.kind == trace::RecordKind::replan; });
   const auto result = trace::check_trace(run.set());
   INFO(listing(result));
   CHECK_FALSE(result.ok());
-  CHECK(std::any_of(result.findings.begin(), result.findings.end(),
-                    [](const auto& f) { return f.message.find("stage 2 step 2 (round 5)") != std::string::npos; }));
+  CHECK(std::any_of(result.findings.begin(), result.findings.end(), [](const auto& f) {
+    return f.message.find("stage 2 step 2 (round 5)") != std::string::npos;
+  }));
 }
 
-TEST_CASE("a schedule.json written before layouts were saved leaves the later layout's order unchecked, saying so") {
+TEST_CASE(
+    "a schedule.json written before layouts were saved leaves the later layout's order unchecked, "
+    "saying so") {
   auto run = shrunk_run();
   run.layouts.resize(1);  // the replan record is there; the plans of generation 1 are not
   const auto result = trace::check_trace(run.set());
   INFO(listing(result));
   CHECK(result.ok());
   CHECK(result.rounds_checked == 3);
-  CHECK(any_contains(result.notes, "rounds 4-6 ran layout generation 1, whose plans schedule.json does not hold"));
+  CHECK(any_contains(
+      result.notes, "rounds 4-6 ran layout generation 1, whose plans schedule.json does not hold"));
 }
 
 TEST_CASE("after a shrink a stage that runs out of its new plan's order is still a finding") {
@@ -158,8 +170,10 @@ TEST_CASE("trace summary of a run that shrank summarises each layout with its ow
   // Measured with the simulator's own durations: the same bubble.
   CHECK(after.bubble == doctest::Approx(*after.simulated_bubble).epsilon(0.05));
   const auto text = trace::summary_text(summaries);
-  CHECK(text.find("layout generation 0: 3 stage actors, the layout the run started with") != std::string::npos);
-  CHECK(text.find("layout generation 1: 2 stage actors, from step 1, after node 2 was lost for good") !=
+  CHECK(text.find("layout generation 0: 3 stage actors, the layout the run started with") !=
+        std::string::npos);
+  CHECK(text.find(
+            "layout generation 1: 2 stage actors, from step 1, after node 2 was lost for good") !=
         std::string::npos);
   const auto j = trace::summary_json(summaries);
   REQUIRE(j["layouts"].size() == 2);
@@ -178,7 +192,8 @@ TEST_CASE("trace summary of a run that kept its layout is one summary, as before
   CHECK(trace::summary_text(summaries).find("layout generation") == std::string::npos);
 }
 
-TEST_CASE("trace draw of a run that shrank draws the stages of the layout that ran the steps drawn") {
+TEST_CASE(
+    "trace draw of a run that shrank draws the stages of the layout that ran the steps drawn") {
   const auto set = shrunk_run().set();
   const auto last = trace::layout_timeline(set, {});
   CHECK(last.stages == 2);
@@ -193,9 +208,48 @@ TEST_CASE("trace draw of a run that shrank draws the stages of the layout that r
   CHECK(both.title.find("layout generations 0-1") != std::string::npos);
 }
 
-TEST_CASE("two processes that ran the same stage actor one after the other write different record ids") {
+TEST_CASE("a run that shrank and grew back is read as three layouts, the grow interrupting nothing") {
+  auto run = shrunk_run();
+  std::int64_t end = 0;
+  for (const auto& r : run.records.records) end = std::max(end, r.end_ns);
+  trace::Record grow;
+  grow.kind = trace::RecordKind::joined;
+  grow.id = trace::make_id(0, 2);
+  grow.stage = trace::kCoordinator;
+  grow.peer = 2;    // the node taken in
+  grow.round = 6;   // at the boundary after round 6 (step 3)
+  grow.step = 4;
+  grow.start_ns = end + 1'000'000;
+  grow.end_ns = grow.start_ns + 50'000'000;
+  run.records.records.push_back(grow);
+  auto& grown = run.layouts.emplace_back();
+  grown.train = sched::make_schedule({"1f1b", 3, 4, 1});
+  grown.generation = 2;
+  grown.node_of_actor = {0, 1, 2};
+  append_rounds(run.records, simulated_trace(grown.train, 2), /*rounds=*/6, /*steps=*/4,
+                /*ns=*/grow.end_ns + 1'000'000);
+  const auto set = run.set();
+  const auto result = trace::check_trace(set);
+  INFO(listing(result));
+  CHECK(result.ok());
+  CHECK(result.rounds_checked == 8);
+  CHECK(any_contains(result.notes, "layout generation 2 (3 stage actors; from step 4, after node 2 joined): "
+                                   "rounds 7-8"));
+  CHECK_FALSE(any_contains(result.notes, "round 6) was interrupted"));
+  const auto summaries = trace::summarize_layouts(set);
+  REQUIRE(summaries.size() == 3);
+  CHECK(summaries[1].steps == 3);  // the grow waited for the boundary: every round whole
+  CHECK(summaries[2].stages == 3);
+  CHECK(summaries[2].change == "after node 2 joined");
+  CHECK(summaries[2].notes.empty());  // node 2's new process lost nothing
+  CHECK(trace::layout_timeline(set, {}).stages == 3);
+}
+
+TEST_CASE(
+    "two processes that ran the same stage actor one after the other write different record ids") {
   // A re-layout may move stage actor 1 from node 1 onto node 2: both files name writer 2.
-  const auto dir = std::filesystem::temp_directory_path() / ("conveyor_relayout_ids_" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("conveyor_relayout_ids_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::vector<std::uint64_t> ids;
   for (std::uint32_t process : {1u, 2u}) {

@@ -18,8 +18,10 @@ TEST_CASE("a traced run that shrank from 3 stages to 2 checks clean and summaris
   const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
   std::vector<NodeRun> nodes;
   for (int n = 0; n < 3; ++n) {
-    auto args = three_stage_job(kSteps, {"--set", "fault.rejoin_timeout_s=2", "--set", "trace.enabled=true"});
-    args.insert(args.end(), {"--nnodes", "3", "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out", dir / "run"});
+    auto args = three_stage_job(
+        kSteps, {"--set", "fault.rejoin_timeout_s=2", "--set", "trace.enabled=true"});
+    args.insert(args.end(), {"--nnodes", "3", "--node-rank", std::to_string(n), "--rdzv", rdzv,
+                             "--out", dir / "run"});
     nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "traced-shrink-test"}}, {}});
   }
   nodes[2].kill_at_node0_step = 6;
@@ -51,7 +53,8 @@ TEST_CASE("a traced run that shrank from 3 stages to 2 checks clean and summaris
   const auto summary = run_conveyor({"trace", "summary", run.string()});
   INFO("trace summary: " << summary.out << summary.err);
   REQUIRE(summary.exit_code == 0);
-  CHECK(summary.out.find("layout generation 0: 3 stage actors, the layout the run started with") != std::string::npos);
+  CHECK(summary.out.find("layout generation 0: 3 stage actors, the layout the run started with") !=
+        std::string::npos);
   CHECK(summary.out.find("layout generation 1: 2 stage actors, from step") != std::string::npos);
 
   const auto svg = dir.path() / "last.svg";

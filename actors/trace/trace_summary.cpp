@@ -80,13 +80,11 @@ TraceSummary summarize(const TraceSet& set, int generation) {
     it->second.actions.resize(static_cast<std::size_t>(s.stages));  // no actor beyond the layout's ran
     ++it;
   }
-  std::map<int, std::vector<int>> lost;  // node → its stage actors in this layout
-  for (const auto& [actor, node] : actors_lost_later(set, generation)) lost[node].push_back(actor);
-  for (const auto& [node, actors] : lost)
-    s.notes.push_back(fmt::format(
-        "stage actor(s) [{}] ran on node {}, lost for good later: their records after its file's last "
-        "write are not in the trace, so their busy time here may be short",
-        fmt::join(actors, ", "), node));
+  // Stage actors of a node lost for good later: in a round where one ran short of its plan,
+  // the rest of its records went with the node, so its row and the bubble leave that round
+  // out rather than read the missing actions as idle time (relayout_rounds.hpp).
+  const auto lost = actors_lost_later(set, generation);
+  std::vector<double> stage_span_ms(static_cast<std::size_t>(s.stages), 0.0);
   s.per_stage.resize(static_cast<std::size_t>(s.stages));
   for (int r = 0; r < s.stages; ++r) s.per_stage[static_cast<std::size_t>(r)].stage = r;
   std::vector<double> sim_bubble_sum(static_cast<std::size_t>(s.stages), 0.0);
@@ -100,8 +98,15 @@ TraceSummary summarize(const TraceSet& set, int generation) {
     last = &round;
     const std::int64_t span = round.last_end - round.first_start;
     s.span_ms += ms(span);
+    bool records_lost = false;
     for (int st = 0; st < s.stages; ++st) {
       const auto& acts = round.actions[static_cast<std::size_t>(st)];
+      if (lost.count(st) && acts.size() < plan_of(set, round, st).size()) {
+        ++s.per_stage[static_cast<std::size_t>(st)].steps_lost;
+        records_lost = true;
+        continue;
+      }
+      stage_span_ms[static_cast<std::size_t>(st)] += ms(span);
       // Busy is the time covered by the stage's actions: on a GPU they may overlap
       // (streams of their own), and the sum beyond it is reported as overlap.
       std::int64_t summed = 0;
@@ -124,7 +129,7 @@ TraceSummary summarize(const TraceSet& set, int generation) {
     // Every replica's pipeline simulated on its own durations: the step is the slowest
     // replica's (they meet at the gradient average), the bubble their mean.
     std::vector<sched::SimResult> sims;
-    for (int rep = 0; rep < s.replicas; ++rep)
+    for (int rep = 0; rep < s.replicas && !records_lost; ++rep)
       if (auto sim = replay(set, plans, round, rep)) sims.push_back(std::move(*sim));
     if (static_cast<int>(sims.size()) == s.replicas) {
       ++simulated;
@@ -148,11 +153,20 @@ TraceSummary summarize(const TraceSet& set, int generation) {
                                      : fmt::format("trace: no train step of layout generation {} in the trace",
                                                    generation));
   s.step_ms = s.span_ms / s.steps;
-  s.bubble = s.span_ms > 0 ? bubble_ms / (s.stages * s.span_ms) : 0;
+  // Over the spans each stage was counted in: stages × span_ms when no record was lost.
+  double counted_ms = 0;
+  for (double v : stage_span_ms) counted_ms += v;
+  s.bubble = counted_ms > 0 ? bubble_ms / counted_ms : 0;
   for (auto& ss : s.per_stage) {
-    ss.busy_fraction = s.span_ms > 0 ? ss.busy_ms / s.span_ms : 0;
-    ss.idle_fraction = s.span_ms > 0 ? ss.idle_ms / s.span_ms : 0;
-    ss.bubble_fraction = s.span_ms > 0 ? ss.bubble_ms / s.span_ms : 0;
+    const double span_ms = stage_span_ms[static_cast<std::size_t>(ss.stage)];
+    ss.busy_fraction = span_ms > 0 ? ss.busy_ms / span_ms : 0;
+    ss.idle_fraction = span_ms > 0 ? ss.idle_ms / span_ms : 0;
+    ss.bubble_fraction = span_ms > 0 ? ss.bubble_ms / span_ms : 0;
+    if (ss.steps_lost > 0)
+      s.notes.push_back(fmt::format(
+          "stage {}: {} of the {} steps left out of its row, the bubble and the simulation: it ran on "
+          "node {}, lost for good later, and its records of them went with it",
+          ss.stage, ss.steps_lost, s.steps, lost.at(ss.stage)));
     if (simulated) ss.simulated_bubble_fraction = sim_bubble_sum[static_cast<std::size_t>(ss.stage)] / simulated;
   }
   if (simulated) {
@@ -196,7 +210,8 @@ nlohmann::json summary_json(const TraceSummary& s) {
                 {"overlap_ms", ss.overlap_ms},
                 {"busy_fraction", ss.busy_fraction}, {"idle_fraction", ss.idle_fraction},
                 {"bubble_fraction", ss.bubble_fraction}, {"comm_ms", ss.comm_ms},
-                {"messages", ss.messages},    {"bytes", ss.bytes}};
+                {"messages", ss.messages},    {"bytes", ss.bytes},
+                {"steps_lost", ss.steps_lost}};
     row["simulated_bubble_fraction"] =
         ss.simulated_bubble_fraction ? json(*ss.simulated_bubble_fraction) : json(nullptr);
     stages.push_back(std::move(row));

@@ -9,7 +9,9 @@
 // incoming message's send to its receive, its count and bytes.
 // A run that changed layout (issue 44) is summarised layout by layout: each summary counts
 // the stage actors of the layout that ran its rounds and simulates its plans; the round a
-// shrink interrupted is left out (relayout_rounds.hpp). Pure.
+// shrink interrupted is left out, and so is, from a stage's row, the bubble and the
+// simulation, a step whose records the stage's lost node took with it
+// (relayout_rounds.hpp). Pure.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +35,9 @@ struct StageSummary {
   std::uint64_t messages = 0;  // incoming PipeMessages
   std::uint64_t bytes = 0;
   std::optional<double> simulated_bubble_fraction;
+  // Issue 44: train steps left out of this row (its fractions are of the others): the
+  // stage actor ran on a node lost for good later, and its records of them went with it.
+  int steps_lost = 0;
 };
 
 struct TraceSummary {

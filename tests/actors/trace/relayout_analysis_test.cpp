@@ -159,7 +159,11 @@ TEST_CASE("trace summary of a run that shrank summarises each layout with its ow
   CHECK(before.stages == 3);
   CHECK(before.steps == 2);  // round 3, cut by the shrink, is left out
   CHECK(any_contains(before.notes, "step 2 (round 3) is left out"));
-  CHECK(any_contains(before.notes, "stage actor(s) [2] ran on node 2, lost for good later"));
+  // Node 2's file ends after round 1: stage 2's row counts step 0 alone.
+  CHECK(before.per_stage[2].steps_lost == 1);
+  CHECK(before.per_stage[2].busy_fraction > 0.5);  // step 0 alone (with step 1 as idle: 32%)
+  CHECK(before.per_stage[0].steps_lost == 0);
+  CHECK(any_contains(before.notes, "stage 2: 1 of the 2 steps left out of its row"));
   CHECK(after.generation == 1);
   CHECK(after.stages == 2);
   CHECK(after.per_stage.size() == 2);

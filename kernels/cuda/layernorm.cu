@@ -3,8 +3,6 @@
 // butterflies: fixed order). Widths that are a multiple of 256 (up to 4096, 16-byte aligned
 // rows) take register-resident kernels with 16-byte accesses; others the scalar ones. See layernorm.hpp for the invariants.
 #include <cstdint>
-#include <initializer_list>
-#include <type_traits>
 
 #include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/bf16x8.cuh"
@@ -12,6 +10,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/row_checks.cuh"
 #include "kernels/cuda/layernorm.hpp"
+#include "kernels/cuda/row_vectors.cuh"
 
 namespace conveyor {
 namespace {
@@ -97,10 +96,6 @@ __global__ void layernorm_backward_input_kernel(bf16* dinp, const bf16* acc, con
 // read from global memory once and written once, with 16-byte accesses. Same arithmetic as
 // the scalar kernels above per element; the sums run in a different (still fixed) order.
 
-// Element offset of lane `lane`'s vector v within a row: consecutive lanes read consecutive
-// 16-byte vectors (a warp reads 512 contiguous bytes per step).
-__device__ __forceinline__ int vec_offset(int v, int lane) { return (v * kWarpSize + lane) * kVec; }
-
 // A lane's kV vectors of a row stay packed (bf16x8.cuh): every value is a bf16 anyway
 // (the residual is rounded before it is normalised), and the lighter register use lets
 // more rows be in flight per SM (measured on an H200 at N 4096, C 2048: forward
@@ -115,27 +110,7 @@ __global__ void layernorm_forward_vec_kernel(bf16* residual, bf16* out, float* m
   if (row >= N) return;
   const std::int64_t base = std::int64_t{row} * C;
   uint4 x[kV];  // the row being normalised, packed
-  if (residual) {
-    uint4 y[kV];
-#pragma unroll
-    for (int v = 0; v < kV; ++v) {
-      x[v] = load_raw(a + base + vec_offset(v, lane));
-      y[v] = load_raw(b + base + vec_offset(v, lane));
-    }
-#pragma unroll
-    for (int v = 0; v < kV; ++v) {
-      float s[kVec], t[kVec];
-      unpack8(s, x[v]);
-      unpack8(t, y[v]);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) s[k] += t[k];
-      x[v] = pack8(s);  // rounded to bf16: what is stored and normalised
-      store_raw(residual + base + vec_offset(v, lane), x[v]);
-    }
-  } else {
-#pragma unroll
-    for (int v = 0; v < kV; ++v) x[v] = load_raw(a + base + vec_offset(v, lane));
-  }
+  load_row_or_residual(x, residual, a, b, base, lane);
   float sum = 0.0f;
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
@@ -227,26 +202,6 @@ __global__ void layernorm_backward_input_vec_kernel(bf16* dinp, const bf16* acc,
       dx[k] += s * (dxhat[k] - dnorm - xhat[k] * dnorm_xhat);
     }
     store8(dinp + base + o, dx);
-  }
-}
-
-// Calls f(std::integral_constant<int, kV>) when C = kV * 256 for a supported kV and every
-// pointer is 16-byte aligned; returns false (the caller uses the scalar kernel) otherwise.
-template <class F>
-bool with_vec_width(int C, std::initializer_list<const void*> ptrs, F&& f) {
-  if (C % (kVec * kWarpSize) != 0) return false;
-  for (const void* p : ptrs)
-    if (!aligned16(p)) return false;
-  switch (C / (kVec * kWarpSize)) {
-    case 1: f(std::integral_constant<int, 1>{}); return true;
-    case 2: f(std::integral_constant<int, 2>{}); return true;
-    case 3: f(std::integral_constant<int, 3>{}); return true;
-    case 4: f(std::integral_constant<int, 4>{}); return true;
-    case 6: f(std::integral_constant<int, 6>{}); return true;
-    case 8: f(std::integral_constant<int, 8>{}); return true;
-    case 12: f(std::integral_constant<int, 12>{}); return true;
-    case 16: f(std::integral_constant<int, 16>{}); return true;
-    default: return false;
   }
 }
 

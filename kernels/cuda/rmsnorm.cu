@@ -1,14 +1,18 @@
 // RMSNorm (+ residual) forward, input backward and weight backward; see rmsnorm.hpp.
-// Scalar row kernels (one warp per row, each lane a strided set of columns); the
-// register-resident 16-byte variants LayerNorm has are not written for RMSNorm yet.
+// One warp per row. Widths that are a multiple of 256 (up to 4096, 16-byte aligned rows)
+// take register-resident kernels with 16-byte accesses (row_vectors.cuh), as LayerNorm's
+// do; others scalar kernels, each lane a strided set of columns. Both do the same
+// arithmetic per element; their sums of squares run in different (each fixed) orders.
 #include <cstdint>
 #include <string>
 
 #include "kernels/cuda/allocator.hpp"
+#include "kernels/cuda/bf16x8.cuh"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/row_checks.cuh"
 #include "kernels/cuda/rmsnorm.hpp"
+#include "kernels/cuda/row_vectors.cuh"
 
 namespace conveyor {
 namespace {
@@ -76,6 +80,90 @@ __global__ void rmsnorm_backward_input_kernel(bf16* dinp, const bf16* acc, const
   }
 }
 
+// ---- register-resident variants for C = kV * 256: each lane holds kV packed 16-byte
+// vectors of its row, so a row is read once and written once with 16-byte accesses
+// (measured on an H100 at N 4096, C 2048, bench kernels: the scalar forward with the
+// residual ran at 0.92 TB/s, its input gradient at 1.17 TB/s).
+
+template <int kV>
+__global__ void rmsnorm_forward_vec_kernel(bf16* residual, bf16* out, float* rstd, const bf16* a,
+                                           const bf16* b, const bf16* weight, float eps, int N,
+                                           int C) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= N) return;
+  const std::int64_t base = std::int64_t{row} * C;
+  uint4 x[kV];  // the row being normalised, packed
+  load_row_or_residual(x, residual, a, b, base, lane);
+  float ss = 0.0f;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    float f[kVec];
+    unpack8(f, x[v]);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) ss += f[k] * f[k];
+  }
+  const float s = 1.0f / sqrtf(warp_sum(ss) / C + eps);
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int o = vec_offset(v, lane);
+    float f[kVec], w[kVec], y[kVec];
+    unpack8(f, x[v]);
+    load8(w, weight + o);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) y[k] = (f[k] * s) * w[k];
+    store8(out + base + o, y);
+  }
+  if (lane == 0) rstd[row] = s;
+}
+
+template <int kV>
+__global__ void rmsnorm_backward_input_vec_kernel(bf16* dinp, const bf16* acc, const bf16* dout,
+                                                  const bf16* inp, const bf16* weight,
+                                                  const float* rstd, int N, int C) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= N) return;
+  const std::int64_t base = std::int64_t{row} * C;
+  const float s = rstd[row];
+  // Every load of the row is issued before the first use (acc's too, as LayerNorm's).
+  uint4 x[kV], dy[kV], ac[kV];
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int o = vec_offset(v, lane);
+    x[v] = load_raw(inp + base + o);
+    dy[v] = load_raw(dout + base + o);
+    ac[v] = load_raw(acc + base + o);
+  }
+  float dnorm_xhat = 0.0f;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    float f[kVec], d[kVec], w[kVec];
+    unpack8(f, x[v]);
+    unpack8(d, dy[v]);
+    load8(w, weight + vec_offset(v, lane));
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) dnorm_xhat += (d[k] * w[k]) * (f[k] * s);
+  }
+  dnorm_xhat = warp_sum(dnorm_xhat) / C;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int o = vec_offset(v, lane);
+    float f[kVec], d[kVec], w[kVec], dx[kVec];
+    unpack8(f, x[v]);
+    unpack8(d, dy[v]);
+    unpack8(dx, ac[v]);
+    load8(w, weight + o);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float xhat = f[k] * s;
+      const float dxhat = d[k] * w[k];
+      dx[k] += s * (dxhat - xhat * dnorm_xhat);
+    }
+    store8(dinp + base + o, dx);
+  }
+}
+
 // partial[chunk, c] = sum over the chunk's rows of dy * x * rstd (rows in order).
 __global__ void rmsnorm_weight_partial_kernel(float* partial, const bf16* dout, const bf16* inp,
                                               const float* rstd, int N, int C) {
@@ -98,8 +186,13 @@ void check_eps(const char* what, float eps) {
 
 void launch_forward(bf16* residual, bf16* out, float* rstd, const bf16* a, const bf16* b,
                     const bf16* weight, float eps, int N, int C, cudaStream_t stream) {
-  rmsnorm_forward_kernel<<<ceil_div(N, kRowsPerBlock), kRowsPerBlock * kWarpSize, 0, stream>>>(
-      residual, out, rstd, a, b, weight, eps, N, C);
+  const unsigned blocks = ceil_div(N, kRowsPerBlock), threads = kRowsPerBlock * kWarpSize;
+  if (!with_vec_width(C, {residual, out, a, b, weight}, [&](auto kv) {
+        rmsnorm_forward_vec_kernel<decltype(kv)::value>
+            <<<blocks, threads, 0, stream>>>(residual, out, rstd, a, b, weight, eps, N, C);
+      }))
+    rmsnorm_forward_kernel<<<blocks, threads, 0, stream>>>(residual, out, rstd, a, b, weight, eps,
+                                                           N, C);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -107,8 +200,13 @@ void launch_backward_input(const char* what, bf16* dinp, const bf16* acc, const 
                            const bf16* inp, const bf16* weight, const float* rstd, int N, int C,
                            cudaStream_t stream) {
   check_nc(what, N, C);
-  rmsnorm_backward_input_kernel<<<ceil_div(N, kRowsPerBlock), kRowsPerBlock * kWarpSize, 0,
-                                  stream>>>(dinp, acc, dout, inp, weight, rstd, N, C);
+  const unsigned blocks = ceil_div(N, kRowsPerBlock), threads = kRowsPerBlock * kWarpSize;
+  if (!with_vec_width(C, {dinp, acc, dout, inp, weight}, [&](auto kv) {
+        rmsnorm_backward_input_vec_kernel<decltype(kv)::value>
+            <<<blocks, threads, 0, stream>>>(dinp, acc, dout, inp, weight, rstd, N, C);
+      }))
+    rmsnorm_backward_input_kernel<<<blocks, threads, 0, stream>>>(dinp, acc, dout, inp, weight,
+                                                                  rstd, N, C);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -21,7 +21,8 @@ using namespace cuda_testing;
 constexpr double kBf16Tol = 2e-2;
 constexpr double kF32Tol = 1e-3;
 
-// C = 13 and 200: widths that are no multiple of a warp; 2048: Llama-3.2-1B's.
+// C = 13 and 200: widths that are no multiple of a warp (the scalar kernels); 768 and
+// 2048 (Llama-3.2-1B's): multiples of 256, the register-resident 16-byte kernels.
 void check_rmsnorm(int N, int C) {
   CAPTURE(N);
   CAPTURE(C);
@@ -81,6 +82,7 @@ TEST_CASE("cuda rmsnorm (+ residual) forward, input and weight backward match th
   CONVEYOR_REQUIRE_GPU();
   check_rmsnorm(67, 13);
   check_rmsnorm(129, 200);
+  check_rmsnorm(96, 768);
   check_rmsnorm(256, 2048);
 }
 
@@ -104,13 +106,13 @@ TEST_CASE("cuda rmsnorm weight gradient is bitwise repeatable") {
 }
 
 // q (H heads) and k (KV heads) of a fused [q | k | v] row rotated in one call; v untouched.
-TEST_CASE("cuda rotary rotates q and k of a fused qkv row in one pass, as the CPU reference, and backward inverts it") {
-  CONVEYOR_REQUIRE_GPU();
+// D 16 and 64 (with a stride): the 16-byte kernel; D 12: the per-pair one.
+void check_rotary(int B, int T, int H, int KV, int D, std::int64_t pad) {
+  CAPTURE(D);
   TestStream s;
-  const int B = 2, T = 33, H = 4, KV = 2, D = 16;
-  const std::int64_t row = std::int64_t{H + 2 * KV} * D;  // [q | k | v]
+  const std::int64_t row = std::int64_t{H + 2 * KV} * D + pad;  // [q | k | v | pad]
   const std::int64_t n = B * T * row;
-  const auto qkv = random_bf16(n, 41);
+  const auto qkv = random_bf16(n, 41 + D);
   auto inv_freq = cpu::rotary_inv_freq(D, 500000.0);
   cpu::rotary_llama3_scaling(inv_freq, cpu::RotaryLlama3Scaling{8.0, 1.0, 4.0, 16.0});
   std::vector<float> cos(T * D / 2), sin(T * D / 2);
@@ -124,14 +126,14 @@ TEST_CASE("cuda rotary rotates q and k of a fused qkv row in one pass, as the CP
   auto ref = to_double(qkv);
   cpu::rotary_forward(ref.data(), cos_d.data(), sin_d.data(), B, T, H + KV, D, row);
   CONVEYOR_CHECK_CLOSE(ref, got, kBf16Tol);
-  // The v part is not touched: bitwise the input.
+  // The v part (and the padding) is not touched: bitwise the input.
   bool v_same = true;
   for (std::int64_t bt = 0; bt < B * T; ++bt)
     for (std::int64_t c = (H + KV) * D; c < row; ++c) v_same = v_same && got[bt * row + c] == qkv[bt * row + c];
   CHECK(v_same);
 
   // Backward is the CPU reference's backward on the same gradient ...
-  const auto dout = random_bf16(n, 42);
+  const auto dout = random_bf16(n, 42 + D);
   auto d_g = upload_bf16(dout, s);
   rotary_backward(d_g.as<bf16>(), cos_g.as<float>(), sin_g.as<float>(), B, T, H + KV, D, row, s);
   auto dref = to_double(dout);
@@ -140,6 +142,13 @@ TEST_CASE("cuda rotary rotates q and k of a fused qkv row in one pass, as the CP
   // ... and undoes the forward (up to the bf16 roundings of the two passes).
   rotary_backward(x_g.as<bf16>(), cos_g.as<float>(), sin_g.as<float>(), B, T, H + KV, D, row, s);
   CONVEYOR_CHECK_CLOSE(to_double(qkv), download_bf16(x_g.data(), n, s), kBf16Tol);
+}
+
+TEST_CASE("cuda rotary rotates q and k of a fused qkv row in one pass, as the CPU reference, and backward inverts it") {
+  CONVEYOR_REQUIRE_GPU();
+  check_rotary(2, 33, 4, 2, 16, 0);
+  check_rotary(2, 17, 6, 2, 64, 8);
+  check_rotary(2, 33, 4, 2, 12, 0);
 }
 
 TEST_CASE("cuda rotary refuses an odd head size and a row shorter than its heads") {

@@ -11,6 +11,15 @@
 #include "actors/trace/stage_probe.hpp"
 
 namespace conveyor {
+
+struct RelayoutGather {
+  std::uint32_t generation = 0;      // the layout's (Relayout::generation)
+  caf::response_promise promise;     // the coordinator's request
+  std::map<int, NodeStages> by_node;  // the new actors gathered so far
+  std::size_t left = 1;              // answers still due, this node's own included
+  bool over = false;                 // answered, or ended: later answers' actors end
+};
+
 namespace {
 
 using Self = caf::stateful_actor<NodeDirectoryState>;
@@ -167,6 +176,21 @@ caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
   return p->promise;
 }
 
+// Ends a move that will not take over (failed, or void: a node was lost during it): the
+// actors gathered for it end in order, and its request is answered with `why` (the
+// coordinator ignores it when it voided the move itself). Later answers' actors end as
+// they come (relayout).
+void end_move(Self* self, RelayoutGather& g, caf::error why) {
+  if (g.over) return;
+  g.over = true;
+  for (auto& [node, stages] : g.by_node)
+    for (auto& a : stages.actors) self->send_exit(a, caf::exit_reason::user_shutdown);
+  g.by_node.clear();
+  auto& st = self->state;
+  if (st.moving.get() == &g) st.moving.reset();
+  g.promise.deliver(std::move(why));
+}
+
 // Issue 44's re-plan: this node's actors of the new layout; node 0 (`forward`) also every
 // other present node's, gathered by rank, and then the directory's own record moves onto
 // the new layout (the nodes not present forgotten).
@@ -191,15 +215,13 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     promise.deliver(own);
     return promise;
   }
-  struct Gathered {
-    caf::response_promise promise;
-    std::map<int, NodeStages> by_node;
-    std::size_t left = 1;
-    bool failed = false;
-  };
-  auto g = std::make_shared<Gathered>();
+  // A move still gathered is void by now (the coordinator sends one Relayout at a time).
+  if (st.moving) end_move(self, *st.moving, failure("a newer move began"));
+  auto g = std::make_shared<RelayoutGather>();
+  g->generation = r.generation;
   g->promise = promise;
   g->by_node[st.node] = own;
+  st.moving = g;
   auto finish = [self, g] {
     auto& st = self->state;
     std::map<int, StageActor> by_rank;
@@ -208,7 +230,7 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     std::vector<StageActor> all;
     for (const auto& [rank, actor] : by_rank) {
       if (rank != static_cast<int>(all.size())) {
-        g->promise.deliver(failure(fmt::format("the new layout's rank {} has no stage actor", all.size())));
+        end_move(self, *g, failure(fmt::format("the new layout's rank {} has no stage actor", all.size())));
         return;
       }
       all.push_back(actor);
@@ -224,13 +246,15 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     }
     st.directories = std::move(directories);
     st.relaid = true;
+    g->over = true;
+    if (st.moving == g) st.moving.reset();
     g->promise.deliver(all);
   };
   for (int node : r.nodes) {
     if (node == st.node) continue;
     auto d = st.directories.find(node);
     if (d == st.directories.end()) {
-      g->promise.deliver(failure(fmt::format("node {} is not known to node {}'s directory", node, st.node)));
+      end_move(self, *g, failure(fmt::format("node {} is not known to node {}'s directory", node, st.node)));
       return promise;
     }
     ++g->left;
@@ -238,16 +262,27 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     forwarded.forward = false;
     self->request(d->second, caf::infinite, forwarded)
         .then(
-            [g, finish](NodeStages& stages) {
-              if (g->failed) return;
+            [self, g, finish](NodeStages& stages) {
+              if (g->over) {  // a void move's: they never take over
+                for (auto& a : stages.actors) self->send_exit(a, caf::exit_reason::user_shutdown);
+                return;
+              }
               g->by_node[stages.node] = std::move(stages);
               if (--g->left == 0) finish();
             },
             [self, g, node](caf::error& e) {
-              if (g->failed) return;
-              g->failed = true;
-              g->promise.deliver(failure(fmt::format("node {} moving onto the new layout: {}", node,
-                                                     error_text(self->system(), e))));
+              if (g->over) return;
+              const auto why = fmt::format("node {} moving onto the new layout: {}", node,
+                                           error_text(self->system(), e));
+              // Its process is gone: the coordinator hears of the loss first (the same
+              // sender, so in order) and abandons the move; the failed answer is then void.
+              auto& st = self->state;
+              if (st.coordinator &&
+                  (e == caf::sec::request_receiver_down || e == caf::exit_reason::remote_link_unreachable))
+                self->send(st.coordinator, node_lost_atom::value, node,
+                           fmt::format("node {} became unreachable while moving onto the layout of generation {}",
+                                       node, g->generation));
+              end_move(self, *g, failure(why));
             });
   }
   if (--g->left == 0) finish();
@@ -307,6 +342,13 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const Relayout& r) { return relayout(self, r); },
+      [=](relayout_void_atom, std::uint32_t generation) {
+        auto& st = self->state;
+        if (st.moving && st.moving->generation == generation)
+          end_move(self, *st.moving,
+                   failure(fmt::format("the move onto layout generation {} is void: a node was lost during it",
+                                       generation)));
+      },
       [=](const PeerRejoined& peer) -> caf::result<bool> {
         if (!self->state.reconnect) return failure("this node does not take replacements");
         try {

@@ -87,9 +87,18 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                     " is not start or optimizer");
       spec.in_optimizer = value == "optimizer";
     } else if (field == "when" && process) {
-      if (value != "start" && value != "checkpoint")
-        throw std::invalid_argument("fault '" + entry + "': when=" + value + " is not start or checkpoint");
-      spec.in_checkpoint = value == "checkpoint";
+      using When = FaultSpec::ExitWhen;
+      if (value == "start")
+        spec.exit_when = When::start;
+      else if (value == "checkpoint")
+        spec.exit_when = When::checkpoint;
+      else if (value == "relayout")
+        spec.exit_when = When::relayout;
+      else if (value == "restore")
+        spec.exit_when = When::restore;
+      else
+        throw std::invalid_argument("fault '" + entry + "': when=" + value +
+                                    " is not start, checkpoint, relayout or restore");
     } else if (field == "micro_batch" && spec.kind == FaultSpec::Kind::drop) {
       spec.micro_batch = static_cast<int>(number(entry, field, value));
     } else if (field == "kind" && spec.kind == FaultSpec::Kind::drop) {
@@ -121,7 +130,16 @@ FaultSpec parse_fault_spec(const std::string& entry) {
   }
   if (process) {
     if (!has_node) throw std::invalid_argument("fault '" + entry + "': node=R is missing");
-    if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+    // A move has no step of its own: the one it goes on from depends on when the loss
+    // before it happened.
+    const bool stepless =
+        spec.exit_when == FaultSpec::ExitWhen::relayout || spec.exit_when == FaultSpec::ExitWhen::restore;
+    if (stepless && spec.step)
+      throw std::invalid_argument("fault '" + entry + "': when=" +
+                                  (spec.exit_when == FaultSpec::ExitWhen::relayout ? "relayout" : "restore") +
+                                  " takes no step=N (the node exits at the first such moment, whatever "
+                                  "the step)");
+    if (!stepless && !spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
@@ -167,17 +185,24 @@ bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, boo
   return false;
 }
 
-bool ScriptedFaults::exits_at(std::int64_t step, bool in_checkpoint) const {
+bool ScriptedFaults::exits_at(FaultSpec::ExitWhen when, std::int64_t step) const {
   if (!first_attempt_) return false;
+  const bool stepped = when == FaultSpec::ExitWhen::start || when == FaultSpec::ExitWhen::checkpoint;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && s.in_checkpoint == in_checkpoint && s.node == node_ && *s.step == step)
+    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && (!stepped || *s.step == step))
       return true;
   return false;
 }
 
-bool ScriptedFaults::exit_process(std::int64_t step) { return exits_at(step, /*in_checkpoint=*/false); }
+bool ScriptedFaults::exit_process(std::int64_t step) { return exits_at(FaultSpec::ExitWhen::start, step); }
 
-bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) { return exits_at(steps_done, true); }
+bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) {
+  return exits_at(FaultSpec::ExitWhen::checkpoint, steps_done);
+}
+
+bool ScriptedFaults::exit_in_relayout() { return exits_at(FaultSpec::ExitWhen::relayout); }
+
+bool ScriptedFaults::exit_in_restore() { return exits_at(FaultSpec::ExitWhen::restore); }
 
 void die_by_injected_exit(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "actors/messages/error_text.hpp"
 #include "actors/trace/remote_progress.hpp"
@@ -17,6 +18,7 @@ struct RelayoutGather {
   caf::response_promise promise;     // the coordinator's request
   std::map<int, NodeStages> by_node;  // the new actors gathered so far
   std::size_t left = 1;              // answers still due, this node's own included
+  std::set<int> awaited;             // the other nodes whose answer is due
   bool over = false;                 // answered, or ended: later answers' actors end
 };
 
@@ -191,6 +193,17 @@ void end_move(Self* self, RelayoutGather& g, caf::error why) {
   g.promise.deliver(std::move(why));
 }
 
+// Node `node`, whose answer the move awaits, is gone: the coordinator hears of the loss
+// first (the same sender, so in order) and abandons the move; the failed answer that
+// follows is then void.
+void node_lost_of_move(Self* self, RelayoutGather& g, int node) {
+  auto& st = self->state;
+  if (st.coordinator)
+    self->send(st.coordinator, node_lost_atom::value, node,
+               fmt::format("node {} became unreachable while moving onto layout generation {}", node, g.generation));
+  end_move(self, g, failure(fmt::format("node {} became unreachable while moving onto the new layout", node)));
+}
+
 // Issue 44's re-plan: this node's actors of the new layout; node 0 (`forward`) also every
 // other present node's, gathered by rank, and then the directory's own record moves onto
 // the new layout (the nodes not present forgotten).
@@ -258,6 +271,11 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
       return promise;
     }
     ++g->left;
+    g->awaited.insert(node);
+    // CAF does not fail a request whose receiver's process goes away: its directory's
+    // down message says so at once (node_lost_of_move), where the liveness watch would
+    // take rendezvous.peer_silence_s.
+    self->monitor(d->second);
     Relayout forwarded = r;
     forwarded.forward = false;
     self->request(d->second, caf::infinite, forwarded)
@@ -267,22 +285,19 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
                 for (auto& a : stages.actors) self->send_exit(a, caf::exit_reason::user_shutdown);
                 return;
               }
+              g->awaited.erase(stages.node);
               g->by_node[stages.node] = std::move(stages);
               if (--g->left == 0) finish();
             },
             [self, g, node](caf::error& e) {
               if (g->over) return;
-              const auto why = fmt::format("node {} moving onto the new layout: {}", node,
-                                           error_text(self->system(), e));
-              // Its process is gone: the coordinator hears of the loss first (the same
-              // sender, so in order) and abandons the move; the failed answer is then void.
-              auto& st = self->state;
-              if (st.coordinator &&
-                  (e == caf::sec::request_receiver_down || e == caf::exit_reason::remote_link_unreachable))
-                self->send(st.coordinator, node_lost_atom::value, node,
-                           fmt::format("node {} became unreachable while moving onto the layout of generation {}",
-                                       node, g->generation));
-              end_move(self, *g, failure(why));
+              if (e == caf::sec::request_receiver_down || e == caf::exit_reason::remote_link_unreachable) {
+                node_lost_of_move(self, *g, node);
+                return;
+              }
+              end_move(self, *g,
+                       failure(fmt::format("node {} moving onto the new layout: {}", node,
+                                           error_text(self->system(), e))));
             });
   }
   if (--g->left == 0) finish();
@@ -319,6 +334,16 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
+  // Only the directories a move was forwarded to are monitored (relayout).
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    if (!st.moving) return;
+    for (const auto& [node, d] : st.directories)
+      if (d.address() == down.source && st.moving->awaited.count(node)) {
+        node_lost_of_move(self, *st.moving, node);
+        return;
+      }
+  });
   return {
       [=](NodeStages& stages) -> caf::result<bool> {
         auto& st = self->state;

@@ -157,3 +157,52 @@ TEST_CASE("4 one-stage nodes, nodes 2 and 3 lost at once (the second during the 
   REQUIRE(got.size() == want.size());
   CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
 }
+
+TEST_CASE("a grow interrupted: node 2 killed for good, started again after the shrink, and lost again as the grow's move reaches it: the job moves again onto nodes 0 and 1 and ends with the fault-free weights bit for bit") {
+  // 3 one-stage nodes, stage 0 slowed (timing only) so that the shrunk job still runs when
+  // node 2's new process has joined. The new process is a first attempt, so the injected
+  // exit fires in it at the grow's move (the first it receives); the killed one never saw
+  // a move.
+  constexpr int kGrowSteps = 48;
+  const KillStep kill = random_kill_step(3, 12);
+  TempDir dir;
+  const std::string& want = one_process_weights(dir, three_stage_job(kGrowSteps));
+  auto nodes = job_on_nodes(3,
+                            three_stage_job(kGrowSteps, {"--set", "fault.rejoin_timeout_s=2", "--set",
+                                                         "fault.inject=[slow:stage=0:ms=15,exit:node=2:when=relayout]"}),
+                            dir / "run", "grow-interrupted-test");
+  nodes[2].kill_at_node0_step = kill.step;
+  nodes[2].restart_after_kill = true;
+  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  CHECK(results[2].killed_exit_code == 128 + SIGKILL);
+  CHECK(results[2].exit_code == 128 + SIGKILL);  // the new process, by its injected exit
+  CHECK(results[2].err.find("node 2: fault.inject exit: this process dies as it moves onto the layout of nodes "
+                            "[0, 1, 2] (layout generation 2)") != std::string::npos);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  CHECK(results[0].err.find("replan: the move onto nodes [0, 1, 2] (layout generation 2) is abandoned") !=
+        std::string::npos);
+  CHECK(progress_line(results[0].err, kGrowSteps).ends_with("  2 nodes, 2 stages live"));
+
+  // The shrink's row, no joined row (the grow never happened), and the row of the move
+  // again onto the nodes the job ran on (the nodes' records were the void move's).
+  std::vector<nlohmann::json> replans;
+  for (auto& row : read_jsonl(dir.path() / "run" / "metrics.jsonl")) {
+    CHECK(row.value("event", "") != "joined");
+    if (row.value("event", "") == "replan") replans.push_back(row);
+  }
+  REQUIRE(replans.size() == 2);
+  CHECK(replans[1]["lost_node"] == 2);
+  CHECK(replans[1]["from"]["nodes"] == nlohmann::json::array({0, 1}));
+  CHECK(replans[1]["to"]["nodes"] == nlohmann::json::array({0, 1}));
+  CHECK(replans[1]["steps_redone"] == 0);
+  MESSAGE("kill at step " << kill.step << ": " << replans[0].dump() << "; " << replans[1].dump());
+  CHECK(nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"))["generation"] == 3);
+  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
+  REQUIRE(got.size() == want.size());
+  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
+}

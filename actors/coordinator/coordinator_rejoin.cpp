@@ -53,7 +53,7 @@ void on_node_lost(Self* self, int node, const std::string& why) {
       fmt::print(stderr, "conveyor train: node {} joined, but was lost before it was taken in: {}\n", node, why);
     // A grow's joined node lost during the move: nothing to wait for, but the nodes'
     // records are the void move's, so the job moves again, onto the nodes it ran on.
-    if (st.between_layouts && st.awaiting.empty() && st.in(CoordinatorPhase::recovering)) {
+    if (st.between_layouts && !st.moving && st.awaiting.empty() && st.in(CoordinatorPhase::recovering)) {
       st.recovery->failure = Failure{"node", {}, {}, why};
       if (auto cannot = shrink_onto_present_nodes(self, node); !cannot.empty())
         fail(self, fmt::format("{}; moving the job again onto the nodes it ran on failed: {}", why, cannot));

@@ -50,6 +50,7 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   r->spawned = std::chrono::steady_clock::now();
   const JobPlan& plan = *r->choice.plan;
   if (static_cast<int>(fresh.size()) != plan.stage_actors()) {
+    settle(self, r);
     r->failed(fmt::format("{} stage actors came up for a layout of {}", fresh.size(), plan.stage_actors()));
     return;
   }
@@ -160,8 +161,9 @@ void abandon_move(Self* self, int lost_node, const std::string& why) {
              fmt::join(r->nodes, ", "), r->generation, why,
              r->took_over ? "holds that layout, its state of step " + std::to_string(r->steps_done) +
                                 " in node 0's store, and waits for node " + std::to_string(lost_node)
-                          : "stays on the layout before it until node " + std::to_string(lost_node) +
-                                " is replaced or given up on");
+                          : "stays on the layout before it until it moves again: at node " + std::to_string(lost_node) +
+                                "'s rejoin deadline (a replacement meanwhile is refused), or at once when node " +
+                                std::to_string(lost_node) + " held no stage of it");
   if (r->took_over) return;
   st.between_layouts = true;
   // Their deadline passed: the next one (the lost node's own) gives up on them again.

@@ -102,7 +102,7 @@ TEST_CASE("4 one-stage nodes, node 3 lost for good and node 2 lost as the shrink
   // The coordinator still held the 4-stage layout: the shrink goes from it.
   CHECK(run.replan["from"]["stages"] == 4);
   CHECK(run.replan["from"]["nodes"] == nlohmann::json::array({0, 1, 2, 3}));
-  CHECK(run.results[0].err.find("the job stays on the layout before it until node 2 is replaced or given up on") !=
+  CHECK(run.results[0].err.find("the job stays on the layout before it until it moves again: at node 2's rejoin deadline") !=
         std::string::npos);
   const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
   REQUIRE(got.size() == want.size());

@@ -11,6 +11,10 @@
 // one replan row (the void move never ran a step: the row goes from the layout the
 // coordinator held to the 2-stage one), the log line of the abandoned move, plan.json at
 // generation 2 (the void move took generation 1).
+// Also: nodes 2 and 3 lost at once (the second inside the first's rejoin wait: one shrink
+// at the first deadline), and a grow interrupted (3 nodes: node 2 killed, started again
+// after the shrink, and lost again as the grow's move reaches it: the job moves again at
+// once onto nodes 0 and 1, since the other nodes' records are the void move's).
 #include <doctest/doctest.h>
 #include <signal.h>
 

@@ -64,7 +64,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
   const bool of_checkpoint = spec.kind == FaultSpec::Kind::corrupt_checkpoint ||
                        spec.kind == FaultSpec::Kind::slow_checkpoint;
   const bool process = spec.kind == FaultSpec::Kind::exit;
-  bool has_stage = false, has_ms = false, has_node = false;
+  bool has_stage = false, has_ms = false, has_node = false, has_nth = false;
   std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');
@@ -73,7 +73,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (!seen.insert(field).second)  // which one would count is a guess
       throw std::invalid_argument("fault '" + entry + "': field '" + field + "' is given twice");
-    if (field == "node" && process) {
+    if (field == "nth" && process) {
+      spec.nth = static_cast<int>(number(entry, field, value));
+      if (spec.nth < 1) throw std::invalid_argument("fault '" + entry + "': nth=" + value + " counts from 1");
+      has_nth = true;
+    } else if (field == "node" && process) {
       spec.node = static_cast<int>(number(entry, field, value));
       has_node = true;
     } else if (field == "stage" && !of_checkpoint && !process) {
@@ -140,6 +144,8 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                   " takes no step=N (the node exits at the first such moment, whatever "
                                   "the step)");
     if (!stepless && !spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+    if (has_nth && !stepless)
+      throw std::invalid_argument("fault '" + entry + "': nth=N goes with when=relayout or when=restore");
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
@@ -187,10 +193,15 @@ bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, boo
 
 bool ScriptedFaults::exits_at(FaultSpec::ExitWhen when, std::int64_t step) const {
   if (!first_attempt_) return false;
-  const bool stepped = when == FaultSpec::ExitWhen::start || when == FaultSpec::ExitWhen::checkpoint;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && (!stepped || *s.step == step))
-      return true;
+    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && *s.step == step) return true;
+  return false;
+}
+
+bool ScriptedFaults::exits_at_nth(FaultSpec::ExitWhen when, int nth) const {
+  if (!first_attempt_) return false;
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && s.nth == nth) return true;
   return false;
 }
 
@@ -200,9 +211,9 @@ bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) {
   return exits_at(FaultSpec::ExitWhen::checkpoint, steps_done);
 }
 
-bool ScriptedFaults::exit_in_relayout() { return exits_at(FaultSpec::ExitWhen::relayout); }
+bool ScriptedFaults::exit_in_relayout() { return exits_at_nth(FaultSpec::ExitWhen::relayout, ++relayouts_); }
 
-bool ScriptedFaults::exit_in_restore() { return exits_at(FaultSpec::ExitWhen::restore); }
+bool ScriptedFaults::exit_in_restore() { return exits_at_nth(FaultSpec::ExitWhen::restore, ++restores_); }
 
 void die_by_injected_exit(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());

@@ -28,13 +28,14 @@
 //       step N starts on its stages (or, when=checkpoint, as it starts writing its own
 //       shards of step N's checkpoint), as a killed or crashed host process would; only in
 //       the first attempt (`conveyor train --supervise` restarts it)
-//   exit:node=R:when=relayout|restore
+//   exit:node=R:when=relayout|restore[:nth=N]
 //       the same, at a moment of issue 44's moves onto another layout (a shrink or a grow
 //       under way), which take ~20 ms that no kill from outside can aim at: relayout, as
-//       node R's directory receives the first move (Relayout), before it spawns its actors
-//       of the new layout; restore, as a stage of node R is first told to load node 0's
-//       copy of its state (RestoreFromCopy: after a move, once the new actors took over; a
-//       rejoined node's restore too). No step: the moment is the fault's
+//       node R's directory receives its Nth move (Relayout; N = 1 unless given), before it
+//       spawns its actors of the new layout; restore, as a stage of node R is told for the
+//       Nth time in this process to load node 0's copy of its state (RestoreFromCopy: after
+//       a move, once the new actors took over; a rejoined node's restore too). No step:
+//       the moment is the fault's
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
@@ -64,7 +65,7 @@ namespace conveyor {
 inline constexpr const char* kFaultInjectGrammar =
     "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient], delay:stage=S:ms=D[:step=N], "
     "nan:stage=S:step=N, crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, "
-    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], exit:node=R:when=relayout|restore, corrupt-checkpoint:step=N, slow-checkpoint:step=N:ms=D";
+    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], exit:node=R:when=relayout|restore[:nth=N], corrupt-checkpoint:step=N, slow-checkpoint:step=N:ms=D";
 
 /// One entry, parsed once where the config is read (RunConfig::fault.inject).
 struct FaultSpec {
@@ -77,6 +78,7 @@ struct FaultSpec {
   /// checkpoint (checkpoint), as its node receives a move (relayout) or its stage a copy
   /// to restore (restore); the last two take no step.
   enum class ExitWhen { start, checkpoint, relayout, restore } exit_when = ExitWhen::start;
+  int nth = 1;  // exit when=relayout|restore: at the Nth such moment of the process
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
@@ -124,7 +126,11 @@ class ScriptedFaults final : public MessageFault {
  private:
   /// An exit spec of this node for `step` (at its start, or in its checkpoint's shard
   /// write), on the first attempt only.
-  bool exits_at(FaultSpec::ExitWhen when, std::int64_t step = 0) const;
+  bool exits_at(FaultSpec::ExitWhen when, std::int64_t step) const;
+  /// An exit spec of this node for the `nth` moment of kind `when` (relayout, restore).
+  bool exits_at_nth(FaultSpec::ExitWhen when, int nth) const;
+  std::atomic<int> relayouts_{0}, restores_{0};  // moments of each kind so far
+
   struct OneShot {
     FaultSpec::Kind kind;
     int stage = 0;

@@ -59,16 +59,29 @@ TEST_CASE("exit when=relayout and when=restore fire at their moment on node R, t
     CHECK_FALSE(faults.exit_process(step));
     CHECK_FALSE(faults.exit_in_shard_write(step));
   }
-  faults.set_process(1, true);
-  CHECK_FALSE(faults.exit_in_relayout());
-  CHECK(faults.exit_in_restore());
-  faults.set_process(2, /*first_attempt=*/false);  // a restarted node 2 joins and moves
-  CHECK_FALSE(faults.exit_in_relayout());
+  // Each process counts its own moments: node 1's process, and node 2's started again.
+  ScriptedFaults node1({in_move, in_restore});
+  node1.set_process(1, true);
+  CHECK_FALSE(node1.exit_in_relayout());
+  CHECK(node1.exit_in_restore());
+  ScriptedFaults restarted({in_move, in_restore});
+  restarted.set_process(2, /*first_attempt=*/false);  // a restarted node 2 joins and moves
+  CHECK_FALSE(restarted.exit_in_relayout());
   ScriptedFaults at_step({parse_fault_spec("exit:node=2:step=3")});
   at_step.set_process(2, true);
   CHECK_FALSE(at_step.exit_in_relayout());
   CHECK_FALSE(at_step.exit_in_restore());
 
+  // nth=N: the Nth move (or restore) of the process, each counted as it comes.
+  ScriptedFaults second_move({parse_fault_spec("exit:node=1:when=relayout:nth=2")});
+  second_move.set_process(1, true);
+  CHECK_FALSE(second_move.exit_in_relayout());
+  CHECK(second_move.exit_in_relayout());
+  CHECK_FALSE(second_move.exit_in_restore());
+  CHECK(parse_fault_spec("exit:node=1:when=restore:nth=3").nth == 3);
+  CHECK(parse_error("exit:node=1:when=relayout:nth=0").find("nth=0 counts from 1") != std::string::npos);
+  CHECK(parse_error("exit:node=1:step=2:nth=2").find("nth=N goes with when=relayout or when=restore") !=
+        std::string::npos);
   CHECK(parse_error("exit:node=2:step=3:when=relayout").find("when=relayout takes no step=N") != std::string::npos);
   CHECK(parse_error("exit:node=2:step=3:when=restore").find("when=restore takes no step=N") != std::string::npos);
   CHECK(parse_error("exit:node=2:when=start") == "fault 'exit:node=2:when=start': step=N is missing");

@@ -210,3 +210,53 @@ TEST_CASE("a grow interrupted: node 2 killed for good, started again after the s
   REQUIRE(got.size() == want.size());
   CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
 }
+
+TEST_CASE("a grow interrupted by a node of the shrunk layout: node 2 killed for good and started again after the shrink, node 1 lost as the grow's move reaches it: the joined node is told it was not taken in, and node 0 ends alone with the fault-free weights bit for bit") {
+  // 3 one-stage nodes as above; node 1 dies at its second move (the shrink's was its
+  // first): the grow's, before its actors took over.
+  constexpr int kGrowSteps = 48;
+  const KillStep kill = random_kill_step(3, 12);
+  TempDir dir;
+  const std::string& want = one_process_weights(dir, three_stage_job(kGrowSteps));
+  auto nodes = job_on_nodes(
+      3,
+      three_stage_job(kGrowSteps, {"--set", "fault.rejoin_timeout_s=2", "--set",
+                                   "fault.inject=[slow:stage=0:ms=15,exit:node=1:when=relayout:nth=2]"}),
+      dir / "run", "grow-interrupted-by-node-1-test");
+  nodes[2].kill_at_node0_step = kill.step;
+  nodes[2].restart_after_kill = true;
+  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  CHECK(results[2].killed_exit_code == 128 + SIGKILL);
+  CHECK(results[1].exit_code == 128 + SIGKILL);
+  CHECK(results[1].err.find("node 1: fault.inject exit: this process dies as it moves onto the layout of nodes "
+                            "[0, 1, 2] (layout generation 2)") != std::string::npos);
+  // The joined process is told why it was not taken in, and fails.
+  CHECK(results[2].exit_code != 0);
+  CHECK(results[2].exit_code != 128 + SIGKILL);
+  CHECK(results[2].err.find("the job did not take this node in: node 1 was lost while the job grew onto nodes "
+                            "[0, 1, 2]") != std::string::npos);
+  REQUIRE(results[0].exit_code == 0);
+  CHECK(results[0].err.find("replan: the move onto nodes [0, 1, 2] (layout generation 2) is abandoned") !=
+        std::string::npos);
+  CHECK(progress_line(results[0].err, kGrowSteps).ends_with("  1 node, 1 stage live"));
+
+  std::vector<nlohmann::json> replans;
+  for (auto& row : read_jsonl(dir.path() / "run" / "metrics.jsonl")) {
+    CHECK(row.value("event", "") != "joined");
+    if (row.value("event", "") == "replan") replans.push_back(row);
+  }
+  REQUIRE(replans.size() == 2);
+  CHECK(replans[1]["lost_node"] == 1);
+  CHECK(replans[1]["from"]["nodes"] == nlohmann::json::array({0, 1}));
+  CHECK(replans[1]["to"]["nodes"] == nlohmann::json::array({0}));
+  CHECK(replans[1]["to"]["stages"] == 1);
+  MESSAGE("kill at step " << kill.step << ": " << replans[0].dump() << "; " << replans[1].dump());
+  CHECK(nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"))["generation"] == 3);
+  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
+  REQUIRE(got.size() == want.size());
+  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
+}

@@ -69,7 +69,8 @@ void run_export(const TraceOptions& o) {
 }
 
 void run_summary(const TraceOptions& o) {
-  const auto summary = trace::summarize(trace::load_trace_dir(o.dir));
+  // A run that changed layout (issue 44): one summary per layout, each under a line naming it.
+  const auto summary = trace::summarize_layouts(trace::load_trace_dir(o.dir));
   if (o.format == "json")
     fmt::print("{}\n", trace::summary_json(summary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   else
@@ -85,9 +86,11 @@ void run_check(const TraceOptions& o) {
                                       {"rounds_checked", result.rounds_checked},
                                       {"messages_checked", result.messages_checked},
                                       {"order_checked", result.order_checked},
-                                      {"findings", findings}}
+                                      {"findings", findings},
+                                      {"notes", result.notes}}
                            .dump());
   } else {
+    for (const auto& n : result.notes) fmt::print("note: {}\n", n);
     for (const auto& f : result.findings) fmt::print("{}: {}\n", f.kind, f.message);
     fmt::print("{}: {} rounds{}, {} messages checked; {} finding(s)\n",
                result.ok() ? "ok" : "FAILED", result.rounds_checked,

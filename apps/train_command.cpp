@@ -162,6 +162,7 @@ CheckpointSettings checkpoint_settings(const RunConfig& config, const JobPlan& p
   s.keep = static_cast<int>(config.checkpoint.keep);
   s.total_steps = config.train.steps;
   s.first_step = resume ? resume->manifest.step : 0;
+  if (resume) s.resumed_layout.emplace(resume->manifest.stages, resume->manifest.partition_halves);
   s.base = manifest_base(plan, std::string(enum_name(config.pipeline.schedule)), to_yaml(config));
   for (auto step : corrupt_checkpoint_steps(config.fault.inject)) s.corrupt_steps.insert(step);
   s.stalled_steps = checkpoint_stalls(config.fault.inject);
@@ -427,7 +428,8 @@ void run_train(const TrainOptions& opt) {
   }
   if (shares_checkpoint_folder) cluster->check_shared_checkpoint_folder(settings.dir);
   if (config.trace.enabled)
-    job.services.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job.plan);
+    job.services.trace = open_run_trace(dir, *trace::StepRange::parse(config.trace.steps), job.plan, {},
+                                        cluster ? cluster->node_of_rank() : std::vector<int>{});
   write_file_atomically(dir / "config.yaml", to_yaml(config));
   write_file_atomically(dir / "plan.json",
                         plan_json(job.plan, cluster ? cluster->node_of_rank() : std::vector<int>{})
@@ -441,6 +443,11 @@ void run_train(const TrainOptions& opt) {
                  static_cast<int>(config.fault.straggler_steps));
   // The status server reads the run folder on its own thread (apps/watch/): the training
   // never waits for it. It stops when this function returns: the run's end, a stop, an error.
+  // Issue 44: each layout a re-plan moves the job onto joins the trace's plans.
+  if (config.trace.enabled)
+    log.on_relayout([&dir](const JobPlan& p, const std::vector<int>& nodes, int generation) {
+      add_run_trace_layout(dir, p, nodes, generation);
+    });
   const auto server = serve ? watch::start_status_server(*serve, dir, "conveyor train") : nullptr;
   unstarted.started();
   if (resume)

@@ -20,6 +20,8 @@
 #      precision.fp8_fused_casts false) and PyTorch's compiled bf16 and FP8 GPT in the same call;
 #      fp8curve: bf16 and fp8 loss curves of the 1B GPT over CURVE_STEPS (300) steps of the
 #      Python standard library's source, eval every CURVE_EVAL (50), drawn;
+#      llamaprof: where a Llama-1B step's time goes (bench kernels on both attention
+#      backends, an nsys kernel summary where nsys exists, e2e cudnn/kernels/non-deterministic);
 #      llama: configs/llama-1b.yaml on one GPU (fp32 master, and all-bf16) against
 #      transformers' LlamaForCausalLM (.gpu/torch_llama_bench.py, eager and COMPILE=1, bf16)
 #      in the same call, and a small Llama's GPU determinism;
@@ -249,6 +251,49 @@ PY
   row "small GPU llama twice" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-b/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "small GPU llama 1f1b vs zbv [2.5,1.5]" "$(cmp -s "$OUT/llama-small-a/weights.safetensors" "$OUT/llama-small-cut/weights.safetensors" && echo identical || echo DIFFERENT)"
   row "small GPU llama final val_loss" "$(tail -1 "$OUT/llama-small-a/metrics.jsonl" | json_field final_val_loss)"
+fi
+
+# 13a. where a Llama-1B step's time goes: every kernel at its shapes (bench kernels, both
+#      attention backends) and, where Nsight Systems is installed, the kernels of a real
+#      all-bf16 step summed by name (the top of the list in $OUT/llamaprof-kernels.txt)
+if want llamaprof; then
+  for att in cudnn kernels; do
+    timeout 240 $BIN bench kernels configs/llama-1b.yaml --format json --set runtime.attention=$att \
+      > "$OUT/llama-kernels-$att.json" 2> "$OUT/llama-kernels-$att.log"
+    python3 - "$OUT/llama-kernels-$att.json" > "$OUT/llama-kernels-$att.txt" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"{'kernel':<52} {'ms':>8} {'rate':>12} {'ceil':>5} {'ms/step':>8}")
+for r in d["kernels"]:
+    rate = f"{r['tflops']:.0f} TF/s" if "tflops" in r else f"{r['tbps']:.2f} TB/s"
+    print(f"{r['kernel']:<52} {r['ms']:8.3f} {rate:>12} {100*r['ceiling_share']:4.0f}% {r['ms_per_step']:8.1f}")
+print(f"kernel time per train step on one GPU: {d['kernel_ms_per_step_one_gpu']:.1f} ms")
+PY
+    row "llama kernels ($att): ms per step (sum)" "$(tail -1 "$OUT/llama-kernels-$att.txt")"
+  done
+  NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  if [ -n "$NSYS" ]; then
+    timeout 300 "$NSYS" profile -t cuda -o "$OUT/llama-e2e" --force-overwrite true $BIN bench e2e configs/llama-1b.yaml \
+      --steps 4 --set optim.master=bf16 --set optim.grad_dtype=bf16 --format json > "$OUT/llama-nsys-e2e.json" 2> "$OUT/llama-nsys.log"
+    "$NSYS" stats -r cuda_gpu_kern_sum -f csv -o "$OUT/llama-kern" "$OUT/llama-e2e.nsys-rep" >> "$OUT/llama-nsys.log" 2>&1
+    python3 - "$OUT"/llama-kern*.csv > "$OUT/llamaprof-kernels.txt" 2>&1 <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+total = sum(float(r["Total Time (ns)"]) for r in rows)
+print(f"all kernels: {total / 1e6:.1f} ms over the profiled run")
+for r in rows[:40]:
+    print(f"{float(r['Time (%)']):5.1f}% {float(r['Total Time (ns)']) / 1e6:9.1f} ms {int(r['Instances']):6d}x  {r['Name'][:110]}")
+PY
+    rm -f "$OUT/llama-e2e.nsys-rep" "$OUT"/llama-e2e.sqlite
+    row "llama nsys: kernel ms over 4+warm-up steps" "$(head -1 "$OUT/llamaprof-kernels.txt")"
+  else
+    row "llama nsys" "not installed"
+  fi
+  BIG_CONFIG=configs/llama-1b.yaml big llama1b-bf16-cudnn --set optim.master=bf16 --set optim.grad_dtype=bf16
+  BIG_CONFIG=configs/llama-1b.yaml big llama1b-bf16-kernels --set optim.master=bf16 --set optim.grad_dtype=bf16 \
+    --set runtime.attention=kernels
+  BIG_CONFIG=configs/llama-1b.yaml big llama1b-bf16-nondet --set optim.master=bf16 --set optim.grad_dtype=bf16 \
+    --set runtime.deterministic=false
 fi
 
 # 13b. precision.matmul fp8 against bf16 on one GPU (issue 43): conveyor's GPT-1B with one

@@ -261,7 +261,7 @@ void on_restore_failed(Self* self, int rank, const caf::error& e) {
 void restore_checkpoint(Self* self) {
   auto& st = self->state;
   auto& pending = *st.recovery;
-  const auto point = st.checkpoints ? st.checkpoints->newest_checkpoint(pending.failed_step)
+  const auto point = st.checkpoints ? st.checkpoints->newest_checkpoint(pending.failed_step, CheckpointLayouts::current)
                                     : CheckpointRestorePoint{"", 0, "this run writes no checkpoints"};
   if (!point.error.empty()) {
     fail(self, fmt::format("{}; recovering from it failed: node 0 keeps no copy of the other "

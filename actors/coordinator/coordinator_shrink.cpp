@@ -1,18 +1,25 @@
 // Issue 44's shrink: a lost node whose replacement did not join within
 // fault.rejoin_timeout_s is given up on, and the nodes present take the job on a smaller
 // layout (coordinator_flow.hpp):
-//   deadline → S: the newest step every stage holds in node 0's store (its own stages'
-//   snapshots and the other nodes' buddy copies, the lost node's among them) → the layout
-//   of the nodes present (choose_layout: the same on every node) → S's states cut for it
-//   (reshard_snapshots) → the move onto it (coordinator_relayout.cpp: every node present
-//   spawns its actors of the new layout and resets its snapshot store, the old actors
-//   end, every new actor restores the cut states through node 0's keeper) → the replan
-//   row, plan.json, the recovery row → replay from S.
+//   deadline → the layout of the nodes present (choose_layout: the same on every node) →
+//   the state it starts from, step S cut for it:
+//     with buddy copies, S = the newest step every stage holds in node 0's store (its own
+//     stages' snapshots and the other nodes' buddy copies, the lost node's among them),
+//     cut in memory (reshard_snapshots);
+//     without them (fault.buddy_copies off: node 0 holds only markers of the other nodes'
+//     snapshots), S = the newest verified checkpoint of this run, its shards read from
+//     node 0's disk and cut the same way (reshard_checkpoint); every stage, the survivors'
+//     too, goes back to it, and the steps after it are redone;
+//   → the move onto it (coordinator_relayout.cpp: every node present spawns its actors of
+//   the new layout and resets its snapshot store, the old actors end, every new actor
+//   restores the cut states through node 0's keeper) → the replan row ("buddy copies" or
+//   "checkpoint", the steps redone), plan.json, the recovery row → replay from S.
 // What must hold: the steps from S are replayed on the new layout and compute what the
 // old layout would have (same global batch and micro-batches, a sampler that is a pure
 // function of seed, step and micro-batch; the state bit for bit), so the run ends with the
 // weights of the run without the fault. Nothing is changed before every check passed: a
-// shrink that cannot be done leaves the failure as it was, with the reason added.
+// shrink that cannot be done (no checkpoint yet, without buddy copies) leaves the failure
+// as it was, with the reason added.
 // Replicas (parallel.data R > 1): the layout chosen must hold one replica, which computes
 // the R replicas' shares of every step and combines them as their group did
 // (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
@@ -22,12 +29,12 @@
 // partition (CheckpointHook::on_relayout, at the move), and --resume reshards them onto
 // whatever layout it starts (actors/checkpoint/reshard.hpp). One that was being written
 // when the node was lost was handed over whole from node 0's store (the capture needs
-// every stage's snapshot of its step), so it completes in the old layout; one whose
-// capture was still waiting for the lost node's copy was never handed over, and the
-// replay takes it again. Supported for now: CPU stages with buddy copies (node 0 holds
-// every stage's state), onto one replica, no tied embeddings' group, no sharded optimizer
-// state, checkpoints written by node 0 (not checkpoint.writers every_node); else the
-// reason says which.
+// every stage's snapshot of its step), so it completes in the old layout (the shrink
+// without buddy copies waits for it: it may be the newest); one whose capture was still
+// waiting for the lost node's copy was never handed over, and the replay takes it again.
+// Supported for now: CPU stages, onto one replica, no tied embeddings' group, no sharded
+// optimizer state, checkpoints written by node 0 (not checkpoint.writers every_node); else
+// the reason says which.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -36,6 +43,8 @@
 #include <utility>
 
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/checkpoint/filesystem.hpp"
+#include "actors/fault/reshard_checkpoint.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/plan/elastic_plan.hpp"
 
@@ -50,9 +59,6 @@ std::string unsupported(const CoordinatorState& st) {
   if (plan.recovery.shrink == ShrinkPolicy::never) return "fault.shrink is never";
   if (st.started_nodes.empty()) return "the job runs in one process";
   if (!st.job->services.snapshots || !st.restarts.keeper) return "the job keeps no in-memory snapshots";
-  if (st.restarts.remote_markers)
-    return "node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies off): shrinking "
-           "from a checkpoint is not supported yet";
   if (!plan.all_cpu()) return "shrinking GPU stages is not supported yet";
   if (plan.model.tie_embeddings)
     return "shrinking a job whose tied embeddings sum in a group (model.tie_embeddings) is not supported yet";
@@ -60,6 +66,56 @@ std::string unsupported(const CoordinatorState& st) {
     return "shrinking replicas that shard their optimizer state (optim.shard_state) is not supported yet";
   if (st.restarts.remote_shards) return "shrinking with checkpoint.writers every_node is not supported yet";
   if (!st.recovery) return "no recovery is under way";
+  return {};
+}
+
+// Where the shrunk layout starts: step S, its states cut by actor of the new plan.
+struct ShrinkStart {
+  std::int64_t steps_done = 0;
+  std::vector<StageStateSnapshot> cut;
+  RestoreOrigin origin = RestoreOrigin::buddy_copies;
+  std::string described;  // the recovery row's restored_from
+};
+
+// With buddy copies: node 0's store holds every stage's state of S. Empty: done.
+std::string from_buddy_copies(const CoordinatorState& st, const JobPlan& to, ShrinkStart& start) {
+  const auto step = st.job->services.snapshots->consistent_step();
+  if (!step) return "node 0 holds no snapshot of one step of every stage";
+  try {
+    start.cut = reshard_snapshots(*st.job->services.snapshots, *step, st.job->plan, to);
+  } catch (const std::exception& e) {
+    return fmt::format("cutting the snapshots of step {} for the new layout: {}", *step, e.what());
+  }
+  start.steps_done = *step;
+  start.origin = RestoreOrigin::buddy_copies;
+  start.described = "buddy copies";
+  return {};
+}
+
+// Without buddy copies the lost node's state after its last checkpoint is gone with it:
+// every stage goes back to the newest verified checkpoint of this run (a write under way
+// finishes first: it may be that one). Empty: done.
+std::string from_checkpoint(const CoordinatorState& st, const JobPlan& to, ShrinkStart& start) {
+  const auto failed_step = st.recovery->failed_step;
+  const auto point = st.checkpoints ? st.checkpoints->newest_checkpoint(failed_step, CheckpointLayouts::any_of_the_run)
+                                    : CheckpointRestorePoint{"", 0, "this run writes no checkpoints"};
+  if (!point.error.empty())
+    return fmt::format("node 0 keeps no copy of the other nodes' snapshots (fault.buddy_copies off), so the "
+                       "nodes present could only go back to a checkpoint of this run, and there is none to go "
+                       "back to: {}",
+                       point.error);
+  try {
+    auto cut = reshard_checkpoint(checkpoint::posix_filesystem(), point.path, to);
+    start.steps_done = cut.steps_done;
+    start.cut = std::move(cut.states);
+  } catch (const std::exception& e) {
+    return fmt::format("cutting checkpoint {} (step {}) for the new layout: {}", point.path, point.step, e.what());
+  }
+  start.origin = RestoreOrigin::checkpoint;
+  start.described = "checkpoint " + point.path;
+  fmt::print(stderr, "conveyor train: replan: node 0 keeps no copy of the lost node's snapshots "
+             "(fault.buddy_copies off): every stage goes back to checkpoint {} (step {}), {} step(s) redone\n",
+             point.path, start.steps_done, failed_step - start.steps_done);
   return {};
 }
 
@@ -77,9 +133,6 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
   if (auto why = unsupported(st); !why.empty()) return why;
   auto shrink = std::make_shared<Relaying>();
   shrink->began = Clock::now();
-  const auto step = st.job->services.snapshots->consistent_step();
-  if (!step) return "node 0 holds no snapshot of one step of every stage";
-  shrink->steps_done = *step;
   shrink->nodes = present_nodes(st);
   shrink->choice = choose_layout(st.started->plan, st.started_nodes, shrink->nodes);
   if (!shrink->choice.plan) return shrink->choice.replan.reason;
@@ -89,27 +142,29 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
     return fmt::format("shrinking onto {} replicas is not supported yet (their stage groups would have "
                        "to be rebuilt for the new layout): only onto one",
                        shrink->choice.plan->replicas);
-  try {
-    shrink->cut = reshard_snapshots(*st.job->services.snapshots, *step, st.job->plan, *shrink->choice.plan);
-  } catch (const std::exception& e) {
-    return fmt::format("cutting the snapshots of step {} for the new layout: {}", *step, e.what());
-  }
+  ShrinkStart start;
+  const auto why = st.restarts.remote_markers ? from_checkpoint(st, *shrink->choice.plan, start)
+                                              : from_buddy_copies(st, *shrink->choice.plan, start);
+  if (!why.empty()) return why;
+  const auto step = start.steps_done;
+  shrink->steps_done = step;
+  shrink->cut = std::move(start.cut);
   // From here on the job moves: what the old layout awaited or respawned is void.
   ++st.generation;
   shrink->given_up = std::exchange(st.awaiting, {});  // awaited again if the move is abandoned
   st.rejoined.clear();
   st.respawning = 0;
   auto& pending = *st.recovery;
-  pending.restored = *step;
-  pending.restored_from = "buddy copies";
+  pending.restored = step;
+  pending.restored_from = start.described;
   pending.failure.respawn.clear();
   for (int a = 0; a < shrink->choice.plan->stage_actors(); ++a) pending.failure.respawn.push_back(a);
   auto event = std::make_shared<ReplanEvent>(ReplanEvent{ReplanEvent::Cause::lost,
                                                           lost_node,
                                                           summarize(st.job->plan, st.restarts.node_of_rank),
                                                           summarize(*shrink->choice.plan, shrink->choice.node_of_rank),
-                                                          RestoreOrigin::buddy_copies,
-                                                          pending.failed_step - *step,
+                                                          start.origin,
+                                                          pending.failed_step - step,
                                                           0.0});
   for (const auto& w : shrink->choice.replan.warnings) fmt::print(stderr, "conveyor train: replan: {}\n", w);
   shrink->done = [self, event, r = shrink.get()] {

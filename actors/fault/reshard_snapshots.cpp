@@ -15,7 +15,7 @@ std::vector<StageStateSnapshot> reshard_snapshots(const SnapshotStore& store, st
   if (from.shards_optimizer_state() || to.shards_optimizer_state())
     throw std::invalid_argument("resharding in-memory snapshots of ZeRO-1 sharded optimizer state "
                                 "(optim.shard_state) is not supported");
-  // 1. The old model stages' states, one copy of each pipeline stage (replica 0).
+  // The old model stages' states, one copy of each pipeline stage (replica 0).
   std::vector<std::vector<NamedTensor>> old_stages;
   std::int64_t optimizer_steps = -1;
   for (int rank = 0; rank < static_cast<int>(from.placement.ranks.size()); ++rank) {
@@ -26,7 +26,13 @@ std::vector<StageStateSnapshot> reshard_snapshots(const SnapshotStore& store, st
     if (optimizer_steps < 0) optimizer_steps = held->optimizer_steps();
     old_stages.push_back(held->tensors());
   }
-  // 2. The new model stages' specs, by (rank, chunk) of one replica of `to`.
+  return cut_states_for(old_stages, steps_done, optimizer_steps, to, fmt::format("the snapshots of step {}", steps_done));
+}
+
+std::vector<StageStateSnapshot> cut_states_for(const std::vector<std::vector<NamedTensor>>& old_stages,
+                                               std::int64_t steps_done, std::int64_t optimizer_steps,
+                                               const JobPlan& to, const std::string& where) {
+  // 1. The new model stages' specs, by (rank, chunk) of one replica of `to`.
   std::vector<std::vector<checkpoint::TensorSpec>> specs;
   std::vector<std::pair<int, int>> rank_chunk;  // of each entry of specs
   for (const auto& rank : to.placement.ranks)
@@ -36,11 +42,11 @@ std::vector<StageStateSnapshot> reshard_snapshots(const SnapshotStore& store, st
     }
   std::vector<std::vector<NamedTensor>> cut;
   try {
-    cut = checkpoint::reshard_states(old_stages, specs, fmt::format("the snapshots of step {}", steps_done));
+    cut = checkpoint::reshard_states(old_stages, specs, where);
   } catch (const checkpoint::CheckpointError& e) {
     throw ReshardSnapshotsError(e.what());
   }
-  // 3. Per new pipeline rank its chunks in chunk order, then one per actor of every replica.
+  // 2. Per new pipeline rank its chunks in chunk order, then one per actor of every replica.
   const int ranks = static_cast<int>(to.placement.ranks.size());
   std::vector<StageStateSnapshot> per_rank(static_cast<std::size_t>(ranks));
   for (auto& s : per_rank) s.steps_done = steps_done;

@@ -38,4 +38,12 @@ class ReshardSnapshotsError : public std::runtime_error {
 std::vector<StageStateSnapshot> reshard_snapshots(const SnapshotStore& store, std::int64_t steps_done,
                                                   const JobPlan& from, const JobPlan& to);
 
+/// The cut itself, from the old stages' named tensors however they were held (a store's
+/// snapshots, a checkpoint's shards: reshard_checkpoint.hpp), every chunk of the result
+/// with `optimizer_steps`; `where` names the source in errors. By stage actor of `to`.
+/// Throws ReshardSnapshotsError on any violation reshard_states reports.
+std::vector<StageStateSnapshot> cut_states_for(const std::vector<std::vector<NamedTensor>>& old_stages,
+                                               std::int64_t steps_done, std::int64_t optimizer_steps,
+                                               const JobPlan& to, const std::string& where);
+
 }  // namespace conveyor

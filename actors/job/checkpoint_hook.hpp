@@ -25,6 +25,12 @@ struct CheckpointRestorePoint {
   std::string error;  // empty when found
 };
 
+/// Which checkpoints CheckpointHook::newest_checkpoint may return: only those of the
+/// layout the job runs now (a rejoined node's stages load their own rank's shard), or
+/// those of any layout this job ran on (a shrink cuts the checkpoint for its new layout by
+/// tensor name, whatever layout wrote it: issue 44).
+enum class CheckpointLayouts { current, any_of_the_run };
+
 struct BoundaryDecision {
   bool snapshot = false;  // capture every stage's state and hand it to take()
   bool stop = false;      // then end the run here (a preemption notice); without snapshot
@@ -67,10 +73,11 @@ class CheckpointHook {
     return {"", "", "this run's checkpoints take no shards written by other processes"};
   }
   /// The newest complete checkpoint of this run's checkpoint folder with at most
-  /// `steps_done` steps, verified (manifest, sizes, sha256), once the writes under way
-  /// have ended: where a lost node's replacement goes back to when node 0 keeps no copy
-  /// of its snapshots. Never throws. The default (no checkpoints) has none.
-  virtual CheckpointRestorePoint newest_checkpoint(std::int64_t /*steps_done*/) {
+  /// `steps_done` steps, of a layout `layouts` allows, verified (manifest, sizes, sha256),
+  /// once the writes under way have ended: where a lost node's replacement, or a shrink,
+  /// goes back to when node 0 keeps no copy of the other nodes' snapshots. Never throws.
+  /// The default (no checkpoints) has none.
+  virtual CheckpointRestorePoint newest_checkpoint(std::int64_t /*steps_done*/, CheckpointLayouts /*layouts*/) {
     return {"", 0, "this run writes no checkpoints"};
   }
 };

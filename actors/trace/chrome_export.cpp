@@ -68,7 +68,8 @@ nlohmann::json chrome_trace(const TraceSet& set) {
       std::string name = r.stage == kCoordinator ? fmt::format("coordinator {}", stream)
                                                  : fmt::format("stage {} {}", r.stage, stream);
       // With replicas, stage actors are replica-major: say which pipeline each one is in.
-      if (r.stage != kCoordinator && set.plans && set.plans->replicas > 1)
+      // (A track spans the run: after a re-layout the same actor may be another replica's.)
+      if (r.stage != kCoordinator && set.plans && set.relayouts.empty() && set.plans->replicas > 1)
         name += fmt::format(" (replica {}, rank {})", set.plans->layout().replica_of(r.stage),
                             set.plans->layout().stage_of(r.stage));
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
@@ -93,7 +94,7 @@ nlohmann::json chrome_trace(const TraceSet& set) {
                       {"dur", std::max(us(r.end_ns - r.start_ns), 0.1)}, {"args", std::move(args)}});
     // A flow from the send to this receive, when both ends are in the trace.
     if (is_receive(r.kind) && r.cause) {
-      const auto s = set.find(r.cause);
+      const auto s = set.cause_of(r);
       if (s < 0 || !is_send(set.records[static_cast<std::size_t>(s)].kind)) continue;
       const Record& send = set.records[static_cast<std::size_t>(s)];
       const std::string flow_id = fmt::format("{:#x}", send.id);

@@ -22,7 +22,8 @@ class CoordinatorProbe {
   /// Issue 44: the job moved onto another layout `ms` ago until now (the re-plan's own
   /// time, ReplanEvent::ms): a shrink when node `node` was lost for good, a grow when it
   /// was taken in (`joined`); the run goes on from `step`. Drawn on the timeline so that
-  /// the steps around it are not read as slow ones.
+  /// the steps around it are not read as slow ones. Recorded whatever trace.steps says: the
+  /// trace's analysis pairs each round with the layout that ran it by these records.
   void relaid_out(bool joined, int node, std::int64_t step, double ms);
 
  private:

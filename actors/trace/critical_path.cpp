@@ -10,12 +10,12 @@ namespace {
 
 // The action that produced the message `action` consumed, or -1.
 std::int64_t producer_of(const TraceSet& set, const Record& action, std::int64_t* arrival) {
-  const auto rec = set.find(action.cause);
+  const auto rec = set.cause_of(action);
   if (rec < 0 || set.records[static_cast<std::size_t>(rec)].kind != RecordKind::pipe_receive) return -1;
   const Record& receive = set.records[static_cast<std::size_t>(rec)];
-  const auto send = set.find(receive.cause);
+  const auto send = set.cause_of(receive);
   if (send < 0) return -1;
-  const auto producer = set.find(set.records[static_cast<std::size_t>(send)].cause);
+  const auto producer = set.cause_of(set.records[static_cast<std::size_t>(send)]);
   if (producer < 0 || set.records[static_cast<std::size_t>(producer)].kind != RecordKind::action) return -1;
   *arrival = receive.start_ns;
   return producer;

@@ -44,8 +44,7 @@ double nice_tick(double span_ms) {
 
 TimelineLayout layout_timeline(const TraceSet& set, const TimelineOptions& o) {
   TimelineLayout l;
-  l.stages = stage_count(set);
-  const auto rounds = split_rounds(set, l.stages);
+  const auto rounds = split_rounds(set, stage_count(set));
   std::vector<const Round*> chosen;
   for (const auto& [n, r] : rounds)
     if ((!r.eval || o.include_eval) && (!o.steps_given || o.steps.contains(r.step))) chosen.push_back(&r);
@@ -61,14 +60,18 @@ TimelineLayout layout_timeline(const TraceSet& set, const TimelineOptions& o) {
                                  o.steps_given ? "action of steps " + o.steps.str() : std::string("train step")));
   std::int64_t t0 = chosen.front()->first_start, t1 = chosen.front()->last_end;
   for (const Round* r : chosen) t0 = std::min(t0, r->first_start), t1 = std::max(t1, r->last_end);
+  // Rows: the stage actors of the layouts that ran the rounds drawn (issue 44: a shrunk
+  // layout has fewer), not of the largest one the run had.
+  for (const Round* r : chosen) l.stages = std::max(l.stages, stage_count(set, *r));
   l.t0_ms = 0;
   l.t1_ms = static_cast<double>(t1 - t0) / 1e6;
   l.width = o.width_px;
   l.height = kTop + o.row_px * l.stages + kBottom;
   const double plot = o.width_px - kLeft - kRight;
   const double scale = plot / std::max<double>(1.0, static_cast<double>(t1 - t0));  // px per ns
-  const bool chunks = set.plans && set.plans->train.chunks_per_rank() > 1;
   for (const Round* r : chosen) {
+    const TracePlans* plans = set.layout(r->generation);
+    const bool chunks = plans && plans->train.chunks_per_rank() > 1;
     l.markers.emplace_back(kLeft + scale * static_cast<double>(r->first_start - t0),
                            fmt::format("{}step {}", r->eval ? "eval " : "", r->step));
     for (const auto& stage : r->actions)
@@ -83,10 +86,23 @@ TimelineLayout layout_timeline(const TraceSet& set, const TimelineOptions& o) {
         l.boxes.push_back(std::move(b));
       }
   }
+  // A change of layout between the rounds drawn: a marker where the new layout starts.
+  for (const auto& sw : set.switches) {
+    const Record& rec = set.records[sw.record];
+    if (rec.end_ns < t0 || rec.end_ns > t1) continue;
+    l.markers.emplace_back(kLeft + scale * static_cast<double>(rec.end_ns - t0),
+                           sw.joined ? fmt::format("joined: node {}", sw.node)
+                                     : fmt::format("replan: node {} lost", sw.node));
+  }
   l.title = chosen.size() == 1
                 ? fmt::format("{}step {}: {:.3f} ms", chosen.front()->eval ? "eval " : "",
                               chosen.front()->step, l.t1_ms)
                 : fmt::format("steps {}-{}: {:.3f} ms", chosen.front()->step, chosen.back()->step, l.t1_ms);
+  if (!set.switches.empty()) {
+    const int first = chosen.front()->generation, last = chosen.back()->generation;
+    l.title += first == last ? fmt::format(" (layout generation {}, {} stage actors)", first, l.stages)
+                             : fmt::format(" (layout generations {}-{})", first, last);
+  }
   return l;
 }
 

@@ -2,7 +2,8 @@
 // `conveyor trace draw`: the pipeline timeline as an SVG picture, written as text (the
 // format is simple). Stages are rows; each action a box coloured by kind (F blue, B
 // green, I orange, W purple) labelled with its micro-batch; a row's background is the
-// bubble colour, so idle time shows as grey gaps; dashed lines mark round starts; an
+// bubble colour, so idle time shows as grey gaps; dashed lines mark round starts (and a
+// change of layout, issue 44: rows are the stage actors of the layouts drawn); an
 // axis in ms along the bottom. Pure: the layout is computed from the records.
 #include <cstdint>
 #include <string>

@@ -51,8 +51,12 @@ std::uint64_t TraceSink::bytes_written() const {
 }
 
 TraceBuffer::TraceBuffer(int writer, std::shared_ptr<TraceSink> sink, StepRange steps,
-                         std::size_t capacity)
-    : writer_(writer), sink_(std::move(sink)), steps_(steps), ring_(std::max<std::size_t>(2, capacity & ~std::size_t{1})) {}
+                         std::size_t capacity, std::uint64_t first_sequence)
+    : writer_(writer),
+      sink_(std::move(sink)),
+      steps_(steps),
+      ring_(std::max<std::size_t>(2, capacity & ~std::size_t{1})),
+      sequence_(first_sequence) {}
 
 void TraceBuffer::flush() {
   const std::uint64_t n = count_.load(std::memory_order_relaxed);

@@ -48,9 +48,10 @@ class TraceSink {
 
 class TraceBuffer {
  public:
-  /// REQUIRES: capacity is even and >= 2.
+  /// REQUIRES: capacity is even and >= 2. Ids count on from `first_sequence` + 1
+  /// (first_sequence_of: the process's own range).
   TraceBuffer(int writer, std::shared_ptr<TraceSink> sink, StepRange steps,
-              std::size_t capacity = 8192);
+              std::size_t capacity = 8192, std::uint64_t first_sequence = 0);
   TraceBuffer(const TraceBuffer&) = delete;
   TraceBuffer& operator=(const TraceBuffer&) = delete;
 

@@ -5,7 +5,11 @@
 //
 // Ids: every record has an id unique in the whole job, writer << 40 | sequence, where the
 // writer is rank + 1 for a stage and 0 for the coordinator, and the sequence counts from
-// 1 per writer. Stage ranks are global, so ids from several processes never collide.
+// 1 per writer. Stage ranks are global, so ids from several processes never collide —
+// but a re-layout (issue 44) may move a stage actor onto another process, whose buffer of
+// that actor then counts from 1 again: each process counts in a range of its own, its
+// sequences starting at (process index mod 256) << 32 (first_sequence_of), so ids repeat
+// only with more than 256 processes and 2^32 records of one writer.
 // `cause` is the id of the record that made this one happen (0: none): a receive points
 // at its send, a send at the action that produced it, an action at the receive of its
 // input, a stage's plan receive at the coordinator's plan send.
@@ -75,6 +79,10 @@ static_assert(std::is_trivially_copyable_v<Record>);
 inline constexpr int kWriterShift = 40;
 inline std::uint64_t make_id(int writer, std::uint64_t sequence) {
   return (static_cast<std::uint64_t>(writer) << kWriterShift) | sequence;
+}
+/// Where the sequences of process `process_index` start (see Ids above).
+inline std::uint64_t first_sequence_of(std::uint32_t process_index) {
+  return static_cast<std::uint64_t>(process_index % 256) << 32;
 }
 /// rank + 1 for a stage, 0 for the coordinator.
 inline int writer_of_stage(int stage) { return stage + 1; }

@@ -1,6 +1,7 @@
 #include "actors/trace/trace_rounds.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace conveyor::trace {
 
@@ -11,19 +12,35 @@ std::size_t Round::action_count() const {
 }
 
 int stage_count(const TraceSet& set) {
-  if (set.plans) return set.plans->layout().actors();
+  if (set.plans) return set.most_actors();
   int n = 0;
   for (const auto& r : set.records) n = std::max(n, r.stage + 1);
   return n;
 }
 
-int pipeline_rank(const TraceSet& set, int actor) {
-  if (!set.plans || set.plans->layout().actors() == 0) return actor;
-  return set.plans->layout().stage_of(actor);
+int stage_count(const TraceSet& set, const Round& round) {
+  const TracePlans* plans = set.layout(round.generation);
+  return plans ? plans->layout().actors() : stage_count(set);
+}
+
+int pipeline_rank(const TraceSet& set, int actor, std::uint32_t round) {
+  const TracePlans* plans = set.plans_of(round);
+  if (!plans || plans->layout().actors() == 0) return actor;
+  return plans->layout().stage_of(actor);
+}
+
+std::vector<sched::Action> plan_of(const TraceSet& set, const Round& round, int actor) {
+  const TracePlans* plans = set.layout(round.generation);
+  if (!plans) return {};
+  // An eval round ran one wave: the one that holds its lowest micro-batch.
+  int lowest = std::numeric_limits<int>::max();
+  for (const auto& ran : round.actions)
+    for (const auto i : ran) lowest = std::min(lowest, set.records[i].micro_batch);
+  return plans->plan(actor, round.eval, lowest);
 }
 
 sched::Action action_of(const TraceSet& set, const Record& r, bool as_actor) {
-  return sched::Action{as_actor ? r.stage : pipeline_rank(set, r.stage),
+  return sched::Action{as_actor ? r.stage : pipeline_rank(set, r.stage, r.round),
                        static_cast<sched::ActionKind>(r.action), r.micro_batch, r.chunk};
 }
 
@@ -37,6 +54,7 @@ std::map<std::uint32_t, Round> split_rounds(const TraceSet& set, int stages) {
       round.round = r.round;
       round.step = r.step;
       round.eval = r.phase != 0;
+      round.generation = set.generation_of(r.round);
       round.actions.resize(static_cast<std::size_t>(stages));
       round.first_start = r.start_ns;
       round.last_end = r.end_ns;

@@ -42,10 +42,11 @@ TraceSession::TraceSession(const TraceOptions& o, int stages) {
   const auto file = o.dir / trace_file_name(o.process_index);
   keep_earlier_trace(file);
   sink_ = std::make_shared<TraceSink>(file, header);
-  buffers_.push_back(std::make_unique<TraceBuffer>(0, sink_, o.steps, o.buffer_records));
+  const std::uint64_t first = first_sequence_of(o.process_index);
+  buffers_.push_back(std::make_unique<TraceBuffer>(0, sink_, o.steps, o.buffer_records, first));
   for (int r = 0; r < stages; ++r)
     buffers_.push_back(
-        std::make_unique<TraceBuffer>(writer_of_stage(r), sink_, o.steps, o.buffer_records));
+        std::make_unique<TraceBuffer>(writer_of_stage(r), sink_, o.steps, o.buffer_records, first));
 }
 
 TraceSession::~TraceSession() { flush_all(); }

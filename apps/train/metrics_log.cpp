@@ -181,6 +181,7 @@ void MetricsLog::on_replan(const ReplanEvent& e, const JobPlan& plan, const std:
   auto json = plan_json(plan, node_of_rank);
   json["generation"] = generation;
   write_file_atomically(path_.parent_path() / "plan.json", json.dump(2) + "\n");
+  if (on_relayout_) on_relayout_(plan, node_of_rank, generation);
 }
 
 void MetricsLog::checkpoint_written(const checkpoint::WriteResult& w) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "actors/checkpoint/checkpoint_writer.hpp"
@@ -37,6 +38,11 @@ class MetricsLog final : public TrainingObserver {
   /// sits beside metrics.jsonl; the first plan.json, without the key, is generation 0).
   void on_replan(const ReplanEvent& e, const JobPlan& plan, const std::vector<int>& node_of_rank,
                  int generation) override;
+  /// `f` is called at each on_replan, after the row, with its plan, nodes and generation
+  /// (a traced run's schedule.json takes the new layout: apps/trace/trace_setup.hpp).
+  void on_relayout(std::function<void(const JobPlan&, const std::vector<int>&, int)> f) {
+    on_relayout_ = std::move(f);
+  }
   /// A `checkpoint` row: a checkpoint's write finished (step, seconds, bytes, path).
   void checkpoint_written(const checkpoint::WriteResult& w);
   /// Any other row; REQUIRES: row has an "event" key.
@@ -63,6 +69,7 @@ class MetricsLog final : public TrainingObserver {
   StragglerDetector stragglers_;
   double tokens_per_s_sum_ = 0, bubble_sum_ = 0;
   std::int64_t counted_ = 0;
+  std::function<void(const JobPlan&, const std::vector<int>&, int)> on_relayout_;
 };
 
 }  // namespace conveyor

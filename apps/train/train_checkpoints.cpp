@@ -89,7 +89,15 @@ TrainCheckpoints::TrainCheckpoints(TrainingObserver& metrics, CheckpointSettings
       settings_(with_stop_every_at_least_1(std::move(settings))),
       stop_requested_(std::move(stop_requested)),
       fs_(pick_filesystem(stalling_, corrupting_, settings_)),
-      writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {}
+      writer_(fs_, checkpoint::BackgroundWriterOptions{settings_.dir, settings_.keep, 1}) {
+  layouts_.emplace(settings_.base.stages, settings_.base.partition_halves);
+  if (settings_.resumed_layout) layouts_.insert(*settings_.resumed_layout);
+}
+
+void TrainCheckpoints::on_relayout(const JobPlan& plan) {
+  set_manifest_layout(settings_.base, plan);
+  layouts_.emplace(settings_.base.stages, settings_.base.partition_halves);
+}
 
 BoundaryDecision TrainCheckpoints::at_boundary(std::int64_t steps_done) {
   report_written();
@@ -182,7 +190,7 @@ checkpoint::StagingTarget TrainCheckpoints::stage_remote_shards(std::int64_t ste
   return target;
 }
 
-CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_done) {
+CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_done, CheckpointLayouts layouts) {
   // A write under way may be the newest; one that fails is noted as at the run's end.
   writer_.wait_idle();
   note_failed_writes();
@@ -196,9 +204,14 @@ CheckpointRestorePoint TrainCheckpoints::newest_checkpoint(std::int64_t steps_do
       return {"", 0, fmt::format("the newest checkpoint, {}, holds {} steps, outside the steps {} to {} "
                                  "of this run (a checkpoint of another run?)",
                                  point.path, m.step, settings_.first_step, steps_done)};
-    if (m.seed != base.seed || m.stages != base.stages || m.partition_halves != base.partition_halves)
+    const bool layout_ok = layouts == CheckpointLayouts::current
+                               ? m.stages == base.stages && m.partition_halves == base.partition_halves
+                               : layouts_.count({m.stages, m.partition_halves}) > 0;
+    if (m.seed != base.seed || !layout_ok)
       return {"", 0, fmt::format("the newest checkpoint, {}, was written with another seed, stage "
-                                 "count or partition than this run's (another job's?)", point.path)};
+                                 "count or partition than {} (another job's?)", point.path,
+                                 layouts == CheckpointLayouts::current ? "this run's now"
+                                                                       : "any this run ran on")};
     return {point.path, m.step, ""};
   } catch (const std::exception& e) {
     return {"", 0, e.what()};

@@ -17,6 +17,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "actors/checkpoint/background_writer.hpp"
 #include "actors/checkpoint/corrupting_filesystem.hpp"
@@ -33,6 +35,9 @@ struct CheckpointSettings {
   int keep = 3;                 // checkpoint.keep
   std::int64_t total_steps = 1; // train.steps
   std::int64_t first_step = 0;  // the resumed checkpoint's step
+  // The resumed checkpoint's layout (stages, partition in half blocks), which may differ
+  // from the one this job starts on (--resume reshards): a shrink may go back to it.
+  std::optional<std::pair<int, std::vector<std::int64_t>>> resumed_layout;
   checkpoint::Manifest base;    // step, optimizer_steps and shards are filled per checkpoint
   std::set<std::int64_t> corrupt_steps;  // fault.inject corrupt-checkpoint:step=N
   std::map<std::int64_t, std::chrono::milliseconds> stalled_steps;  // fault.inject slow-checkpoint:step=N:ms=D
@@ -100,14 +105,14 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   }
 
   /// The checkpoints taken from now on hold `plan`'s shards (set_manifest_layout).
-  void on_relayout(const JobPlan& plan) override { set_manifest_layout(settings_.base, plan); }
+  void on_relayout(const JobPlan& plan) override;
   std::int64_t first_step() const override { return settings_.first_step; }
   BoundaryDecision at_boundary(std::int64_t steps_done) override;
   bool stop_during_eval(std::int64_t steps_done) override;
   void take(std::int64_t steps_done, std::vector<checkpoint::StageShard> shards,
             std::int64_t optimizer_steps, bool stop) override;
   checkpoint::StagingTarget stage_remote_shards(std::int64_t steps_done) override;
-  CheckpointRestorePoint newest_checkpoint(std::int64_t steps_done) override;
+  CheckpointRestorePoint newest_checkpoint(std::int64_t steps_done, CheckpointLayouts layouts) override;
 
   /// Waits for the background writes; throws CheckpointError naming every write of the
   /// run that failed (the run went on after each: its later checkpoints and final weights
@@ -150,6 +155,10 @@ class TrainCheckpoints final : public TrainingObserver, public CheckpointHook {
   std::vector<checkpoint::FailedWrite> lost_;  // those lost with a node instead
   std::function<void(const checkpoint::WriteResult&)> on_written_;
   std::int64_t reported_step_ = -1;  // the newest checkpoint handed to on_written_
+  // Every layout the job ran on (stages, partition in half blocks): the resumed
+  // checkpoint's, the one it started with, then each on_relayout's; a checkpoint of any of
+  // them is this run's to cut.
+  std::set<std::pair<int, std::vector<std::int64_t>>> layouts_;
   void note_failed_writes();
   void report_written();
   void note_deferred_stop(std::int64_t steps_done);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "actors/trace/timeline_svg.hpp"
@@ -15,16 +16,17 @@ namespace {
 // The newest train step traced whole. A run being traced writes its trace in batches, so
 // its newest step may have only some of its actions yet (drawn, it would look like a
 // stalled pipeline): a step counts as whole once it has as many actions as the most any
-// train step has. A schedule's steps all have the same actions; a finished run's last step
-// is whole. nullopt when no train step is in the trace.
+// train step of its layout has. A schedule's steps all have the same actions (a layout a
+// re-plan moved onto, issue 44, has its own count); a finished run's last step is whole.
+// nullopt when no train step is in the trace.
 std::optional<std::int64_t> newest_whole_step(const trace::TraceSet& set) {
   const auto rounds = trace::split_rounds(set, trace::stage_count(set));
-  std::size_t most = 0;
+  std::map<int, std::size_t> most;  // by layout generation
   for (const auto& [n, r] : rounds)
-    if (!r.eval) most = std::max(most, r.action_count());
+    if (!r.eval) most[r.generation] = std::max(most[r.generation], r.action_count());
   std::optional<std::int64_t> step;
   for (const auto& [n, r] : rounds)
-    if (!r.eval && r.action_count() == most) step = r.step;
+    if (!r.eval && r.action_count() == most[r.generation]) step = r.step;
   return step;
 }
 

@@ -1,7 +1,8 @@
 // Fused softmax cross-entropy, one block per row. Rows of 8k bf16 (V a multiple of 8, up to
 // 65536, 16-byte aligned) take the vectorised kernel: the row is read once with 16-byte
 // loads and held packed in registers, the block forms its max, then the sum of
-// exp(x - max), then writes the gradient from the registers. Other rows take the scalar
+// exp(x - max), then writes the gradient from the registers. Longer such rows stream
+// twice with 16-byte loads (cross_entropy_stream_kernel). Other rows take the scalar
 // kernel: an online (max, sum) per thread over its strided elements, the row read twice.
 // Either way the block combines per-thread values in a fixed tree (xor butterflies, then
 // warps in order), so the result does not depend on timing.
@@ -143,7 +144,58 @@ __global__ void __launch_bounds__(kThreads, 1)
   });
 }
 
-// Launches the vectorised kernel when the row fits it; false (the caller uses the scalar
+// grid N, block kThreads: rows too long for cross_entropy_vec_kernel's registers (Llama 3's
+// V 128256). Each thread streams its vectors (t, t + kThreads, ...) twice with 16-byte
+// loads: an online (max, sum) of its own in the first pass, combined over the block in a
+// fixed tree (the max, then each thread's sum rescaled to it, then the sum); the gradient
+// in the second pass, the row read again (from L2 where it is still held). Each thread
+// reads a vector before it writes it, and target_logit is read before the first barrier,
+// so dlogits may alias logits.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    cross_entropy_stream_kernel(float* losses, bf16* dlogits, const bf16* logits,
+                                const std::int32_t* targets, float dloss, int V) {
+  __shared__ float scratch[kWarpSize];
+  const int row = blockIdx.x;
+  const bf16* l = logits + std::int64_t{row} * V;
+  const int target = targets[row];
+  const float target_logit = to_float(l[target]);
+  const int vectors = V / kVec;
+  float m = -INFINITY, s = 0.0f;  // s: the sum of exp(x - m) over this thread's elements
+  for (int i = threadIdx.x; i < vectors; i += kThreads) {
+    float f[kVec];
+    unpack8(f, load_raw(l + std::int64_t{i} * kVec));
+    float vm = f[0];
+#pragma unroll
+    for (int k = 1; k < kVec; ++k) vm = fmaxf(vm, f[k]);
+    if (vm > m) {
+      s *= exp2f((m - vm) * kLog2e);  // m = -inf: s is 0 and stays 0
+      m = vm;
+    }
+    const float m_log2e = m * kLog2e;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) s += exp2f(fmaf(f[k], kLog2e, -m_log2e));
+  }
+  const float mx = block_max(m, scratch);
+  s = m == -INFINITY ? 0.0f : s * exp2f((m - mx) * kLog2e);
+  s = block_sum(s, scratch);
+  if (threadIdx.x == 0) losses[row] = logf(s) + mx - target_logit;
+  if (!dlogits) return;
+  const float inv_sum = 1.0f / s, mx_log2e = mx * kLog2e;
+  bf16* d = dlogits + std::int64_t{row} * V;
+  for (int i = threadIdx.x; i < vectors; i += kThreads) {
+    float f[kVec];
+    unpack8(f, load_raw(l + std::int64_t{i} * kVec));
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float p = exp2f(fmaf(f[k], kLog2e, -mx_log2e)) * inv_sum;
+      f[k] = (p - (i * kVec + k == target ? 1.0f : 0.0f)) * dloss;
+    }
+    store_raw(d + std::int64_t{i} * kVec, pack8(f));
+  }
+}
+
+// Launches a vectorised kernel when the row's width and alignment allow one; false (the caller uses the scalar
 // kernel) otherwise.
 bool launch_vec(float* losses, bf16* dlogits, const bf16* logits, const std::int32_t* targets,
                 float dloss, int N, int V, cudaStream_t stream) {
@@ -157,7 +209,7 @@ bool launch_vec(float* losses, bf16* dlogits, const bf16* logits, const std::int
   if (vectors <= 2 * 1024) return launch(cross_entropy_vec_kernel<1024, 2>, 1024);
   if (vectors <= 4 * 1024) return launch(cross_entropy_vec_kernel<1024, 4>, 1024);
   if (vectors <= 16 * 512) return launch(cross_entropy_vec_kernel<512, 16>, 512);
-  return false;
+  return launch(cross_entropy_stream_kernel<1024>, 1024);
 }
 
 // One block: thread t sums elements t, t + blockDim, ... in order; then a fixed tree.

@@ -54,7 +54,7 @@ TEST_CASE("a shrink and a grow are traced on the coordinator's track as records 
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a re-layout at a step outside trace.steps is not traced") {
+TEST_CASE("a re-layout is traced also at a step outside trace.steps: the analysis pairs every round with its layout by it") {
   const auto dir = fresh_dir("conveyor_probe_replan_steps");
   {
     trace::TraceOptions o;
@@ -63,13 +63,17 @@ TEST_CASE("a re-layout at a step outside trace.steps is not traced") {
     o.steps = *trace::StepRange::parse("0-5");
     trace::TraceSession session(o, 2);
     trace::CoordinatorProbe probe(&session.coordinator());
+    probe.round_started(3, 7, Phase::train);  // not traced: step 7
     probe.relaid_out(false, 1, 7, 10.0);
     probe.relaid_out(true, 1, 5, 10.0);
   }
   const auto f = trace::read_trace_file(dir / trace::trace_file_name(0));
-  REQUIRE(f.records.size() == 1);
-  CHECK(f.records[0].kind == trace::RecordKind::joined);
-  CHECK(f.records[0].step == 5);
+  REQUIRE(f.records.size() == 2);
+  CHECK(f.records[0].kind == trace::RecordKind::replan);
+  CHECK(f.records[0].step == 7);
+  CHECK(f.records[0].round == 3);  // the last round the layout it left ran
+  CHECK(f.records[1].kind == trace::RecordKind::joined);
+  CHECK(f.records[1].step == 5);
   std::filesystem::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 // Synthetic traces for the analysis tests: a schedule "executed" by the simulator, as the
 // records a run would have written (actions, PipeMessage sends and receives with their
 // causal links). Tests then break them on purpose (swap actions, drop a receive, …).
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -87,6 +88,28 @@ inline SyntheticTrace simulated_trace(const sched::Schedule& schedule, int steps
     for (auto& [index, key] : consumers) t.records[index].cause = receive_of.at(key);
   }
   return t;
+}
+
+/// `part`'s rounds appended to `into` as a run goes on (issue 44: on another layout):
+/// rounds and steps moved on by `rounds` and `steps`, times by `ns`, and every id of a
+/// writer counted on from the highest sequence that writer has in `into` (causes too).
+inline void append_rounds(SyntheticTrace& into, const SyntheticTrace& part, std::uint32_t rounds,
+                          std::int64_t steps, std::int64_t ns) {
+  using namespace trace;
+  constexpr std::uint64_t kSequence = (std::uint64_t{1} << kWriterShift) - 1;
+  std::map<std::uint64_t, std::uint64_t> highest;  // writer → its highest sequence in `into`
+  for (const auto& r : into.records)
+    highest[r.id >> kWriterShift] = std::max(highest[r.id >> kWriterShift], r.id & kSequence);
+  auto moved = [&](std::uint64_t id) { return id == 0 ? id : id + highest[id >> kWriterShift]; };
+  for (Record r : part.records) {
+    r.id = moved(r.id);
+    r.cause = moved(r.cause);
+    r.round += rounds;
+    r.step += steps;
+    r.start_ns += ns;
+    r.end_ns += ns;
+    into.records.push_back(r);
+  }
 }
 
 /// Index of the action record (stage, kind, micro-batch) of `step`.

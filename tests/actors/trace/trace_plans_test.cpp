@@ -105,5 +105,53 @@ TEST_CASE("an eval round's plan is the part of the whole evaluation its wave ran
   }
 }
 
+TEST_CASE("schedule.json keeps every layout a re-plan moved onto, and a folder written before reads as one") {
+  const auto three = sched::make_schedule({"1f1b", 3, 4, 1});
+  const auto two = two_stage_1f1b();
+  const std::vector<std::vector<sched::Action>> eval3 = {{}, {}, {}};
+  auto doc = trace_plans_json(three, eval3, 1, 1, {0, {0, 1, 2}});
+  CHECK(parse_trace_layouts(doc.dump(), "s.json").size() == 1);  // the run kept its layout
+  add_relayout(doc, trace_plans_json(two, eval_plans(), 1, 1, {1, {0, 1}}));
+  add_relayout(doc, trace_plans_json(three, eval3, 1, 1, {2, {0, 1, 2}}));
+  const auto layouts = parse_trace_layouts(doc.dump(), "s.json");
+  REQUIRE(layouts.size() == 3);
+  for (int g = 0; g < 3; ++g) CHECK(layouts[static_cast<std::size_t>(g)].generation == g);
+  CHECK(layouts[0].layout().actors() == 3);
+  CHECK(layouts[1].layout().actors() == 2);
+  CHECK(layouts[1].train.ranks == two.ranks);
+  CHECK(layouts[1].node_of_actor == std::vector<int>{0, 1});
+  CHECK(layouts[2].node_of_actor == std::vector<int>{0, 1, 2});
+  // The started layout is the top level, as before layouts were saved.
+  CHECK(parse_trace_plans(doc.dump(), "s.json").train.ranks == three.ranks);
+  auto old = doc;
+  old.erase("relayouts");
+  old.erase("node_of_actor");
+  const auto one = parse_trace_layouts(old.dump(), "s.json");
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].node_of_actor.empty());
+}
+
+TEST_CASE("schedule.json's layouts out of order or with a wrong node list are refused naming the file") {
+  const auto two = two_stage_1f1b();
+  auto doc = trace_plans_json(two, eval_plans(), 1);
+  auto skipped = doc;
+  add_relayout(skipped, trace_plans_json(two, eval_plans(), 1, 1, {2, {}}));
+  CHECK_THROWS_WITH_AS(parse_trace_layouts(skipped.dump(), "s.json"),
+                       doctest::Contains("s.json: \"relayouts\" entry 0: \"generation\" must be 1"),
+                       InputError);
+  auto unnumbered = doc;
+  add_relayout(unnumbered, trace_plans_json(two, eval_plans(), 1));  // generation 0: no key
+  CHECK_THROWS_WITH_AS(parse_trace_layouts(unnumbered.dump(), "s.json"),
+                       doctest::Contains("\"generation\" must be 1"), InputError);
+  auto short_nodes = trace_plans_json(two, eval_plans(), 1, 1, {0, {0}});
+  CHECK_THROWS_WITH_AS(parse_trace_layouts(short_nodes.dump(), "s.json"),
+                       doctest::Contains("s.json: \"node_of_actor\" must list the node of each of the 2 stage actors"),
+                       InputError);
+  auto not_array = doc;
+  not_array["relayouts"] = 3;
+  CHECK_THROWS_WITH_AS(parse_trace_layouts(not_array.dump(), "s.json"),
+                       doctest::Contains("\"relayouts\" must be an array"), InputError);
+}
+
 }  // namespace
 }  // namespace conveyor::trace

@@ -202,7 +202,8 @@ TEST_CASE("cuda linear rejects sizes that are not multiples of 8") {
 }
 
 // V 1000 (125 vectors: one per thread, most threads idle), 12288 (two per thread) and
-// 40000 (five, the kernel's widest case) take the vectorised kernel; V 1003 the scalar one.
+// 40000 (five, the kernel's widest case) take the vectorised kernel; 128256 (Llama 3's
+// vocabulary) the streaming one; V 1003 the scalar one.
 void check_cross_entropy(int N, int V) {
   CAPTURE(N);
   CAPTURE(V);
@@ -250,6 +251,7 @@ TEST_CASE("cuda fused cross-entropy loss and dlogits match the CPU reference in 
   check_cross_entropy(5, 1003);
   check_cross_entropy(6, 12288);
   check_cross_entropy(3, 40000);
+  check_cross_entropy(3, 128256);
 }
 
 }  // namespace

@@ -125,7 +125,12 @@ void refuse_exits_that_cannot_happen(const LaunchSpec& spec, const RunConfig& co
       throw InputError(fmt::format("fault.inject: entry '{}': node {} does not exist: this run has {} "
                                    "process{} (nnodes {}, node ranks from 0)",
                                    entry, f.node, spec.nnodes, spec.nnodes == 1 ? "" : "es", spec.nnodes));
-    if (!f.in_checkpoint) continue;
+    const bool of_move = f.exit_when == FaultSpec::ExitWhen::relayout || f.exit_when == FaultSpec::ExitWhen::restore;
+    if (of_move && spec.nnodes == 1)
+      throw InputError(fmt::format("fault.inject: entry '{}': a run in one process never moves onto another "
+                                   "layout or restores a node's copy (those happen across processes, --nnodes > 1)",
+                                   entry));
+    if (f.exit_when != FaultSpec::ExitWhen::checkpoint) continue;
     const auto& c = config.checkpoint;
     if (f.node == 0 || c.writers != CheckpointWriters::every_node || c.every <= 0 || *f.step % c.every != 0)
       throw InputError(fmt::format("fault.inject: entry '{}': node {} writes no shard of a checkpoint after "

@@ -5,12 +5,23 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "actors/messages/error_text.hpp"
 #include "actors/trace/remote_progress.hpp"
 #include "actors/trace/stage_probe.hpp"
 
 namespace conveyor {
+
+struct RelayoutGather {
+  std::uint32_t generation = 0;      // the layout's (Relayout::generation)
+  caf::response_promise promise;     // the coordinator's request
+  std::map<int, NodeStages> by_node;  // the new actors gathered so far
+  std::size_t left = 1;              // answers still due, this node's own included
+  std::set<int> awaited;             // the other nodes whose answer is due
+  bool over = false;                 // answered, or ended: later answers' actors end
+};
+
 namespace {
 
 using Self = caf::stateful_actor<NodeDirectoryState>;
@@ -167,6 +178,32 @@ caf::result<bool> rebuild(Self* self, const RebuildChannels& r) {
   return p->promise;
 }
 
+// Ends a move that will not take over (failed, or void: a node was lost during it): the
+// actors gathered for it end in order, and its request is answered with `why` (the
+// coordinator ignores it when it voided the move itself). Later answers' actors end as
+// they come (relayout).
+void end_move(Self* self, RelayoutGather& g, caf::error why) {
+  if (g.over) return;
+  g.over = true;
+  for (auto& [node, stages] : g.by_node)
+    for (auto& a : stages.actors) self->send_exit(a, caf::exit_reason::user_shutdown);
+  g.by_node.clear();
+  auto& st = self->state;
+  if (st.moving.get() == &g) st.moving.reset();
+  g.promise.deliver(std::move(why));
+}
+
+// Node `node`, whose answer the move awaits, is gone: the coordinator hears of the loss
+// first (the same sender, so in order) and abandons the move; the failed answer that
+// follows is then void.
+void node_lost_of_move(Self* self, RelayoutGather& g, int node) {
+  auto& st = self->state;
+  if (st.coordinator)
+    self->send(st.coordinator, node_lost_atom::value, node,
+               fmt::format("node {} became unreachable while moving onto layout generation {}", node, g.generation));
+  end_move(self, g, failure(fmt::format("node {} became unreachable while moving onto the new layout", node)));
+}
+
 // Issue 44's re-plan: this node's actors of the new layout; node 0 (`forward`) also every
 // other present node's, gathered by rank, and then the directory's own record moves onto
 // the new layout (the nodes not present forgotten).
@@ -191,15 +228,13 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     promise.deliver(own);
     return promise;
   }
-  struct Gathered {
-    caf::response_promise promise;
-    std::map<int, NodeStages> by_node;
-    std::size_t left = 1;
-    bool failed = false;
-  };
-  auto g = std::make_shared<Gathered>();
+  // A move still gathered is void by now (the coordinator sends one Relayout at a time).
+  if (st.moving) end_move(self, *st.moving, failure("a newer move began"));
+  auto g = std::make_shared<RelayoutGather>();
+  g->generation = r.generation;
   g->promise = promise;
   g->by_node[st.node] = own;
+  st.moving = g;
   auto finish = [self, g] {
     auto& st = self->state;
     std::map<int, StageActor> by_rank;
@@ -208,7 +243,7 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     std::vector<StageActor> all;
     for (const auto& [rank, actor] : by_rank) {
       if (rank != static_cast<int>(all.size())) {
-        g->promise.deliver(failure(fmt::format("the new layout's rank {} has no stage actor", all.size())));
+        end_move(self, *g, failure(fmt::format("the new layout's rank {} has no stage actor", all.size())));
         return;
       }
       all.push_back(actor);
@@ -224,30 +259,45 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     }
     st.directories = std::move(directories);
     st.relaid = true;
+    g->over = true;
+    if (st.moving == g) st.moving.reset();
     g->promise.deliver(all);
   };
   for (int node : r.nodes) {
     if (node == st.node) continue;
     auto d = st.directories.find(node);
     if (d == st.directories.end()) {
-      g->promise.deliver(failure(fmt::format("node {} is not known to node {}'s directory", node, st.node)));
+      end_move(self, *g, failure(fmt::format("node {} is not known to node {}'s directory", node, st.node)));
       return promise;
     }
     ++g->left;
+    g->awaited.insert(node);
+    // CAF does not fail a request whose receiver's process goes away: its directory's
+    // down message says so at once (node_lost_of_move), where the liveness watch would
+    // take rendezvous.peer_silence_s.
+    self->monitor(d->second);
     Relayout forwarded = r;
     forwarded.forward = false;
     self->request(d->second, caf::infinite, forwarded)
         .then(
-            [g, finish](NodeStages& stages) {
-              if (g->failed) return;
+            [self, g, finish](NodeStages& stages) {
+              if (g->over) {  // a void move's: they never take over
+                for (auto& a : stages.actors) self->send_exit(a, caf::exit_reason::user_shutdown);
+                return;
+              }
+              g->awaited.erase(stages.node);
               g->by_node[stages.node] = std::move(stages);
               if (--g->left == 0) finish();
             },
             [self, g, node](caf::error& e) {
-              if (g->failed) return;
-              g->failed = true;
-              g->promise.deliver(failure(fmt::format("node {} moving onto the new layout: {}", node,
-                                                     error_text(self->system(), e))));
+              if (g->over) return;
+              if (e == caf::sec::request_receiver_down || e == caf::exit_reason::remote_link_unreachable) {
+                node_lost_of_move(self, *g, node);
+                return;
+              }
+              end_move(self, *g,
+                       failure(fmt::format("node {} moving onto the new layout: {}", node,
+                                           error_text(self->system(), e))));
             });
   }
   if (--g->left == 0) finish();
@@ -284,6 +334,16 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
+  // Only the directories a move was forwarded to are monitored (relayout).
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    if (!st.moving) return;
+    for (const auto& [node, d] : st.directories)
+      if (d.address() == down.source && st.moving->awaited.count(node)) {
+        node_lost_of_move(self, *st.moving, node);
+        return;
+      }
+  });
   return {
       [=](NodeStages& stages) -> caf::result<bool> {
         auto& st = self->state;
@@ -307,6 +367,13 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const Relayout& r) { return relayout(self, r); },
+      [=](relayout_void_atom, std::uint32_t generation) {
+        auto& st = self->state;
+        if (st.moving && st.moving->generation == generation)
+          end_move(self, *st.moving,
+                   failure(fmt::format("the move onto layout generation {} is void: a node was lost during it",
+                                       generation)));
+      },
       [=](const PeerRejoined& peer) -> caf::result<bool> {
         if (!self->state.reconnect) return failure("this node does not take replacements");
         try {

@@ -18,6 +18,12 @@
 // A re-plan over the nodes present (issue 44: Relayout) reaches every one of them the same
 // way: each spawns its actors of the new layout; node 0's directory gathers them by rank,
 // forgets the nodes not present, and answers the coordinator with every actor.
+// A move is void when a node is lost during it (the coordinator says so:
+// relayout_void_atom): the actors spawned for it, node 0's and those the other nodes
+// answered with, before or after, are ended, so none outlives a move that did not
+// happen. A node the directory forwarded a Relayout to that is unreachable is reported to
+// the coordinator as lost (node_lost_atom) before the failed answer, so that it abandons
+// the move rather than failing the run.
 // A node that announces its stages after such a re-plan, and is not in its layout (the
 // lost node restarted, or a new process with its node rank: issue 44's grow), joins: its
 // channels are connected here and on every other node as a replacement's are, then the
@@ -57,6 +63,9 @@ using stop_request_atom = caf::atom_constant<caf::atom("stopreq")>;
 /// Node 0: takes a stop that node `node` forwarded (node_directory checks the node).
 using PeerStop = std::function<void(int node, int signal)>;
 
+/// The move (Relayout) node 0's directory is gathering the new actors of (node_directory.cpp).
+struct RelayoutGather;
+
 struct NodeDirectoryState {
   int ranks = 0;                      // pipeline ranks of the whole job
   std::vector<StageActor> by_rank;    // filled as nodes announce their stages
@@ -69,6 +78,7 @@ struct NodeDirectoryState {
   RebuildEdges rebuild;              // null: this node has no NCCL edges
   RelayoutLocal relayout;            // null: this node takes no re-plan (Relayout fails)
   bool relaid = false;               // a Relayout moved the job off its first layout
+  std::shared_ptr<RelayoutGather> moving;  // node 0: the Relayout being gathered; null: none
   std::string no_grow;               // why a node that joins a shrunk job is refused; empty: taken
   PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
   std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored

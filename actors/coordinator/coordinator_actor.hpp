@@ -90,6 +90,7 @@ struct StageRestarts {
 
 namespace coordinator_flow {
 struct PendingRecovery;
+struct Relaying;
 }
 
 /// A lost node whose replacement the coordinator waits for.
@@ -140,6 +141,14 @@ struct CoordinatorState {
     std::chrono::steady_clock::time_point at;
   };
   std::map<int, JoinedNode> joined;
+  // Issue 44: the move onto another layout under way (coordinator_relayout.cpp), from its
+  // Relayout until every new actor is restored; null: none. A node lost meanwhile
+  // abandons it (abandon_move).
+  std::shared_ptr<coordinator_flow::Relaying> moving;
+  // A move was abandoned before its actors took over: the nodes' own records (their
+  // stores, their layout) may be the void move's, so the old layout cannot be restored in
+  // place; only a move can go on (the next shrink). Cleared once a move takes over.
+  bool between_layouts = false;
   int respawning = 0;                   // RespawnStage requests to other nodes not answered yet
   std::uint32_t channel_generation = 0; // of the NCCL edges, bumped by each rebuild
   std::uint32_t group_generation = 0;   // of the replicas' stage groups, bumped by each rebuild

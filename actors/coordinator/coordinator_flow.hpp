@@ -133,6 +133,11 @@ struct Relaying {
   std::int64_t steps_done = 0;          // S: the step every new actor restores
   std::vector<StageStateSnapshot> cut;  // S's states, by actor of the new layout
   std::vector<StageActor> also_end;     // actors that end with the old layout's (a joined node's first)
+  // A shrink: the lost nodes it gives up on (CoordinatorState::awaiting before it), awaited
+  // again when the move is abandoned before its actors take over.
+  std::map<int, AwaitedNode> given_up;
+  std::uint32_t generation = 0;         // the layout's (Relayout::generation)
+  bool took_over = false;               // the coordinator holds the new layout's actors
   // When the move began (the caller's choice of layout, then the cut), the Relayout was
   // sent, the new actors were up, and they were restored: the row's phases_ms.
   std::chrono::steady_clock::time_point began, sent, spawned, restored;
@@ -142,6 +147,14 @@ struct Relaying {
 /// Moves the job onto r->choice (coordinator_relayout.cpp); then r->done, or r->failed.
 /// REQUIRES: the generation bumped and the phase recovering; r->cut cut for the plan.
 void relayout_job(Self* self, std::shared_ptr<Relaying> r);
+/// A node of the move under way (st.moving) is lost (`why`): the move is void. The
+/// generation is bumped (its answers, late actors and restores are ignored; node 0's
+/// directory ends the actors it spawned), and the job stays where the move left it:
+/// before its actors took over, on the old layout (the nodes the move gave up on are
+/// awaited again; a grow's joined nodes are told they were not taken in), after, on the
+/// new one with its state of step S in node 0's store. The caller then treats the loss
+/// as any (on_node_lost): at its deadline the job shrinks from node 0's store.
+void abandon_move(Self* self, int lost_node, const std::string& why);
 /// The phases (replan_event.hpp) of a move that began `waited_since` (the loss's
 /// detection, or a node's join), from r's times. REQUIRES: r is restored.
 ReplanPhases relayout_phases(const Relaying& r, std::chrono::steady_clock::time_point waited_since);

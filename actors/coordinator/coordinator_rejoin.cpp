@@ -9,16 +9,37 @@
 // What must hold: the survivors never exit; one loss is one recovery however many
 // signals announce it (liveness, connection, failed transfers, a restore that cannot
 // reach it, the replacement itself), in whatever order they come.
+// A node of a move onto another layout (a shrink's or a grow's, coordinator_relayout.cpp)
+// lost while it is under way abandons the move, and its loss is then waited for as any:
+// its deadline shrinks the job again, from node 0's store. Before the move's actors took
+// over, the nodes' own records may be the void move's (a node k > 0 resets its store as
+// it spawns), so nothing of the old layout is restored in place: a replacement that comes
+// meanwhile is refused (it can join after the shrink), and a lost node that held no stage
+// (a grow's joined node) has the job move again at once.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/coordinator/stage_gather.hpp"
+#include "actors/messages/error_text.hpp"
 
 namespace conveyor::coordinator_flow {
+
+namespace {
+
+// Whether the move under way names `node` among those it moves onto.
+bool moves_onto(const Relaying& r, int node) {
+  return std::find(r.nodes.begin(), r.nodes.end(), node) != r.nodes.end();
+}
+
+}  // namespace
 
 void on_node_lost(Self* self, int node, const std::string& why) {
   auto& st = self->state;
   if (st.awaiting.count(node)) return;  // known already
+  if (st.moving && st.moving->given_up.count(node)) return;  // the move leaves it out already
+  if (st.moving && moves_onto(*st.moving, node)) abandon_move(self, node, why);
   // The shards its stages were writing fail now, not at the end of node 0's wait.
   if (st.restarts.remote_shards) st.restarts.remote_shards->fail_node(node, st.restarts.node_of_rank, why);
   std::vector<int> ranks;
@@ -30,6 +51,13 @@ void on_node_lost(Self* self, int node, const std::string& why) {
   if (ranks.empty() && st.layout_generation > 0) {
     if (st.joined.erase(node) > 0)
       fmt::print(stderr, "conveyor train: node {} joined, but was lost before it was taken in: {}\n", node, why);
+    // A grow's joined node lost during the move: nothing to wait for, but the nodes'
+    // records are the void move's, so the job moves again, onto the nodes it ran on.
+    if (st.between_layouts && !st.moving && st.awaiting.empty() && st.in(CoordinatorPhase::recovering)) {
+      st.recovery->failure = Failure{"node", {}, {}, why};
+      if (auto cannot = shrink_onto_present_nodes(self, node); !cannot.empty())
+        fail(self, fmt::format("{}; moving the job again onto the nodes it ran on failed: {}", why, cannot));
+    }
     return;
   }
   if (ranks.empty() || st.in(CoordinatorPhase::starting) || st.in(CoordinatorPhase::finishing)) {
@@ -70,6 +98,17 @@ void on_node_lost(Self* self, int node, const std::string& why) {
 
 void on_node_rejoined(Self* self, NodeStages& stages) {
   auto& st = self->state;
+  if (st.between_layouts) {
+    // Its stages would be restored beside ones whose node reset its store for the void
+    // move: the shrink at the deadline goes on without it, and it can join after that.
+    const auto why = fmt::format("node {}'s replacement is not taken in: a move onto another layout was "
+                                 "abandoned (a node lost during it), and the job shrinks at the rejoin deadline; "
+                                 "start it again once the job has shrunk, and it joins",
+                                 stages.node);
+    fmt::print(stderr, "conveyor train: {}\n", why);
+    for (auto& a : stages.actors) self->send_exit(a, failure(why));
+    return;
+  }
   if (!st.awaiting.count(stages.node)) {
     // The replacement came before the loss was seen: the same as the loss, now.
     on_node_lost(self, stages.node,

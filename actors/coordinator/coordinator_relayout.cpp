@@ -10,6 +10,12 @@
 // were demonitored before they were told to end, so their ends are no failure), and every
 // new actor holds exactly the cut state of step S. The caller bumped the generation and
 // is in the recovering phase, so no reply of the old layout is acted on meanwhile.
+// A second fault: a node of the move lost while it is under way (its down messages, the
+// liveness watch, node 0's directory finding it unreachable, a restore that cannot reach
+// it) abandons it (abandon_move): nothing of a void move is acted on or left running, and
+// node 0's store holds step S of the layout the coordinator holds (the old one's until
+// the new actors take over, which is why node 0's store is reset here and not by its
+// directory), so the shrink at that node's deadline moves from there.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -25,6 +31,18 @@ namespace {
 
 void restore_new_layout(Self* self, std::shared_ptr<Relaying> r);
 
+// The move is over (done or failed): no longer under way.
+void settle(Self* self, const std::shared_ptr<Relaying>& r) {
+  auto& st = self->state;
+  if (st.moving == r) st.moving.reset();
+}
+
+// Whether `e`, the error of a request to an actor of another process, says its process
+// is gone (rather than that it answered with a failure).
+bool unreachable(const caf::error& e) {
+  return e == caf::sec::request_receiver_down || e == caf::exit_reason::remote_link_unreachable;
+}
+
 // The new layout's actors are up (every node's, by rank): the old ones end, the
 // coordinator moves onto the new layout, node 0's store takes the cut states.
 void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>& fresh) {
@@ -32,6 +50,7 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   r->spawned = std::chrono::steady_clock::now();
   const JobPlan& plan = *r->choice.plan;
   if (static_cast<int>(fresh.size()) != plan.stage_actors()) {
+    settle(self, r);
     r->failed(fmt::format("{} stage actors came up for a layout of {}", fresh.size(), plan.stage_actors()));
     return;
   }
@@ -47,7 +66,12 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   st.stages = fresh;
   st.train_plans = train_plans_of(plan);
   st.restarts.node_of_rank = r->choice.node_of_rank;
+  r->took_over = true;
+  st.between_layouts = false;
+  // The old layout's snapshots go only now: until here a move abandoned could go again
+  // from them.
   auto& store = *st.job->services.snapshots;
+  store.reset(plan.stage_actors());
   for (int a = 0; a < plan.stage_actors(); ++a) store.put(a, r->cut.at(static_cast<std::size_t>(a)));
   r->cut.clear();
   const PeerTable table{st.stages, st.restarts.keeper};
@@ -73,10 +97,21 @@ void restore_new_layout(Self* self, std::shared_ptr<Relaying> r) {
       {.all =
            [=](std::map<int, StageRestored>&) {
              r->restored = std::chrono::steady_clock::now();
+             settle(self, r);
              r->done();
            },
        .failed =
            [=](int rank, caf::error& e) {
+             auto& st = self->state;
+             if (is_remote(st, rank) && unreachable(e)) {  // its node is gone: the move is abandoned
+               const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(rank));
+               on_node_lost(self, node,
+                            fmt::format("stage {} failed: node {} became unreachable while the new layout "
+                                        "restored",
+                                        rank, node));
+               return;
+             }
+             settle(self, r);
              r->failed(fmt::format("restoring stage {} of the new layout to step {}: {}", rank, r->steps_done,
                                    stage_text(self, e, rank)));
            }});
@@ -92,14 +127,52 @@ ReplanPhases relayout_phases(const Relaying& r, std::chrono::steady_clock::time_
 void relayout_job(Self* self, std::shared_ptr<Relaying> r) {
   auto& st = self->state;
   r->sent = std::chrono::steady_clock::now();
-  const Relayout relayout{static_cast<std::uint32_t>(++st.layout_generation), r->nodes, st.round, true};
-  if_current<std::vector<StageActor>>(
-      self, self->request(st.restarts.directory, caf::infinite, relayout),
-      [=](std::vector<StageActor>& fresh) { move_onto(self, r, fresh); },
-      [=](caf::error& e) {
-        r->failed(fmt::format("moving onto nodes [{}] failed: {}", fmt::join(r->nodes, ", "),
-                              error_text(self->system(), e)));
-      });
+  r->generation = static_cast<std::uint32_t>(++st.layout_generation);
+  st.moving = r;
+  const Relayout relayout{r->generation, r->nodes, st.round, true};
+  const auto generation = st.generation;
+  self->request(st.restarts.directory, caf::infinite, relayout)
+      .then(
+          [=](std::vector<StageActor>& fresh) {
+            if (!is_current(self->state, generation)) {
+              // A void move's actors, all spawned before it was abandoned: they never take over.
+              for (auto& a : fresh) self->send_exit(a, caf::exit_reason::user_shutdown);
+              return;
+            }
+            move_onto(self, r, fresh);
+          },
+          [=](caf::error& e) {
+            if (!is_current(self->state, generation)) return;
+            settle(self, r);
+            r->failed(fmt::format("moving onto nodes [{}] failed: {}", fmt::join(r->nodes, ", "),
+                                  error_text(self->system(), e)));
+          });
+}
+
+void abandon_move(Self* self, int lost_node, const std::string& why) {
+  auto& st = self->state;
+  const auto r = std::move(st.moving);
+  if (!r) return;
+  ++st.generation;  // its answers, its late actors and its restores are void from here
+  caf::anon_send(st.restarts.directory, relayout_void_atom::value, r->generation);
+  fmt::print(stderr,
+             "conveyor train: replan: the move onto nodes [{}] (layout generation {}) is abandoned: {}; the job "
+             "{}\n",
+             fmt::join(r->nodes, ", "), r->generation, why,
+             r->took_over ? "holds that layout, its state of step " + std::to_string(r->steps_done) +
+                                " in node 0's store, and waits for node " + std::to_string(lost_node)
+                          : "stays on the layout before it until it moves again: at node " + std::to_string(lost_node) +
+                                "'s rejoin deadline (a replacement meanwhile is refused), or at once when node " +
+                                std::to_string(lost_node) + " held no stage of it");
+  if (r->took_over) return;
+  st.between_layouts = true;
+  // Their deadline passed: the next one (the lost node's own) gives up on them again.
+  for (auto& [node, awaited] : r->given_up) st.awaiting.try_emplace(node, awaited);
+  // A grow's joined nodes are not taken in (their actors of the move are void too).
+  const auto refused = fmt::format("the job did not take this node in: node {} was lost while the job grew onto "
+                                   "nodes [{}] ({}); start it again to join the job",
+                                   lost_node, fmt::join(r->nodes, ", "), why);
+  for (auto& a : r->also_end) self->send_exit(a, failure(refused));
 }
 
 }  // namespace conveyor::coordinator_flow

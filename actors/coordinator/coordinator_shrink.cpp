@@ -40,6 +40,7 @@
 
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/checkpoint/filesystem.hpp"
@@ -150,7 +151,7 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
   shrink->cut = std::move(start.cut);
   // From here on the job moves: what the old layout awaited or respawned is void.
   ++st.generation;
-  st.awaiting.clear();
+  shrink->given_up = std::exchange(st.awaiting, {});  // awaited again if the move is abandoned
   st.rejoined.clear();
   st.respawning = 0;
   auto& pending = *st.recovery;

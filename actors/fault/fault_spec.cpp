@@ -64,7 +64,7 @@ FaultSpec parse_fault_spec(const std::string& entry) {
   const bool of_checkpoint = spec.kind == FaultSpec::Kind::corrupt_checkpoint ||
                        spec.kind == FaultSpec::Kind::slow_checkpoint;
   const bool process = spec.kind == FaultSpec::Kind::exit;
-  bool has_stage = false, has_ms = false, has_node = false;
+  bool has_stage = false, has_ms = false, has_node = false, has_nth = false;
   std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');
@@ -73,7 +73,11 @@ FaultSpec parse_fault_spec(const std::string& entry) {
     const std::string field = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (!seen.insert(field).second)  // which one would count is a guess
       throw std::invalid_argument("fault '" + entry + "': field '" + field + "' is given twice");
-    if (field == "node" && process) {
+    if (field == "nth" && process) {
+      spec.nth = static_cast<int>(number(entry, field, value));
+      if (spec.nth < 1) throw std::invalid_argument("fault '" + entry + "': nth=" + value + " counts from 1");
+      has_nth = true;
+    } else if (field == "node" && process) {
       spec.node = static_cast<int>(number(entry, field, value));
       has_node = true;
     } else if (field == "stage" && !of_checkpoint && !process) {
@@ -87,9 +91,18 @@ FaultSpec parse_fault_spec(const std::string& entry) {
                                     " is not start or optimizer");
       spec.in_optimizer = value == "optimizer";
     } else if (field == "when" && process) {
-      if (value != "start" && value != "checkpoint")
-        throw std::invalid_argument("fault '" + entry + "': when=" + value + " is not start or checkpoint");
-      spec.in_checkpoint = value == "checkpoint";
+      using When = FaultSpec::ExitWhen;
+      if (value == "start")
+        spec.exit_when = When::start;
+      else if (value == "checkpoint")
+        spec.exit_when = When::checkpoint;
+      else if (value == "relayout")
+        spec.exit_when = When::relayout;
+      else if (value == "restore")
+        spec.exit_when = When::restore;
+      else
+        throw std::invalid_argument("fault '" + entry + "': when=" + value +
+                                    " is not start, checkpoint, relayout or restore");
     } else if (field == "micro_batch" && spec.kind == FaultSpec::Kind::drop) {
       spec.micro_batch = static_cast<int>(number(entry, field, value));
     } else if (field == "kind" && spec.kind == FaultSpec::Kind::drop) {
@@ -121,7 +134,18 @@ FaultSpec parse_fault_spec(const std::string& entry) {
   }
   if (process) {
     if (!has_node) throw std::invalid_argument("fault '" + entry + "': node=R is missing");
-    if (!spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+    // A move has no step of its own: the one it goes on from depends on when the loss
+    // before it happened.
+    const bool stepless =
+        spec.exit_when == FaultSpec::ExitWhen::relayout || spec.exit_when == FaultSpec::ExitWhen::restore;
+    if (stepless && spec.step)
+      throw std::invalid_argument("fault '" + entry + "': when=" +
+                                  (spec.exit_when == FaultSpec::ExitWhen::relayout ? "relayout" : "restore") +
+                                  " takes no step=N (the node exits at the first such moment, whatever "
+                                  "the step)");
+    if (!stepless && !spec.step) throw std::invalid_argument("fault '" + entry + "': step=N is missing");
+    if (has_nth && !stepless)
+      throw std::invalid_argument("fault '" + entry + "': nth=N goes with when=relayout or when=restore");
     return spec;
   }
   if (!has_stage) throw std::invalid_argument("fault '" + entry + "': stage=S is missing");
@@ -167,17 +191,29 @@ bool ScriptedFaults::fire(FaultSpec::Kind kind, int rank, std::int64_t step, boo
   return false;
 }
 
-bool ScriptedFaults::exits_at(std::int64_t step, bool in_checkpoint) const {
+bool ScriptedFaults::exits_at(FaultSpec::ExitWhen when, std::int64_t step) const {
   if (!first_attempt_) return false;
   for (const auto& s : specs_)
-    if (s.kind == FaultSpec::Kind::exit && s.in_checkpoint == in_checkpoint && s.node == node_ && *s.step == step)
-      return true;
+    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && *s.step == step) return true;
   return false;
 }
 
-bool ScriptedFaults::exit_process(std::int64_t step) { return exits_at(step, /*in_checkpoint=*/false); }
+bool ScriptedFaults::exits_at_nth(FaultSpec::ExitWhen when, int nth) const {
+  if (!first_attempt_) return false;
+  for (const auto& s : specs_)
+    if (s.kind == FaultSpec::Kind::exit && s.exit_when == when && s.node == node_ && s.nth == nth) return true;
+  return false;
+}
 
-bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) { return exits_at(steps_done, true); }
+bool ScriptedFaults::exit_process(std::int64_t step) { return exits_at(FaultSpec::ExitWhen::start, step); }
+
+bool ScriptedFaults::exit_in_shard_write(std::int64_t steps_done) {
+  return exits_at(FaultSpec::ExitWhen::checkpoint, steps_done);
+}
+
+bool ScriptedFaults::exit_in_relayout() { return exits_at_nth(FaultSpec::ExitWhen::relayout, ++relayouts_); }
+
+bool ScriptedFaults::exit_in_restore() { return exits_at_nth(FaultSpec::ExitWhen::restore, ++restores_); }
 
 void die_by_injected_exit(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());

@@ -23,10 +23,19 @@
 //       every compute action (F, B, I, W) of stage S in a train step (step N when given)
 //       takes D milliseconds longer: the stage sleeps inside the action, so the time counts
 //       as busy time, as a slow device would (a straggler; fault.straggler_*)
-//   exit:node=R:step=N
+//   exit:node=R:step=N[:when=start|checkpoint]
 //       the process of node R (0 in a one-process run) dies at once (SIGKILL) as train
-//       step N starts on its stages, as a killed or crashed host process would; only in
+//       step N starts on its stages (or, when=checkpoint, as it starts writing its own
+//       shards of step N's checkpoint), as a killed or crashed host process would; only in
 //       the first attempt (`conveyor train --supervise` restarts it)
+//   exit:node=R:when=relayout|restore[:nth=N]
+//       the same, at a moment of issue 44's moves onto another layout (a shrink or a grow
+//       under way), which take ~20 ms that no kill from outside can aim at: relayout, as
+//       node R's directory receives its Nth move (Relayout; N = 1 unless given), before it
+//       spawns its actors of the new layout; restore, as a stage of node R is told for the
+//       Nth time in this process to load node 0's copy of its state (RestoreFromCopy: after
+//       a move, once the new actors took over; a rejoined node's restore too). No step:
+//       the moment is the fault's
 //   corrupt-checkpoint:step=N
 //       the checkpoint written after N completed steps gets a shard whose bytes on disk
 //       differ from the sha256 its manifest records (a disk that lies), so resuming from
@@ -56,7 +65,7 @@ namespace conveyor {
 inline constexpr const char* kFaultInjectGrammar =
     "drop:stage=S:step=N[:micro_batch=M][:kind=activation|gradient], delay:stage=S:ms=D[:step=N], "
     "nan:stage=S:step=N, crash:stage=S:step=N[:when=optimizer], hang:stage=S:step=N, "
-    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], corrupt-checkpoint:step=N, slow-checkpoint:step=N:ms=D";
+    "slow:stage=S:ms=D[:step=N], exit:node=R:step=N[:when=checkpoint], exit:node=R:when=relayout|restore[:nth=N], corrupt-checkpoint:step=N, slow-checkpoint:step=N:ms=D";
 
 /// One entry, parsed once where the config is read (RunConfig::fault.inject).
 struct FaultSpec {
@@ -65,7 +74,11 @@ struct FaultSpec {
   int stage = 0;
   int node = 0;  // exit: the process (node rank) that exits
   bool in_optimizer = false;  // crash ...:when=optimizer: in the step's optimizer step
-  bool in_checkpoint = false;  // exit ...:when=checkpoint: writing its shards of step N's checkpoint
+  /// When an exit fires: as step N starts (start), writing its shards of step N's
+  /// checkpoint (checkpoint), as its node receives a move (relayout) or its stage a copy
+  /// to restore (restore); the last two take no step.
+  enum class ExitWhen { start, checkpoint, relayout, restore } exit_when = ExitWhen::start;
+  int nth = 1;  // exit when=relayout|restore: at the Nth such moment of the process
   std::optional<std::int64_t> step;
   int micro_batch = -1;  // -1: any
   int message_kind = -1;  // -1: any; else static_cast<int>(PipeKind)
@@ -99,6 +112,8 @@ class ScriptedFaults final : public MessageFault {
   std::chrono::milliseconds action_delay(int rank, std::int64_t step, Phase phase) override;
   bool exit_process(std::int64_t step) override;
   bool exit_in_shard_write(std::int64_t steps_done) override;
+  bool exit_in_relayout() override;
+  bool exit_in_restore() override;
 
   /// The node this process is (exit specs name one) and whether this is the first attempt
   /// of the run: a process restarted by `conveyor train --supervise` (or by hand, after a
@@ -111,7 +126,11 @@ class ScriptedFaults final : public MessageFault {
  private:
   /// An exit spec of this node for `step` (at its start, or in its checkpoint's shard
   /// write), on the first attempt only.
-  bool exits_at(std::int64_t step, bool in_checkpoint) const;
+  bool exits_at(FaultSpec::ExitWhen when, std::int64_t step) const;
+  /// An exit spec of this node for the `nth` moment of kind `when` (relayout, restore).
+  bool exits_at_nth(FaultSpec::ExitWhen when, int nth) const;
+  std::atomic<int> relayouts_{0}, restores_{0};  // moments of each kind so far
+
   struct OneShot {
     FaultSpec::Kind kind;
     int stage = 0;

@@ -27,6 +27,12 @@ class MessageFault {
   /// True: this process exits hard (SIGKILL) as it starts writing a shard of its own of
   /// the checkpoint after `steps_done` steps (checkpoint.writers every_node).
   virtual bool exit_in_shard_write(std::int64_t /*steps_done*/) { return false; }
+  /// True: this process exits hard (SIGKILL) as its node directory receives a move onto
+  /// another layout (issue 44's Relayout), before it spawns its actors of that layout.
+  virtual bool exit_in_relayout() { return false; }
+  /// True: this process exits hard (SIGKILL) as a stage of it is told to load node 0's
+  /// copy of its state (RestoreFromCopy: after a move onto another layout, or a rejoin).
+  virtual bool exit_in_restore() { return false; }
   /// True: stage `rank` never starts train step `step` (a hung stage).
   virtual bool hang(int /*rank*/, std::int64_t /*step*/) { return false; }
   /// Extra time every compute action of stage `rank` in `step` (of `phase`) takes: it

@@ -33,6 +33,11 @@
 //                                      the stage actors the layout of those nodes gives it
 //                                      (choose_layout, the same on every node); Dk answers
 //                                      NodeStages, D0 the coordinator every actor by rank
+//   C → D0    (relayout_void_atom, g)  a node was lost during the move of generation g:
+//                                      D0 ends the actors it gathered for it (and those
+//                                      answered later) and answers the void move's request
+//   D0 → C    (node_lost_atom, k, why)  a node D0 forwarded a Relayout to is unreachable
+//                                      (sent before D0's failed answer: C abandons the move)
 //   Dj → D0 → C  (node_joined_atom, NodeStages)   issue 44's grow: a node not in the
 //                                      shrunk layout announced its stages; D0 connected
 //                                      every node's channels to it first; C takes it in
@@ -158,6 +163,9 @@ using capture_retry_atom = caf::atom_constant<caf::atom("capretry")>;
 /// on, or a new process with its node rank, joined (its NodeStages: the stage actors it
 /// started with, which the grow ends); channels to it are connected already.
 using node_joined_atom = caf::atom_constant<caf::atom("nodejoined")>;
+/// The coordinator to node 0's directory: the move onto layout generation `g` (a
+/// Relayout) is void, a node was lost during it (coordinator_relayout.cpp).
+using relayout_void_atom = caf::atom_constant<caf::atom("relayvoid")>;
 /// The coordinator to itself: look again whether node 0's store holds every stage's
 /// snapshot of the boundary a grow waits at (coordinator_grow.cpp).
 using grow_retry_atom = caf::atom_constant<caf::atom("growretry")>;

@@ -24,6 +24,7 @@
 #include "actors/cluster/snapshot_keeper.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/replica_weights.hpp"
+#include "actors/fault/fault_spec.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/plan/elastic_plan.hpp"
 #include "actors/stage/current_links.hpp"
@@ -494,15 +495,22 @@ StageRestarts NodeRun::stage_restarts() {
 
 // Issue 44's re-plan, on the directory's thread (node_directory.hpp): this node's actors of
 // the layout of the nodes r.nodes, which every node computes alike (choose_layout) from
-// the plan the job started with. The node's snapshot store starts over (its snapshots are
-// the old actors'; node 0's coordinator cut what it needs before it asked).
+// the plan the job started with. The snapshot store of a node k > 0 starts over (its
+// snapshots are the old actors'; node 0's coordinator cut what it needs before it asked).
+// Node 0's store is the coordinator's: it is reset there once the new actors took over
+// (coordinator_relayout.cpp), so that a move abandoned before (a node lost during it)
+// leaves step S of the old layout in it to move again from.
 NodeStages NodeRun::relayout(const Relayout& r) {
+  if (job_->services.fault && job_->services.fault->exit_in_relayout())
+    die_by_injected_exit(fmt::format("node {}: fault.inject exit: this process dies as it moves onto the layout "
+                                     "of nodes [{}] (layout generation {})",
+                                     setup_.node, fmt::join(r.nodes, ", "), r.generation));
   const ElasticChoice choice = choose_layout(job_->plan, setup_.node_of_rank, r.nodes);
   if (!choice.plan) throw std::runtime_error(choice.replan.reason);
   auto job = std::make_shared<const Job>(Job{*choice.plan, job_->services});
   auto links = std::make_shared<StageLinks>(*current_links_->get());
   links->node_of_rank = choice.node_of_rank;
-  if (job->services.snapshots) job->services.snapshots->reset(job->plan.stage_actors());
+  if (job->services.snapshots && !node0()) job->services.snapshots->reset(job->plan.stage_actors());
   // Node 0's watchdog board: the ranks beyond the new layout's are idle for good (this
   // thread, the directory's, wrote the other nodes' entries; their reports are dropped now).
   if (node0() && job->services.progress)

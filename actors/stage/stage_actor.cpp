@@ -304,6 +304,10 @@ StageActor::behavior_type stage_behavior(StageSelf* self, std::shared_ptr<const 
         // Answered once the copy's bytes arrived (CopyArrived).
         return replying<StageRestored>(self, [&]() -> caf::result<StageRestored> {
           auto& st = self->state;
+          if (const auto& fault = st.job->services.fault; fault && fault->exit_in_restore())
+            die_by_injected_exit(fmt::format("stage {}: fault.inject exit: this process dies as the stage is told "
+                                             "to restore node 0's copy of its state after step {}",
+                                             st.worker->rank(), restore.copy.steps_done));
           st.worker->abort(restore.round_fence);
           st.probe->plan_aborted();
           st.restoring = self->make_response_promise<StageRestored>();

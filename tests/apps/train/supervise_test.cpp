@@ -69,6 +69,13 @@ TEST_CASE("an exit fault names a node and a step") {
   CHECK(absent.err.find("fault.inject: entry 'exit:node=1:step=2': node 1 does not exist: this run has 1 "
                         "process (nnodes 1, node ranks from 0)") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "run"));
+  // A move's exit in one process: there is no move.
+  const auto no_move = run_conveyor({"train", "configs/tiny.yaml", "--set", "fault.inject=[exit:node=0:when=relayout]",
+                                     "--out", dir / "run"});
+  CHECK(no_move.exit_code == 2);
+  CHECK(no_move.err.find("fault.inject: entry 'exit:node=0:when=relayout': a run in one process never moves onto "
+                         "another layout") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "run"));
   // A field given twice: which one counts would be a guess.
   const auto twice = run_conveyor({"train", "--set", "fault.inject=[crash:stage=1:step=1:step=0]"});
   CHECK(twice.exit_code == 2);

@@ -52,10 +52,12 @@ caf::result<StageRestored> hand_copy(Self* self, const StageActor& stage, std::i
                                      SnapshotCopy copy) {
   const auto links = self->state.links->get();
   const int node = links->node_of_rank.at(copy.rank);
+  copy.series = ++self->state.restores;
+  if (copy.series == 0) copy.series = ++self->state.restores;  // wrapped: 0 means a copy
   if (node != links->node)
     send_payloads(
         links->channel_to(node), copy.tensors,
-        [rank = copy.rank, steps = copy.steps_done](int i) { return snapshot_tag(rank, steps, i); },
+        [rank = copy.rank, series = copy.series](int i) { return restore_tag(rank, series, i); },
         links->timeout, fmt::format("restoring stage {} on node {}", copy.rank, node));
   auto promise = self->make_response_promise<StageRestored>();
   promise.delegate(stage, RestoreFromCopy{round_fence, std::move(copy)});

@@ -31,6 +31,7 @@ struct SnapshotKeeperState {
   std::shared_ptr<SnapshotStore> store;   // node 0's: its own stages' snapshots and the copies
   std::shared_ptr<const CurrentLinks> links;  // the layout's now (a re-plan replaces them)
   std::shared_ptr<checkpoint::RemoteShards> shards;  // null: node 0 writes every shard
+  std::uint32_t restores = 0;  // restores handed out: each one's series (edge_tags.hpp)
   static inline const char* name = "snapshot-keeper";
 };
 

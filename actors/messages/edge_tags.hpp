@@ -14,6 +14,11 @@
 //   snapshot copies         kind control, edge = pipeline rank, step field = steps done + 1
 //                           (never 0: apart from the final weights), micro-batch field =
 //                           index of the tensor in the stage's state (snapshot_keeper.hpp)
+//   restores                kind restore, edge = pipeline rank, step field = the transfer's
+//                           series (node 0's keeper numbers every restore it hands out:
+//                           a restore of a move that was abandoned, still in flight, never
+//                           shares a tag with the next move's restore of the same rank and
+//                           step), micro-batch field = index of the tensor
 #include <algorithm>
 #include <cstdint>
 
@@ -36,6 +41,11 @@ inline std::uint64_t weight_tag(int rank, int index) {
 
 inline std::uint64_t snapshot_tag(int rank, std::int64_t steps_done, int index) {
   return pack_tag(TagFields{rank, steps_done + 1, index, TagKind::control});
+}
+
+/// `series` > 0: the keeper's number of the restore (SnapshotCopy::series).
+inline std::uint64_t restore_tag(int rank, std::uint32_t series, int index) {
+  return pack_tag(TagFields{rank, series, index, TagKind::restore});
 }
 
 }  // namespace conveyor

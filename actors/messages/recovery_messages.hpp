@@ -80,7 +80,16 @@ struct SnapshotCopy {
   std::int64_t steps_done = 0;
   std::int64_t optimizer_steps = 0;
   std::vector<NamedTensor> tensors;
+  /// 0: a copy on its way to node 0's keeper (snapshot_tag); > 0: a restore the keeper
+  /// hands a stage, numbered by the keeper (restore_tag), so that two restores of one rank
+  /// and step (a move abandoned, then the next) never share tags.
+  std::uint32_t series = 0;
 };
+
+/// The transport tag of tensor `index` of `copy` (edge_tags.hpp).
+inline std::uint64_t copy_tag(const SnapshotCopy& copy, int index) {
+  return copy.series ? restore_tag(copy.rank, copy.series, index) : snapshot_tag(copy.rank, copy.steps_done, index);
+}
 
 /// To a stage of a node other than 0 whose snapshots node 0 does not copy as they are
 /// taken (fault.buddy_copies off): send node 0's keeper a SnapshotCopy of the snapshot
@@ -224,7 +233,7 @@ wire::both_t<Inspector, T, RebuildChannels> inspect(Inspector& f, T& x) {
 template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const SnapshotCopy& x) {
   auto meta = wire::meta_of(x.tensors);
-  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series,
            meta.names, meta.shapes, meta.dtypes);
 }
 
@@ -233,9 +242,9 @@ wire::load_t<Inspector> inspect(Inspector& f, SnapshotCopy& x) {
   wire::TensorListMeta meta;
   auto done = caf::meta::load_callback([&]() -> caf::error {
     return wire::placeholders(
-        meta, [&](int i) { return snapshot_tag(x.rank, x.steps_done, i); }, &x.tensors);
+        meta, [&](int i) { return copy_tag(x, i); }, &x.tensors);
   });
-  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps,
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series,
            meta.names, meta.shapes, meta.dtypes, done);
 }
 

@@ -10,7 +10,7 @@ constexpr int kStepShift = 0;
 constexpr int kMicroBatchShift = 32;
 constexpr int kEdgeShift = 48;
 constexpr int kKindShift = 60;
-constexpr std::uint64_t kKindCount = 4;
+constexpr std::uint64_t kKindCount = 5;
 
 void check_field(const char* name, std::int64_t value, std::int64_t max) {
   if (value < 0 || value > max)
@@ -24,6 +24,7 @@ const char* kind_name(TagKind kind) {
     case TagKind::gradient: return "gradient";
     case TagKind::control: return "control";
     case TagKind::bench: return "bench";
+    case TagKind::restore: return "restore";
   }
   return "?";
 }

@@ -3,7 +3,7 @@
 // must be unique among the messages in flight into one worker; (edge, step,
 // micro-batch, kind) is, because the schedule sends each at most once per step.
 //
-//   bits 63..60  kind         4 bits   activation, gradient, control, bench
+//   bits 63..60  kind         4 bits   activation, gradient, control, bench, restore
 //   bits 59..48  edge id     12 bits   0 .. 4095   (a pipeline edge between two processes)
 //   bits 47..32  micro-batch 16 bits   0 .. 65535
 //   bits 31..0   step        32 bits   0 .. 4294967295
@@ -12,7 +12,7 @@
 
 namespace conveyor {
 
-enum class TagKind : std::uint8_t { activation = 0, gradient = 1, control = 2, bench = 3 };
+enum class TagKind : std::uint8_t { activation = 0, gradient = 1, control = 2, bench = 3, restore = 4 };
 
 struct TagFields {
   std::int64_t edge = 0;

@@ -3,6 +3,7 @@
 // numbers its micro-batches from 0), and the final weights of two stage actors that hold
 // the same model stage, never share a tag.
 #include "actors/messages/edge_tags.hpp"
+#include "actors/messages/recovery_messages.hpp"
 
 #include <doctest/doctest.h>
 
@@ -30,4 +31,17 @@ TEST_CASE("the final weights are tagged by stage actor, apart from snapshot copi
   CHECK(unpack_tag(weight_tag(5, 9)).edge == 5);
   CHECK(unpack_tag(weight_tag(5, 9)).micro_batch == 9);
   for (std::int64_t steps = 0; steps < 4; ++steps) CHECK(snapshot_tag(5, steps, 9) != weight_tag(5, 9));
+}
+
+TEST_CASE("restores are numbered apart from snapshot copies and from one another") {
+  // Two restores of rank 5 from step 8 (a move abandoned, then the next): other tags.
+  CHECK(restore_tag(5, 1, 9) != restore_tag(5, 2, 9));
+  for (std::uint32_t series : {1u, 9u}) {
+    CHECK(restore_tag(5, series, 9) != snapshot_tag(5, 8, 9));
+    CHECK(restore_tag(5, series, 9) != weight_tag(5, 9));
+  }
+  CHECK(unpack_tag(restore_tag(5, 3, 9)).kind == TagKind::restore);
+  CHECK(unpack_tag(restore_tag(5, 3, 9)).edge == 5);
+  CHECK(copy_tag(SnapshotCopy{5, 8, 8, {}, 0}, 9) == snapshot_tag(5, 8, 9));
+  CHECK(copy_tag(SnapshotCopy{5, 8, 8, {}, 4}, 9) == restore_tag(5, 4, 9));
 }

@@ -162,6 +162,15 @@ TEST_CASE("recovery messages cross the wire, a snapshot copy's tensors arrive as
     CHECK(p->tag() == snapshot_tag(2, 12, i));
     CHECK(p->tag() != weight_tag(2, i));  // never mistaken for the final weights
   }
+  // A restore the keeper numbered: its tensors are awaited under that restore's tags.
+  copy.series = 7;
+  const auto numbered = round_trip(system, RestoreFromCopy{32, copy});
+  CHECK(numbered.copy.series == 7);
+  for (int i = 0; i < 2; ++i) {
+    const PendingPayload* p = pending_payload(numbered.copy.tensors[i].tensor);
+    REQUIRE(p != nullptr);
+    CHECK(p->tag() == restore_tag(2, 7, i));
+  }
 }
 
 TEST_CASE("a snapshot copy whose lists disagree or name an unknown dtype is refused, not built") {

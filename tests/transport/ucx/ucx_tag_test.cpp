@@ -17,6 +17,7 @@ TEST_CASE("a UCX tag unpacks to the fields it was packed from") {
       {kMaxTagEdge, kMaxTagStep, kMaxTagMicroBatch, TagKind::bench},
       {1, kMaxTagStep, 0, TagKind::control},
       {kMaxTagEdge, 0, kMaxTagMicroBatch, TagKind::activation},
+      {7, 3, 41, TagKind::restore},
   };
   for (const TagFields& f : cases) {
     CAPTURE(describe_tag(pack_tag(f)));
@@ -32,7 +33,8 @@ TEST_CASE("UCX tags of different messages differ in every field") {
   for (int edge : {0, 1, 4095})
     for (std::int64_t step : {std::int64_t{0}, std::int64_t{1}, kMaxTagStep})
       for (int mb : {0, 1, 65535})
-        for (TagKind kind : {TagKind::activation, TagKind::gradient, TagKind::control, TagKind::bench}) {
+        for (TagKind kind : {TagKind::activation, TagKind::gradient, TagKind::control, TagKind::bench,
+                              TagKind::restore}) {
           seen.insert(pack_tag({edge, step, mb, kind}));
           ++n;
         }
@@ -59,5 +61,6 @@ TEST_CASE("a UCX tag field that does not fit is refused with its name") {
 TEST_CASE("a UCX tag describes itself by its fields") {
   CHECK(describe_tag(pack_tag({3, 12, 5, TagKind::activation})) ==
         "activation edge 3 step 12 mb 5 (tag 0x000300050000000c)");
+  CHECK(describe_tag(pack_tag({3, 12, 5, TagKind::restore})).starts_with("restore edge 3 step 12 mb 5"));
   CHECK(describe_tag(0xf000000000000001ULL) == "tag 0xf000000000000001");
 }

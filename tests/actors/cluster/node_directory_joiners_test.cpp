@@ -163,7 +163,12 @@ TEST_CASE("a node that joins after an earlier joiner was taken in is not told of
   join(joiner(2, d2));
   const auto lines = record->all(3);
   INFO(fmt::format("{}", fmt::join(lines, "\n")));
-  // Node 2 reaches node 1, now a layout node, by itself (layout/nodes): only node 1 is told.
-  CHECK(lines == std::vector<std::string>{"coordinator hears node 1 joined", "node 1 connects to node 2",
-                                           "coordinator hears node 2 joined"});
+  // Node 2 reaches node 1, now a layout node, by itself (layout/nodes): only node 1 is told,
+  // before the coordinator hears of node 2 (the coordinator's record of node 1 may come late:
+  // it runs on its own).
+  REQUIRE(lines.size() == 3);
+  CHECK(lines.back() == "coordinator hears node 2 joined");
+  auto first_two = std::vector<std::string>(lines.begin(), lines.end() - 1);
+  std::sort(first_two.begin(), first_two.end());
+  CHECK(first_two == std::vector<std::string>{"coordinator hears node 1 joined", "node 1 connects to node 2"});
 }

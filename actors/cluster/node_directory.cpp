@@ -99,7 +99,23 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
   std::vector<caf::actor> others;
   for (auto& [node, d] : st.directories)
     if (node != stages.node && d != caf::actor_cast<caf::actor>(self)) others.push_back(d);
-  auto p = std::make_shared<Countdown>(Countdown{self->make_response_promise<bool>(), others.size() + 1});
+  // A joiner reaches the layout's nodes by itself, but not the nodes that joined before
+  // it and wait to be taken in with it: it is told their workers here, before the
+  // coordinator hears of it (so before any Relayout seats them side by side).
+  std::vector<PeerRejoined> waiting_joiners;
+  if (joins) {
+    for (auto it = st.joiner_ucx.begin(); it != st.joiner_ucx.end();) {
+      if (st.ranks_of_node.count(it->first) || !st.directories.count(it->first)) {
+        it = st.joiner_ucx.erase(it);  // taken in since, or forgotten by a move
+        continue;
+      }
+      if (it->first != stages.node) waiting_joiners.push_back(PeerRejoined{it->first, it->second});
+      ++it;
+    }
+    st.joiner_ucx[stages.node] = stages.ucx_address;
+  }
+  auto p = std::make_shared<Countdown>(
+      Countdown{self->make_response_promise<bool>(), others.size() + waiting_joiners.size() + 1});
   auto one_done = [self, p, stages, joins] {
     if (!p->arrived()) return;
     if (joins) {
@@ -120,6 +136,13 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
                 // The replacement fails; the coordinator keeps waiting.
                 p->fail(fmt::format("a node could not connect to node {}'s replacement: {}",
                                     node, error_text(self->system(), e)));
+              });
+  for (auto& peer : waiting_joiners)
+    self->request(stages.directory, std::chrono::seconds(30), peer)
+        .then([one_done](bool) { one_done(); },
+              [self, p, node = stages.node, other = peer.node](caf::error& e) {
+                p->fail(fmt::format("node {} could not connect to node {}, which joined too: {}", node, other,
+                                    error_text(self->system(), e)));
               });
   one_done();
   return p->promise;

@@ -28,7 +28,11 @@
 // lost node restarted, or a new process with its node rank: issue 44's grow), joins: its
 // channels are connected here and on every other node as a replacement's are, then the
 // coordinator hears of it (node_joined_atom) and takes it in at a boundary fault.grow
-// allows; with fault.grow never (`no_grow`) it is refused, naming the key.
+// allows; with fault.grow never (`no_grow`) it is refused, naming the key. Two nodes that
+// join before either is taken in cannot count on reaching each other by themselves (each
+// dials only the layout's nodes, and the other's address in the store may still be its
+// dead forerunner's), so the later one is also connected to every earlier joiner still
+// waiting (PeerRejoined to its own directory), as the earlier ones are to it.
 // Node 0's directory copies the other nodes' progress reports (ProgressReport) into the
 // board of the job's hang watchdog; a report naming ranks its node does not run is
 // dropped with one warning per node.
@@ -80,6 +84,9 @@ struct NodeDirectoryState {
   bool relaid = false;               // a Relayout moved the job off its first layout
   std::shared_ptr<RelayoutGather> moving;  // node 0: the Relayout being gathered; null: none
   std::string no_grow;               // why a node that joins a shrunk job is refused; empty: taken
+  // Node 0: the UCX workers of the nodes that joined a shrunk job, kept while they are not
+  // in the layout (a later joiner is connected to each: node_directory.cpp, rejoin).
+  std::map<int, std::vector<std::uint8_t>> joiner_ucx;
   PeerStop peer_stop;                // null: forwarded stops are ignored (node k > 0)
   std::shared_ptr<trace::ProgressBoard> watched;  // node 0 with a watchdog; null: reports ignored
   std::set<int> refused_reports;     // nodes whose bad progress report was logged

@@ -179,6 +179,8 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
                                                           summarize(st.job->plan, st.restarts.node_of_rank),
                                                           summarize(to, grow->choice.node_of_rank),
                                                           RestoreOrigin::snapshot, 0, 0.0});
+  // Every node this move seats shares its one row (replan_event.hpp): one layout change.
+  for (const auto& [node, j] : st.joined) event->joined_nodes.push_back(node);  // map: ascending
   const auto joined_at = first->second.at;
   for (auto& [node, j] : st.joined)
     grow->also_end.insert(grow->also_end.end(), j.stages.actors.begin(), j.stages.actors.end());

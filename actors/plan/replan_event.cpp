@@ -39,10 +39,15 @@ LayoutSummary summarize(const ElasticLayout& layout) {
   return LayoutSummary{layout.replicas, layout.stages, layout.nodes(), layout.halves_per_model_stage};
 }
 
+static std::vector<int> joined_nodes(const ReplanEvent& e) {
+  return e.joined_nodes.empty() ? std::vector<int>{e.node} : e.joined_nodes;
+}
+
 nlohmann::json replan_row(const ReplanEvent& e) {
   const bool lost = e.cause == ReplanEvent::Cause::lost;
   nlohmann::json row = {{"event", lost ? "replan" : "joined"}};
   row[lost ? "lost_node" : "node"] = e.node;
+  if (!lost) row["nodes"] = joined_nodes(e);
   row["from"] = layout_json(e.from);
   row["to"] = layout_json(e.to);
   row["restored_from"] = restore_origin_name(e.restored_from);
@@ -57,8 +62,12 @@ nlohmann::json replan_row(const ReplanEvent& e) {
 
 std::string replan_log_line(const ReplanEvent& e) {
   const bool lost = e.cause == ReplanEvent::Cause::lost;
-  return fmt::format("{}: node {} {}: {} -> {}, restored from {}, {} step{} redone, {:.1f} ms",
-                     lost ? "replan" : "joined", e.node, lost ? "lost for good" : "taken in", layout_text(e.from),
+  const auto nodes = lost ? std::vector<int>{e.node} : joined_nodes(e);
+  std::string named;
+  for (int n : nodes) named += (named.empty() ? "" : ", ") + std::to_string(n);
+  return fmt::format("{}: node{} {} {}: {} -> {}, restored from {}, {} step{} redone, {:.1f} ms",
+                     lost ? "replan" : "joined", nodes.size() == 1 ? "" : "s", named,
+                     lost ? "lost for good" : "taken in", layout_text(e.from),
                      layout_text(e.to), restore_origin_name(e.restored_from), e.steps_redone,
                      e.steps_redone == 1 ? "" : "s", e.ms);
 }

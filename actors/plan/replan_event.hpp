@@ -7,9 +7,12 @@
 //    "to":   {"replicas": 1, "stages": 2, "nodes": [0, 1], "partition": [2, 2]},
 //    "restored_from": "buddy copies", "steps_redone": 1, "ms": 412.5}
 // a grow (a node taken in after a shrink) writes the same fields under its own event:
-//   {"event": "joined", "node": 2, "from": {... 2 stages ...}, "to": {... 3 stages ...},
-//    "restored_from": "snapshot", "steps_redone": 0, "ms": 95.1}
-// with ms from the node's join to the first step of the grown layout. "partition" is blocks per model stage
+//   {"event": "joined", "node": 2, "nodes": [2], "from": {... 2 stages ...},
+//    "to": {... 3 stages ...}, "restored_from": "snapshot", "steps_redone": 0, "ms": 95.1}
+// with ms from the node's join to the first step of the grown layout. "nodes" are every
+// node that one grow took in, ascending: two processes that joined before the same step
+// boundary are seated by one move, so they share one row ("node" is the first to join,
+// whose join starts ms) rather than two rows that would split one move's time. "partition" is blocks per model stage
 // (3.5: three blocks and a half), "nodes" the nodes that run a stage actor. restored_from
 // is "snapshot" (every stage of the new layout from the in-memory snapshots of the nodes
 // present), "buddy copies" (a lost node's stages from node 0's copies of its snapshots) or
@@ -56,13 +59,14 @@ struct ReplanPhases {
 struct ReplanEvent {
   enum class Cause { lost, joined };
   Cause cause = Cause::lost;
-  int node = 0;  // the node lost for good, or the node that joined
+  int node = 0;  // the node lost for good, or the (first) node that joined
   LayoutSummary from;
   LayoutSummary to;
   RestoreOrigin restored_from = RestoreOrigin::snapshot;
   std::int64_t steps_redone = 0;
   double ms = 0.0;
   ReplanPhases phases_ms;
+  std::vector<int> joined_nodes;  // a grow: every node it took in, ascending; empty: {node}
 };
 
 /// The metrics.jsonl row (see the top): "replan" for a shrink, "joined" for a grow.
@@ -71,7 +75,8 @@ nlohmann::json replan_row(const ReplanEvent& event);
 /// The one log line: "replan: node 2 lost for good: 1 replica × 3 stages on nodes 0, 1, 2
 /// -> 1 replica × 2 stages on nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms";
 /// a grow's: "joined: node 2 taken in: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 3
-/// stages on nodes 0, 1, 2, restored from snapshot, 0 steps redone, 95.1 ms".
+/// stages on nodes 0, 1, 2, restored from snapshot, 0 steps redone, 95.1 ms"; a grow that
+/// took in two nodes: "joined: nodes 1, 2 taken in: …".
 std::string replan_log_line(const ReplanEvent& event);
 
 }  // namespace conveyor

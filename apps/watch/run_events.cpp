@@ -1,5 +1,7 @@
 #include "apps/watch/run_events.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -48,6 +50,12 @@ std::string replan_detail(const json& row) {
   };
   std::string why = row.contains("lost_node") ? fmt::format("node {} given up on", row.value("lost_node", -1))
                                               : fmt::format("node {} joined", row.value("node", -1));
+  // A grow that seated several nodes at one boundary names them all (replan_event.hpp).
+  if (const auto nodes = row.find("nodes"); !row.contains("lost_node") && nodes != row.end() && nodes->is_array() &&
+                                            nodes->size() > 1 &&
+                                            std::all_of(nodes->begin(), nodes->end(),
+                                                        [](const json& n) { return n.is_number_integer(); }))
+    why = fmt::format("nodes {} joined", fmt::join(nodes->get<std::vector<int>>(), ", "));
   return fmt::format("{}: {} → {}; state from {}", why, layout("from"), layout("to"), text_of(row, "restored_from"));
 }
 

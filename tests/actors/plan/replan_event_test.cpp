@@ -55,10 +55,11 @@ TEST_CASE("a grow's row is a joined event naming the node, with the replan row's
   e.restored_from = RestoreOrigin::snapshot;
   e.steps_redone = 0;
   const auto row = replan_row(e);
-  CHECK(keys_of(row) == std::set<std::string>{"event", "node", "from", "to", "restored_from", "steps_redone", "ms",
-                                              "phases_ms"});
+  CHECK(keys_of(row) == std::set<std::string>{"event", "node", "nodes", "from", "to", "restored_from", "steps_redone",
+                                              "ms", "phases_ms"});
   CHECK(row["event"] == "joined");
   CHECK(row["node"] == 3);
+  CHECK(row["nodes"] == nlohmann::json::array({3}));
   CHECK(row["from"]["stages"] == 2);
   CHECK(row["to"]["stages"] == 3);
   CHECK(row["to"]["nodes"] == nlohmann::json::array({0, 1, 2}));
@@ -76,6 +77,24 @@ TEST_CASE("a grow's log line says which node was taken in, both layouts and the 
   e.ms = 95.125;
   CHECK(replan_log_line(e) ==
         "joined: node 2 taken in: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 3 stages on nodes 0, 1, 2, "
+        "restored from snapshot, 0 steps redone, 95.1 ms");
+}
+
+TEST_CASE("a grow that took in two nodes at one boundary names both in its row and its log line") {
+  ReplanEvent e = shrink_event();
+  e.cause = ReplanEvent::Cause::joined;
+  e.node = 2;  // the first to join: its join starts ms
+  e.joined_nodes = {1, 2};
+  e.to = e.from;  // 3 stages on nodes 0, 1, 2
+  e.from = LayoutSummary{1, 1, {0}, {8}};
+  e.restored_from = RestoreOrigin::snapshot;
+  e.steps_redone = 0;
+  e.ms = 95.125;
+  const auto row = replan_row(e);
+  CHECK(row["node"] == 2);
+  CHECK(row["nodes"] == nlohmann::json::array({1, 2}));
+  CHECK(replan_log_line(e) ==
+        "joined: nodes 1, 2 taken in: 1 replica × 1 stage on node 0 -> 1 replica × 3 stages on nodes 0, 1, 2, "
         "restored from snapshot, 0 steps redone, 95.1 ms");
 }
 

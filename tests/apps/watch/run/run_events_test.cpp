@@ -105,3 +105,25 @@ TEST_CASE("recovery, node loss, replan and joined rows are listed in order, and 
   CHECK(s.unknown_rows == 0);
   CHECK(s.recoveries.at("crash") == 1);  // the counters still count
 }
+
+TEST_CASE("a joined row that took in two nodes at one boundary names both") {
+  TempDir dir;
+  RunFixture run(dir.path());
+  run.step(0);
+  run.event({{"event", "joined"},
+             {"node", 2},
+             {"nodes", {1, 2}},
+             {"from", {{"replicas", 1}, {"stages", 1}, {"nodes", {0}}}},
+             {"to", {{"replicas", 1}, {"stages", 3}, {"nodes", {0, 1, 2}}}},
+             {"restored_from", "snapshot"},
+             {"steps_redone", 0},
+             {"ms", 95.5}});
+  RunFolder folder(dir.path());
+  folder.refresh();
+  const auto& s = folder.status();
+  REQUIRE(!s.recent_events.empty());
+  CHECK(s.recent_events.back().kind == "joined");
+  CHECK(s.recent_events.back().detail ==
+        "nodes 1, 2 joined: 1 stage(s) × 1 replica(s) on node(s) 0 → 3 stage(s) × 1 replica(s) on node(s) 0, 1, 2; "
+        "state from snapshot");
+}

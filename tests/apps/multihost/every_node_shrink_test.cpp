@@ -145,9 +145,12 @@ TEST_CASE("with checkpoint.writers every_node, node 2 lost for good as it writes
   CHECK(lost_with_node2(dir.path() / "run") == std::set<int>{8});
 }
 
-TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and started again after the shrink: the job grows back to 3 stages, the joined node writes its shards again, every checkpoint verifies in its layout, and the weights are the fault-free run's") {
+TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and started again after the shrink: the job grows back to 3 stages at a checkpoint boundary, the joined node writes its shards again, every checkpoint verifies in its layout, and the weights are the fault-free run's") {
   // Long enough that the shrunk job still runs when node 2's new process joins: stage 0's
   // compute actions sleep a little (fault.inject slow: timing only, the numbers are the same).
+  // fault.grow at_checkpoint: the job grows at a checkpoint boundary, whose checkpoint the
+  // shrunk layout takes, so at least one checkpoint is the 2-stage layout's (at_step
+  // usually grows a step or two after the shrink, before any).
   constexpr int kGrowSteps = 46;  // the newest checkpoint, step 44, leaves steps to resume
   const KillStep kill = random_kill_step(3, 12);
   TempDir dir;
@@ -160,7 +163,8 @@ TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and starte
   };
   const std::string& want = one_process_weights(dir, three_stage_job(kGrowSteps));
 
-  auto nodes = job_on_nodes(3, job({"--set", "fault.inject=slow:stage=0:ms=15"}), dir.path() / "run",
+  auto nodes = job_on_nodes(3, job({"--set", "fault.inject=slow:stage=0:ms=15", "--set", "fault.grow=at_checkpoint"}),
+                            dir.path() / "run",
                             "every-node-grow-test");
   nodes[2].kill_at_node0_step = kill.step;
   nodes[2].restart_after_kill = true;
@@ -185,10 +189,11 @@ TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and starte
   MESSAGE("kill at step " << kill.step << ": the 2-stage layout from step " << shrunk_from << ", 3 stages again from step "
                           << grown_at << ": " << event_rows(run, "joined")[0].dump());
   REQUIRE(grown_at > shrunk_from);
+  CHECK(grown_at % kEvery == 0);
 
-  // Before the shrink 3 shards (or lost with node 2), between the shrink and the grow 2,
-  // after the grow 3 again, node 2's new process writing stage 2's; the checkpoint at the
-  // grow's boundary holds whichever layout took it, and says so.
+  // Before the shrink 3 shards (or lost with node 2); after it up to the grow's boundary 2
+  // (that boundary's checkpoint is taken before the grow); after the grow 3 again, node
+  // 2's new process writing stage 2's.
   const auto lost = lost_with_node2(run);
   const auto checkpoints = verified_checkpoints(run);
   for (int step = kEvery; step <= kGrowSteps; step += kEvery) {
@@ -201,8 +206,9 @@ TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and starte
     REQUIRE(checkpoints.count(step));
     const auto& m = checkpoints.at(step);
     CHECK(m.shards.size() == static_cast<std::size_t>(m.stages));
-    if (step <= shrunk_from || step > grown_at) CHECK(m.stages == 3);
-    if (step > shrunk_from && step < grown_at) CHECK(m.stages == 2);
+    const bool shrunk = step > shrunk_from && step <= grown_at;
+    CHECK(m.stages == (shrunk ? 2 : 3));
+    if (shrunk) CHECK(wrote(results[1].err, 1, 1, step));
     if (step > grown_at) CHECK(wrote(results[2].err, 2, 2, step));
   }
   CHECK(checkpoints.size() + lost.size() == static_cast<std::size_t>(kGrowSteps / kEvery));

@@ -7,7 +7,9 @@
 // down with node 2, which the run does not count as its own failure: exit 0), and the
 // next one, in the new layout, does; every folder with a manifest verifies and none is
 // left without one; the run ends with the fault-free weights bit for bit, and so does a
-// --resume of its newest checkpoint in one process on the configured 3 stages.
+// --resume of its newest checkpoint in one process on the configured 3 stages. Also: the
+// job growing back when node 2 is started again (its new process writes its shards), and
+// the shrink without buddy copies, from the checkpoint every node wrote its part of.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -53,7 +55,8 @@ std::set<int> lost_with_node2(const fs::path& run) {
 // The checks both cases share, after node 2 was lost for good and the job shrank once:
 // which layout each checkpoint holds, who wrote its shards, the weights of the run and of
 // a resume from its newest checkpoint. Returns the step the shrunk layout started from.
-int check_shrunk_run(const TempDir& dir, const std::vector<NodeResult>& results, const std::string& want) {
+int check_shrunk_run(const TempDir& dir, const std::vector<NodeResult>& results, const std::string& want,
+                     const std::string& restored_from = "buddy copies") {
   const auto run = dir.path() / "run";
   const auto replans = event_rows(run, "replan");
   REQUIRE(replans.size() == 1);
@@ -62,7 +65,7 @@ int check_shrunk_run(const TempDir& dir, const std::vector<NodeResult>& results,
   CHECK(r["from"]["stages"] == 3);
   CHECK(r["to"]["stages"] == 2);
   CHECK(r["to"]["nodes"] == nlohmann::json::array({0, 1}));
-  CHECK(r["restored_from"] == "buddy copies");
+  CHECK(r["restored_from"] == restored_from);
   const auto recoveries = recovery_rows(run);
   REQUIRE(recoveries.size() == 1);
   const int from = recoveries[0]["restored_step"].get<int>();
@@ -218,4 +221,26 @@ TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and starte
   const auto newest = run / "checkpoints" / conveyor::checkpoint::step_dir_name(28);
   CHECK_MESSAGE(resumed_in_one_process(dir, three_stage_job(kGrowSteps), newest.string()) == want,
                 "the resume from " << newest.string() << " ends with other weights");
+}
+
+TEST_CASE("with checkpoint.writers every_node and no buddy copies, node 2 lost for good: the job shrinks from the checkpoint every node wrote its part of, and later checkpoints are the 2-stage layout's") {
+  TempDir dir;
+  const std::string& want = one_process_weights(dir, three_stage_job(kSteps));
+
+  // Node 0 holds only markers of the other nodes' snapshots: the shrink goes back to the
+  // newest checkpoint, step 8's, read from the folder every node sees (node 2 wrote its
+  // shard of it), and redoes steps 8 and 9.
+  auto nodes = job_on_nodes(3, writers_job({"--set", "fault.buddy_copies=off", "--set", "fault.inject=[exit:node=2:step=10]"}),
+                            dir.path() / "run", "every-node-shrink-test");
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  INFO("node 2:\n" << results[2].err);
+  CHECK(results[2].exit_code != 0);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  CHECK(wrote(results[2].err, 2, 2, 8));
+  CHECK(check_shrunk_run(dir, results, want, "checkpoint") == 8);
+  CHECK(event_rows(dir.path() / "run", "replan")[0]["steps_redone"] == 2);
+  CHECK(lost_with_node2(dir.path() / "run").empty());
 }

@@ -43,6 +43,8 @@
 // else the next checkpoint is the first of the shrunk layout. Its other nodes' shards
 // need no old actor: the write was queued with the snapshot it writes. A report that
 // comes after its attempt ended is refused by the attempt's token (remote_shards.hpp).
+// Without buddy copies, from_checkpoint reads such a checkpoint's shards on node 0 as any:
+// every_node requires one folder every node sees.
 // Supported for now: CPU stages, onto one replica, no tied embeddings' group, no sharded
 // optimizer state; else the reason says which.
 #include <fmt/format.h>

@@ -5,7 +5,8 @@
 //   in order → the coordinator holds the new job, stages and plans (the checkpoint hook
 //   told the layout its next checkpoints hold: CheckpointHook::on_relayout) → node 0's store
 //   takes the cut states as step S → every new actor restores them through node 0's
-//   keeper (RestoreRejoined) → `done`.
+//   keeper (RestoreRejoined) → with groups (the tied embedding's), every new actor joins
+//   their next generation → `done`.
 // What must hold: nothing of the old layout is left running once `done` runs (its actors
 // were demonitored before they were told to end, so their ends are no failure), and every
 // new actor holds exactly the cut state of step S. The caller bumped the generation and
@@ -30,6 +31,7 @@ namespace conveyor::coordinator_flow {
 namespace {
 
 void restore_new_layout(Self* self, std::shared_ptr<Relaying> r);
+void join_new_layout_groups(Self* self, std::shared_ptr<Relaying> r);
 
 // The move is over (done or failed): no longer under way.
 void settle(Self* self, const std::shared_ptr<Relaying>& r) {
@@ -82,6 +84,33 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   restore_new_layout(self, std::move(r));
 }
 
+// The new actors' groups (the tied embedding's two holders, model.tie_embeddings): joined
+// at a generation of their own once every actor restored, as after any recovery
+// (rejoin_replica_groups), so that no key of the old layout's groups is read; then `done`.
+// The new actors were spawned without joining (restarted_stage_actor).
+void join_new_layout_groups(Self* self, std::shared_ptr<Relaying> r) {
+  auto& st = self->state;
+  if (!st.job->services.replica_groups) {
+    settle(self, r);
+    r->done();
+    return;
+  }
+  const JoinReplicaGroup join{++st.group_generation};
+  gather<ReplicaGroupJoined>(
+      self, first_ranks(st.stages.size()), asking_stages(self, join),
+      {.all =
+           [=](std::map<int, ReplicaGroupJoined>&) {
+             settle(self, r);
+             r->done();
+           },
+       .failed =
+           [=](int rank, caf::error& e) {
+             settle(self, r);
+             r->failed(fmt::format("stage {} of the new layout joining generation {} of its groups: {}", rank,
+                                   join.generation, stage_text(self, e, rank)));
+           }});
+}
+
 // Every actor of the new layout loads step S from node 0's store (its keeper hands each
 // its state: over the channel to another node's, with the message to node 0's).
 void restore_new_layout(Self* self, std::shared_ptr<Relaying> r) {
@@ -97,8 +126,7 @@ void restore_new_layout(Self* self, std::shared_ptr<Relaying> r) {
       {.all =
            [=](std::map<int, StageRestored>&) {
              r->restored = std::chrono::steady_clock::now();
-             settle(self, r);
-             r->done();
+             join_new_layout_groups(self, r);
            },
        .failed =
            [=](int rank, caf::error& e) {

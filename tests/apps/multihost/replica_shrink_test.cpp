@@ -4,7 +4,9 @@
 // again. Once fault.rejoin_timeout_s is over the job goes on as one replica of 2 stages on
 // the nodes present, which computes both configured replicas' shares of every step
 // (actors/worker/gradient_shares.hpp), and ends with the weights of the fault-free
-// 2-replica run, bit for bit.
+// 2-replica run, bit for bit. The last case grows back: 2 replicas of one stage over 2
+// processes, the lost node started again after the shrink and seated as replica 1, its
+// stage group joined anew (coordinator_relayout.cpp), still the 2-replica bits.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -131,4 +133,51 @@ TEST_CASE("a node started again after a shrink from 2 replicas is not taken in, 
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
   CHECK(plan["generation"] == 1);
   CHECK(read_text(dir.path() / "run" / "weights.safetensors") == read_text(dir.path() / "two" / "weights.safetensors"));
+}
+
+TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again after the shrink: the job grows back to 2 replicas and ends with the 2-replica weights bit for bit") {
+  const KillStep kill = random_kill_step(3, 10);
+  TempDir dir;
+  auto one_stage = [](std::vector<std::string> extra) {
+    auto args = replica_job({"--set", "pipeline.stages=1"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto reference = one_stage({"--out", dir / "two"});
+  reference.erase(reference.begin());  // train_ok adds "train"
+  train_ok(reference, 120);
+
+  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<NodeRun> nodes;
+  for (int n = 0; n < 2; ++n) {
+    auto args = one_stage({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"});
+    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out", dir / "run"});
+    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "replica-grow-test"}}, {}});
+  }
+  nodes[1].kill_at_node0_step = kill.step;
+  nodes[1].restart_after_kill = true;
+  nodes[1].restart_when_node0_says = "replan: node 1 lost for good";
+  const auto results = run_nodes(dir, nodes, 150);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1, joined:\n" << results[1].err);
+  CHECK(results[1].killed_exit_code == 128 + SIGKILL);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  CHECK(results[0].err.find("joined: node 1 taken in: 1 replica × 1 stage on node 0 -> 2 replicas × 1 stage "
+                            "on nodes 0, 1") != std::string::npos);
+  int replans = 0, joins = 0;
+  for (auto& row : read_jsonl(dir.path() / "run" / "metrics.jsonl")) {
+    replans += row.value("event", "") == "replan";
+    joins += row.value("event", "") == "joined";
+  }
+  CHECK(replans == 1);
+  CHECK(joins == 1);
+  const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
+  CHECK(plan["generation"] == 2);
+  CHECK(plan.value("gradient_shares", 1) == 1);
+
+  const std::string want = read_text(dir.path() / "two" / "weights.safetensors");
+  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
+  REQUIRE(got.size() == want.size());
+  CHECK_MESSAGE(got == want, "weights differ from the 2-replica run without the fault (seed " << kill.seed << ")");
 }

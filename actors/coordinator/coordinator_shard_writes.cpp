@@ -39,15 +39,26 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
       shards.push_back(checkpoint::awaited_shard(st.restarts.remote_shards, target, r,
                                                  st.job->plan.remote_shard_timeout));
       // The stage answers once it queued the write; a stage that cannot (gone, or it
-      // failed) fails its shard now rather than at the end of node 0's wait.
+      // failed) fails its shard now rather than at the end of node 0's wait. A node lost
+      // just before the request reached its proxy: the down message came first (it was
+      // enqueued as the proxy died), so the node is awaited or given up on by now, and its
+      // shard fails as lost with it (the run recovers from the loss, or shrinks without
+      // it), not as this run's own failure. The node is the one asked: a re-layout since
+      // may have given rank r to another.
+      const int node = st.restarts.node_of_rank.at(static_cast<std::size_t>(r));
       if (target.error.empty())
         self->request(st.stages.at(static_cast<std::size_t>(r)), caf::infinite,
                       WriteShard{steps_done, target.staging, target.token})
             .then([](bool) {},
-                  [book = st.restarts.remote_shards, token = target.token, r, self](caf::error& e) {
-                    book->report(token, r, std::nullopt,
-                                 fmt::format("stage {} did not take the request: {}", r,
-                                             stage_text(self, e, r)));
+                  [book = st.restarts.remote_shards, token = target.token, r, node, self](caf::error& e) {
+                    const auto why = fmt::format("stage {} did not take the request: {}", r, stage_text(self, e, r));
+                    if (self->state.awaiting.count(node)) {
+                      std::vector<int> node_of_stage(static_cast<std::size_t>(r) + 1, -1);
+                      node_of_stage.back() = node;
+                      book->fail_node(node, node_of_stage, why);
+                      return;
+                    }
+                    book->report(token, r, std::nullopt, why);
                   });
       continue;
     }

@@ -32,11 +32,23 @@
 // every stage's snapshot of its step), so it completes in the old layout (the shrink
 // without buddy copies waits for it: it may be the newest); one whose capture was still
 // waiting for the lost node's copy was never handed over, and the replay takes it again.
+// With checkpoint.writers every_node each node writes its own stages' shards
+// (coordinator_shard_writes.cpp): after the move the nodes of the shrunk layout write
+// their new stages' shards (WriteShard goes to the actors the coordinator holds now, each
+// answering from its own snapshots, which the move reset and the cut state began again)
+// and node 0's manifest names the shrunk layout (on_relayout, as for node 0 writers). A
+// checkpoint whose shard the lost node was still to write fails as the loss is seen
+// (RemoteShards::fail_node, coordinator_rejoin.cpp: "went down with node k", no manifest,
+// the run still exits 0); the replay from S takes it again when S is before its step,
+// else the next checkpoint is the first of the shrunk layout. Its other nodes' shards
+// need no old actor: the write was queued with the snapshot it writes. A report that
+// comes after its attempt ended is refused by the attempt's token (remote_shards.hpp).
+// Without buddy copies, from_checkpoint reads such a checkpoint's shards on node 0 as any:
+// every_node requires one folder every node sees.
 // Tied embeddings (model.tie_embeddings): the new layout's two holders join a group of their
 // own after the restore (coordinator_relayout.cpp); not with replicas yet.
 // Supported for now: CPU stages, onto one replica, no tied embeddings with replicas, no
-// sharded optimizer state, checkpoints written by node 0 (not checkpoint.writers every_node); else
-// the reason says which.
+// sharded optimizer state; else the reason says which.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -69,7 +81,6 @@ std::string unsupported(const CoordinatorState& st) {
     return "shrinking replicas whose tied embeddings sum in a group (model.tie_embeddings) is not supported yet";
   if (plan.shards_optimizer_state())
     return "shrinking replicas that shard their optimizer state (optim.shard_state) is not supported yet";
-  if (st.restarts.remote_shards) return "shrinking with checkpoint.writers every_node is not supported yet";
   if (!st.recovery) return "no recovery is under way";
   return {};
 }

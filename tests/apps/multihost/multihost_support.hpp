@@ -407,4 +407,11 @@ inline std::vector<NodeRun> job_on_nodes(int count, const std::vector<std::strin
   return nodes;
 }
 
+/// The run in `run` ended with `want`'s weights, bit for bit; `seed` replays the faults.
+inline void check_final_weights(const std::string& want, const fs::path& run, std::uint32_t seed) {
+  const std::string got = read_text(run / "weights.safetensors");
+  REQUIRE(got.size() == want.size());
+  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << seed << ")");
+}
+
 }  // namespace conveyor::testing

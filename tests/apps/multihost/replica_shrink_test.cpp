@@ -138,22 +138,14 @@ TEST_CASE("a node started again after a shrink from 2 replicas is not taken in, 
 TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again after the shrink: the job grows back to 2 replicas and ends with the 2-replica weights bit for bit") {
   const KillStep kill = random_kill_step(3, 10);
   TempDir dir;
-  auto one_stage = [](std::vector<std::string> extra) {
+  const auto one_stage = [](std::vector<std::string> extra) {
     auto args = replica_job({"--set", "pipeline.stages=1"});
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  auto reference = one_stage({"--out", dir / "two"});
-  reference.erase(reference.begin());  // train_ok adds "train"
-  train_ok(reference, 120);
-
-  const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
-  std::vector<NodeRun> nodes;
-  for (int n = 0; n < 2; ++n) {
-    auto args = one_stage({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"});
-    args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out", dir / "run"});
-    nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "replica-grow-test"}}, {}});
-  }
+  const std::string& want = one_process_weights(dir, one_stage({}));
+  auto nodes = job_on_nodes(2, one_stage({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"}),
+                            dir / "run", "replica-grow-test");
   nodes[1].kill_at_node0_step = kill.step;
   nodes[1].restart_after_kill = true;
   nodes[1].restart_when_node0_says = "replan: node 1 lost for good";
@@ -165,19 +157,11 @@ TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again
   REQUIRE(results[1].exit_code == 0);
   CHECK(results[0].err.find("joined: node 1 taken in: 1 replica × 1 stage on node 0 -> 2 replicas × 1 stage "
                             "on nodes 0, 1") != std::string::npos);
-  int replans = 0, joins = 0;
-  for (auto& row : read_jsonl(dir.path() / "run" / "metrics.jsonl")) {
-    replans += row.value("event", "") == "replan";
-    joins += row.value("event", "") == "joined";
-  }
-  CHECK(replans == 1);
-  CHECK(joins == 1);
+  CHECK(event_rows(dir.path() / "run", "replan").size() == 1);
+  CHECK(event_rows(dir.path() / "run", "joined").size() == 1);
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
   CHECK(plan["generation"] == 2);
   CHECK(plan.value("gradient_shares", 1) == 1);
 
-  const std::string want = read_text(dir.path() / "two" / "weights.safetensors");
-  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
-  REQUIRE(got.size() == want.size());
-  CHECK_MESSAGE(got == want, "weights differ from the 2-replica run without the fault (seed " << kill.seed << ")");
+  check_final_weights(want, dir.path() / "run", kill.seed);
 }

@@ -157,9 +157,7 @@ TEST_CASE("4 one-stage nodes, nodes 2 and 3 lost at once (the second during the 
   CHECK(r["to"]["nodes"] == nlohmann::json::array({0, 1}));
   MESSAGE("nodes 2 and 3 killed at step " << kill.step << ": " << r.dump());
   CHECK(nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"))["generation"] == 1);
-  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
-  REQUIRE(got.size() == want.size());
-  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
+  check_final_weights(want, dir.path() / "run", kill.seed);
 }
 
 TEST_CASE("a grow interrupted: node 2 killed for good, started again after the shrink, and lost again as the grow's move reaches it: the job moves again onto nodes 0 and 1 and ends with the fault-free weights bit for bit") {
@@ -206,9 +204,7 @@ TEST_CASE("a grow interrupted: node 2 killed for good, started again after the s
   CHECK(replans[1]["steps_redone"] == 0);
   MESSAGE("kill at step " << kill.step << ": " << replans[0].dump() << "; " << replans[1].dump());
   CHECK(nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"))["generation"] == 3);
-  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
-  REQUIRE(got.size() == want.size());
-  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
+  check_final_weights(want, dir.path() / "run", kill.seed);
 }
 
 TEST_CASE("a grow interrupted by a node of the shrunk layout: node 2 killed for good and started again after the shrink, node 1 lost as the grow's move reaches it: the joined node is told it was not taken in, and node 0 ends alone with the fault-free weights bit for bit") {
@@ -256,7 +252,5 @@ TEST_CASE("a grow interrupted by a node of the shrunk layout: node 2 killed for 
   CHECK(replans[1]["to"]["stages"] == 1);
   MESSAGE("kill at step " << kill.step << ": " << replans[0].dump() << "; " << replans[1].dump());
   CHECK(nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"))["generation"] == 3);
-  const std::string got = read_text(dir.path() / "run" / "weights.safetensors");
-  REQUIRE(got.size() == want.size());
-  CHECK_MESSAGE(got == want, "weights differ from the run without the faults (seed " << kill.seed << ")");
+  check_final_weights(want, dir.path() / "run", kill.seed);
 }

@@ -95,6 +95,11 @@ void restore_from_replicas(Self* self, const std::map<int, int>& sources);
 /// Every stage joins the next generation of its stage group, then finish_recovery (at once
 /// without replica groups).
 void rejoin_replica_groups(Self* self);
+/// Every stage joins the next generation of its groups (replicas' and the tied
+/// embedding's), then `joined`; a rank that did not join: `failed(rank, error, generation)`.
+/// Without groups, `joined` at once.
+void join_next_group_generation(Self* self, std::function<void()> joined,
+                                std::function<void(int, caf::error&, std::uint32_t)> failed);
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);

@@ -89,26 +89,17 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
 // (rejoin_replica_groups), so that no key of the old layout's groups is read; then `done`.
 // The new actors were spawned without joining (restarted_stage_actor).
 void join_new_layout_groups(Self* self, std::shared_ptr<Relaying> r) {
-  auto& st = self->state;
-  if (!st.job->services.replica_groups) {
-    settle(self, r);
-    r->done();
-    return;
-  }
-  const JoinReplicaGroup join{++st.group_generation};
-  gather<ReplicaGroupJoined>(
-      self, first_ranks(st.stages.size()), asking_stages(self, join),
-      {.all =
-           [=](std::map<int, ReplicaGroupJoined>&) {
-             settle(self, r);
-             r->done();
-           },
-       .failed =
-           [=](int rank, caf::error& e) {
-             settle(self, r);
-             r->failed(fmt::format("stage {} of the new layout joining generation {} of its groups: {}", rank,
-                                   join.generation, stage_text(self, e, rank)));
-           }});
+  join_next_group_generation(
+      self,
+      [self, r] {
+        settle(self, r);
+        r->done();
+      },
+      [self, r](int rank, caf::error& e, std::uint32_t generation) {
+        settle(self, r);
+        r->failed(fmt::format("stage {} of the new layout joining generation {} of its groups: {}", rank,
+                              generation, stage_text(self, e, rank)));
+      });
 }
 
 // Every actor of the new layout loads step S from node 0's store (its keeper hands each

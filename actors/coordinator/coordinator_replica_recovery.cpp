@@ -100,28 +100,34 @@ void restore_from_replicas(Self* self, const std::map<int, int>& sources) {
            }});
 }
 
-void rejoin_replica_groups(Self* self) {
+void join_next_group_generation(Self* self, std::function<void()> joined,
+                                std::function<void(int, caf::error&, std::uint32_t)> failed) {
   auto& st = self->state;
   if (!st.job->services.replica_groups) {  // no groups: no replicas, no tied embedding
-    finish_recovery(self);
+    joined();
     return;
   }
   const JoinReplicaGroup join{++st.group_generation};
   gather<ReplicaGroupJoined>(
-      self, first_ranks(st.stages.size()),
-      asking_stages(self, join),
-      {.all = [=](std::map<int, ReplicaGroupJoined>&) { finish_recovery(self); },
-       .failed =
-           [=](int rank, caf::error& e) {
-             if (died_meanwhile(self->state, rank, e)) return;
-             // A replica that did not join in time (it died, or hung): start the restore
-             // over; a dead one is respawned through its down message.
-             join_recovery(self, Failure{"collective", {rank}, {},
-                                         fmt::format("stage {}: joining generation {} of its "
-                                                     "replica group failed: {}",
-                                                     rank, join.generation,
-                                                     error_text(self->system(), e))});
-           }});
+      self, first_ranks(st.stages.size()), asking_stages(self, join),
+      {.all = [joined = std::move(joined)](std::map<int, ReplicaGroupJoined>&) { joined(); },
+       .failed = [failed = std::move(failed), generation = join.generation](int rank, caf::error& e) {
+         failed(rank, e, generation);
+       }});
+}
+
+void rejoin_replica_groups(Self* self) {
+  join_next_group_generation(
+      self, [self] { finish_recovery(self); },
+      [self](int rank, caf::error& e, std::uint32_t generation) {
+        if (died_meanwhile(self->state, rank, e)) return;
+        // A replica that did not join in time (it died, or hung): start the restore
+        // over; a dead one is respawned through its down message.
+        join_recovery(self, Failure{"collective", {rank}, {},
+                                    fmt::format("stage {}: joining generation {} of its "
+                                                "replica group failed: {}",
+                                                rank, generation, error_text(self->system(), e))});
+      });
 }
 
 bool join_recovery(Self* self, Failure f) {

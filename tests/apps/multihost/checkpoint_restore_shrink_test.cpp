@@ -120,9 +120,7 @@ TEST_CASE("without buddy copies, the lost node started again after the shrink is
   // Stage 0 sleeps in each compute action (timing only): the shrunk job still runs when
   // the new process has joined.
   auto nodes = job_on_nodes(3, job(kSteps, "slow:stage=0:ms=25"), run, "ckpt-restore-rejoin-test");
-  nodes[2].kill_at_node0_step = 6;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 2, 6);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 2, started again:\n" << results[2].err);

@@ -169,9 +169,7 @@ TEST_CASE("with checkpoint.writers every_node, node 2 killed for good and starte
   auto nodes = job_on_nodes(3, job({"--set", "fault.inject=slow:stage=0:ms=15", "--set", "fault.grow=at_checkpoint"}),
                             dir.path() / "run",
                             "every-node-grow-test");
-  nodes[2].kill_at_node0_step = kill.step;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("seed " << kill.seed);
   INFO("node 0:\n" << results[0].err);

@@ -407,6 +407,14 @@ inline std::vector<NodeRun> job_on_nodes(int count, const std::vector<std::strin
   return nodes;
 }
 
+/// `node` (node rank `rank`) SIGKILLed once node 0 reports step `step`, and started again
+/// once node 0 logged the shrink without it: it joins the shrunk job.
+inline void restart_after_shrink(NodeRun& node, int rank, int step) {
+  node.kill_at_node0_step = step;
+  node.restart_after_kill = true;
+  node.restart_when_node0_says = "replan: node " + std::to_string(rank) + " lost for good";
+}
+
 /// The run in `run` ended with `want`'s weights, bit for bit; `seed` replays the faults.
 inline void check_final_weights(const std::string& want, const fs::path& run, std::uint32_t seed) {
   const std::string got = read_text(run / "weights.safetensors");

@@ -32,14 +32,6 @@ void run_reference(const TempDir& dir) {
   train_ok(reference, 120);
 }
 
-// Node 2 SIGKILLed once node 0 reports step `step`, and started again once node 0 logged
-// the shrink without it: it joins the shrunk job.
-void restart_after_shrink(NodeRun& node2, int step) {
-  node2.kill_at_node0_step = step;
-  node2.restart_after_kill = true;
-  node2.restart_when_node0_says = "replan: node 2 lost for good";
-}
-
 std::vector<NodeRun> three_nodes(const TempDir& dir, const std::vector<std::string>& extra,
                                  const std::string& token) {
   const std::string rdzv = "127.0.0.1:" + std::to_string(free_port());
@@ -62,7 +54,7 @@ TEST_CASE("3 one-stage nodes, node 2 killed for good and started again after the
 
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-test");
-  restart_after_shrink(nodes[2], kill.step);
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);
@@ -122,7 +114,7 @@ TEST_CASE("with fault.grow at_checkpoint a node that joins the shrunk job is tak
                             "fault.grow=at_checkpoint", "--set", "checkpoint.every=" + std::to_string(kEvery), "--set",
                             "checkpoint.keep=20"},
                            "grow-at-checkpoint-test");
-  restart_after_shrink(nodes[2], kill.step);
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 2, joined:\n" << results[2].err);
@@ -177,7 +169,7 @@ TEST_CASE("with fault.grow never a node that joins the shrunk job is refused nam
                            {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.grow=never", "--set",
                             "fault.inject=slow:stage=0:ms=15"},
                            "grow-never-test");
-  restart_after_shrink(nodes[2], 4);
+  restart_after_shrink(nodes[2], 2, 4);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 2, joined:\n" << results[2].err);
@@ -197,7 +189,7 @@ TEST_CASE("a node taken in and lost again: the job shrinks a second time (genera
   run_reference(dir);
   auto nodes = three_nodes(dir, {"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"},
                            "grow-twice-test");
-  restart_after_shrink(nodes[2], 5);
+  restart_after_shrink(nodes[2], 2, 5);
   nodes[2].kill_again_when_node0_says = "joined: node 2 taken in";
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);

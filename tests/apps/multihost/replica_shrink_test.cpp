@@ -115,9 +115,7 @@ TEST_CASE("a node started again after a shrink from 2 replicas is not taken in, 
     args.insert(args.end(), {"--nnodes", "4", "--node-rank", std::to_string(n), "--rdzv", rdzv, "--out", dir / "run"});
     nodes.push_back(NodeRun{args, {{"CONVEYOR_TOKEN", "replica-regrow-test"}}, {}});
   }
-  nodes[3].kill_at_node0_step = 4;
-  nodes[3].restart_after_kill = true;
-  nodes[3].restart_when_node0_says = "replan: node 3 lost for good";
+  restart_after_shrink(nodes[3], 3, 4);
   const auto results = run_nodes(dir, nodes, 180);
   INFO("node 0:\n" << results[0].err);
   INFO("node 2:\n" << results[2].err);
@@ -146,9 +144,7 @@ TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again
   const std::string& want = one_process_weights(dir, one_stage({}));
   auto nodes = job_on_nodes(2, one_stage({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"}),
                             dir / "run", "replica-grow-test");
-  nodes[1].kill_at_node0_step = kill.step;
-  nodes[1].restart_after_kill = true;
-  nodes[1].restart_when_node0_says = "replan: node 1 lost for good";
+  restart_after_shrink(nodes[1], 1, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1, joined:\n" << results[1].err);

@@ -173,9 +173,7 @@ TEST_CASE("a grow interrupted: node 2 killed for good, started again after the s
                             three_stage_job(kGrowSteps, {"--set", "fault.rejoin_timeout_s=2", "--set",
                                                          "fault.inject=[slow:stage=0:ms=15,exit:node=2:when=relayout]"}),
                             dir / "run", "grow-interrupted-test");
-  nodes[2].kill_at_node0_step = kill.step;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);
@@ -219,9 +217,7 @@ TEST_CASE("a grow interrupted by a node of the shrunk layout: node 2 killed for 
       three_stage_job(kGrowSteps, {"--set", "fault.rejoin_timeout_s=2", "--set",
                                    "fault.inject=[slow:stage=0:ms=15,exit:node=1:when=relayout:nth=2]"}),
       dir / "run", "grow-interrupted-by-node-1-test");
-  nodes[2].kill_at_node0_step = kill.step;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);

@@ -34,9 +34,7 @@ TEST_CASE("tied embeddings across a shrink and a grow: the new layout's two hold
   const std::string& want = one_process_weights(dir, tied_job({}));
   auto nodes = job_on_nodes(3, tied_job({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"}),
                             dir / "run", "tied-relayout-test");
-  nodes[2].kill_at_node0_step = kill.step;
-  nodes[2].restart_after_kill = true;
-  nodes[2].restart_when_node0_says = "replan: node 2 lost for good";
+  restart_after_shrink(nodes[2], 2, kill.step);
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1:\n" << results[1].err);

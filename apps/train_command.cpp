@@ -482,7 +482,7 @@ void run_train(const TrainOptions& opt) {
 
 void add_train_command(CLI::App& app) {
   auto opt = std::make_shared<TrainOptions>();
-  auto* cmd = app.add_subcommand("train", "Train a GPT through a pipeline of stage actors");
+  auto* cmd = app.add_subcommand("train", "Train a model (GPT-2 or Llama, model.arch) through a pipeline of stage actors");
   cmd->add_option("config", opt->config, "YAML config file")
       ->capture_default_str()
       ->check(config_path_check("configs/tiny.yaml"));

@@ -144,24 +144,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   });
 }
 
-// grid N, block kThreads: rows too long for cross_entropy_vec_kernel's registers (Llama 3's
-// V 128256). Each thread streams its vectors (t, t + kThreads, ...) twice with 16-byte
-// loads: an online (max, sum) of its own in the first pass, combined over the block in a
-// fixed tree (the max, then each thread's sum rescaled to it, then the sum); the gradient
-// in the second pass, the row read again (from L2 where it is still held). Each thread
+// block kThreads, grid at most one block per multiprocessor (stream_grid), each block
+// taking rows blockIdx.x, blockIdx.x + gridDim.x, ...: rows too long for
+// cross_entropy_vec_kernel's registers (Llama 3's V 128256). Each thread streams its
+// vectors (t, t + kThreads, ...) twice with 16-byte loads: an online (max, sum) of its own
+// in the first pass, combined over the block in a fixed tree (the max, then each thread's
+// sum rescaled to it, then the sum); the gradient in the second pass, the row read again.
+// Why the grid is small: a row is 256 KB at V 128256, so one row per multiprocessor in
+// flight (33 MB on an H100) stays in L2 for the second read, where a row per block over
+// N blocks (two resident per multiprocessor) overflowed it and read every row from memory
+// twice. A row's arithmetic does not depend on the grid: the bits are the same. Each thread
 // reads a vector before it writes it, and target_logit is read before the first barrier,
 // so dlogits may alias logits.
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads)
-    cross_entropy_stream_kernel(float* losses, bf16* dlogits, const bf16* logits,
-                                const std::int32_t* targets, float dloss, int V) {
-  __shared__ float scratch[kWarpSize];
-  const int row = blockIdx.x;
+__device__ __forceinline__ void cross_entropy_stream_row(
+    float* losses, bf16* dlogits, const bf16* logits, const std::int32_t* targets, float dloss, int V,
+    int row, float* scratch) {
   const bf16* l = logits + std::int64_t{row} * V;
   const int target = targets[row];
   const float target_logit = to_float(l[target]);
   const int vectors = V / kVec;
   float m = -INFINITY, s = 0.0f;  // s: the sum of exp(x - m) over this thread's elements
+  // Unrolled so that several 16-byte loads are in flight per thread (one block per
+  // multiprocessor must keep the memory busy); the sums' order is unchanged.
+#pragma unroll 4
   for (int i = threadIdx.x; i < vectors; i += kThreads) {
     float f[kVec];
     unpack8(f, load_raw(l + std::int64_t{i} * kVec));
@@ -180,9 +186,10 @@ __global__ void __launch_bounds__(kThreads)
   s = m == -INFINITY ? 0.0f : s * exp2f((m - mx) * kLog2e);
   s = block_sum(s, scratch);
   if (threadIdx.x == 0) losses[row] = logf(s) + mx - target_logit;
-  if (!dlogits) return;
+  if (!dlogits) return;  // (block_reduce waits before it reuses scratch for the next row)
   const float inv_sum = 1.0f / s, mx_log2e = mx * kLog2e;
   bf16* d = dlogits + std::int64_t{row} * V;
+#pragma unroll 4
   for (int i = threadIdx.x; i < vectors; i += kThreads) {
     float f[kVec];
     unpack8(f, load_raw(l + std::int64_t{i} * kVec));
@@ -193,6 +200,24 @@ __global__ void __launch_bounds__(kThreads)
     }
     store_raw(d + std::int64_t{i} * kVec, pack8(f));
   }
+}
+
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    cross_entropy_stream_kernel(float* losses, bf16* dlogits, const bf16* logits,
+                                const std::int32_t* targets, float dloss, int N, int V) {
+  __shared__ float scratch[kWarpSize];
+  for (int row = blockIdx.x; row < N; row += gridDim.x)
+    cross_entropy_stream_row<kThreads>(losses, dlogits, logits, targets, dloss, V, row, scratch);
+}
+
+// cross_entropy_stream_kernel's grid: one block per multiprocessor of the current device
+// (at most N).
+int stream_grid(int N) {
+  int device = 0, multiprocessors = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  return std::max(1, std::min(N, multiprocessors));
 }
 
 // Launches a vectorised kernel when the row's width and alignment allow one; false (the caller uses the scalar
@@ -209,7 +234,9 @@ bool launch_vec(float* losses, bf16* dlogits, const bf16* logits, const std::int
   if (vectors <= 2 * 1024) return launch(cross_entropy_vec_kernel<1024, 2>, 1024);
   if (vectors <= 4 * 1024) return launch(cross_entropy_vec_kernel<1024, 4>, 1024);
   if (vectors <= 16 * 512) return launch(cross_entropy_vec_kernel<512, 16>, 512);
-  return launch(cross_entropy_stream_kernel<1024>, 1024);
+  cross_entropy_stream_kernel<1024><<<stream_grid(N), 1024, 0, stream>>>(losses, dlogits, logits, targets,
+                                                                         dloss, N, V);
+  return true;
 }
 
 // One block: thread t sums elements t, t + blockDim, ... in order; then a fixed tree.

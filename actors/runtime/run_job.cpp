@@ -477,7 +477,7 @@ StageRestarts NodeRun::stage_restarts() {
   restarts.rebuild_channels = static_cast<bool>(rebuild_);  // the job has NCCL edges
   restarts.remote_markers = !shape_.copies;
   // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
-  // else those a checkpoint asks for (CopySnapshot).
+  // else those a checkpoint or a grow asks for (CopySnapshot).
   auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots,
                                std::shared_ptr<const CurrentLinks>(current_links_), shard_book_.book);
   end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));

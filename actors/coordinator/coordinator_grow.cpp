@@ -74,11 +74,12 @@ void refuse_joined(Self* self, const std::string& why) {
   end_joined(self, failure(why));
 }
 
-// The copies asked for S (grow_copies) are all in node 0's store: their log line, with
-// the time they took. False when none were asked for S (buddy copies, or none needed).
-bool copies_arrived(CoordinatorState& st, std::int64_t steps_done) {
+// The copies the grow asked for S (grow_copies) are all in node 0's store: their log
+// line, with the time they took (none when node 0 held them all already: a checkpoint's
+// capture at this boundary asked for them).
+void copies_arrived(CoordinatorState& st, std::int64_t steps_done) {
   const auto asked = std::exchange(st.grow_copies, std::nullopt);
-  if (!asked || asked->steps_done != steps_done || asked->ranks.empty()) return false;
+  if (!asked || asked->steps_done != steps_done || asked->ranks.empty()) return;
   std::set<int> nodes;
   for (int r : asked->ranks) nodes.insert(st.restarts.node_of_rank.at(static_cast<std::size_t>(r)));
   fmt::print(stderr,
@@ -86,7 +87,6 @@ bool copies_arrived(CoordinatorState& st, std::int64_t steps_done) {
              "of that step (fault.buddy_copies off); they arrived in {:.1f} ms\n",
              steps_done, fmt::join(nodes, ", "), fmt::join(asked->ranks, ", "),
              std::chrono::duration<double, std::milli>(Clock::now() - asked->at).count());
-  return true;
 }
 
 }  // namespace
@@ -153,7 +153,10 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
     resume_at_boundary(self, steps_done);
     return;
   }
-  const auto origin = copies_arrived(st, steps_done) ? RestoreOrigin::asked_copies : RestoreOrigin::snapshot;
+  copies_arrived(st, steps_done);
+  // Without buddy copies the other nodes' states of S came because node 0 asked for them
+  // (the grow, or the checkpoint's capture at this boundary).
+  const auto origin = st.restarts.remote_markers ? RestoreOrigin::asked_copies : RestoreOrigin::snapshot;
   auto grow = std::make_shared<Relaying>();
   grow->began = Clock::now();
   grow->steps_done = steps_done;

@@ -11,7 +11,9 @@
 // redone at the grow, node 0's log says which node was asked and how long the copies
 // took; every checkpoint verifies and holds the layout it was taken in (3 stages up to
 // the one restored, 2 for those the shrunk job wrote, 3 after the grow); every step's loss
-// is the fault-free run's, and so are the final weights, bit for bit.
+// is the fault-free run's, and so are the final weights, bit for bit. With
+// checkpoint.writers every_node and fault.grow at_checkpoint the checkpoint of the grow's
+// boundary needed no copy (each node wrote its own shards): the grow asks for them itself.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -116,5 +118,57 @@ TEST_CASE("without buddy copies, node 2 killed for good and started again after 
 
   check_losses_match(run, dir.path() / "one", kSteps);
   CHECK(nlohmann::json::parse(read_text(run / "plan.json"))["generation"] == 2);
+  check_final_weights(read_text(dir.path() / "one" / "weights.safetensors"), run, kill.seed);
+}
+
+TEST_CASE("without buddy copies, with checkpoint.writers every_node and fault.grow at_checkpoint: node 0 asks for the copies the checkpoint did not need, the job grows back at a checkpoint boundary, and ends with the fault-free weights bit for bit") {
+  // Each node writes its own stages' shards, so no checkpoint's capture asked for the
+  // copies the grow needs: the grow asks for them itself.
+  const KillStep kill = random_kill_step(kEvery + 2, 14);
+
+  TempDir dir;
+  run_reference(dir);
+  const auto run = dir.path() / "run";
+  auto nodes = job_on_nodes(3,
+                            job({"--set", "checkpoint.writers=every_node", "--set", "fault.grow=at_checkpoint", "--set",
+                                 "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=25"}),
+                            run, "no-buddy-grow-every-node-test");
+  restart_after_shrink(nodes[2], 2, kill.step);
+  const auto results = run_nodes(dir, nodes, 180);
+  INFO("seed " << kill.seed << ", node 2 killed once node 0 reports step " << kill.step);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 1:\n" << results[1].err);
+  INFO("node 2, joined:\n" << results[2].err);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  REQUIRE(results[2].exit_code == 0);
+  CHECK(results[0].err.find("node 2 joined the shrunk job: it is taken in at the next checkpoint boundary "
+                            "(fault.grow at_checkpoint)") != std::string::npos);
+  CHECK(results[0].err.find("node 0 asked node(s) [1] for copies of stage(s) [1]'s snapshots of that step") !=
+        std::string::npos);
+
+  const auto replans = event_rows(run, "replan");
+  REQUIRE(replans.size() == 1);
+  CHECK(replans[0]["restored_from"] == "checkpoint");
+  const auto joins = event_rows(run, "joined");
+  REQUIRE(joins.size() == 1);
+  CHECK(joins[0]["to"]["stages"] == 3);
+  CHECK(joins[0]["restored_from"] == "copies asked of the nodes");
+  CHECK(joins[0]["steps_redone"] == 0);
+  const int restored = recovery_rows(run).at(0)["restored_step"].get<int>();
+  const int grown_at = boundary_of_event(run, "joined");
+  MESSAGE("kill at step " << kill.step << ": restored step " << restored << ", grown after step " << grown_at << ": "
+                          << joins[0].dump());
+  CHECK(grown_at % kEvery == 0);
+  CHECK(grown_at > restored);
+  // Every checkpoint whole, written by the nodes of the layout it names.
+  const auto checkpoints = verified_checkpoints(run);
+  CHECK(checkpoints.size() == static_cast<std::size_t>(kSteps / kEvery));
+  for (const auto& [step, m] : checkpoints) {
+    INFO("checkpoint of step " << step << " (restored " << restored << ", grown after " << grown_at << ")");
+    CHECK(m.shards.size() == static_cast<std::size_t>(m.stages));
+    CHECK(m.stages == (step <= restored ? 3 : step <= grown_at ? 2 : 3));
+  }
+  check_losses_match(run, dir.path() / "one", kSteps);
   check_final_weights(read_text(dir.path() / "one" / "weights.safetensors"), run, kill.seed);
 }

@@ -12,6 +12,10 @@
 // thread, unless the asker ended first (then neither; the worker still ends once its read
 // does). The worker owns what it reads from, but `fs`, which must outlive it
 // (checkpoint::posix_filesystem() is static). The cut is reshard_checkpoint's, bit for bit.
+// The runtime's count of detached threads (actors/runtime/detached_threads.hpp) counts
+// this one's end without its spawn: harmless where a shrink runs, across processes, whose
+// stages are never detached (the count stays at 0 spawned); the process's actor system
+// still waits for the worker as for any actor it runs.
 #include <caf/all.hpp>
 
 #include <functional>

@@ -11,14 +11,18 @@
 #   scripts/grow_timing.sh [KILL_AT...]     (default: 10 30 50)
 # STEPS (200), SLOW_MS (0: no fault.inject slow on stage 0, which only stretches steps) and
 # CHECKPOINT_EVERY (0: none; else checkpoint.every on the 3-process runs, which then shrink
-# and grow while writing checkpoints) are read from the environment; OUT (a temporary
-# folder) keeps the runs. Each run also prints the replan row's ms and phases_ms.
+# and grow while writing checkpoints) and BUDDY_COPIES (auto; off: the shrink goes back to
+# the newest checkpoint, so it needs CHECKPOINT_EVERY, and the grow asks node 1 for copies
+# of its boundary's snapshots) are read from the environment; OUT (a temporary folder)
+# keeps the runs. Each run also prints the replan row's ms and phases_ms, and without buddy
+# copies how long the grow's copies took to arrive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/loopback_common.sh
 STEPS=${STEPS:-200}
 SLOW_MS=${SLOW_MS:-0}
 CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-0}
+BUDDY_COPIES=${BUDDY_COPIES:-auto}
 KILLS=("$@")
 [ ${#KILLS[@]} -eq 0 ] && KILLS=(10 30 50)
 JOB=(configs/tiny.yaml --set pipeline.stages=3 --set train.steps="$STEPS" --set train.eval_every=0)
@@ -26,6 +30,7 @@ JOB=(configs/tiny.yaml --set pipeline.stages=3 --set train.steps="$STEPS" --set 
 JOB+=(--set fault.rejoin_timeout_s=2)
 [ "$SLOW_MS" -gt 0 ] && JOB+=(--set "fault.inject=slow:stage=0:ms=$SLOW_MS")
 [ "$CHECKPOINT_EVERY" -gt 0 ] && JOB+=(--set "checkpoint.every=$CHECKPOINT_EVERY")
+JOB+=(--set "fault.buddy_copies=$BUDDY_COPIES")
 export CONVEYOR_TOKEN=grow-timing
 latest_step() { grep -oE '^step [0-9]+' "$1" | tail -1 | cut -d' ' -f2; }
 for k in "${KILLS[@]}"; do
@@ -58,7 +63,8 @@ for line in open(sys.argv[1]):
     if row.get("event") == "replan":
         print("ms %.1f, phases_ms %s" % (row["ms"], json.dumps(row.get("phases_ms"))))
         break' "$d/run/metrics.jsonl")
+  copies=$(grep -o 'they arrived in [0-9.]* ms' "$d/node0.err" | head -1 || true)
   same=$(cmp -s "$d/run/weights.safetensors" "$OUT/one/weights.safetensors" && echo "bitwise equal" || echo DIFFER)
-  echo "kill at step >= $k: exit codes ${codes}; replan row ${replan}; joined row ms ${ms}; start to taken in $(((taken - start) / 1000000)) ms; weights ${same}"
+  echo "kill at step >= $k: exit codes ${codes}; replan row ${replan}; joined row ms ${ms}${copies:+ (copies: $copies)}; start to taken in $(((taken - start) / 1000000)) ms; weights ${same}"
 done
 echo "runs in $OUT"

@@ -196,27 +196,6 @@ void hand_over(Self* self, std::int64_t steps_done, std::vector<checkpoint::Stag
 
 constexpr auto kCopyPoll = std::chrono::milliseconds(1);
 
-// Without buddy copies (remote_markers): node 0 holds only markers of the other nodes'
-// snapshots; their stages are asked for copies of the step a checkpoint writes. A stage
-// that cannot send one fails (and is recovered, or ends the run, as any failure).
-void ask_for_copies(Self* self, std::int64_t steps_done) {
-  auto& st = self->state;
-  for (std::size_t r = 0; r < st.stages.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    const auto held = st.job->services.snapshots->get(rank, steps_done);
-    if (!is_remote(st, rank) || (held && !held->marker)) continue;
-    if_current<SnapshotTaken>(
-        self, self->request(st.stages[r], caf::infinite, CopySnapshot{steps_done}),
-        [](const SnapshotTaken&) {},
-        [=](caf::error& e) {
-          if (self->state.budget) return;
-          fail(self, fmt::format("checkpoint after step {}: stage {}: copying its snapshot "
-                                 "to node 0: {}",
-                                 steps_done, rank, stage_text(self, e, rank)));
-        });
-  }
-}
-
 // Every stage's state after `steps_done` steps, to the hook: from the in-memory snapshots
 // when every stage holds that step (across processes: once the copies arrived, polled
 // every kCopyPoll, asked for first without buddy copies), else asked of the stages.
@@ -240,7 +219,8 @@ void capture_state(Self* self, std::int64_t steps_done, bool stop, int polls = 0
       return;
     }
   if (st.job->services.snapshots && spans_processes(st)) {
-    if (polls == 0 && st.restarts.remote_markers && !nodes_write) ask_for_copies(self, steps_done);
+    if (polls == 0 && st.restarts.remote_markers && !nodes_write)
+      ask_for_copies(self, steps_done, fmt::format("checkpoint after step {}", steps_done));
     const auto copy_wait = st.restarts.copy_wait;
     if (polls * kCopyPoll < copy_wait) {
       self->delayed_send(self, kCopyPoll, capture_retry_atom::value, steps_done, stop, polls + 1,

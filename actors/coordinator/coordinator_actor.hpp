@@ -69,15 +69,16 @@ struct StageRestarts {
   /// Why a lost node cannot be replaced (actors/runtime/run_job.cpp), said when one ends the run; empty
   /// when it can be.
   std::string no_rejoin;
-  /// How long a checkpoint waits for the copies of other nodes' snapshots of its step.
+  /// How long a checkpoint (or a grow) waits for the copies of other nodes' snapshots of
+  /// its step.
   std::chrono::milliseconds copy_wait{std::chrono::seconds(30)};
   /// Node 0's directory: respawns a failed stage of another node whose process lives on
   /// (RespawnStage). Null: such a failure ends the run.
   caf::actor directory;
   /// The stages of other nodes keep their snapshots to themselves (fault.buddy_copies
   /// off, the default for GPU stages): the coordinator notes the steps they hold
-  /// (SnapshotStore::put_marker) and asks for copies of those a checkpoint writes
-  /// (CopySnapshot).
+  /// (SnapshotStore::put_marker) and asks for copies of those a checkpoint writes or a
+  /// grow cuts (CopySnapshot).
   bool remote_markers = false;
   /// checkpoint.writers every_node: node 0's book of the shards that the other nodes
   /// write themselves (their stages are sent WriteShard, the keeper notes their reports);
@@ -141,6 +142,15 @@ struct CoordinatorState {
     std::chrono::steady_clock::time_point at;
   };
   std::map<int, JoinedNode> joined;
+  // A grow without buddy copies (StageRestarts::remote_markers): the boundary whose
+  // snapshots node 0 asked the other nodes' stages to copy to it, the ranks asked and
+  // when (coordinator_grow.cpp: its log line says how long the copies took).
+  struct AskedCopies {
+    std::int64_t steps_done = 0;
+    std::vector<int> ranks;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::optional<AskedCopies> grow_copies;
   // Issue 44: the move onto another layout under way (coordinator_relayout.cpp), from its
   // Relayout until every new actor is restored; null: none. A node lost meanwhile
   // abandons it (abandon_move).

@@ -113,6 +113,12 @@ bool respawns_in_place(const CoordinatorState& st, int rank);
 /// A stage of another node that keeps its snapshots to itself (remote_markers) took one
 /// after `steps_done` steps when one was due (before its reply): node 0's store notes it.
 void note_remote_snapshot(CoordinatorState& st, int rank, std::int64_t steps_done);
+/// Without buddy copies (remote_markers): asks every stage of another node whose copy of
+/// its snapshot of `steps_done` node 0's store lacks for one (CopySnapshot; it arrives at
+/// node 0's keeper, which puts it in the store: the caller polls). Returns the ranks asked.
+/// A stage that cannot send its copy fails; without a restart budget the run fails,
+/// `purpose` naming what asked (snapshot_copies.cpp).
+std::vector<int> ask_for_copies(Self* self, std::int64_t steps_done, const std::string& purpose);
 /// Drops rank's actor: one of this process is respawned at once; one of another process
 /// is respawned there (RespawnStage), or, when its process is lost (`lost_why`: how it
 /// was lost), waits for its node's replacement (coordinator_rejoin.cpp).
@@ -177,7 +183,8 @@ void on_node_joined(Self* self, NodeStages& stages);
 /// a checkpoint was taken there).
 bool grow_due(const CoordinatorState& st, bool checkpointed);
 /// The grow at the boundary where `steps_done` steps are done: once node 0's store holds
-/// every stage's snapshot of it (polled, up to restarts.copy_wait), the layout of the nodes
+/// every stage's snapshot of it (polled, up to restarts.copy_wait; without buddy copies
+/// asked of the other nodes' stages first: ask_for_copies), the layout of the nodes
 /// present and joined, its state cut from those snapshots, the joined row; then the run goes
 /// on from that boundary. A grow that cannot be done now goes on without it.
 void grow_at_boundary(Self* self, std::int64_t steps_done, int polls = 0);

@@ -5,7 +5,9 @@
 //   the coordinator (on_node_joined) → the next boundary fault.grow allows (at_step: any
 //   step boundary; at_checkpoint: one where a checkpoint was taken; never: the directory
 //   refused the node) where a snapshot is due → node 0's store holds every stage's
-//   snapshot S of that boundary (its own, and the buddy copies, polled) → the layout of
+//   snapshot S of that boundary (its own, and the buddy copies, polled; without buddy
+//   copies node 0 first asks the other nodes' stages for copies of S, as a checkpoint's
+//   capture does: snapshot_copies.cpp) → the layout of
 //   the nodes present and joined (choose_layout, the same on every node) → S's states cut
 //   for it (reshard_snapshots) → the move onto it (coordinator_relayout.cpp; the joined
 //   node's first actors end with the old layout's) → the "joined" row, its log line and
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include "actors/coordinator/coordinator_flow.hpp"
 #include "actors/job/replica_groups.hpp"
@@ -71,6 +74,21 @@ void refuse_joined(Self* self, const std::string& why) {
   end_joined(self, failure(why));
 }
 
+// The copies the grow asked for S (grow_copies) are all in node 0's store: their log
+// line, with the time they took (none when node 0 held them all already: a checkpoint's
+// capture at this boundary asked for them).
+void copies_arrived(CoordinatorState& st, std::int64_t steps_done) {
+  const auto asked = std::exchange(st.grow_copies, std::nullopt);
+  if (!asked || asked->steps_done != steps_done || asked->ranks.empty()) return;
+  std::set<int> nodes;
+  for (int r : asked->ranks) nodes.insert(st.restarts.node_of_rank.at(static_cast<std::size_t>(r)));
+  fmt::print(stderr,
+             "conveyor train: grow after step {}: node 0 asked node(s) [{}] for copies of stage(s) [{}]'s snapshots "
+             "of that step (fault.buddy_copies off); they arrived in {:.1f} ms\n",
+             steps_done, fmt::join(nodes, ", "), fmt::join(asked->ranks, ", "),
+             std::chrono::duration<double, std::milli>(Clock::now() - asked->at).count());
+}
+
 }  // namespace
 
 void end_joined(Self* self, const caf::error& reason) {
@@ -116,6 +134,12 @@ bool grow_due(const CoordinatorState& st, bool checkpointed) {
 
 void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
   auto& st = self->state;
+  if (polls == 0 && st.restarts.remote_markers) {
+    // Without buddy copies node 0 holds markers of the other nodes' snapshots of S: their
+    // stages copy them to it now, before anything of the grow is decided.
+    st.grow_copies = CoordinatorState::AskedCopies{
+        steps_done, ask_for_copies(self, steps_done, fmt::format("growing after step {}", steps_done)), Clock::now()};
+  }
   if (!holds_every_stage(st, steps_done)) {
     if (polls * kSnapshotPoll < st.restarts.copy_wait) {
       self->delayed_send(self, kSnapshotPoll, grow_retry_atom::value, steps_done, polls + 1, st.generation);
@@ -125,9 +149,14 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
                "conveyor train: the joined node(s) are not taken in after step {}: node 0 did not receive "
                "every stage's snapshot of it within {} s; the next boundary tries again\n",
                steps_done, std::chrono::duration<double>(st.restarts.copy_wait).count());
+    st.grow_copies.reset();
     resume_at_boundary(self, steps_done);
     return;
   }
+  copies_arrived(st, steps_done);
+  // Without buddy copies the other nodes' states of S came because node 0 asked for them
+  // (the grow, or the checkpoint's capture at this boundary).
+  const auto origin = st.restarts.remote_markers ? RestoreOrigin::asked_copies : RestoreOrigin::snapshot;
   auto grow = std::make_shared<Relaying>();
   grow->began = Clock::now();
   grow->steps_done = steps_done;
@@ -178,7 +207,7 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
   auto event = std::make_shared<ReplanEvent>(ReplanEvent{ReplanEvent::Cause::joined, first->first,
                                                           summarize(st.job->plan, st.restarts.node_of_rank),
                                                           summarize(to, grow->choice.node_of_rank),
-                                                          RestoreOrigin::snapshot, 0, 0.0});
+                                                          origin, 0, 0.0});
   // Every node this move seats shares its one row (replan_event.hpp): one layout change.
   for (const auto& [node, j] : st.joined) event->joined_nodes.push_back(node);  // map: ascending
   const auto joined_at = first->second.at;
@@ -193,7 +222,7 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
   st.reports.clear();
   st.recovery = std::make_shared<PendingRecovery>(PendingRecovery{
       Failure{"grow", {}, {}, fmt::format("node {} joined", event->node)}, steps_done, steps_done, joined_at,
-      steps_done, "snapshot"});
+      steps_done, restore_origin_name(origin)});
   grow->done = [self, event, joined_at, steps_done, r = grow.get()] {
     auto& st = self->state;
     event->ms = std::chrono::duration<double, std::milli>(Clock::now() - joined_at).count();

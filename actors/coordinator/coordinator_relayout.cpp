@@ -173,11 +173,15 @@ void abandon_move(Self* self, int lost_node, const std::string& why) {
   const auto r = std::move(st.moving);
   if (!r) return;
   ++st.generation;  // its answers, its late actors and its restores are void from here
-  caf::anon_send(st.restarts.directory, relayout_void_atom::value, r->generation);
+  // Generation 0: not sent yet (a shrink's checkpoint still being read: coordinator_shrink.cpp).
+  if (r->generation != 0) caf::anon_send(st.restarts.directory, relayout_void_atom::value, r->generation);
   fmt::print(stderr,
-             "conveyor train: replan: the move onto nodes [{}] (layout generation {}) is abandoned: {}; the job "
+             "conveyor train: replan: the move onto nodes [{}] ({}) is abandoned: {}; the job "
              "{}\n",
-             fmt::join(r->nodes, ", "), r->generation, why,
+             fmt::join(r->nodes, ", "),
+             r->generation != 0 ? fmt::format("layout generation {}", r->generation)
+                                : std::string("its checkpoint still being read"),
+             why,
              r->took_over ? "holds that layout, its state of step " + std::to_string(r->steps_done) +
                                 " in node 0's store, and waits for node " + std::to_string(lost_node)
                           : "stays on the layout before it until it moves again: at node " + std::to_string(lost_node) +

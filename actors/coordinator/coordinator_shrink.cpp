@@ -8,8 +8,10 @@
 //     cut in memory (reshard_snapshots);
 //     without them (fault.buddy_copies off: node 0 holds only markers of the other nodes'
 //     snapshots), S = the newest verified checkpoint of this run, its shards read from
-//     node 0's disk and cut the same way (reshard_checkpoint); every stage, the survivors'
-//     too, goes back to it, and the steps after it are redone;
+//     node 0's disk and cut the same way (reshard_checkpoint) by a worker of their own
+//     (checkpoint_cut_aside.hpp: the coordinator answers meanwhile; the shrink is under
+//     way, st.moving, from the deadline on); every stage, the survivors' too, goes back
+//     to it, and the steps after it are redone;
 //   → the move onto it (coordinator_relayout.cpp: every node present spawns its actors of
 //   the new layout and resets its snapshot store, the old actors end, every new actor
 //   restores the cut states through node 0's keeper) → the replan row ("buddy copies" or
@@ -57,9 +59,10 @@
 #include <set>
 #include <utility>
 
+#include "actors/coordinator/checkpoint_cut_aside.hpp"
 #include "actors/coordinator/coordinator_flow.hpp"
+#include "actors/coordinator/stage_gather.hpp"
 #include "actors/checkpoint/filesystem.hpp"
-#include "actors/fault/reshard_checkpoint.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/plan/elastic_plan.hpp"
 
@@ -91,6 +94,7 @@ struct ShrinkStart {
   std::vector<StageStateSnapshot> cut;
   RestoreOrigin origin = RestoreOrigin::buddy_copies;
   std::string described;  // the recovery row's restored_from
+  std::string checkpoint;  // from a checkpoint: its folder, whose shards `cut` is yet to hold
 };
 
 // With buddy copies: node 0's store holds every stage's state of S. Empty: done.
@@ -110,8 +114,9 @@ std::string from_buddy_copies(const CoordinatorState& st, const JobPlan& to, Shr
 
 // Without buddy copies the lost node's state after its last checkpoint is gone with it:
 // every stage goes back to the newest verified checkpoint of this run (a write under way
-// finishes first: it may be that one). Empty: done.
-std::string from_checkpoint(const CoordinatorState& st, const JobPlan& to, ShrinkStart& start) {
+// finishes first: it may be that one). Its shards are read and cut later, aside
+// (read_checkpoint_aside). Empty: found.
+std::string from_checkpoint(const CoordinatorState& st, ShrinkStart& start) {
   const auto failed_step = st.recovery->failed_step;
   const auto point = st.checkpoints ? st.checkpoints->newest_checkpoint(failed_step, CheckpointLayouts::any_of_the_run)
                                     : CheckpointRestorePoint{"", 0, "this run writes no checkpoints"};
@@ -120,19 +125,43 @@ std::string from_checkpoint(const CoordinatorState& st, const JobPlan& to, Shrin
                        "nodes present could only go back to a checkpoint of this run, and there is none to go "
                        "back to: {}",
                        point.error);
-  try {
-    auto cut = reshard_checkpoint(checkpoint::posix_filesystem(), point.path, to);
-    start.steps_done = cut.steps_done;
-    start.cut = std::move(cut.states);
-  } catch (const std::exception& e) {
-    return fmt::format("cutting checkpoint {} (step {}) for the new layout: {}", point.path, point.step, e.what());
-  }
+  start.steps_done = point.step;
+  start.checkpoint = point.path;
   start.origin = RestoreOrigin::checkpoint;
   start.described = "checkpoint " + point.path;
   fmt::print(stderr, "conveyor train: replan: node 0 keeps no copy of the lost node's snapshots "
              "(fault.buddy_copies off): every stage goes back to checkpoint {} (step {}), {} step(s) redone\n",
              point.path, start.steps_done, failed_step - start.steps_done);
   return {};
+}
+
+// The checkpoint's shards read and cut for the new layout by a worker of their own
+// (checkpoint_cut_aside.hpp), so that the coordinator's thread stays free meanwhile; then
+// the move. The shrink is under way (st.moving): a node of it lost meanwhile abandons it,
+// and the cut, come late, is void.
+void read_checkpoint_aside(Self* self, const std::shared_ptr<Relaying>& shrink, const std::string& path) {
+  const auto generation = self->state.generation;
+  const auto current = [self, shrink, generation] {
+    return is_current(self->state, generation) && self->state.moving == shrink;
+  };
+  cut_checkpoint_aside(
+      self, checkpoint::posix_filesystem(), path, std::make_shared<const JobPlan>(*shrink->choice.plan),
+      [self, shrink, current, path](CheckpointCut& cut) {
+        if (!current()) return;
+        if (cut.steps_done != shrink->steps_done) {
+          self->state.moving.reset();
+          shrink->failed(fmt::format("checkpoint {} holds step {}, not {}", path, cut.steps_done, shrink->steps_done));
+          return;
+        }
+        shrink->cut = std::move(cut.states);
+        relayout_job(self, shrink);
+      },
+      [self, shrink, current, path](const std::string& why) {
+        if (!current()) return;
+        self->state.moving.reset();
+        shrink->failed(fmt::format("cutting checkpoint {} (step {}) for the new layout: {}", path, shrink->steps_done,
+                                   why));
+      });
 }
 
 // The nodes that run a stage actor now, but those awaited (lost for good now).
@@ -159,7 +188,7 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
                        "to be rebuilt for the new layout): only onto one",
                        shrink->choice.plan->replicas);
   ShrinkStart start;
-  const auto why = st.restarts.remote_markers ? from_checkpoint(st, *shrink->choice.plan, start)
+  const auto why = st.restarts.remote_markers ? from_checkpoint(st, start)
                                               : from_buddy_copies(st, *shrink->choice.plan, start);
   if (!why.empty()) return why;
   const auto step = start.steps_done;
@@ -195,7 +224,12 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
     fail(self, fmt::format("{}; shrinking onto nodes [{}] failed: {}", self->state.recovery->failure.reason,
                            fmt::join(nodes, ", "), why));
   };
-  relayout_job(self, std::move(shrink));
+  if (start.checkpoint.empty()) {
+    relayout_job(self, std::move(shrink));
+    return {};
+  }
+  st.moving = shrink;  // under way from here: a node of it lost while the read runs abandons it
+  read_checkpoint_aside(self, shrink, start.checkpoint);
   return {};
 }
 

@@ -10,8 +10,8 @@
 //   S_r → K0  SnapshotCopy             a stage of node k > 0 after each snapshot: node 0
 //                                      keeps a copy (the tensors' bytes on the channel)
 //                                      (fault.buddy_copies on)
-//   C → S_r   CopySnapshot{S}          fault.buddy_copies off: a checkpoint of step S
-//                                      asks a stage of node k > 0 for the SnapshotCopy of
+//   C → S_r   CopySnapshot{S}          fault.buddy_copies off: a checkpoint (or a grow)
+//                                      at step S asks a stage of node k > 0 for the SnapshotCopy of
 //   S_r → C   SnapshotTaken            its snapshot S (it answers once the copy is sent)
 //   C → S_r   WriteShard{S, folder, token}   checkpoint.writers every_node: a stage of node
 //                                      k > 0 writes its shard of snapshot S itself, into

@@ -29,6 +29,7 @@ std::string layout_text(const LayoutSummary& l) {
 std::string restore_origin_name(RestoreOrigin origin) {
   switch (origin) {
     case RestoreOrigin::snapshot: return "snapshot";
+    case RestoreOrigin::asked_copies: return "copies asked of the nodes";
     case RestoreOrigin::buddy_copies: return "buddy copies";
     case RestoreOrigin::checkpoint: return "checkpoint";
   }

@@ -15,8 +15,10 @@
 // whose join starts ms) rather than two rows that would split one move's time. "partition" is blocks per model stage
 // (3.5: three blocks and a half), "nodes" the nodes that run a stage actor. restored_from
 // is "snapshot" (every stage of the new layout from the in-memory snapshots of the nodes
-// present), "buddy copies" (a lost node's stages from node 0's copies of its snapshots) or
-// "checkpoint" (the newest verified checkpoint of the run); steps_redone counts the steps
+// present), "copies asked of the nodes" (a grow without buddy copies: the same snapshots,
+// node 0 having asked the other nodes' stages for copies of that boundary's, as a
+// checkpoint's capture does), "buddy copies" (a lost node's stages from node 0's copies of
+// its snapshots) or "checkpoint" (the newest verified checkpoint of the run); steps_redone counts the steps
 // replayed from that state; ms is the time from the node's loss (or join) to the first
 // step of the new layout. "phases_ms" splits ms (issue 44, item 8):
 //   {"wait": …,     the rejoin timeout (a shrink) or the wait for a boundary (a grow),
@@ -36,9 +38,9 @@
 namespace conveyor {
 
 /// Where the new layout's state came from (see the top).
-enum class RestoreOrigin { snapshot, buddy_copies, checkpoint };
+enum class RestoreOrigin { snapshot, asked_copies, buddy_copies, checkpoint };
 
-/// "snapshot", "buddy copies", "checkpoint".
+/// "snapshot", "copies asked of the nodes", "buddy copies", "checkpoint".
 std::string restore_origin_name(RestoreOrigin origin);
 
 /// A layout as the row shows it.

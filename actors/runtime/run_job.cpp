@@ -126,13 +126,10 @@ struct FailPendingShards {
 
 // Why a node that joins a shrunk job is refused (node_directory.hpp's no_grow); empty:
 // it is taken in at a boundary fault.grow allows.
-std::string no_grow_reason(const JobPlan& plan, const RecoveryShape& shape) {
+// Without buddy copies too: the grow asks the nodes for copies of its boundary's
+// snapshots (coordinator_grow.cpp).
+std::string no_grow_reason(const JobPlan& plan) {
   if (plan.recovery.grow == GrowPolicy::never) return "fault.grow is never (at_step or at_checkpoint would take it in)";
-  // The grown layout's state is cut from node 0's copies of the boundary's snapshots
-  // (coordinator_grow.cpp): without buddy copies they never come.
-  if (!shape.copies)
-    return "growing back without buddy copies (fault.buddy_copies off) is not supported yet: node 0 holds no "
-           "copy of the other nodes' snapshots to cut the grown layout's state from";
   return {};
 }
 
@@ -386,7 +383,7 @@ void NodeRun::publish_directory() {
                             node0() ? job_->services.progress : nullptr,
                             shape_.rejoin() ? RelayoutLocal([this](const Relayout& r) { return relayout(r); })
                                             : RelayoutLocal(),
-                            no_grow_reason(job_->plan, shape_));
+                            no_grow_reason(job_->plan));
   mine_.directory = directory_;
   end_.actors.push_back(directory_);
   auto port = system.middleman().publish(directory_, 0, setup_.advertise_host.c_str());
@@ -480,7 +477,7 @@ StageRestarts NodeRun::stage_restarts() {
   restarts.rebuild_channels = static_cast<bool>(rebuild_);  // the job has NCCL edges
   restarts.remote_markers = !shape_.copies;
   // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
-  // else those a checkpoint asks for (CopySnapshot).
+  // else those a checkpoint or a grow asks for (CopySnapshot).
   auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots,
                                std::shared_ptr<const CurrentLinks>(current_links_), shard_book_.book);
   end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));

@@ -143,7 +143,7 @@ void put_snapshot(StageSelf* self, std::int64_t steps_done, bool copy = true) {
 }
 
 // Without buddy copies: the copy of its snapshot after `steps_done` steps that a
-// checkpoint of node 0 asks for (CopySnapshot).
+// checkpoint of node 0, or a grow at that boundary, asks for (CopySnapshot).
 void copy_snapshot_to_node0(StageSelf* self, std::int64_t steps_done) {
   auto& st = self->state;
   const int rank = st.worker->rank();

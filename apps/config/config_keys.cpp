@@ -313,8 +313,8 @@ std::vector<ConfigKey> build_keys() {
       KEY(fault.buddy_copies,
           "a run over several processes: on (node 0 keeps a copy of every other node's "
           "snapshots as they are taken, so a lost process can rejoin; CPU stages only), off "
-          "(node 0 copies only the snapshots that a checkpoint or a stop writes, when it "
-          "writes them; a lost process rejoins and every stage goes back to the newest "
+          "(node 0 copies only the snapshots that a checkpoint or a stop writes, or a grow "
+          "after a shrink cuts, when it needs them; a lost process rejoins and every stage goes back to the newest "
           "checkpoint with CPU stages and checkpoint.every > 0, else it ends the run, or "
           "under --supervise the job resumes from its newest checkpoint) or auto (on when "
           "every stage runs on the CPU, else off)"),

@@ -120,3 +120,22 @@ TEST_CASE("summarize gives a layout's shape, its nodes and its partition") {
   CHECK(s.nodes == std::vector<int>{0, 1, 4});
   CHECK(s.halves_per_model_stage == std::vector<int>{4, 2});
 }
+
+TEST_CASE("a grow without buddy copies says in its row and its log line that the state came from copies asked of the nodes") {
+  ReplanEvent e = shrink_event();
+  e.cause = ReplanEvent::Cause::joined;
+  std::swap(e.from, e.to);
+  e.restored_from = RestoreOrigin::asked_copies;
+  e.steps_redone = 0;
+  e.ms = 95.125;
+  CHECK(replan_row(e)["restored_from"] == "copies asked of the nodes");
+  CHECK(replan_log_line(e) ==
+        "joined: node 2 taken in: 1 replica × 2 stages on nodes 0, 1 -> 1 replica × 3 stages on nodes 0, 1, 2, "
+        "restored from copies asked of the nodes, 0 steps redone, 95.1 ms");
+  // Each origin has a name of its own.
+  const std::set<std::string> names{restore_origin_name(RestoreOrigin::snapshot),
+                                    restore_origin_name(RestoreOrigin::asked_copies),
+                                    restore_origin_name(RestoreOrigin::buddy_copies),
+                                    restore_origin_name(RestoreOrigin::checkpoint)};
+  CHECK(names.size() == 4);
+}

@@ -207,7 +207,7 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
   auto event = std::make_shared<ReplanEvent>(ReplanEvent{ReplanEvent::Cause::joined, first->first,
                                                           summarize(st.job->plan, st.restarts.node_of_rank),
                                                           summarize(to, grow->choice.node_of_rank),
-                                                          origin, 0, 0.0});
+                                                          origin, 0, 0.0, {}, {}});
   // Every node this move seats shares its one row (replan_event.hpp): one layout change.
   for (const auto& [node, j] : st.joined) event->joined_nodes.push_back(node);  // map: ascending
   const auto joined_at = first->second.at;

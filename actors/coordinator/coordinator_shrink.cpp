@@ -210,7 +210,7 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
                                                           summarize(*shrink->choice.plan, shrink->choice.node_of_rank),
                                                           start.origin,
                                                           pending.failed_step - step,
-                                                          0.0});
+                                                          0.0, {}, {}});
   for (const auto& w : shrink->choice.replan.warnings) fmt::print(stderr, "conveyor train: replan: {}\n", w);
   shrink->done = [self, event, r = shrink.get()] {
     auto& st = self->state;

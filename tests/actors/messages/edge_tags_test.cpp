@@ -30,7 +30,7 @@ TEST_CASE("the final weights are tagged by stage actor, apart from snapshot copi
   CHECK(weight_tag(0, 3) != weight_tag(2, 3));  // stage 0 of replicas 0 and 1 (P = 2)
   CHECK(unpack_tag(weight_tag(5, 9)).edge == 5);
   CHECK(unpack_tag(weight_tag(5, 9)).micro_batch == 9);
-  for (std::int64_t steps = 0; steps < 4; ++steps) CHECK(snapshot_tag(5, steps, 9) != weight_tag(5, 9));
+  for (std::int64_t round = 0; round < 4; ++round) CHECK(snapshot_tag(5, round, 9) != weight_tag(5, 9));
 }
 
 TEST_CASE("restores are numbered apart from snapshot copies and from one another") {
@@ -42,6 +42,16 @@ TEST_CASE("restores are numbered apart from snapshot copies and from one another
   }
   CHECK(unpack_tag(restore_tag(5, 3, 9)).kind == TagKind::restore);
   CHECK(unpack_tag(restore_tag(5, 3, 9)).edge == 5);
-  CHECK(copy_tag(SnapshotCopy{5, 8, 8, {}, 0}, 9) == snapshot_tag(5, 8, 9));
+  CHECK(copy_tag(SnapshotCopy{5, 8, 8, {}, 0, 20}, 9) == snapshot_tag(5, 20, 9));
   CHECK(copy_tag(SnapshotCopy{5, 8, 8, {}, 4}, 9) == restore_tag(5, 4, 9));
+}
+
+TEST_CASE("a step's snapshot copied again in a later round (a replay after a recovery) has other tags") {
+  // Step 8's copy by rank 5 broke off in round 20 (its node lost): node 0's receives for
+  // it may still be posted. The replay of step 8, by whichever node runs rank 5 now, is in
+  // a later round: none of its tensors can be matched to those receives.
+  const SnapshotCopy first{5, 8, 8, {}, 0, 20};
+  const SnapshotCopy replayed{5, 8, 8, {}, 0, 23};
+  for (int i = 0; i < 40; ++i) CHECK(copy_tag(first, i) != copy_tag(replayed, i));
+  CHECK(unpack_tag(copy_tag(replayed, 3)).step == 24);
 }

@@ -1,7 +1,9 @@
 // Issue 44's shrink: a lost node whose replacement did not join within
 // fault.rejoin_timeout_s is given up on, and the nodes present take the job on a smaller
 // layout (coordinator_flow.hpp):
-//   deadline → the layout of the nodes present (choose_layout: the same on every node) →
+//   deadline → the layout of the nodes present (those running a stage and those an earlier
+//   shrink kept idle, but the lost: replan_nodes.hpp; choose_layout: the same on every
+//   node) →
 //   the state it starts from, step S cut for it:
 //     with buddy copies, S = the newest step every stage holds in node 0's store (its own
 //     stages' snapshots and the other nodes' buddy copies, the lost node's among them),
@@ -62,6 +64,7 @@
 #include "actors/fault/reshard_checkpoint.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/plan/elastic_plan.hpp"
+#include "actors/plan/replan_nodes.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -135,11 +138,12 @@ std::string from_checkpoint(const CoordinatorState& st, const JobPlan& to, Shrin
   return {};
 }
 
-// The nodes that run a stage actor now, but those awaited (lost for good now).
+// The nodes that run a stage actor now and those kept idle, but those awaited (lost for
+// good now).
 std::vector<int> present_nodes(const CoordinatorState& st) {
-  std::set<int> nodes(st.restarts.node_of_rank.begin(), st.restarts.node_of_rank.end());
-  for (const auto& [node, awaited] : st.awaiting) nodes.erase(node);
-  return {nodes.begin(), nodes.end()};
+  std::set<int> lost;
+  for (const auto& [node, awaited] : st.awaiting) lost.insert(node);
+  return replan_nodes(st.restarts.node_of_rank, st.idle_nodes, {}, lost);
 }
 
 }  // namespace

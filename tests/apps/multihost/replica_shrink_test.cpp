@@ -176,3 +176,44 @@ TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again
 
   check_final_weights(want, dir.path() / "run", kill.seed);
 }
+
+// After the shrink onto one replica of 2 stages, the node running its stage 1 is lost for
+// good too: the second shrink counts the node the first one kept idle among the nodes
+// present (actors/plan/replan_nodes.hpp), so the job goes on as one replica of 2 stages
+// on node 0 and that node (not as one stage on node 0 alone), still the 2-replica bits.
+TEST_CASE("2 replicas of 2 stages over 4 nodes, two lost one after the other: the second shrink seats the node the first left idle, bit for bit") {
+  const KillStep kill = random_kill_step(3, 6);
+  const int first = 1 + static_cast<int>(kill.seed % 3);
+  std::vector<int> others;
+  for (int n = 1; n < 4; ++n)
+    if (n != first) others.push_back(n);
+  const int second = others[0], idle = others[1];  // the first shrink seats nodes 0 and others[0]
+  MESSAGE("node " << first << " is lost first, then node " << second << "; node " << idle << " is idle between");
+  TempDir dir;
+  const std::string& want = one_process_weights(dir, replica_job({}));
+  auto nodes = job_on_nodes(4, replica_job({"--set", "fault.rejoin_timeout_s=2", "--set", "fault.inject=slow:stage=0:ms=15"}),
+                            dir / "run", "replica-idle-shrink-test");
+  nodes[static_cast<std::size_t>(first)].kill_at_node0_step = kill.step;
+  nodes[static_cast<std::size_t>(second)].kill_when_node0_says = "replan: node " + std::to_string(first) + " lost for good";
+  const auto results = run_nodes(dir, nodes, 180);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node " << idle << ", idle between the shrinks:\n" << results[static_cast<std::size_t>(idle)].err);
+  REQUIRE(results[0].exit_code == 0);
+  CHECK(results[static_cast<std::size_t>(idle)].exit_code == 0);
+  CHECK(results[static_cast<std::size_t>(first)].exit_code == 128 + SIGKILL);
+  CHECK(results[static_cast<std::size_t>(second)].exit_code == 128 + SIGKILL);
+  const auto replans = event_rows(dir.path() / "run", "replan");
+  REQUIRE(replans.size() == 2);
+  CHECK(replans[0]["lost_node"] == first);
+  CHECK(replans[0]["to"]["nodes"] == nlohmann::json({0, second}));
+  CHECK(replans[1]["lost_node"] == second);
+  CHECK(replans[1]["to"]["replicas"] == 1);
+  CHECK(replans[1]["to"]["stages"] == 2);
+  CHECK(replans[1]["to"]["nodes"] == nlohmann::json({0, idle}));
+  MESSAGE("second shrink: " << replans[1].dump());
+  const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));
+  CHECK(plan["generation"] == 2);
+  CHECK(plan["gradient_shares"] == 2);
+
+  check_final_weights(want, dir.path() / "run", kill.seed);
+}

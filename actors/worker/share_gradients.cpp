@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <span>
 #include <stdexcept>
+
+#include "actors/worker/gloo_ring_order.hpp"
 
 namespace conveyor {
 namespace {
@@ -45,20 +48,57 @@ void ShareGradients::combine(std::size_t chunk) {
   if (static_cast<int>(kept.size()) != shares_ - 1)
     throw std::logic_error(fmt::format("gradient shares: chunk {} combined after {} of {} shares",
                                        chunk, kept.size() + 1, shares_));
+  // The kept shares are flat in gradients() order; the group adds bucket by bucket, each
+  // element in the order of its place in its bucket's ring (gloo_ring_order.hpp).
+  StageModel& model = *chunks_[chunk];
+  const auto grads = host_gradients(model);
+  std::vector<std::size_t> starts;  // of each gradient tensor in the flat order
+  std::size_t total = 0;
+  for (auto span : grads) {
+    starts.push_back(total);
+    total += span.size();
+  }
+  if (total != kept[0].size())
+    throw std::logic_error(fmt::format("gradient shares: chunk {} has {} gradient elements, "
+                                       "its first share {}", chunk, total, kept[0].size()));
   const float divisor = static_cast<float>(shares_);
-  std::size_t at = 0;
-  for (auto span : host_gradients(*chunks_[chunk])) {
-    for (float& g : span) {
-      // ((g_0 + g_1) + …) + g_last: the last share is the one still in the model.
-      float sum = kept[0].at(at);
-      for (std::size_t s = 1; s < kept.size(); ++s) sum += kept[s][at];
-      g = (sum + g) / divisor;
-      ++at;
+  std::vector<float> values(static_cast<std::size_t>(shares_));  // by configured replica
+  std::size_t covered = 0;
+  for (const auto& bucket : model.gradient_buckets()) {
+    std::size_t elements = 0;
+    for (const auto& span : bucket) elements += span.count;
+    if (elements == 0) continue;
+    const GlooRingLayout ring = gloo_ring_layout(elements, shares_);
+    std::size_t element = 0;  // within the bucket
+    for (const auto& span : bucket) {
+      auto* at = static_cast<float*>(span.data);
+      std::size_t left = span.count;
+      while (left > 0) {
+        // The gradient tensor this part of the span lies in (a span may cross tensors).
+        std::size_t t = 0;
+        while (t < grads.size() && !(at >= grads[t].data() && at < grads[t].data() + grads[t].size())) ++t;
+        if (t == grads.size())
+          throw std::logic_error(fmt::format("gradient shares: chunk {}'s bucket spans memory outside its "
+                                             "gradients",
+                                             chunk));
+        const auto offset = static_cast<std::size_t>(at - grads[t].data());
+        const std::size_t run = std::min(left, grads[t].size() - offset);
+        for (std::size_t i = 0; i < run; ++i, ++element) {
+          const std::size_t flat = starts[t] + offset + i;
+          for (std::size_t s = 0; s < kept.size(); ++s) values[s] = kept[s][flat];
+          values.back() = at[i];  // the last share is the one still in the model
+          at[i] = gloo_ring_sum(values.data(), shares_, ring.chunk_of(element)) / divisor;
+        }
+        at += run;
+        left -= run;
+        covered += run;
+      }
     }
   }
-  if (at != kept[0].size())
-    throw std::logic_error(fmt::format("gradient shares: chunk {} has {} gradient elements, "
-                                       "its first share {}", chunk, at, kept[0].size()));
+  if (covered != total)
+    throw std::logic_error(fmt::format("gradient shares: chunk {}'s buckets cover {} of its {} gradient "
+                                       "elements",
+                                       chunk, covered, total));
   kept.clear();
 }
 

@@ -25,8 +25,8 @@
 // Replicas (parallel.data R > 1): the layout chosen must hold one replica, which computes
 // the R replicas' shares of every step and combines them as their group did
 // (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
-// the R-replica run's (bit for bit from R = 2); it needs no stage group, so none is
-// rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
+// the R-replica run's bit for bit (in Gloo's ring order: gloo_ring_order.hpp); it needs no
+// stage group, so none is rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
 // writes them from its store as before, their manifest saying the shrunk stages and
 // partition (CheckpointHook::on_relayout, at the move), and --resume reshards them onto
 // whatever layout it starts (actors/checkpoint/reshard.hpp). One that was being written

@@ -1,15 +1,17 @@
 // Issue 44, replicas: the counts the shrink and the grow refuse by name. A layout of several
 // replicas needs their stage groups (Gloo, actors/job/replica_groups.hpp), which are built
-// for the configured count only, and several shares per replica would have to be combined
-// in Gloo's ring order to stay bitwise (actors/worker/gradient_shares.hpp); so a shrink
-// goes onto one replica only (coordinator_shrink.cpp) and a grow only back to the configured
+// for the configured count only, and the replicas' shares exchanged to be added in the
+// configured ring's order (actors/worker/gloo_ring_order.hpp); so a shrink goes onto one
+// replica only (coordinator_shrink.cpp) and a grow only back to the configured
 // count (coordinator_grow.cpp). 3 replicas of one CPU stage over 3 processes, 6
 // micro-batches a step (so that 2 replicas divide them and are what the nodes left hold):
 // - one node lost for good: 2 replicas would fit on the two left, which the shrink refuses,
 //   naming the count, and the job fails with the reason;
 // - two nodes lost at once: the job shrinks onto node 0 as one replica of the 3 shares; one
 //   of them started again joins, 2 replicas would fit, which the grow refuses, naming the
-//   count: the joined process exits with the reason, the job goes on as it was.
+//   count: the joined process exits with the reason, the job goes on as it was and ends
+//   with the weights of the fault-free 3-replica run, bit for bit (the shares added in
+//   Gloo's ring order).
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -61,6 +63,7 @@ TEST_CASE("3 replicas shrunk onto one, a lost node started again: the grow refus
   nodes[1].kill_at_node0_step = kill.step;
   nodes[1].restart_after_kill = true;
   nodes[1].restart_when_node0_says = "lost for good";
+  const std::string& want = one_process_weights(dir, three_replicas({}));
   const auto results = run_nodes(dir, nodes, 150);
   INFO("node 0:\n" << results[0].err);
   INFO("node 1, started again:\n" << results[1].err);
@@ -80,4 +83,6 @@ TEST_CASE("3 replicas shrunk onto one, a lost node started again: the grow refus
   CHECK(plan["generation"] == 1);
   CHECK(plan["data_parallel"] == 1);
   CHECK(plan["gradient_shares"] == 3);
+  // One replica of the 3 shares adds them in Gloo's ring order (gloo_ring_order.hpp).
+  check_final_weights(want, dir.path() / "run", kill.seed);
 }

@@ -27,8 +27,14 @@ GlooRingLayout gloo_ring_layout(std::size_t elements, int ranks, std::size_t max
   return GlooRingLayout{segment / kBytes, segments / r};
 }
 
+std::vector<int> gloo_ring_order(int ranks, int chunk) {
+  std::vector<int> order;
+  for (int k = 1; k <= ranks; ++k) order.push_back((chunk + ranks - k) % ranks);
+  return order;
+}
+
 float gloo_ring_sum(const float* values, int ranks, int chunk) {
-  // Rank chunk − 1's value first, then each rank below it adds its own, rank `chunk` last.
+  // Each rank adds its own value to what it received: values[next] + sum.
   float sum = values[(chunk + ranks - 1) % ranks];
   for (int k = 2; k <= ranks; ++k) sum = values[(chunk + ranks - k) % ranks] + sum;
   return sum;

@@ -19,6 +19,7 @@
 // StageModel::gradient_buckets(), its spans in order), so `element` counts within it.
 // Pure logic, tested against a real Gloo group (tests/actors/worker/gloo_ring_order_test.cpp).
 #include <cstddef>
+#include <vector>
 
 namespace conveyor {
 
@@ -42,6 +43,10 @@ struct GlooRingLayout {
 /// elements >= 1.
 GlooRingLayout gloo_ring_layout(std::size_t elements, int ranks,
                                 std::size_t max_segment_bytes = kGlooMaxSegmentBytes);
+
+/// The ranks in the order chunk `chunk`'s sum takes their values: rank chunk − 1 first,
+/// then each rank below it, rank `chunk` last (see the top). REQUIRES: 0 <= chunk < ranks.
+std::vector<int> gloo_ring_order(int ranks, int chunk);
 
 /// `values[r]`: rank r's value of one element in chunk `chunk`; their sum in the ring's
 /// order (see the top), before the division by the rank count.

@@ -62,13 +62,16 @@ void ShareGradients::combine(std::size_t chunk) {
     throw std::logic_error(fmt::format("gradient shares: chunk {} has {} gradient elements, "
                                        "its first share {}", chunk, total, kept[0].size()));
   const float divisor = static_cast<float>(shares_);
-  std::vector<float> values(static_cast<std::size_t>(shares_));  // by configured replica
+  std::vector<std::vector<int>> orders;  // by chunk of the ring: the shares' order
+  for (int c = 0; c < shares_; ++c) orders.push_back(gloo_ring_order(shares_, c));
+  std::vector<const float*> share(static_cast<std::size_t>(shares_));  // each share's run
   std::size_t covered = 0;
   for (const auto& bucket : model.gradient_buckets()) {
     std::size_t elements = 0;
     for (const auto& span : bucket) elements += span.count;
     if (elements == 0) continue;
     const GlooRingLayout ring = gloo_ring_layout(elements, shares_);
+    const std::size_t chunk_elements = ring.segment_elements * ring.segments_per_rank;
     std::size_t element = 0;  // within the bucket
     for (const auto& span : bucket) {
       auto* at = static_cast<float*>(span.data);
@@ -82,13 +85,24 @@ void ShareGradients::combine(std::size_t chunk) {
                                              "gradients",
                                              chunk));
         const auto offset = static_cast<std::size_t>(at - grads[t].data());
-        const std::size_t run = std::min(left, grads[t].size() - offset);
-        for (std::size_t i = 0; i < run; ++i, ++element) {
-          const std::size_t flat = starts[t] + offset + i;
-          for (std::size_t s = 0; s < kept.size(); ++s) values[s] = kept[s][flat];
-          values.back() = at[i];  // the last share is the one still in the model
-          at[i] = gloo_ring_sum(values.data(), shares_, ring.chunk_of(element)) / divisor;
+        // A run within one tensor and one chunk of the ring: one order for all of it.
+        const std::size_t run = std::min({left, grads[t].size() - offset,
+                                          chunk_elements - element % chunk_elements});
+        const auto& order = orders.at(static_cast<std::size_t>(ring.chunk_of(element)));
+        const std::size_t flat = starts[t] + offset;
+        for (std::size_t s = 0; s < kept.size(); ++s) share[s] = kept[s].data() + flat;
+        share.back() = at;  // the last share is the one still in the model
+        if (shares_ == 2) {
+          const float* a = share[0];
+          for (std::size_t i = 0; i < run; ++i) at[i] = (a[i] + at[i]) / divisor;
+        } else {
+          for (std::size_t i = 0; i < run; ++i) {
+            float sum = share[static_cast<std::size_t>(order[0])][i];
+            for (std::size_t k = 1; k < order.size(); ++k) sum = share[static_cast<std::size_t>(order[k])][i] + sum;
+            at[i] = sum / divisor;
+          }
         }
+        element += run;
         at += run;
         left -= run;
         covered += run;

@@ -113,6 +113,9 @@ TEST_CASE("the ring layout's chunks: equal runs of segments, the last ranks' pos
   const float three[3] = {1e8f, 1.0f, -1e8f};
   CHECK(gloo_ring_sum(three, 3, 0) == 1e8f + (1.0f + -1e8f));   // c = 0: v2, v1, v0
   CHECK(gloo_ring_sum(three, 3, 1) == 1.0f + (1e8f + -1e8f));   // c = 1: v0, v2, v1
+  CHECK(gloo_ring_order(3, 0) == std::vector<int>{2, 1, 0});
+  CHECK(gloo_ring_order(3, 1) == std::vector<int>{0, 2, 1});
+  CHECK(gloo_ring_order(4, 3) == std::vector<int>{2, 1, 0, 3});
   CHECK_THROWS_AS(gloo_ring_layout(0, 3), std::invalid_argument);
   CHECK_THROWS_AS(gloo_ring_layout(5, 1), std::invalid_argument);
 }

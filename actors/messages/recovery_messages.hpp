@@ -178,6 +178,10 @@ using node_joined_atom = caf::atom_constant<caf::atom("nodejoined")>;
 /// The coordinator to node 0's directory: the move onto layout generation `g` (a
 /// Relayout) is void, a node was lost during it (coordinator_relayout.cpp).
 using relayout_void_atom = caf::atom_constant<caf::atom("relayvoid")>;
+/// To node 0's directory, from the coordinator: node `node` (an int), kept in the job
+/// without a stage after a re-plan, is lost (issue 44): forget it, and tell the processes
+/// that join from now on the layout's nodes without it (they would dial it).
+using forget_node_atom = caf::atom_constant<caf::atom("forgetnode")>;
 /// The coordinator to itself: look again whether node 0's store holds every stage's
 /// snapshot of the boundary a grow waits at (coordinator_grow.cpp).
 using grow_retry_atom = caf::atom_constant<caf::atom("growretry")>;

@@ -217,3 +217,40 @@ TEST_CASE("2 replicas of 2 stages over 4 nodes, two lost one after the other: th
 
   check_final_weights(want, dir.path() / "run", kill.seed);
 }
+
+// The node the shrink left idle is killed too: its loss (its silence, rendezvous.peer_silence_s)
+// starts no recovery, and it is no longer counted (replan_nodes.hpp): when the first lost
+// node is started again, the grow counts nodes 0, 1 and it, which hold one replica of 2
+// stages already, so the joined process is refused and the job ends undisturbed, bit for
+// bit. Counted still, the grow would have moved onto the dead node.
+TEST_CASE("the node a shrink left idle is lost too: no recovery, and the grow no longer counts it") {
+  constexpr int kLongSteps = 60;
+  TempDir dir;
+  const auto job = [](std::vector<std::string> extra) {
+    auto args = replica_job({"--set", "train.steps=" + std::to_string(kLongSteps)});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string& want = one_process_weights(dir, job({}));
+  auto nodes = job_on_nodes(4, job({"--set", "fault.rejoin_timeout_s=2", "--set", "rendezvous.peer_silence_s=2", "--set",
+                                    "fault.inject=slow:stage=0:ms=15"}),
+                            dir / "run", "replica-idle-lost-test");
+  restart_after_shrink(nodes[3], 3, 4);
+  nodes[3].restart_when_node0_says = "node 2, in the job without a stage, was lost";
+  nodes[2].kill_when_node0_says = "replan: node 3 lost for good";
+  const auto results = run_nodes(dir, nodes, 180);
+  INFO("node 0:\n" << results[0].err);
+  INFO("node 3, started again:\n" << results[3].err);
+  REQUIRE(results[0].exit_code == 0);
+  REQUIRE(results[1].exit_code == 0);
+  CHECK(results[2].exit_code == 128 + SIGKILL);
+  CHECK(results[3].killed_exit_code == 128 + SIGKILL);
+  CHECK(results[3].exit_code != 0);
+  const std::string refused = "the joined node(s) are not taken in: the nodes present hold 1 replica × 2 stages already";
+  CHECK(results[0].err.find(refused) != std::string::npos);
+  CHECK(results[3].err.find(refused) != std::string::npos);
+  CHECK(event_rows(dir.path() / "run", "replan").size() == 1);
+  CHECK(event_rows(dir.path() / "run", "joined").empty());
+  CHECK(recovery_rows(dir.path() / "run").size() == 1);  // the shrink's only
+  check_final_weights(want, dir.path() / "run", 0);
+}

@@ -74,7 +74,7 @@ struct StageRestored {
 
 /// A stage's state after `steps_done` steps (StageModel::capture_state() names). Across
 /// processes the tensors are PendingPayload placeholders whose bytes follow on the
-/// channel under snapshot_tag(rank, round, index) (edge_tags.hpp).
+/// channel under snapshot_tag(rank, round, steps_done, index) (edge_tags.hpp).
 struct SnapshotCopy {
   int rank = 0;
   std::int64_t steps_done = 0;
@@ -91,7 +91,7 @@ struct SnapshotCopy {
 
 /// The transport tag of tensor `index` of `copy` (edge_tags.hpp).
 inline std::uint64_t copy_tag(const SnapshotCopy& copy, int index) {
-  return copy.series ? restore_tag(copy.rank, copy.series, index) : snapshot_tag(copy.rank, copy.round, index);
+  return copy.series ? restore_tag(copy.rank, copy.series, index) : snapshot_tag(copy.rank, copy.round, copy.steps_done, index);
 }
 
 /// To a stage of a node other than 0 whose snapshots node 0 does not copy as they are

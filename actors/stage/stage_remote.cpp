@@ -119,7 +119,8 @@ void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
   SnapshotCopy copy{rank, steps_done, optimizer_steps, tensors, 0, st.round};
   // A copy that fails to arrive is not the stage's failure: node 0 keeps the older ones.
   send_payloads(
-      st.links->channel_to(0), copy.tensors, [rank, round = st.round](int i) { return snapshot_tag(rank, round, i); },
+      st.links->channel_to(0), copy.tensors,
+      [rank, round = st.round, steps_done](int i) { return snapshot_tag(rank, round, steps_done, i); },
       st.links->timeout,
       fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done));
   self->send(st.peers.keeper, std::move(copy));

@@ -161,7 +161,7 @@ TEST_CASE("recovery messages cross the wire, a snapshot copy's tensors arrive as
   for (int i = 0; i < 2; ++i) {
     const PendingPayload* p = pending_payload(got.copy.tensors[i].tensor);
     REQUIRE(p != nullptr);
-    CHECK(p->tag() == snapshot_tag(2, 30, i));
+    CHECK(p->tag() == snapshot_tag(2, 30, 12, i));
     CHECK(p->tag() != weight_tag(2, i));  // never mistaken for the final weights
   }
   // A restore the keeper numbered: its tensors are awaited under that restore's tags.

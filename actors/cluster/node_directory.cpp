@@ -327,6 +327,27 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
   return promise;
 }
 
+// Node `node`, in the layout without a stage, is lost: no move or joiner is sent to it, and
+// a process that joins from now on does not dial it. A node that runs ranks is left alone
+// (its loss is a recovery's, and the next move forgets it).
+void forget_idle_node(Self* self, int node) {
+  auto& st = self->state;
+  auto known = st.ranks_of_node.find(node);
+  if (node == st.node || known == st.ranks_of_node.end() || !known->second.empty()) return;
+  st.ranks_of_node.erase(known);
+  st.directories.erase(node);
+  st.joiner_ucx.erase(node);
+  if (!st.publish_layout) return;
+  std::vector<int> nodes;
+  for (const auto& [n, ranks] : st.ranks_of_node) nodes.push_back(n);
+  try {
+    st.publish_layout(nodes);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "conveyor: node {} is forgotten, but the layout's nodes could not be published again: {}\n",
+               node, e.what());
+  }
+}
+
 // A peer's progress report into the watched board; one warning per node for bad ones.
 void take_progress(Self* self, const ProgressReport& report) {
   auto& st = self->state;
@@ -344,7 +365,7 @@ void take_progress(Self* self, const ProgressReport& report) {
 caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect reconnect,
                              RespawnLocal respawn_local, RebuildEdges rebuild_edges, PeerStop peer_stop,
                              std::shared_ptr<trace::ProgressBoard> watched, RelayoutLocal relayout_local,
-                             std::string no_grow) {
+                             std::string no_grow, PublishLayoutNodes publish_layout) {
   self->state.ranks = ranks;
   self->state.by_rank.resize(ranks);
   self->state.reconnect = std::move(reconnect);
@@ -354,6 +375,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
   self->state.watched = std::move(watched);
   self->state.relayout = std::move(relayout_local);
   self->state.no_grow = std::move(no_grow);
+  self->state.publish_layout = std::move(publish_layout);
   self->state.node = local.node;
   local.directory = caf::actor_cast<caf::actor>(self);
   if (auto err = add(self, local)) self->quit(err);
@@ -387,6 +409,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         if (st.peer_stop && node != st.node && st.ranks_of_node.count(node) > 0) st.peer_stop(node, signal);
       },
       [=](const ProgressReport& report) { take_progress(self, report); },
+      [=](forget_node_atom, int node) { forget_idle_node(self, node); },
       [=](const RespawnStage& r) { return respawn(self, r); },
       [=](const RebuildChannels& r) { return rebuild(self, r); },
       [=](const Relayout& r) { return relayout(self, r); },

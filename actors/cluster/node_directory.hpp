@@ -33,6 +33,10 @@
 // dials only the layout's nodes, and the other's address in the store may still be its
 // dead forerunner's), so the later one is also connected to every earlier joiner still
 // waiting (PeerRejoined to its own directory), as the earlier ones are to it.
+// A node a re-plan kept in the job without a stage (its ranks empty here) and lost since is
+// forgotten when the coordinator says so (forget_node_atom): no later move or joiner is
+// sent to it, and the layout's nodes in the store, which a joining process dials, are
+// published again without it.
 // Node 0's directory copies the other nodes' progress reports (ProgressReport) into the
 // board of the job's hang watchdog; a report naming ranks its node does not run is
 // dropped with one warning per node.
@@ -66,6 +70,8 @@ using RebuildEdges = std::function<void(std::uint32_t generation)>;
 using stop_request_atom = caf::atom_constant<caf::atom("stopreq")>;
 /// Node 0: takes a stop that node `node` forwarded (node_directory checks the node).
 using PeerStop = std::function<void(int node, int signal)>;
+/// Node 0: records the nodes of the layout the job runs now, for processes that join.
+using PublishLayoutNodes = std::function<void(const std::vector<int>& nodes)>;
 
 /// The move (Relayout) node 0's directory is gathering the new actors of (node_directory.cpp).
 struct RelayoutGather;
@@ -84,6 +90,7 @@ struct NodeDirectoryState {
   bool relaid = false;               // a Relayout moved the job off its first layout
   std::shared_ptr<RelayoutGather> moving;  // node 0: the Relayout being gathered; null: none
   std::string no_grow;               // why a node that joins a shrunk job is refused; empty: taken
+  PublishLayoutNodes publish_layout; // node 0 across processes; null: nothing to tell
   // Node 0: the UCX workers of the nodes that joined a shrunk job, kept while they are not
   // in the layout (a later joiner is connected to each: node_directory.cpp, rejoin).
   std::map<int, std::vector<std::uint8_t>> joiner_ucx;
@@ -98,11 +105,13 @@ struct NodeDirectoryState {
 /// `local` are this node's stages. `reconnect` null: a lost node cannot rejoin; `respawn`
 /// null: a failed stage of this node is not replaced; `watched` null: progress reports are
 /// ignored; `relayout` null: the job cannot move this node onto another layout; `no_grow`
-/// not empty: a node that joins after a re-plan is refused with it.
+/// not empty: a node that joins after a re-plan is refused with it; `publish_layout` null:
+/// a node forgotten (forget_node_atom) is not unpublished.
 caf::behavior node_directory(caf::stateful_actor<NodeDirectoryState>* self, int ranks,
                              NodeStages local, Reconnect reconnect, RespawnLocal respawn,
                              RebuildEdges rebuild, PeerStop peer_stop = {},
                              std::shared_ptr<trace::ProgressBoard> watched = {},
-                             RelayoutLocal relayout = {}, std::string no_grow = {});
+                             RelayoutLocal relayout = {}, std::string no_grow = {},
+                             PublishLayoutNodes publish_layout = {});
 
 }  // namespace conveyor

@@ -471,9 +471,10 @@ void on_stage_down(Self* self, const caf::down_msg& down) {
       try_recover(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   // With replicas a stage may die while a recovery is under way: after its group failed
-  // its replicas (they reported that first), or during the restore.
-  if (st.in(CoordinatorPhase::recovering) && st.job->plan.replicas > 1 && !is_remote(st, rank) &&
-      st.restarts.respawn &&
+  // its replicas (they reported that first), or during the restore. A stage of another
+  // node whose process lives on (a lost link is a node's loss, above) is respawned there
+  // (RespawnStage), as this process's are here.
+  if (st.in(CoordinatorPhase::recovering) && st.job->plan.replicas > 1 && respawns_in_place(st, rank) &&
       join_recovery(self, Failure{"crash", {rank}, {rank}, why}))
     return;
   fail(self, why);

@@ -151,6 +151,10 @@ struct CoordinatorState {
     std::chrono::steady_clock::time_point at;
   };
   std::optional<AskedCopies> grow_copies;
+  // Nodes kept in the job without a stage: a move seated none of their ranks (a shrink onto
+  // fewer replicas), their processes wait for node 0. The next re-plan counts them
+  // (actors/plan/replan_nodes.hpp); one lost is dropped (coordinator_rejoin.cpp).
+  std::set<int> idle_nodes;
   // Issue 44: the move onto another layout under way (coordinator_relayout.cpp), from its
   // Relayout until every new actor is restored; null: none. A node lost meanwhile
   // abandons it (abandon_move).

@@ -83,8 +83,9 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> shar
 void give_up(Self* self, const Failure& f);
 /// Every stage restored: the recovery row, the watchdog rearmed, the replay started.
 void finish_recovery(Self* self);
-/// A request to a stage of this process failed because the stage died: with replicas its
-/// down message joins it into the recovery (join_recovery), so the error is not the run's.
+/// A request to a stage failed because the stage died (of this process, or of another
+/// whose process lives on): with replicas its down message joins it into the recovery
+/// (join_recovery), or names its node's loss, so the error is not the run's.
 bool died_meanwhile(const CoordinatorState& st, int rank, const caf::error& e);
 
 // With replicas (coordinator_replica_recovery.cpp):

@@ -7,8 +7,9 @@
 //   refused the node) where a snapshot is due → node 0's store holds every stage's
 //   snapshot S of that boundary (its own, and the buddy copies, polled; without buddy
 //   copies node 0 first asks the other nodes' stages for copies of S, as a checkpoint's
-//   capture does: snapshot_copies.cpp) → the layout of
-//   the nodes present and joined (choose_layout, the same on every node) → S's states cut
+//   capture does: snapshot_copies.cpp) → the layout of the nodes present (those running a
+//   stage and those a shrink kept idle: replan_nodes.hpp) and joined (choose_layout, the
+//   same on every node) → S's states cut
 //   for it (reshard_snapshots) → the move onto it (coordinator_relayout.cpp; the joined
 //   node's first actors end with the old layout's) → the "joined" row, its log line and
 //   plan.json's next generation → the run goes on from S, nothing replayed.
@@ -33,6 +34,7 @@
 #include "actors/messages/recovery_messages.hpp"
 #include "actors/plan/elastic_plan.hpp"
 #include "actors/plan/grow_boundary.hpp"
+#include "actors/plan/replan_nodes.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -60,11 +62,11 @@ bool holds_every_stage(const CoordinatorState& st, std::int64_t steps_done) {
   return true;
 }
 
-// The nodes that run a stage actor now and those that joined, ascending.
+// The nodes that run a stage actor now, those kept idle and those that joined, ascending.
 std::vector<int> nodes_with_joined(const CoordinatorState& st) {
-  std::set<int> nodes(st.restarts.node_of_rank.begin(), st.restarts.node_of_rank.end());
-  for (const auto& [node, j] : st.joined) nodes.insert(node);
-  return {nodes.begin(), nodes.end()};
+  std::set<int> joined;
+  for (const auto& [node, j] : st.joined) joined.insert(node);
+  return replan_nodes(st.restarts.node_of_rank, st.idle_nodes, joined, {});
 }
 
 // Joined nodes that the job cannot take: their first actors end with `why`, which their

@@ -371,8 +371,9 @@ void finish_recovery(Self* self) {
 }
 
 bool died_meanwhile(const CoordinatorState& st, int rank, const caf::error& e) {
-  return st.job->plan.replicas > 1 && !is_remote(st, rank) && st.restarts.respawn &&
-         e == caf::sec::request_receiver_down;
+  // request_receiver_down: the actor ended, its process answering for it (a process that
+  // is gone fails no request; its link's loss comes as the down message's reason).
+  return st.job->plan.replicas > 1 && respawns_in_place(st, rank) && e == caf::sec::request_receiver_down;
 }
 
 void take_first_snapshot(Self* self, std::function<void()> then) {

@@ -49,6 +49,13 @@ void on_node_lost(Self* self, int node, const std::string& why) {
   // changes nothing, but one that joined since and is lost before it was taken in is no
   // longer grown onto (coordinator_grow.cpp).
   if (ranks.empty() && st.layout_generation > 0) {
+    // A node kept idle: the next re-plan no longer counts it (replan_nodes.hpp), and node
+    // 0's directory forgets it (no move, no joiner dials it).
+    if (st.idle_nodes.erase(node) > 0) {
+      fmt::print(stderr, "conveyor train: node {}, in the job without a stage, was lost: no re-plan seats it now: {}\n",
+                 node, why);
+      if (st.restarts.directory) caf::anon_send(st.restarts.directory, forget_node_atom::value, node);
+    }
     if (st.joined.erase(node) > 0)
       fmt::print(stderr, "conveyor train: node {} joined, but was lost before it was taken in: {}\n", node, why);
     // A grow's joined node lost during the move: nothing to wait for, but the nodes'

@@ -26,6 +26,7 @@
 #include "actors/coordinator/stage_gather.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/messages/recovery_messages.hpp"
+#include "actors/plan/replan_nodes.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -68,6 +69,7 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   st.stages = fresh;
   st.train_plans = train_plans_of(plan);
   st.restarts.node_of_rank = r->choice.node_of_rank;
+  st.idle_nodes = idle_nodes(r->nodes, r->choice.node_of_rank);  // the next re-plan seats them
   r->took_over = true;
   st.between_layouts = false;
   // The old layout's snapshots go only now: until here a move abandoned could go again

@@ -1,7 +1,9 @@
 // Issue 44's shrink: a lost node whose replacement did not join within
 // fault.rejoin_timeout_s is given up on, and the nodes present take the job on a smaller
 // layout (coordinator_flow.hpp):
-//   deadline → the layout of the nodes present (choose_layout: the same on every node) →
+//   deadline → the layout of the nodes present (those running a stage and those an earlier
+//   shrink kept idle, but the lost: replan_nodes.hpp; choose_layout: the same on every
+//   node) →
 //   the state it starts from, step S cut for it:
 //     with buddy copies, S = the newest step every stage holds in node 0's store (its own
 //     stages' snapshots and the other nodes' buddy copies, the lost node's among them),
@@ -25,8 +27,8 @@
 // Replicas (parallel.data R > 1): the layout chosen must hold one replica, which computes
 // the R replicas' shares of every step and combines them as their group did
 // (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
-// the R-replica run's (bit for bit from R = 2); it needs no stage group, so none is
-// rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
+// the R-replica run's bit for bit (in Gloo's ring order: gloo_ring_order.hpp); it needs no
+// stage group, so none is rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
 // writes them from its store as before, their manifest saying the shrunk stages and
 // partition (CheckpointHook::on_relayout, at the move), and --resume reshards them onto
 // whatever layout it starts (actors/checkpoint/reshard.hpp). One that was being written
@@ -65,6 +67,7 @@
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/plan/elastic_plan.hpp"
+#include "actors/plan/replan_nodes.hpp"
 
 namespace conveyor::coordinator_flow {
 namespace {
@@ -164,11 +167,12 @@ void read_checkpoint_aside(Self* self, const std::shared_ptr<Relaying>& shrink, 
       });
 }
 
-// The nodes that run a stage actor now, but those awaited (lost for good now).
+// The nodes that run a stage actor now and those kept idle, but those awaited (lost for
+// good now).
 std::vector<int> present_nodes(const CoordinatorState& st) {
-  std::set<int> nodes(st.restarts.node_of_rank.begin(), st.restarts.node_of_rank.end());
-  for (const auto& [node, awaited] : st.awaiting) nodes.erase(node);
-  return {nodes.begin(), nodes.end()};
+  std::set<int> lost;
+  for (const auto& [node, awaited] : st.awaiting) lost.insert(node);
+  return replan_nodes(st.restarts.node_of_rank, st.idle_nodes, {}, lost);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ struct StageRestored {
 
 /// A stage's state after `steps_done` steps (StageModel::capture_state() names). Across
 /// processes the tensors are PendingPayload placeholders whose bytes follow on the
-/// channel under snapshot_tag(rank, steps_done, index) (edge_tags.hpp).
+/// channel under snapshot_tag(rank, round, steps_done, index) (edge_tags.hpp).
 struct SnapshotCopy {
   int rank = 0;
   std::int64_t steps_done = 0;
@@ -84,11 +84,14 @@ struct SnapshotCopy {
   /// hands a stage, numbered by the keeper (restore_tag), so that two restores of one rank
   /// and step (a move abandoned, then the next) never share tags.
   std::uint32_t series = 0;
+  /// A copy on its way to node 0: the sender's plan round when it sent it (its tags'; a
+  /// replayed step's copy is sent in a later round than the first run's).
+  std::int64_t round = 0;
 };
 
 /// The transport tag of tensor `index` of `copy` (edge_tags.hpp).
 inline std::uint64_t copy_tag(const SnapshotCopy& copy, int index) {
-  return copy.series ? restore_tag(copy.rank, copy.series, index) : snapshot_tag(copy.rank, copy.steps_done, index);
+  return copy.series ? restore_tag(copy.rank, copy.series, index) : snapshot_tag(copy.rank, copy.round, copy.steps_done, index);
 }
 
 /// To a stage of a node other than 0 whose snapshots node 0 does not copy as they are
@@ -175,6 +178,10 @@ using node_joined_atom = caf::atom_constant<caf::atom("nodejoined")>;
 /// The coordinator to node 0's directory: the move onto layout generation `g` (a
 /// Relayout) is void, a node was lost during it (coordinator_relayout.cpp).
 using relayout_void_atom = caf::atom_constant<caf::atom("relayvoid")>;
+/// To node 0's directory, from the coordinator: node `node` (an int), kept in the job
+/// without a stage after a re-plan, is lost (issue 44): forget it, and tell the processes
+/// that join from now on the layout's nodes without it (they would dial it).
+using forget_node_atom = caf::atom_constant<caf::atom("forgetnode")>;
 /// The coordinator to itself: look again whether node 0's store holds every stage's
 /// snapshot of the boundary a grow waits at (coordinator_grow.cpp).
 using grow_retry_atom = caf::atom_constant<caf::atom("growretry")>;
@@ -233,7 +240,7 @@ wire::both_t<Inspector, T, RebuildChannels> inspect(Inspector& f, T& x) {
 template <class Inspector>
 wire::save_t<Inspector> inspect(Inspector& f, const SnapshotCopy& x) {
   auto meta = wire::meta_of(x.tensors);
-  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series,
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series, x.round,
            meta.names, meta.shapes, meta.dtypes);
 }
 
@@ -244,7 +251,7 @@ wire::load_t<Inspector> inspect(Inspector& f, SnapshotCopy& x) {
     return wire::placeholders(
         meta, [&](int i) { return copy_tag(x, i); }, &x.tensors);
   });
-  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series,
+  return f(caf::meta::type_name("SnapshotCopy"), x.rank, x.steps_done, x.optimizer_steps, x.series, x.round,
            meta.names, meta.shapes, meta.dtypes, done);
 }
 

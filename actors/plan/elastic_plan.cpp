@@ -67,7 +67,7 @@ JobPlan plan_for_layout(const JobPlan& started, const ElasticLayout& layout) {
   plan.replicas = layout.replicas;
   // Fewer replicas than started: each running replica computes the shares of the ones it
   // stands for (StageData::gradient_shares), so a step's gradient is the started
-  // replicas' average, bit for bit from 2 replicas to 1 (actors/worker/gradient_shares.hpp).
+  // replicas' average, bit for bit from R replicas to 1 (actors/worker/gradient_shares.hpp).
   // Back on the started count (a grow), or a count that does not divide it: none.
   plan.configured_replicas =
       layout.replicas < started.replicas && started.replicas % layout.replicas == 0 ? started.replicas : 0;

@@ -383,7 +383,11 @@ void NodeRun::publish_directory() {
                             node0() ? job_->services.progress : nullptr,
                             shape_.rejoin() ? RelayoutLocal([this](const Relayout& r) { return relayout(r); })
                                             : RelayoutLocal(),
-                            no_grow_reason(job_->plan));
+                            no_grow_reason(job_->plan),
+                            node0() && shape_.rejoin() ? PublishLayoutNodes([store = store_](const std::vector<int>& nodes) {
+                              publish_layout_nodes(*store, nodes);
+                            })
+                                                       : PublishLayoutNodes());
   mine_.directory = directory_;
   end_.actors.push_back(directory_);
   auto port = system.middleman().publish(directory_, 0, setup_.advertise_host.c_str());

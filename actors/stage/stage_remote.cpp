@@ -116,11 +116,12 @@ void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
   auto& st = self->state;
   if (!st.links || st.links->node == 0 || !st.peers.keeper) return;
   const int rank = st.worker->rank();
-  SnapshotCopy copy{rank, steps_done, optimizer_steps, tensors};
+  SnapshotCopy copy{rank, steps_done, optimizer_steps, tensors, 0, st.round};
   // A copy that fails to arrive is not the stage's failure: node 0 keeps the older ones.
   send_payloads(
       st.links->channel_to(0), copy.tensors,
-      [rank, steps_done](int i) { return snapshot_tag(rank, steps_done, i); }, st.links->timeout,
+      [rank, round = st.round, steps_done](int i) { return snapshot_tag(rank, round, steps_done, i); },
+      st.links->timeout,
       fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done));
   self->send(st.peers.keeper, std::move(copy));
 }

@@ -6,8 +6,10 @@
 // With parallel.data R and M micro-batches a step, configured replica r computes global
 // micro-batches r·M/R … (r+1)·M/R−1, scales each loss gradient by 1/(M/R) and accumulates
 // its weight gradients g_r in micro-batch order from zero; the replicas' group then writes
-// (g_0 + g_1) / 2 (R = 2: one float addition, commutative, then an exact halving; Gloo's
-// ring, transport/collective/gloo). A replica that runs `shares` of those shares (a job
+// their average (Gloo's ring, transport/collective/gloo: for R = 2 one float addition,
+// commutative, then an exact halving; for R > 2 the additions nested in an order fixed by
+// each element's place in its bucket, actors/worker/gloo_ring_order.hpp, then the division
+// by R). A replica that runs `shares` of those shares (a job
 // shrunk from R to R / shares replicas) computes each share from zero, in micro-batch
 // order, with the same scale: the same g_r, bit for bit, and combines them as the group
 // did.

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <span>
 #include <stdexcept>
+
+#include "actors/worker/gloo_ring_order.hpp"
 
 namespace conveyor {
 namespace {
@@ -45,20 +48,71 @@ void ShareGradients::combine(std::size_t chunk) {
   if (static_cast<int>(kept.size()) != shares_ - 1)
     throw std::logic_error(fmt::format("gradient shares: chunk {} combined after {} of {} shares",
                                        chunk, kept.size() + 1, shares_));
+  // The kept shares are flat in gradients() order; the group adds bucket by bucket, each
+  // element in the order of its place in its bucket's ring (gloo_ring_order.hpp).
+  StageModel& model = *chunks_[chunk];
+  const auto grads = host_gradients(model);
+  std::vector<std::size_t> starts;  // of each gradient tensor in the flat order
+  std::size_t total = 0;
+  for (auto span : grads) {
+    starts.push_back(total);
+    total += span.size();
+  }
+  if (total != kept[0].size())
+    throw std::logic_error(fmt::format("gradient shares: chunk {} has {} gradient elements, "
+                                       "its first share {}", chunk, total, kept[0].size()));
   const float divisor = static_cast<float>(shares_);
-  std::size_t at = 0;
-  for (auto span : host_gradients(*chunks_[chunk])) {
-    for (float& g : span) {
-      // ((g_0 + g_1) + …) + g_last: the last share is the one still in the model.
-      float sum = kept[0].at(at);
-      for (std::size_t s = 1; s < kept.size(); ++s) sum += kept[s][at];
-      g = (sum + g) / divisor;
-      ++at;
+  std::vector<std::vector<int>> orders;  // by chunk of the ring: the shares' order
+  for (int c = 0; c < shares_; ++c) orders.push_back(gloo_ring_order(shares_, c));
+  std::vector<const float*> share(static_cast<std::size_t>(shares_));  // each share's run
+  std::size_t covered = 0;
+  for (const auto& bucket : model.gradient_buckets()) {
+    std::size_t elements = 0;
+    for (const auto& span : bucket) elements += span.count;
+    if (elements == 0) continue;
+    const GlooRingLayout ring = gloo_ring_layout(elements, shares_);
+    const std::size_t chunk_elements = ring.segment_elements * ring.segments_per_rank;
+    std::size_t element = 0;  // within the bucket
+    for (const auto& span : bucket) {
+      auto* at = static_cast<float*>(span.data);
+      std::size_t left = span.count;
+      while (left > 0) {
+        // The gradient tensor this part of the span lies in (a span may cross tensors).
+        std::size_t t = 0;
+        while (t < grads.size() && !(at >= grads[t].data() && at < grads[t].data() + grads[t].size())) ++t;
+        if (t == grads.size())
+          throw std::logic_error(fmt::format("gradient shares: chunk {}'s bucket spans memory outside its "
+                                             "gradients",
+                                             chunk));
+        const auto offset = static_cast<std::size_t>(at - grads[t].data());
+        // A run within one tensor and one chunk of the ring: one order for all of it.
+        const std::size_t run = std::min({left, grads[t].size() - offset,
+                                          chunk_elements - element % chunk_elements});
+        const auto& order = orders.at(static_cast<std::size_t>(ring.chunk_of(element)));
+        const std::size_t flat = starts[t] + offset;
+        for (std::size_t s = 0; s < kept.size(); ++s) share[s] = kept[s].data() + flat;
+        share.back() = at;  // the last share is the one still in the model
+        if (shares_ == 2) {
+          const float* a = share[0];
+          for (std::size_t i = 0; i < run; ++i) at[i] = (a[i] + at[i]) / divisor;
+        } else {
+          for (std::size_t i = 0; i < run; ++i) {
+            float sum = share[static_cast<std::size_t>(order[0])][i];
+            for (std::size_t k = 1; k < order.size(); ++k) sum = share[static_cast<std::size_t>(order[k])][i] + sum;
+            at[i] = sum / divisor;
+          }
+        }
+        element += run;
+        at += run;
+        left -= run;
+        covered += run;
+      }
     }
   }
-  if (at != kept[0].size())
-    throw std::logic_error(fmt::format("gradient shares: chunk {} has {} gradient elements, "
-                                       "its first share {}", chunk, at, kept[0].size()));
+  if (covered != total)
+    throw std::logic_error(fmt::format("gradient shares: chunk {}'s buckets cover {} of its {} gradient "
+                                       "elements",
+                                       chunk, covered, total));
   kept.clear();
 }
 

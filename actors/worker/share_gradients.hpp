@@ -4,13 +4,14 @@
 // the end of each share but the last, a chunk's gradients are moved aside and zeroed, so
 // the next share accumulates from zero as its own replica would have; after the last
 // share every share is combined in place as the configured replicas' group averaged them:
-// ((g_0 + g_1) + … + g_{n−1}) / n, each addition and the division in f32, element by
-// element.
+// bucket by bucket (StageModel::gradient_buckets(), the group's unit), each element's n
+// shares added in the order Gloo's ring adds the n replicas' values of its place in the
+// bucket (gloo_ring_order.hpp), then divided by n, each operation in f32.
 //
-// What must hold: for n = 2 that is the group's (g_0 + g_1) / 2 bit for bit (addition is
-// commutative; a ring over 2 ranks adds each element once). For n > 2 a ring adds in an
-// order that depends on the element's segment: the result is the same average within
-// rounding, not bitwise (a shrink by more than half a configured ring says so).
+// What must hold: that is the group's average bit for bit, for any n (for n = 2 simply
+// (g_0 + g_1) / 2: addition is commutative). Tested against real Gloo groups of 2, 3 and 4
+// (tests/actors/worker/share_gradients_test.cpp). Every gradient element lies in exactly
+// one bucket (else combine throws).
 // Host f32 gradients only (CPU models): a GPU model is refused when it is added.
 // CAF-free; one thread (the stage's).
 #include <cstddef>

@@ -299,7 +299,7 @@ std::vector<ConfigKey> build_keys() {
           "pipeline.partition says; an explicit list becomes uniform), auto (replicas when "
           "parallel.data > 1, else stages) or never (fail); the global batch and the "
           "micro-batches per step stay, a replica left computing the dropped replicas' "
-          "gradient shares (the weights of 2 replicas bit for bit on 1) (actors/plan/replan.hpp, "
+          "gradient shares (the weights of R replicas bit for bit on 1) (actors/plan/replan.hpp, "
           "actors/coordinator/coordinator_shrink.cpp)"),
       KEY(fault.grow,
           "after a shrink (fault.shrink), when a node that joins (the lost one started again "

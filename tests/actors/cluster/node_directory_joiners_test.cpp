@@ -90,7 +90,7 @@ TEST_CASE("two nodes that join a shrunk job before either is taken in are connec
   RelayoutLocal relayout_local = [](const Relayout&) { return NodeStages{0, {0}, {StageActor{}}, {}, {}}; };
   auto directory = system.spawn(node_directory, 3, NodeStages{0, {0, 1, 2}, {StageActor{}, StageActor{}, StageActor{}}, {}, {}},
                                 reconnect, RespawnLocal{}, RebuildEdges{}, PeerStop{}, nullptr, relayout_local,
-                                std::string{});
+                                std::string{}, PublishLayoutNodes{});
   EndOnExit end{directory};
   caf::scoped_actor self(system);
   self->send(directory, coordinator_atom::value,
@@ -132,7 +132,7 @@ TEST_CASE("a node that joins after an earlier joiner was taken in is not told of
   RelayoutLocal relayout_local = [](const Relayout&) { return NodeStages{0, {0}, {StageActor{}}, {}, {}}; };
   auto directory = system.spawn(node_directory, 3, NodeStages{0, {0, 1, 2}, {StageActor{}, StageActor{}, StageActor{}}, {}, {}},
                                 reconnect, RespawnLocal{}, RebuildEdges{}, PeerStop{}, nullptr, relayout_local,
-                                std::string{});
+                                std::string{}, PublishLayoutNodes{});
   EndOnExit end{directory};
   caf::scoped_actor self(system);
   self->send(directory, coordinator_atom::value,
@@ -171,4 +171,59 @@ TEST_CASE("a node that joins after an earlier joiner was taken in is not told of
   auto first_two = std::vector<std::string>(lines.begin(), lines.end() - 1);
   std::sort(first_two.begin(), first_two.end());
   CHECK(first_two == std::vector<std::string>{"coordinator hears node 1 joined", "node 1 connects to node 2"});
+}
+
+TEST_CASE("a node kept in the layout without a stage and lost is forgotten: the layout's nodes are published without it, and a later joiner is not sent to it") {
+  caf::actor_system_config cfg;
+  caf::actor_system system(cfg);
+  auto record = std::make_shared<Record>();
+  Reconnect reconnect = [](int, const std::vector<std::uint8_t>&) {};
+  RelayoutLocal relayout_local = [](const Relayout&) { return NodeStages{0, {0}, {StageActor{}}, {}, {}}; };
+  std::vector<std::vector<int>> published;
+  std::mutex published_mutex;
+  PublishLayoutNodes publish = [&](const std::vector<int>& nodes) {
+    std::lock_guard lock(published_mutex);
+    published.push_back(nodes);
+  };
+  auto directory = system.spawn(node_directory, 3, NodeStages{0, {0, 1, 2}, {StageActor{}, StageActor{}, StageActor{}}, {}, {}},
+                                reconnect, RespawnLocal{}, RebuildEdges{}, PeerStop{}, nullptr, relayout_local,
+                                std::string{}, publish);
+  EndOnExit end{directory};
+  caf::scoped_actor self(system);
+  self->send(directory, coordinator_atom::value,
+             caf::actor_cast<CoordinatorActor>(system.spawn(coordinator, record)));
+  const auto move = [&](Relayout r) {
+    bool ok = false;
+    self->request(directory, caf::infinite, r)
+        .receive([&](const std::vector<StageActor>&) { ok = true; }, [&](caf::error& e) { FAIL(system.render(e)); });
+    REQUIRE(ok);
+  };
+  move(Relayout{1, {0}, 0, true});
+  // Node 1 joins and the next move keeps it in the layout without a stage (as a shrink
+  // onto fewer replicas leaves a node).
+  auto d1 = system.spawn([record](caf::event_based_actor*) -> caf::behavior {
+    return {[=](const PeerRejoined& peer) {
+              record->add(fmt::format("node 1 connects to node {}", peer.node));
+              return true;
+            },
+            [](const Relayout&) { return NodeStages{1, {}, {}, {}, {}}; }};
+  });
+  auto d2 = system.spawn(joiner_directory, 2, record);
+  const auto join = [&](NodeStages stages) {
+    bool taken = false;
+    self->request(directory, caf::infinite, stages)
+        .receive([&](bool ok) { taken = ok; }, [&](caf::error& e) { FAIL(system.render(e)); });
+    CHECK(taken);
+  };
+  join(joiner(1, d1));
+  move(Relayout{2, {0, 1}, 0, true});
+  self->send(directory, forget_node_atom::value, 1);
+  self->send(directory, forget_node_atom::value, 0);  // node 0 itself: never forgotten
+  join(joiner(2, d2));
+  const auto lines = record->all(2);
+  INFO(fmt::format("{}", fmt::join(lines, "\n")));
+  // Node 1 is not told of node 2: the directory forgot it before node 2 joined.
+  CHECK(lines == std::vector<std::string>{"coordinator hears node 1 joined", "coordinator hears node 2 joined"});
+  std::lock_guard lock(published_mutex);
+  CHECK(published == std::vector<std::vector<int>>{{0}});
 }

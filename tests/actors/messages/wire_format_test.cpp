@@ -148,18 +148,20 @@ TEST_CASE("recovery messages cross the wire, a snapshot copy's tensors arrive as
   m.f32()[3] = 1.5f;
   SnapshotCopy copy{2, 12, 12, {NamedTensor{"blocks.2.attn.qkv.weight", m},
                                 NamedTensor{"opt.m.blocks.2.attn.qkv.weight", Tensor::zeros({7})}}};
+  copy.round = 30;  // the sender's round: its tags' (edge_tags.hpp)
   const auto got = round_trip(system, RestoreFromCopy{31, copy});
   CHECK(got.round_fence == 31);
   CHECK(got.copy.rank == 2);
   CHECK(got.copy.steps_done == 12);
   CHECK(got.copy.optimizer_steps == 12);
+  CHECK(got.copy.round == 30);
   REQUIRE(got.copy.tensors.size() == 2);
   CHECK(got.copy.tensors[1].name == "opt.m.blocks.2.attn.qkv.weight");
   CHECK(got.copy.tensors[0].tensor.shape() == Shape{5, 2});
   for (int i = 0; i < 2; ++i) {
     const PendingPayload* p = pending_payload(got.copy.tensors[i].tensor);
     REQUIRE(p != nullptr);
-    CHECK(p->tag() == snapshot_tag(2, 12, i));
+    CHECK(p->tag() == snapshot_tag(2, 30, 12, i));
     CHECK(p->tag() != weight_tag(2, i));  // never mistaken for the final weights
   }
   // A restore the keeper numbered: its tensors are awaited under that restore's tags.

@@ -1,6 +1,6 @@
 // The premise of shrinking replicas bitwise (actors/worker/share_gradients.hpp): one model
-// that accumulates two configured replicas' micro-batches as two shares ends with the
-// gradients that two replicas' Gloo average writes, bit for bit.
+// that accumulates R configured replicas' micro-batches as R shares ends with the
+// gradients that R replicas' Gloo average writes, bit for bit (R = 2, 3, 4).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -41,52 +41,84 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 constexpr float kScale = 1.0f / 3.0f;  // a replica's 3 micro-batches: not a power of two
-const std::uint32_t kSeeds[2][3] = {{11, 12, 13}, {21, 22, 23}};
+std::uint32_t seed_of(int replica, int micro_batch) { return static_cast<std::uint32_t>(11 + 10 * replica + micro_batch); }
 
-}  // namespace
-
-TEST_CASE("one model accumulating 2 shares ends with the gradients 2 replicas average through Gloo, bitwise") {
-  // Two configured replicas, three micro-batches each, averaged by a real Gloo group.
-  ReplicaGroups groups(2, std::chrono::milliseconds(10'000));
-  std::vector<std::unique_ptr<StageModel>> replicas;
-  for (int r = 0; r < 2; ++r) {
-    replicas.push_back(make_cpu_stage_model(kModel, kWhole, 7));
-    for (std::uint32_t seed : kSeeds[r]) train_micro_batch(*replicas[r], seed, kScale);
+// `replicas` configured replicas, three micro-batches each, averaged by a real Gloo group:
+// the gradients every replica ends with (the same bits on each, checked).
+std::vector<float> group_average(int replicas) {
+  ReplicaGroups groups(replicas, std::chrono::milliseconds(10'000));
+  std::vector<std::unique_ptr<StageModel>> models;
+  for (int r = 0; r < replicas; ++r) {
+    models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
+    for (int mb = 0; mb < 3; ++mb) train_micro_batch(*models.back(), seed_of(r, mb), kScale);
   }
-  std::vector<std::string> errors(2);
+  std::vector<std::string> errors(static_cast<std::size_t>(replicas));
   std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < replicas; ++r)
     threads.emplace_back([&, r] {
       try {
-        StageModel* m = replicas[r].get();
+        StageModel* m = models[static_cast<std::size_t>(r)].get();
         ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
         sync.arm(0);
         sync.after_last_backward(0);
         sync.finish();
       } catch (const std::exception& e) {
-        errors[r] = e.what();
+        errors[static_cast<std::size_t>(r)] = e.what();
       }
     });
   for (auto& t : threads) t.join();
-  REQUIRE(errors[0].empty());
-  REQUIRE(errors[1].empty());
-  const auto averaged = flat_gradients(*replicas[0]);
-  REQUIRE(same_bits(averaged, flat_gradients(*replicas[1])));
+  for (const auto& e : errors) REQUIRE(e.empty());
+  const auto averaged = flat_gradients(*models[0]);
+  for (int r = 1; r < replicas; ++r) REQUIRE(same_bits(averaged, flat_gradients(*models[static_cast<std::size_t>(r)])));
+  return averaged;
+}
 
-  // One replica running all six micro-batches in two shares.
+// One model running the `replicas` replicas' micro-batches as as many shares.
+std::vector<float> one_replica_of_shares(int replicas) {
   auto one = make_cpu_stage_model(kModel, kWhole, 7);
-  ShareGradients shares(2, {one.get()});
-  for (std::uint32_t seed : kSeeds[0]) train_micro_batch(*one, seed, kScale);
-  shares.end_share(0);
-  for (std::uint32_t seed : kSeeds[1]) train_micro_batch(*one, seed, kScale);
+  ShareGradients shares(replicas, {one.get()});
+  for (int r = 0; r < replicas; ++r) {
+    for (int mb = 0; mb < 3; ++mb) train_micro_batch(*one, seed_of(r, mb), kScale);
+    if (r + 1 < replicas) shares.end_share(0);
+  }
   shares.combine(0);
-  CHECK(same_bits(flat_gradients(*one), averaged));
+  return flat_gradients(*one);
+}
+
+}  // namespace
+
+TEST_CASE("one model accumulating 2 shares ends with the gradients 2 replicas average through Gloo, bitwise") {
+  const auto averaged = group_average(2);
+  CHECK(same_bits(one_replica_of_shares(2), averaged));
 
   // The same six in one sequence at the whole step's scale: the same sum, other bits.
   auto plain = make_cpu_stage_model(kModel, kWhole, 7);
   for (int r = 0; r < 2; ++r)
-    for (std::uint32_t seed : kSeeds[r]) train_micro_batch(*plain, seed, 1.0f / 6.0f);
+    for (int mb = 0; mb < 3; ++mb) train_micro_batch(*plain, seed_of(r, mb), 1.0f / 6.0f);
   CHECK_FALSE(same_bits(flat_gradients(*plain), averaged));
+}
+
+TEST_CASE("3 and 4 shares combined in Gloo's ring order end with the gradients 3 and 4 replicas average, bitwise") {
+  for (int replicas : {3, 4}) {
+    CAPTURE(replicas);
+    const auto averaged = group_average(replicas);
+    const auto combined = one_replica_of_shares(replicas);
+    CHECK(same_bits(combined, averaged));
+    // Adding the shares left to right, as this did before the ring order, misses.
+    std::vector<std::vector<float>> each;
+    for (int r = 0; r < replicas; ++r) {
+      auto m = make_cpu_stage_model(kModel, kWhole, 7);
+      for (int mb = 0; mb < 3; ++mb) train_micro_batch(*m, seed_of(r, mb), kScale);
+      each.push_back(flat_gradients(*m));
+    }
+    std::vector<float> left_to_right(each[0].size());
+    for (std::size_t i = 0; i < left_to_right.size(); ++i) {
+      float sum = each[0][i];
+      for (int r = 1; r < replicas; ++r) sum += each[static_cast<std::size_t>(r)][i];
+      left_to_right[i] = sum / static_cast<float>(replicas);
+    }
+    CHECK_FALSE(same_bits(left_to_right, averaged));
+  }
 }
 
 TEST_CASE("a share ends with the model's gradients zeroed, and combining early or twice is refused") {

@@ -119,6 +119,7 @@ struct ReadResult {
 
 
 constexpr Clock::duration kNoDeadline = std::chrono::hours(24);  // re-armed when reached
+constexpr Clock::duration kFailureDrain = std::chrono::seconds(2);  // ~Impl after a store failure
 
 }  // namespace
 
@@ -129,6 +130,16 @@ struct RendezvousServer::Impl {
                  std::max(opt.log_window, milliseconds(1))) {}
   ~Impl() {
     if (thread.joinable()) {
+      // After a store failure (ranks started with other world sizes), the ranks parked in a
+      // join, barrier or wait are being answered with it (notify() woke them): let those
+      // replies go out before the sockets close, or a rank that joined first sees only a
+      // closed connection, not why the job cannot start. Bounded: a stuck peer costs at
+      // most kFailureDrain.
+      if (store.failure()) {
+        const auto deadline = Clock::now() + kFailureDrain;
+        while (answering.load() > 0 && Clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       asio::post(io, [this] { stop_all(); });
       thread.join();
     }
@@ -379,8 +390,12 @@ struct RendezvousServer::Impl {
       notify();
       const milliseconds limit(b->timeout_ms);
       const std::string& name = b->name;
-      const std::function<bool()> passed = [&] { return store.passed(name, generation); };
-      if (co_await wait_until(c, limit, passed)) co_return OkReply{};
+      const std::function<bool()> passed = [&] { return store.passed(name, generation) || store.failure(); };
+      if (co_await wait_until(c, limit, passed)) {
+        if (store.passed(name, generation)) co_return OkReply{};
+        store.leave(name, b->rank, generation);
+        co_return ErrorReply{RemoteErrc::invalid_request, *store.failure()};
+      }
       const auto missing = store.barrier_missing(name);
       store.leave(name, b->rank, generation);
       co_return ErrorReply{RemoteErrc::timeout,
@@ -396,8 +411,11 @@ struct RendezvousServer::Impl {
     if (auto* w = std::get_if<WaitRequest>(&request)) {
       const milliseconds limit(w->timeout_ms);
       const std::string& key = w->key;
-      const std::function<bool()> is_set = [&] { return store.contains(key); };
-      if (co_await wait_until(c, limit, is_set)) co_return ValueReply{store.get(key)};
+      const std::function<bool()> is_set = [&] { return store.contains(key) || store.failure(); };
+      if (co_await wait_until(c, limit, is_set)) {
+        if (store.contains(key)) co_return ValueReply{store.get(key)};
+        co_return ErrorReply{RemoteErrc::invalid_request, *store.failure()};
+      }
       co_return ErrorReply{RemoteErrc::timeout,
                            fmt::format("timed out after {} waiting for key \"{}\"",
                                        describe_duration(limit), key)};
@@ -484,6 +502,8 @@ struct RendezvousServer::Impl {
         co_return;
       }
       c->set_deadline(kNoDeadline);  // a parked join may legitimately take long
+      ++answering;
+      Finally answered{[this] { --answering; }};
       const Message reply = co_await handle(*c, m);
       if (stopping || !co_await write(*c, reply)) co_return;
     }
@@ -494,6 +514,7 @@ struct RendezvousServer::Impl {
   std::set<Connection*> live;     // io thread only
   std::set<Connection*> waiting;  // io thread only: parked in wait_until
   bool stopping = false;          // io thread only
+  std::atomic<int> answering{0};  // requests read and not yet answered (~Impl's drain)
   std::atomic<std::size_t> dropped{0};
   LogThrottle throttle;           // io thread only (and the destructor, after it)
   std::size_t refusals = 0;       // io thread only

@@ -79,3 +79,32 @@ TEST_CASE("a rank with another world size arriving at a complete job is refused 
   node0.barrier("after", milliseconds(2000));
   barrier.get();
 }
+
+TEST_CASE("a process waiting for a key learns the world-size failure at once, and the answer reaches it before the server stops") {
+  LogCapture log;
+  std::string waited;
+  {
+    RendezvousServer server(server_options(log));
+    RendezvousClient node1(client_options(server));
+    RendezvousClient node0(client_options(server));
+    RendezvousClient waiter(client_options(server));
+    const auto start = Clock::now();
+    auto key = std::async(std::launch::async, [&] {
+      try {
+        waiter.wait("never-set", milliseconds(5000));
+      } catch (const RendezvousError& e) {
+        return std::string(e.what());
+      }
+      return std::string("set");
+    });
+    auto parked = std::async(std::launch::async, [&] { return join_error(node1, 1, 3, milliseconds(5000)); });
+    std::this_thread::sleep_for(milliseconds(100));
+    CHECK(join_error(node0, 0, 2, milliseconds(5000)) ==
+          "rendezvous: rank 1 was started with world size 3, rank 0 with world size 2; the job cannot start");
+    waited = key.get();
+    CHECK(parked.get().find("the job cannot start") != std::string::npos);
+    CHECK(Clock::now() - start < milliseconds(2000));  // not the 5 s timeouts
+  }
+  const std::string expected = "rank 1 was started with world size 3, rank 0 with world size 2; the job cannot start";
+  CHECK(waited.find(expected) != std::string::npos);
+}

@@ -34,10 +34,7 @@ std::vector<int> gloo_ring_order(int ranks, int chunk) {
 }
 
 float gloo_ring_sum(const float* values, int ranks, int chunk) {
-  // Each rank adds its own value to what it received: values[next] + sum.
-  float sum = values[(chunk + ranks - 1) % ranks];
-  for (int k = 2; k <= ranks; ++k) sum = values[(chunk + ranks - k) % ranks] + sum;
-  return sum;
+  return sum_in_ring_order(gloo_ring_order(ranks, chunk), [values](int r) { return values[r]; });
 }
 
 }  // namespace conveyor

@@ -48,6 +48,16 @@ GlooRingLayout gloo_ring_layout(std::size_t elements, int ranks,
 /// then each rank below it, rank `chunk` last (see the top). REQUIRES: 0 <= chunk < ranks.
 std::vector<int> gloo_ring_order(int ranks, int chunk);
 
+/// The sum of value_of(r) over `order` (gloo_ring_order's) as the ring adds them: each
+/// next rank's value plus the sum so far. The one place that order of additions is
+/// written: gloo_ring_sum and the gradient shares' combine (share_gradients.cpp) call it.
+template <class ValueOf>
+float sum_in_ring_order(const std::vector<int>& order, ValueOf value_of) {
+  float sum = value_of(order[0]);
+  for (std::size_t k = 1; k < order.size(); ++k) sum = value_of(order[k]) + sum;
+  return sum;
+}
+
 /// `values[r]`: rank r's value of one element in chunk `chunk`; their sum in the ring's
 /// order (see the top), before the division by the rank count.
 float gloo_ring_sum(const float* values, int ranks, int chunk);

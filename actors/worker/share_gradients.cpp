@@ -96,11 +96,8 @@ void ShareGradients::combine(std::size_t chunk) {
           const float* a = share[0];
           for (std::size_t i = 0; i < run; ++i) at[i] = (a[i] + at[i]) / divisor;
         } else {
-          for (std::size_t i = 0; i < run; ++i) {
-            float sum = share[static_cast<std::size_t>(order[0])][i];
-            for (std::size_t k = 1; k < order.size(); ++k) sum = share[static_cast<std::size_t>(order[k])][i] + sum;
-            at[i] = sum / divisor;
-          }
+          for (std::size_t i = 0; i < run; ++i)
+            at[i] = sum_in_ring_order(order, [&](int r) { return share[static_cast<std::size_t>(r)][i]; }) / divisor;
         }
         element += run;
         at += run;

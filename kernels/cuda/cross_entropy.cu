@@ -8,6 +8,7 @@
 // warps in order), so the result does not depend on timing.
 #include <cmath>
 
+#include "kernels/cuda/allocator.hpp"
 #include "kernels/cuda/bf16x8.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cross_entropy.hpp"
@@ -214,9 +215,8 @@ __global__ void __launch_bounds__(kThreads)
 // cross_entropy_stream_kernel's grid: one block per multiprocessor of the current device
 // (at most N).
 int stream_grid(int N) {
-  int device = 0, multiprocessors = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  int multiprocessors = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, current_device()));
   return std::max(1, std::min(N, multiprocessors));
 }
 

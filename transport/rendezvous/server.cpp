@@ -355,6 +355,10 @@ struct RendezvousServer::Impl {
     return ErrorReply{RemoteErrc::invalid_request, s.message()};
   }
 
+  // What a parked join, barrier or wait answers once the store has failed (the job cannot
+  // start). REQUIRES: store.failure().
+  Message failed() const { return ErrorReply{RemoteErrc::invalid_request, *store.failure()}; }
+
   asio::awaitable<Message> handle(Connection& c, Message& request) {
     const std::int64_t steady_received = ns_since_epoch(Clock::now());
     const std::int64_t system_received = ns_since_epoch(std::chrono::system_clock::now());
@@ -376,7 +380,7 @@ struct RendezvousServer::Impl {
       const milliseconds limit(j->timeout_ms);
       const std::function<bool()> done = [this] { return store.all_joined() || store.failure(); };
       if (co_await wait_until(c, limit, done)) {
-        if (auto failure = store.failure()) co_return ErrorReply{RemoteErrc::invalid_request, *failure};
+        if (store.failure()) co_return failed();
         co_return OkReply{};
       }
       const auto missing = store.missing_ranks();
@@ -394,7 +398,7 @@ struct RendezvousServer::Impl {
       if (co_await wait_until(c, limit, passed)) {
         if (store.passed(name, generation)) co_return OkReply{};
         store.leave(name, b->rank, generation);
-        co_return ErrorReply{RemoteErrc::invalid_request, *store.failure()};
+        co_return failed();
       }
       const auto missing = store.barrier_missing(name);
       store.leave(name, b->rank, generation);
@@ -414,7 +418,7 @@ struct RendezvousServer::Impl {
       const std::function<bool()> is_set = [&] { return store.contains(key) || store.failure(); };
       if (co_await wait_until(c, limit, is_set)) {
         if (store.contains(key)) co_return ValueReply{store.get(key)};
-        co_return ErrorReply{RemoteErrc::invalid_request, *store.failure()};
+        co_return failed();
       }
       co_return ErrorReply{RemoteErrc::timeout,
                            fmt::format("timed out after {} waiting for key \"{}\"",

@@ -19,6 +19,7 @@ using namespace conveyor;
 using namespace conveyor::rendezvous;
 using conveyor::testing::LogCapture;
 using conveyor::testing::client_options;
+using conveyor::testing::error_of;
 using conveyor::testing::server_options;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -197,5 +198,22 @@ TEST_CASE_FIXTURE(Fixture, "a client that connects and sends nothing is dropped 
   CHECK(peer.closed_by_server(milliseconds(2000)));
   CHECK(Clock::now() - start >= milliseconds(250));
   CHECK(log.eventually_contains("silent for 300 ms while reading a frame header (0 of 4 bytes came)"));
+  check_still_serving(server, normal);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a follow with a negative seq drops that connection") {
+  RawPeer peer(server.port());
+  peer.authenticate("job-token");
+  peer.send(encode_frame(FollowRequest{-1, 100}));
+  CHECK(peer.closed_by_server(milliseconds(2000)));
+  CHECK(log.eventually_contains("malformed follow frame: since_seq -1 is negative"));
+  check_still_serving(server, normal);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a follow from beyond the store's seq is refused, naming both seqs") {
+  normal.set("k", "v");  // seq 1
+  CHECK(error_of([&] { normal.follow(99, milliseconds(100)); }) ==
+        "rendezvous: follow from seq 99, but this store is at seq 1: the follower mirrored "
+        "another store");
   check_still_serving(server, normal);
 }

@@ -69,8 +69,7 @@ std::string to_text(std::span<const std::uint8_t> bytes) {
 }  // namespace rendezvous
 
 struct RendezvousClient::Impl {
-  explicit Impl(RendezvousClientOptions options)
-      : opt(std::move(options)), target(host_port(opt.host, opt.port)) {
+  explicit Impl(RendezvousClientOptions options) : opt(std::move(options)) {
     if (opt.process.empty()) opt.process = this_process_id();
     if (opt.origin.empty()) opt.origin = this_process_origin();
   }
@@ -147,15 +146,27 @@ struct RendezvousClient::Impl {
     return m;
   }
 
+  // The server's address now: the route's when there is one.
+  StoreRoute::Address server() const {
+    if (opt.route) return opt.route->address();
+    return {opt.host, opt.port, 0};
+  }
+
+  // True when the route moved since this client connected.
+  bool moved() const { return opt.route && opt.route->version() != connected_version; }
+
   // REQUIRES: mu held. Connects (retrying until connect_timeout) and authenticates.
   void connect() {
     disconnect();
+    const StoreRoute::Address address = server();
+    target = host_port(address.host, address.port);
+    connected_version = address.version;
     const auto deadline = Clock::now() + opt.connect_timeout;
     milliseconds backoff(10);
     for (;;) {
       boost::system::error_code ec;
       tcp::resolver resolver(io);
-      const auto endpoints = resolver.resolve(opt.host, std::to_string(opt.port), ec);
+      const auto endpoints = resolver.resolve(address.host, std::to_string(address.port), ec);
       if (!ec) {
         ec = asio::error::host_not_found;
         for (const auto& entry : endpoints) {
@@ -226,7 +237,7 @@ struct RendezvousClient::Impl {
 
   // REQUIRES: mu held. One request, its reply; an error reply becomes RendezvousError.
   Message call(const Message& request, milliseconds server_wait = milliseconds(0)) {
-    if (!connected || stale()) connect();
+    if (!connected || stale() || moved()) connect();
     const Bytes frame_size_probe = encode_frame(request);
     if (frame_size_probe.size() - kLengthBytes > opt.max_frame_bytes)
       throw std::invalid_argument(fmt::format(
@@ -256,11 +267,12 @@ struct RendezvousClient::Impl {
   }
 
   RendezvousClientOptions opt;
-  std::string target;
+  std::string target;  // "HOST:PORT" of the server connected to last (for messages)
   std::mutex mu;
   asio::io_context io{1};
   tcp::socket socket{io};
   bool connected = false;
+  std::uint64_t connected_version = 0;  // the route's version when connected
   std::optional<std::uint32_t> rank;
 };
 
@@ -321,6 +333,12 @@ std::vector<std::uint32_t> RendezvousClient::dead_ranks(milliseconds max_silence
   std::lock_guard lock(impl_->mu);
   return impl_->expect<RanksReply>(impl_->call(DeadRanksRequest{to_wire_ms(max_silence)}), "dead_ranks")
       .ranks;
+}
+
+ChangesReply RendezvousClient::follow(std::int64_t since_seq, milliseconds timeout) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->expect<ChangesReply>(
+      impl_->call(FollowRequest{since_seq, to_wire_ms(timeout)}, timeout), "follow");
 }
 
 ClockOffset RendezvousClient::clock_offset(int rounds) {

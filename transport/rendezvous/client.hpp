@@ -19,12 +19,17 @@
 
 #include "transport/rendezvous/error.hpp"
 #include "transport/rendezvous/frame.hpp"
+#include "transport/rendezvous/store_route.hpp"
 
 namespace conveyor {
 
 struct RendezvousClientOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
+  /// When set, host and port above are ignored: the server's address is read from the
+  /// route on each (re)connect, and a request after the route moved reconnects first
+  /// (store_route.hpp). Clients sharing one route move together.
+  std::shared_ptr<rendezvous::StoreRoute> route;
   /// The job token (same on every host); empty when the server runs without one.
   std::string token;
   /// How long to keep retrying the connection (the server may start later).
@@ -76,6 +81,11 @@ class RendezvousClient {
   void heartbeat();
   /// Joined ranks with no join or heartbeat for longer than max_silence, ascending.
   std::vector<std::uint32_t> dead_ranks(std::chrono::milliseconds max_silence);
+
+  /// What changed in the server's store after its seq `since_seq` (a standby mirroring
+  /// it: store_mirror.hpp), once something did or `timeout` passed (then no values).
+  /// Throws RendezvousError(invalid_request) when the store is behind since_seq.
+  rendezvous::ChangesReply follow(std::int64_t since_seq, std::chrono::milliseconds timeout);
 
   /// NTP-style estimate over `rounds` round trips; the min-RTT one is kept.
   ClockOffset clock_offset(int rounds = 8);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <set>
 #include <type_traits>
 
 namespace conveyor::rendezvous {
@@ -145,6 +146,23 @@ void write_fields(Writer& w, const Message& m) {
           w.u32(v.rank);
         } else if constexpr (std::is_same_v<T, DeadRanksRequest>) {
           w.u32(v.max_silence_ms);
+        } else if constexpr (std::is_same_v<T, FollowRequest>) {
+          w.i64(v.since_seq);
+          w.u32(v.timeout_ms);
+        } else if constexpr (std::is_same_v<T, ChangesReply>) {
+          w.i64(v.seq);
+          w.u32(v.world_size);
+          w.u32(static_cast<std::uint32_t>(v.joined.size()));
+          for (const JoinedRank& j : v.joined) {
+            w.u32(j.rank);
+            w.str(j.process);
+            w.str(j.where);
+          }
+          w.u32(static_cast<std::uint32_t>(v.values.size()));
+          for (const ChangedValue& cv : v.values) {
+            w.str(cv.key);
+            w.bytes(cv.value);
+          }
         } else if constexpr (std::is_same_v<T, ValueReply>) {
           w.u8(v.value ? 1 : 0);
           if (v.value) w.bytes(*v.value);
@@ -169,6 +187,49 @@ void write_fields(Writer& w, const Message& m) {
       m);
 }
 
+// A count read from the wire, checked against what is left before anything is reserved:
+// each entry takes at least `min_entry_bytes`.
+std::uint32_t entry_count(Reader& r, std::size_t min_entry_bytes, const char* what) {
+  const std::uint32_t count = r.u32();
+  if (count > r.left() / min_entry_bytes) {
+    r.fail(fmt::format("{} {} announced but only {} bytes follow", count, what, r.left()));
+    return 0;
+  }
+  return count;
+}
+
+ChangesReply read_changes(Reader& r) {
+  ChangesReply c;
+  c.seq = r.i64();
+  if (c.seq < 0) r.fail(fmt::format("seq {} is negative", c.seq));
+  c.world_size = r.u32();
+  const std::uint32_t ranks = entry_count(r, 12, "joined ranks");
+  c.joined.reserve(ranks);
+  for (std::uint32_t i = 0; i < ranks; ++i) {
+    JoinedRank j;
+    j.rank = r.u32();
+    j.process = r.str();
+    j.where = r.str();
+    if (j.rank >= c.world_size)
+      r.fail(fmt::format("joined rank {} is out of range for world size {}", j.rank, c.world_size));
+    else if (!c.joined.empty() && j.rank <= c.joined.back().rank)
+      r.fail(fmt::format("joined rank {} follows rank {} (ranks must ascend, each once)", j.rank,
+                         c.joined.back().rank));
+    c.joined.push_back(std::move(j));
+  }
+  const std::uint32_t values = entry_count(r, 8, "values");
+  c.values.reserve(values);
+  std::set<std::string, std::less<>> keys;
+  for (std::uint32_t i = 0; i < values; ++i) {
+    ChangedValue v;
+    v.key = r.str();
+    v.value = r.bytes();
+    if (!keys.insert(v.key).second) r.fail(fmt::format("key \"{}\" comes twice", v.key));
+    c.values.push_back(std::move(v));
+  }
+  return c;
+}
+
 }  // namespace
 
 FrameType type_of(const Message& m) {
@@ -176,8 +237,8 @@ FrameType type_of(const Message& m) {
       FrameType::challenge, FrameType::auth,       FrameType::welcome,     FrameType::refused,
       FrameType::join,      FrameType::barrier,    FrameType::set,         FrameType::get,
       FrameType::wait,      FrameType::heartbeat,  FrameType::dead_ranks,  FrameType::clock_probe,
-      FrameType::ok,        FrameType::value,      FrameType::ranks,       FrameType::clock_reply,
-      FrameType::error};
+      FrameType::follow,    FrameType::ok,         FrameType::value,       FrameType::ranks,
+      FrameType::clock_reply, FrameType::changes,  FrameType::error};
   static_assert(std::size(kTypes) == std::variant_size_v<Message>);
   return kTypes[m.index()];
 }
@@ -196,10 +257,12 @@ std::string type_name(std::uint8_t type) {
     case FrameType::heartbeat: return "heartbeat";
     case FrameType::dead_ranks: return "dead_ranks";
     case FrameType::clock_probe: return "clock_probe";
+    case FrameType::follow: return "follow";
     case FrameType::ok: return "ok";
     case FrameType::value: return "value";
     case FrameType::ranks: return "ranks";
     case FrameType::clock_reply: return "clock_reply";
+    case FrameType::changes: return "changes";
     case FrameType::error: return "error";
   }
   return fmt::format("unknown type 0x{:02x}", type);
@@ -207,13 +270,24 @@ std::string type_name(std::uint8_t type) {
 
 bool is_request(const Message& m) {
   auto t = static_cast<std::uint8_t>(type_of(m));
-  return t >= 0x10 && t <= 0x17;
+  return t >= 0x10 && t <= 0x18;
 }
 
 Bytes encode_frame(const Message& m) {
   Writer w(type_of(m));
   write_fields(w, m);
   return std::move(w).finish();
+}
+
+std::size_t changed_value_bytes(std::string_view key, std::span<const std::uint8_t> value) {
+  return 4 + key.size() + 4 + value.size();
+}
+
+std::size_t changes_frame_length(const ChangesReply& c) {
+  std::size_t n = 1 + 8 + 4 + 4 + 4;  // type, seq, world_size, the two counts
+  for (const JoinedRank& j : c.joined) n += 4 + 4 + j.process.size() + 4 + j.where.size();
+  for (const ChangedValue& v : c.values) n += changed_value_bytes(v.key, v.value);
+  return n;
 }
 
 std::uint32_t decode_length(std::span<const std::uint8_t, kLengthBytes> header) {
@@ -287,6 +361,14 @@ Status decode_payload(std::span<const std::uint8_t> payload, Message* out) {
     case FrameType::heartbeat: *out = HeartbeatRequest{r.u32()}; break;
     case FrameType::dead_ranks: *out = DeadRanksRequest{r.u32()}; break;
     case FrameType::clock_probe: *out = ClockProbe{}; break;
+    case FrameType::follow: {
+      FollowRequest f;
+      f.since_seq = r.i64();
+      if (f.since_seq < 0) r.fail(fmt::format("since_seq {} is negative", f.since_seq));
+      f.timeout_ms = r.u32();
+      *out = f;
+      break;
+    }
     case FrameType::ok: *out = OkReply{}; break;
     case FrameType::value: {
       ValueReply v;
@@ -316,6 +398,7 @@ Status decode_payload(std::span<const std::uint8_t> payload, Message* out) {
       *out = c;
       break;
     }
+    case FrameType::changes: *out = read_changes(r); break;
     case FrameType::error: {
       ErrorReply e;
       std::uint8_t code = r.u8();

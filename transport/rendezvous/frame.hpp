@@ -36,12 +36,22 @@
 //     0x15 heartbeat   u32 rank                                   → ok | error
 //     0x16 dead_ranks  u32 max_silence_ms                         → ranks
 //     0x17 clock_probe (no fields)                                → clock_reply
+//     0x18 follow      i64 since_seq, u32 timeout_ms              → changes | error
+//                      (a standby mirroring this store: store_mirror.hpp)
 //   replies
 //     0x20 ok          (no fields)
 //     0x21 value       bool found, then bytes value when found
 //     0x22 ranks       u32 count, then count × u32 rank
 //     0x23 clock_reply i64 steady_receive_ns, i64 steady_send_ns,
 //                      i64 system_receive_ns, i64 system_send_ns (server clocks)
+//     0x24 changes     i64 seq, u32 world_size,
+//                      u32 count, count × (u32 rank, str process, str where),
+//                      u32 count, count × (str key, bytes value)
+//                      what changed after since_seq, up to the store's seq `seq` (values
+//                      in the order they were set); the joined ranks are always all of
+//                      them. Checked on decode: seq and since_seq >= 0; no rank without a
+//                      world size; ranks ascending, each once, below world_size; each key
+//                      once; counts no larger than the bytes that follow can hold.
 //     0x2F error       u8 code (1 timeout, 2 invalid request), str message
 //                      (message without the "rendezvous: " prefix)
 #include <array>
@@ -78,10 +88,12 @@ enum class FrameType : std::uint8_t {
   heartbeat = 0x15,
   dead_ranks = 0x16,
   clock_probe = 0x17,
+  follow = 0x18,
   ok = 0x20,
   value = 0x21,
   ranks = 0x22,
   clock_reply = 0x23,
+  changes = 0x24,
   error = 0x2F,
 };
 
@@ -101,6 +113,7 @@ struct WaitRequest { std::string key; std::uint32_t timeout_ms = 0; };
 struct HeartbeatRequest { std::uint32_t rank = 0; };
 struct DeadRanksRequest { std::uint32_t max_silence_ms = 0; };
 struct ClockProbe {};
+struct FollowRequest { std::int64_t since_seq = 0; std::uint32_t timeout_ms = 0; };
 // Replies.
 struct OkReply {};
 struct ValueReply { std::optional<Bytes> value; };
@@ -109,12 +122,28 @@ struct ClockReply {
   std::int64_t steady_receive_ns = 0, steady_send_ns = 0;
   std::int64_t system_receive_ns = 0, system_send_ns = 0;
 };
+struct JoinedRank {
+  std::uint32_t rank = 0;
+  std::string process, where;  // as the rank's join named them (store.hpp's Joiner)
+  bool operator==(const JoinedRank&) const = default;
+};
+struct ChangedValue {
+  std::string key;
+  Bytes value;
+  bool operator==(const ChangedValue&) const = default;
+};
+struct ChangesReply {
+  std::int64_t seq = 0;
+  std::uint32_t world_size = 0;  // 0: no rank joined yet
+  std::vector<JoinedRank> joined;
+  std::vector<ChangedValue> values;
+};
 struct ErrorReply { RemoteErrc code = RemoteErrc::invalid_request; std::string message; };
 
 using Message = std::variant<Challenge, Auth, Welcome, Refused, JoinRequest, BarrierRequest,
                              SetRequest, GetRequest, WaitRequest, HeartbeatRequest,
-                             DeadRanksRequest, ClockProbe, OkReply, ValueReply, RanksReply,
-                             ClockReply, ErrorReply>;
+                             DeadRanksRequest, ClockProbe, FollowRequest, OkReply, ValueReply,
+                             RanksReply, ClockReply, ChangesReply, ErrorReply>;
 
 FrameType type_of(const Message& m);
 /// "join", "barrier", ... ; "unknown type 0x7f" for bytes outside FrameType.
@@ -124,6 +153,11 @@ bool is_request(const Message& m);
 
 /// The whole frame: length, type, fields.
 Bytes encode_frame(const Message& m);
+
+/// The length field of `c` encoded (type byte and fields), and what one more value adds
+/// to it: a store fills a changes reply up to the frame limit with these.
+std::size_t changes_frame_length(const ChangesReply& c);
+std::size_t changed_value_bytes(std::string_view key, std::span<const std::uint8_t> value);
 
 /// The value of a frame's length field.
 std::uint32_t decode_length(std::span<const std::uint8_t, kLengthBytes> header);

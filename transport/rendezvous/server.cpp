@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -126,6 +127,7 @@ constexpr Clock::duration kFailureDrain = std::chrono::seconds(2);  // ~Impl aft
 struct RendezvousServer::Impl {
   explicit Impl(RendezvousServerOptions options)
       : opt(std::move(options)),
+        store(opt.follower),
         throttle("dropped or refused connections", std::max<std::size_t>(opt.log_burst, 1),
                  std::max(opt.log_window, milliseconds(1))) {}
   ~Impl() {
@@ -355,6 +357,19 @@ struct RendezvousServer::Impl {
     return ErrorReply{RemoteErrc::invalid_request, s.message()};
   }
 
+  // A standby answers follow requests only; any other waits here for promote(). Empty
+  // once it may be served; else the error to answer.
+  asio::awaitable<std::optional<Message>> await_promotion(Connection& c, const Message& request) {
+    if (std::holds_alternative<FollowRequest>(request) || !store.following())
+      co_return std::nullopt;
+    const std::function<bool()> promoted = [this] { return !store.following(); };
+    if (co_await wait_until(c, opt.io_timeout, promoted)) co_return std::nullopt;
+    co_return ErrorReply{
+        RemoteErrc::timeout,
+        fmt::format("{} is a standby rendezvous server and was not promoted within {}", bound,
+                    describe_duration(opt.io_timeout))};
+  }
+
   // What a parked join, barrier or wait answers once the store has failed (the job cannot
   // start). REQUIRES: store.failure().
   Message failed() const { return ErrorReply{RemoteErrc::invalid_request, *store.failure()}; }
@@ -430,6 +445,18 @@ struct RendezvousServer::Impl {
     }
     if (auto* d = std::get_if<DeadRanksRequest>(&request))
       co_return RanksReply{store.report_dead_ranks(milliseconds(d->max_silence_ms), Clock::now())};
+    if (auto* f = std::get_if<FollowRequest>(&request)) {
+      // A follower ahead of this store followed another one (this primary restarted):
+      // nothing here would ever be new to it.
+      if (f->since_seq > store.seq())
+        co_return invalid(Status::error(fmt::format(
+            "follow from seq {}, but this store is at seq {}: the follower mirrored another store",
+            f->since_seq, store.seq())));
+      const std::int64_t since = f->since_seq;
+      const std::function<bool()> changed = [&] { return store.seq() > since; };
+      co_await wait_until(c, milliseconds(f->timeout_ms), changed);
+      co_return store.changes_since(since, opt.max_frame_bytes);
+    }
     if (std::holds_alternative<ClockProbe>(request)) {
       ClockReply r;
       r.steady_receive_ns = steady_received;
@@ -508,7 +535,11 @@ struct RendezvousServer::Impl {
       c->set_deadline(kNoDeadline);  // a parked join may legitimately take long
       ++answering;
       Finally answered{[this] { --answering; }};
-      const Message reply = co_await handle(*c, m);
+      Message reply;
+      if (std::optional<Message> refused = co_await await_promotion(*c, m))
+        reply = std::move(*refused);
+      else
+        reply = co_await handle(*c, m);
       if (stopping || !co_await write(*c, reply)) co_return;
     }
   }
@@ -546,5 +577,18 @@ std::vector<std::uint32_t> RendezvousServer::dead_ranks(milliseconds max_silence
 }
 
 std::size_t RendezvousServer::dropped_connections() const { return impl_->dropped.load(); }
+
+Status RendezvousServer::adopt(const ChangesReply& changes) {
+  Status s = impl_->store.adopt(changes, Clock::now());
+  if (s.ok()) asio::post(impl_->io, [impl = impl_.get()] { impl->notify(); });
+  return s;
+}
+
+void RendezvousServer::promote() {
+  impl_->store.promote(Clock::now());
+  asio::post(impl_->io, [impl = impl_.get()] { impl->notify(); });  // requests parked for it
+}
+
+bool RendezvousServer::following() const { return impl_->store.following(); }
 
 }  // namespace conveyor

@@ -18,6 +18,14 @@
 // one; the refusal says the tokens differ and which side has none (never a token).
 // Conflicting joins (one rank claimed by two live processes, different world sizes) fail
 // the rendezvous or refuse the newcomer, as store.hpp says.
+//
+// Standby: a server started as a follower mirrors a primary (store_mirror.hpp feeds it
+// through adopt()) and listens from the start, so that clients re-pointed at it
+// (store_route.hpp) find it once it is promoted. Until then it answers follow requests
+// only (a chain of standbys is possible); any other request waits for promote(), at most
+// io_timeout, and then fails with a timeout error saying the server is a standby. A
+// follow request on any server parks like a wait and is answered as soon as a mirrored
+// change comes, or with no values once its timeout passes.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -28,6 +36,7 @@
 
 #include "transport/rendezvous/error.hpp"
 #include "transport/rendezvous/frame.hpp"
+#include "transport/rendezvous/status.hpp"
 
 namespace conveyor {
 
@@ -50,6 +59,8 @@ struct RendezvousServerOptions {
   /// per window; beyond that they are counted and summed up once the window is over.
   std::size_t log_burst = 5;
   std::chrono::milliseconds log_window{10'000};
+  /// Start as a standby's follower: serve nothing but follow until promote().
+  bool follower = false;
 };
 
 class RendezvousServer {
@@ -70,6 +81,16 @@ class RendezvousServer {
   std::vector<std::uint32_t> dead_ranks(std::chrono::milliseconds max_silence) const;
   /// Connections dropped for a protocol violation, a timeout or a wrong token.
   std::size_t dropped_connections() const;
+
+  /// A follower takes the primary's changes (store.hpp's adopt) and wakes its own
+  /// followers. Fails once promoted or on a world size other than the one mirrored.
+  rendezvous::Status adopt(const rendezvous::ChangesReply& changes);
+  /// The follower serves as the primary from now on; every joined rank counts as seen
+  /// now. Requests waiting for it are served. No effect after the first call (or on a
+  /// primary). Safe from any thread.
+  void promote();
+  /// True for a follower not promoted yet.
+  bool following() const;
 
  private:
   struct Impl;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace conveyor::rendezvous {
 
 Status RendezvousStore::join(const Joiner& j, Clock::time_point now, const ProcessAlive& alive) {
@@ -29,9 +31,12 @@ Status RendezvousStore::join(const Joiner& j, Clock::time_point now, const Proce
                                 j.where));
   }
   if (!world_size_ || j.rank == 0) world_rank_ = j.rank;
+  const Holder holder{j.process, j.where};
+  auto h = holders_.find(j.rank);
+  if (h == holders_.end() || h->second != holder) ++seq_;  // a standby must know
   world_size_ = j.world_size;
   last_seen_[j.rank] = now;
-  holders_[j.rank] = Holder{j.process, j.where};
+  holders_[j.rank] = holder;
   reported_dead_.erase(j.rank);
   return Status::ok_status();
 }
@@ -114,14 +119,14 @@ void RendezvousStore::leave(const std::string& name, std::uint32_t rank, std::ui
 
 void RendezvousStore::set(const std::string& key, Bytes value) {
   std::lock_guard lock(mu_);
-  values_[key] = std::move(value);
+  values_[key] = Value{std::move(value), ++seq_};
 }
 
 std::optional<Bytes> RendezvousStore::get(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
-  return it->second;
+  return it->second.bytes;
 }
 
 bool RendezvousStore::contains(const std::string& key) const {
@@ -154,6 +159,73 @@ std::vector<std::uint32_t> RendezvousStore::dead_ranks(Clock::duration max_silen
   for (const auto& [rank, seen] : last_seen_)
     if (now - seen > max_silence) dead.push_back(rank);
   return dead;
+}
+
+std::int64_t RendezvousStore::seq() const {
+  std::lock_guard lock(mu_);
+  return seq_;
+}
+
+bool RendezvousStore::following() const {
+  std::lock_guard lock(mu_);
+  return following_;
+}
+
+ChangesReply RendezvousStore::changes_since(std::int64_t since, std::size_t max_frame_bytes) const {
+  std::lock_guard lock(mu_);
+  ChangesReply out;
+  out.seq = seq_;
+  out.world_size = world_size_.value_or(0);
+  for (const auto& [rank, h] : holders_) out.joined.push_back({rank, h.process, h.where});
+  std::vector<std::pair<std::int64_t, const std::string*>> changed;  // (seq, key)
+  for (const auto& [key, v] : values_)
+    if (v.seq > since) changed.emplace_back(v.seq, &key);
+  std::ranges::sort(changed);
+  std::size_t length = changes_frame_length(out);
+  for (const auto& [seq, key] : changed) {
+    const Bytes& bytes = values_.find(*key)->second.bytes;
+    length += changed_value_bytes(*key, bytes);
+    if (length > max_frame_bytes && !out.values.empty()) {
+      out.seq = seq - 1;  // every change before this value's is in (the ranks always are)
+      break;
+    }
+    out.values.push_back({*key, bytes});
+  }
+  return out;
+}
+
+Status RendezvousStore::adopt(const ChangesReply& changes, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (!following_)
+    return Status::error("this store serves as a primary (promoted, or never a follower): "
+                         "it takes no changes from another");
+  if (changes.world_size != 0 && world_size_ && *world_size_ != changes.world_size)
+    return Status::error(fmt::format("the primary's world size is {}, but {} was mirrored before",
+                                     changes.world_size, *world_size_));
+  if (changes.world_size != 0) world_size_ = changes.world_size;
+  bool membership = false;
+  for (const JoinedRank& j : changes.joined) {
+    const Holder holder{j.process, j.where};
+    auto [h, added] = holders_.try_emplace(j.rank, holder);
+    if (!added && h->second == holder) continue;
+    h->second = holder;
+    last_seen_.try_emplace(j.rank, now);
+    membership = true;
+  }
+  if (membership) {
+    ++seq_;
+    world_rank_ = holders_.contains(0) ? 0 : holders_.begin()->first;
+  }
+  for (const ChangedValue& v : changes.values) values_[v.key] = Value{v.value, ++seq_};
+  return Status::ok_status();
+}
+
+void RendezvousStore::promote(Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (!following_) return;
+  following_ = false;
+  for (auto& [rank, seen] : last_seen_) seen = now;
+  reported_dead_.clear();
 }
 
 }  // namespace conveyor::rendezvous

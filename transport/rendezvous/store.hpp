@@ -20,6 +20,14 @@
 // A second process for a rank is a duplicate only while the first is alive (the server
 // still has a connection from it, and no one has been told the rank is dead); otherwise
 // it is that rank's replacement after a restart, which is allowed.
+//
+// Mirroring (a standby that can take over when the primary's host is lost). Every change
+// a standby must have gets the next sequence number: setting a value, and a join that
+// changes the world size or the joined ranks and their processes. Heartbeats, barriers
+// and a failure are not mirrored (barriers are start-up only; liveness restarts at
+// promote()). Lost marks are values ("lost/<rank>", liveness_watch.hpp) and travel as
+// such. A follower store takes the primary's changes_since() through adopt(), in order,
+// under sequence numbers of its own; promote() turns it into a primary for good.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -50,6 +58,9 @@ class RendezvousStore {
   using Clock = std::chrono::steady_clock;
   /// Whether the process with this id is still there (the server's connections say).
   using ProcessAlive = std::function<bool(const std::string& process)>;
+
+  /// A primary, or a follower (a standby's mirror) until promote().
+  explicit RendezvousStore(bool follower = false) : following_(follower) {}
 
   /// Records the joiner's rank as joined (again, after a restart, is fine) and as alive
   /// at `now`. Fails when world_size is 0, rank is out of range, the rendezvous failed
@@ -85,6 +96,26 @@ class RendezvousStore {
   /// connections can stay open long after it is gone).
   std::vector<std::uint32_t> report_dead_ranks(Clock::duration max_silence, Clock::time_point now);
 
+  /// The sequence number of the latest mirrored change; 0 before any.
+  std::int64_t seq() const;
+  /// What changed after `since`: the values set since then (in the order they were set),
+  /// the world size and every joined rank. Fills the reply up to `max_frame_bytes` (its
+  /// length field, frame.hpp) and then stops early: its seq is then that of the last
+  /// value in it, and the rest comes with the next call. At least one value goes in.
+  /// REQUIRES: 0 <= since <= seq().
+  ChangesReply changes_since(std::int64_t since, std::size_t max_frame_bytes) const;
+  /// A follower takes a primary's changes. Ranks new to it count as seen at `now`.
+  /// Fails (and changes nothing) once promoted, or when the world size differs from the
+  /// one adopted before.
+  Status adopt(const ChangesReply& changes, Clock::time_point now);
+  /// True for a follower that was not promoted yet.
+  bool following() const;
+  /// The follower becomes a primary: every joined rank counts as seen at `now` (the old
+  /// primary's heartbeats were not mirrored, so silence is measured afresh from here) and
+  /// none as reported dead. Once promoted, adopt() fails. No effect on a primary (or a
+  /// follower promoted before).
+  void promote(Clock::time_point now);
+
  private:
   struct Barrier {
     std::uint64_t generation = 0;
@@ -93,6 +124,7 @@ class RendezvousStore {
   struct Holder {
     std::string process;
     std::string where;
+    bool operator==(const Holder&) const = default;
   };
   Status check_joined(std::uint32_t rank, const char* what) const;  // REQUIRES: mu_ held
   bool every_rank_joined() const;  // REQUIRES: mu_ held
@@ -108,7 +140,13 @@ class RendezvousStore {
   std::map<std::uint32_t, Holder> holders_;               // the process of each joined rank
   std::set<std::uint32_t> reported_dead_;
   std::map<std::string, Barrier> barriers_;
-  std::map<std::string, Bytes, std::less<>> values_;
+  struct Value {
+    Bytes bytes;
+    std::int64_t seq = 0;  // when it was last set
+  };
+  std::map<std::string, Value, std::less<>> values_;
+  std::int64_t seq_ = 0;  // the latest mirrored change
+  bool following_ = false;
 };
 
 }  // namespace conveyor::rendezvous

@@ -109,3 +109,51 @@ TEST_CASE("only client requests count as requests") {
   CHECK(!is_request(Welcome{}));
   CHECK(type_name(0x42) == "unknown type 0x42");
 }
+
+TEST_CASE("follow and changes frames survive a round trip and count their own length") {
+  auto f = std::get<FollowRequest>(round_trip(FollowRequest{INT64_MAX, 250}));
+  CHECK(f.since_seq == INT64_MAX);
+  CHECK(f.timeout_ms == 250);
+  const ChangesReply c{
+      42, 3, {{0, "p0", "host a"}, {2, "", ""}}, {{"lost/1", Bytes{'1'}}, {"", Bytes{}}}};
+  auto c2 = std::get<ChangesReply>(round_trip(c));
+  CHECK(c2.seq == 42);
+  CHECK(c2.world_size == 3);
+  CHECK(c2.joined == c.joined);
+  CHECK(c2.values == c.values);
+  CHECK(changes_frame_length(c) == encode_frame(c).size() - kLengthBytes);
+  CHECK(changes_frame_length(ChangesReply{}) == encode_frame(ChangesReply{}).size() - kLengthBytes);
+  CHECK(is_request(FollowRequest{}));
+  CHECK(!is_request(ChangesReply{}));
+  CHECK(type_name(0x18) == "follow");
+  CHECK(type_name(0x24) == "changes");
+}
+
+TEST_CASE("follow and changes frames with impossible fields are malformed, saying which") {
+  auto message = [](const Message& m) {
+    const Bytes frame = encode_frame(m);
+    return decode(Bytes(frame.begin() + kLengthBytes, frame.end())).message();
+  };
+  CHECK(message(FollowRequest{-1, 0}) == "malformed follow frame: since_seq -1 is negative");
+  CHECK(message(ChangesReply{-5, 0, {}, {}}) == "malformed changes frame: seq -5 is negative");
+  CHECK(message(ChangesReply{1, 2, {{5, "", ""}}, {}}) ==
+        "malformed changes frame: joined rank 5 is out of range for world size 2");
+  CHECK(message(ChangesReply{1, 0, {{0, "", ""}}, {}}) ==
+        "malformed changes frame: joined rank 0 is out of range for world size 0");
+  CHECK(message(ChangesReply{1, 4, {{2, "", ""}, {2, "", ""}}, {}}) ==
+        "malformed changes frame: joined rank 2 follows rank 2 (ranks must ascend, each once)");
+  CHECK(message(ChangesReply{1, 4, {}, {{"k", {}}, {"k", {1}}}}) ==
+        "malformed changes frame: key \"k\" comes twice");
+  // Counts larger than the bytes that follow could hold: refused before any reservation.
+  const Bytes huge_ranks{0x24, 1,    0,    0,    0,    0, 0, 0, 0, 4, 0,
+                         0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
+  CHECK(decode(huge_ranks).message() ==
+        "malformed changes frame: 4294967295 joined ranks announced but only 4 bytes follow");
+  const Bytes huge_values{0x24, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0};
+  CHECK(decode(huge_values).message() ==
+        "malformed changes frame: 65535 values announced but only 0 bytes follow");
+  // A value's length running past the end.
+  const Bytes cut{0x24, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0,
+                  0,    0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 'k', 9, 0};
+  CHECK(decode(cut).message().find("malformed changes frame") == 0);
+}

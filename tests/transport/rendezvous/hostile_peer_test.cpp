@@ -1,5 +1,7 @@
 // Peers that send what no RendezvousClient would: each is dropped on its own, with a log
 // line, and the store keeps serving a normal client (one already connected and new ones).
+// And a primary that answers a standby's follow with what no server would: the standby's
+// mirror stops, saying why, and adopts nothing.
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,11 +16,13 @@
 #include "tests/transport/rendezvous/test_server.hpp"
 #include "transport/rendezvous/frame.hpp"
 #include "transport/rendezvous/hmac.hpp"
+#include "transport/rendezvous/store_mirror.hpp"
 
 using namespace conveyor;
 using namespace conveyor::rendezvous;
 using conveyor::testing::LogCapture;
 using conveyor::testing::client_options;
+using conveyor::testing::error_of;
 using conveyor::testing::server_options;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -32,6 +36,12 @@ class RawPeer {
  public:
   explicit RawPeer(std::uint16_t port) : socket_(io_) {
     socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  // The server's end of the first connection to `acceptor` within `within`.
+  RawPeer(tcp::acceptor& acceptor, milliseconds within) : socket_(io_) {
+    pollfd p{acceptor.native_handle(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, static_cast<int>(within.count())) > 0);
+    acceptor.accept(socket_);
   }
 
   void send(const Bytes& bytes) { asio::write(socket_, asio::buffer(bytes)); }
@@ -198,4 +208,55 @@ TEST_CASE_FIXTURE(Fixture, "a client that connects and sends nothing is dropped 
   CHECK(Clock::now() - start >= milliseconds(250));
   CHECK(log.eventually_contains("silent for 300 ms while reading a frame header (0 of 4 bytes came)"));
   check_still_serving(server, normal);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a follow with a negative seq drops that connection") {
+  RawPeer peer(server.port());
+  peer.authenticate("job-token");
+  peer.send(encode_frame(FollowRequest{-1, 100}));
+  CHECK(peer.closed_by_server(milliseconds(2000)));
+  CHECK(log.eventually_contains("malformed follow frame: since_seq -1 is negative"));
+  check_still_serving(server, normal);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a follow from beyond the store's seq is refused, naming both seqs") {
+  normal.set("k", "v");  // seq 1
+  CHECK(error_of([&] { normal.follow(99, milliseconds(100)); }) ==
+        "rendezvous: follow from seq 99, but this store is at seq 1: the follower mirrored "
+        "another store");
+  check_still_serving(server, normal);
+}
+
+TEST_CASE("a primary answering with a malformed changes frame stops the mirror, which says why") {
+  LogCapture log;
+  auto options = server_options(log);
+  options.follower = true;
+  RendezvousServer follower(options);
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  StoreMirrorOptions mirror_options;
+  mirror_options.primary.host = "127.0.0.1";
+  mirror_options.primary.port = acceptor.local_endpoint().port();
+  mirror_options.primary.io_timeout = milliseconds(10000);  // slack for a loaded machine
+  mirror_options.poll = milliseconds(1000);
+  mirror_options.log = log.sink();
+  StoreMirror mirror(follower, mirror_options);
+
+  RawPeer primary(acceptor, milliseconds(5000));
+  primary.send(encode_frame(Challenge{false, {}}));
+  REQUIRE(std::holds_alternative<Auth>(primary.receive_frame(milliseconds(2000))));
+  primary.send(encode_frame(Welcome{}));
+  const auto follow = std::get<FollowRequest>(primary.receive_frame(milliseconds(2000)));
+  CHECK(follow.since_seq == 0);
+  primary.send(encode_frame(ChangesReply{7, 2, {{5, "p", "w"}}, {{"k", Bytes{1}}}}));
+
+  CHECK(log.eventually_contains(
+      "malformed changes frame: joined rank 5 is out of range for world size 2", milliseconds(5000)));
+  CHECK(log.contains("rendezvous mirror: stopped at seq 0: rendezvous: bad reply from 127.0.0.1:"));
+  CHECK(mirror.last_error().find("malformed changes frame") != std::string::npos);
+  CHECK(mirror.seq() == 0);
+  CHECK(primary.closed_by_server(milliseconds(2000)));  // the mirror hung up, for good
+  follower.promote();
+  RendezvousClient reader(client_options(follower));
+  CHECK(!reader.get("k"));
 }

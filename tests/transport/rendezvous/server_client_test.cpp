@@ -12,43 +12,14 @@
 using namespace conveyor;
 using conveyor::testing::LogCapture;
 using conveyor::testing::client_options;
+using conveyor::testing::error_of;
+using conveyor::testing::run_ranks;
 using conveyor::testing::server_options;
 using rendezvous::to_bytes;
 using rendezvous::to_text;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using Ranks = std::vector<std::uint32_t>;
-
-namespace {
-
-// Runs f(rank) on one thread per rank; rethrows the first failure on the caller's thread.
-template <class F>
-void run_ranks(std::uint32_t n, F f) {
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (std::uint32_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        f(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
 
 TEST_CASE("four ranks join, meet at barriers and exchange values through the store") {
   LogCapture log;

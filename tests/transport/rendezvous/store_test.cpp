@@ -132,3 +132,90 @@ TEST_CASE("once every rank joined, a second live process is refused alone and a 
   CHECK(store.report_dead_ranks(milliseconds(10), t + milliseconds(50)) == Ranks{0, 1});
   CHECK(store.join({1, 2, "p4", "E"}, t + milliseconds(50), alive).ok());
 }
+
+TEST_CASE("a change a standby must have gets the next seq, a heartbeat or a barrier does not") {
+  RendezvousStore store;
+  const auto t = Clock::now();
+  CHECK(store.seq() == 0);
+  REQUIRE(store.join({0, 2, "p0", "A"}, t, nullptr).ok());
+  CHECK(store.seq() == 1);
+  REQUIRE(store.join({0, 2, "p0", "A"}, t, nullptr).ok());  // the same process again: no change
+  CHECK(store.seq() == 1);
+  REQUIRE(store.join({1, 2, "p1", "B"}, t, nullptr).ok());
+  store.set("k", Bytes{1});
+  CHECK(store.seq() == 3);
+  REQUIRE(store.heartbeat(1, t).ok());
+  std::uint64_t g = 0;
+  REQUIRE(store.arrive("b", 0, &g).ok());
+  CHECK(store.seq() == 3);
+  store.set("k", Bytes{2});
+  CHECK(store.seq() == 4);
+}
+
+TEST_CASE("changes since a seq hold the values set after it in order, and every joined rank") {
+  RendezvousStore store;
+  const auto t = Clock::now();
+  REQUIRE(store.join({1, 2, "p1", "B"}, t, nullptr).ok());
+  store.set("b", Bytes{1});
+  store.set("a", Bytes{2});
+  store.set("b", Bytes{3});  // "b" now comes after "a"
+  const ChangesReply all = store.changes_since(0, kDefaultMaxFrameBytes);
+  CHECK(all.seq == 4);
+  CHECK(all.world_size == 2);
+  CHECK(all.joined == std::vector<JoinedRank>{{1, "p1", "B"}});
+  CHECK(all.values == std::vector<ChangedValue>{{"a", {2}}, {"b", {3}}});
+  const ChangesReply later = store.changes_since(3, kDefaultMaxFrameBytes);
+  CHECK(later.values == std::vector<ChangedValue>{{"b", {3}}});
+  CHECK(later.joined.size() == 1);  // ranks always come whole
+  CHECK(store.changes_since(4, kDefaultMaxFrameBytes).values.empty());
+}
+
+TEST_CASE("changes too large for one frame come in parts, each within the limit") {
+  RendezvousStore store;
+  for (int i = 0; i < 5; ++i) store.set("key" + std::to_string(i), Bytes(100, std::uint8_t(i)));
+  const std::size_t limit = changes_frame_length({}) + 2 * changed_value_bytes("key0", Bytes(100));
+  std::int64_t since = 0;
+  std::vector<std::string> keys;
+  for (int part = 0; part < 3; ++part) {
+    const ChangesReply c = store.changes_since(since, limit);
+    CHECK(changes_frame_length(c) <= limit);
+    for (const auto& v : c.values) keys.push_back(v.key);
+    since = c.seq;
+  }
+  CHECK(since == 5);
+  CHECK(keys == std::vector<std::string>{"key0", "key1", "key2", "key3", "key4"});
+  // A value larger than the limit still goes, alone: the mirror must not stall on it.
+  CHECK(store.changes_since(0, 10).values.size() == 1);
+}
+
+TEST_CASE("a follower adopts changes, then once promoted counts every rank as seen then") {
+  RendezvousStore primary;
+  const auto t0 = Clock::now();
+  REQUIRE(primary.join({0, 2, "p0", "A"}, t0, nullptr).ok());
+  REQUIRE(primary.join({1, 2, "p1", "B"}, t0, nullptr).ok());
+  primary.set("lost/1", Bytes{'1'});
+  RendezvousStore follower(/*follower=*/true);
+  CHECK(follower.following());
+  REQUIRE(follower.adopt(primary.changes_since(0, kDefaultMaxFrameBytes), t0).ok());
+  CHECK(follower.all_joined());
+  CHECK(follower.get("lost/1") == Bytes{'1'});
+  CHECK(follower.seq() > 0);
+  // A world size other than the mirrored one is refused, and changes nothing.
+  ChangesReply other = primary.changes_since(0, kDefaultMaxFrameBytes);
+  other.world_size = 3;
+  other.values = {{"x", {}}};
+  CHECK(follower.adopt(other, t0).message() ==
+        "the primary's world size is 3, but 2 was mirrored before");
+  CHECK(!follower.contains("x"));
+
+  const auto t1 = t0 + std::chrono::seconds(60);  // the primary's heartbeats were never mirrored
+  follower.promote(t1);
+  CHECK(!follower.following());
+  CHECK(follower.dead_ranks(milliseconds(500), t1 + milliseconds(400)).empty());
+  REQUIRE(follower.heartbeat(1, t1 + milliseconds(900)).ok());
+  CHECK(follower.dead_ranks(milliseconds(500), t1 + milliseconds(1000)) == Ranks{0});
+  CHECK(follower.join({1, 2, "p1", "B"}, t1, nullptr).ok());  // a known rank, the same process
+  CHECK(follower.adopt(primary.changes_since(0, kDefaultMaxFrameBytes), t1).message() ==
+        "this store serves as a primary (promoted, or never a follower): it takes no changes from "
+        "another");
+}

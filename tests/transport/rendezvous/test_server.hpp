@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the rendezvous tests that run a real server on loopback.
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -48,6 +49,34 @@ class LogCapture {
   mutable std::mutex mu_;
   std::vector<std::string> lines_;
 };
+
+// Runs f(rank) on one thread per rank; rethrows the first failure on the caller's thread.
+template <class F>
+void run_ranks(std::uint32_t n, F f) {
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (std::uint32_t r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        f(r);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// The message of what f() throws; "no error" when it returns.
+inline std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 inline RendezvousServerOptions server_options(LogCapture& log, std::string token = "job-token") {
   RendezvousServerOptions o;

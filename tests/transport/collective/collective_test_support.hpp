@@ -5,10 +5,8 @@
 // reduced, reduced twice or only partly shows.
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/transport/rendezvous/test_server.hpp"
@@ -16,34 +14,9 @@
 
 namespace conveyor::collective_testing {
 
-/// Runs f(rank) on one thread per rank; rethrows the first failure on the caller's thread.
-template <class F>
-void run_ranks(int n, F f) {
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        f(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-/// The message of what f() throws; "no error" when it returns.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+// One thread per rank, and the message of what a call throws: the rendezvous tests' own.
+using testing::error_of;
+using testing::run_ranks;
 
 inline std::vector<float> random_gradient(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -86,6 +86,16 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
   decay_ends_ = DeviceBuffer(ends.size() * sizeof(std::int64_t), device, stream, "AdamW decay runs");
   decay_flags_ = DeviceBuffer(flags.size(), device, stream, "AdamW decay flags");
   squares_ = DeviceBuffer(meta.size() * sizeof(float), device, stream, "gradient squares");
+  // Each parameter a segment of the flat gradients, summed in one batch (grad_squares).
+  std::vector<std::int64_t> segments(2 * meta.size());
+  for (std::size_t i = 0; i < meta.size(); ++i) {
+    segments[i] = meta[i].offset;
+    segments[meta.size() + i] = meta[i].numel;
+  }
+  square_segments_ = DeviceBuffer(segments.size() * sizeof(std::int64_t), device, stream,
+                                  "gradient square segments");
+  square_partials_ = DeviceBuffer(grad_square_sum_partials(static_cast<int>(meta.size())) * sizeof(float),
+                                  device, stream, "gradient square partials");
 
   if (master_fp32_)
     CUDA_CHECK(cudaMemcpyAsync(master_.data(), host_f32, n * sizeof(float),
@@ -96,6 +106,8 @@ ParamStore::ParamStore(const std::vector<Param>& initial, bool master_fp32, int 
                              cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(decay_flags_.data(), flags.data(), flags.size(),
                              cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(square_segments_.data(), segments.data(),
+                             segments.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host images go out of scope
 }
 
@@ -111,15 +123,14 @@ ParamStore::~ParamStore() {
 
 std::vector<double> ParamStore::grad_squares() const {
   float* out = squares_.as<float>();
-  auto sum_each = [&](auto* grads) {  // float or bf16: grad_square_sum's overloads
-    for (std::size_t i = 0; i < entries().size(); ++i)
-      grad_square_sum(out + i, grads + entries()[i].offset, entries()[i].numel,
-                      /*accumulate=*/false, stream_);
-  };
+  const int count = static_cast<int>(entries().size());
+  const SquareSumSegments segments{square_segments_.as<std::int64_t>(),
+                                   square_segments_.as<std::int64_t>() + count,
+                                   square_partials_.as<float>(), count};
   if (grads_bf16_)
-    sum_each(grads_.as<bf16>());
+    grad_square_sums(out, grads_.as<bf16>(), segments, stream_);
   else
-    sum_each(grads_.as<float>());
+    grad_square_sums(out, grads_.as<float>(), segments, stream_);
   std::vector<float> host(entries().size());
   CUDA_CHECK(cudaMemcpyAsync(host.data(), out, host.size() * sizeof(float),
                              cudaMemcpyDeviceToHost, stream_));

@@ -178,6 +178,8 @@ class ParamStore {
   DeviceBuffer m_, v_;   // f32 or bf16
   DeviceBuffer decay_ends_, decay_flags_;  // DecayRuns: one run per parameter
   DeviceBuffer squares_;                   // f32, one per parameter
+  DeviceBuffer square_segments_;           // i64: every parameter's offset, then its numel
+  DeviceBuffer square_partials_;           // f32 scratch of grad_square_sums
 
   // Snapshots (snapshot()): the layout they record, the side stream their copies run on,
   // the events ordering them after the state's last write and before its next, and the

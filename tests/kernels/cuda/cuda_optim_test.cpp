@@ -200,6 +200,48 @@ TEST_CASE("cuda grad_square_sum over bf16 gradients matches a double sum and its
   CHECK(download_f32(sums.data(), 1, s)[0] == doctest::Approx(ref2).epsilon(1e-5));
 }
 
+TEST_CASE("cuda grad_square_sums of a buffer's segments equal one grad_square_sum per segment bitwise") {
+  CONVEYOR_REQUIRE_GPU();
+  TestStream s;
+  // A model's parameters in one flat buffer: empty, tiny, a partial block, one larger than
+  // a whole sweep of the grid (512 x 256) with an odd tail, and gaps of padding between.
+  const std::vector<std::int64_t> offsets = {0, 8, 8, 2056, 2100, 140000};
+  const std::vector<std::int64_t> counts = {5, 0, 2048, 3, 137001, 300007};
+  const std::size_t total = 440016;
+  const auto x = random_bf16(total, 151, 1.5);
+  auto x16 = upload_bf16(x, s), x32 = upload(x, s);
+  const int n = static_cast<int>(counts.size());
+  std::vector<std::int64_t> table(offsets);
+  table.insert(table.end(), counts.begin(), counts.end());
+  auto table_g = upload(table, s);
+  DeviceBuffer partials(grad_square_sum_partials(n) * sizeof(float), current_device(), s, "partials");
+  const SquareSumSegments segments{table_g.as<std::int64_t>(), table_g.as<std::int64_t>() + n,
+                                   partials.as<float>(), n};
+  DeviceBuffer batched(2 * n * sizeof(float), current_device(), s, "batched");
+  DeviceBuffer single(2 * n * sizeof(float), current_device(), s, "single");
+  grad_square_sums(batched.as<float>(), x16.as<bf16>(), segments, s);
+  grad_square_sums(batched.as<float>() + n, x32.as<float>(), segments, s);
+  for (int i = 0; i < n; ++i) {
+    grad_square_sum(single.as<float>() + i, x16.as<bf16>() + offsets[i], counts[i], false, s);
+    grad_square_sum(single.as<float>() + n + i, x32.as<float>() + offsets[i], counts[i], false, s);
+  }
+  const auto got = download_f32(batched.data(), 2 * n, s);
+  const auto want = download_f32(single.data(), 2 * n, s);
+  for (int i = 0; i < n; ++i) {
+    double ref = 0;
+    for (std::int64_t k = 0; k < counts[i]; ++k)
+      ref += static_cast<double>(x[offsets[i] + k]) * x[offsets[i] + k];
+    INFO("segment " << i << " of " << counts[i] << " elements");
+    CHECK(got[i] == want[i]);          // bf16 gradients
+    CHECK(got[n + i] == want[n + i]);  // f32 gradients
+    CHECK(got[i] == got[n + i]);
+    CHECK(got[i] == doctest::Approx(ref).epsilon(1e-5));
+  }
+  const SquareSumSegments too_many{segments.offsets, segments.counts, segments.partials, 65536};
+  CHECK_THROWS_AS(grad_square_sums(batched.as<float>(), x16.as<bf16>(), too_many, s),
+                  std::invalid_argument);
+}
+
 TEST_CASE("cuda AdamW over bf16 gradients matches the CPU and the f32-gradient form bitwise") {
   CONVEYOR_REQUIRE_GPU();
   TestStream s;

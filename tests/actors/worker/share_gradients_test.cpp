@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/job/replica_groups.hpp"
+#include "actors/plan/replica_placement.hpp"
 #include "actors/worker/replica_gradients.hpp"
 #include "actors/worker/share_gradients.hpp"
 #include "tests/actors/worker/worker_test_model.hpp"
@@ -85,7 +86,47 @@ std::vector<float> one_replica_of_shares(int replicas) {
   return flat_gradients(*one);
 }
 
+// `running` models (a real Gloo group of that many) standing for `configured` replicas,
+// model r running configured_shares' of them as shares, gathered and combined; the
+// gradients every model ends with (the same bits on each, checked).
+std::vector<float> replicas_of_gathered_shares(int configured, int running) {
+  ReplicaGroups groups(running, std::chrono::milliseconds(10'000));
+  std::vector<int> replica_shares;
+  for (int r = 0; r < running; ++r) replica_shares.push_back(configured_shares(configured, running, r).count);
+  std::vector<std::unique_ptr<StageModel>> models;
+  std::vector<std::string> errors(static_cast<std::size_t>(running));
+  for (int r = 0; r < running; ++r) models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < running; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        StageModel* m = models[static_cast<std::size_t>(r)].get();
+        const ConfiguredShares mine = configured_shares(configured, running, r);
+        ShareGradients shares(mine.count, {m});
+        for (int c = mine.first; c < mine.first + mine.count; ++c) {
+          for (int mb = 0; mb < 3; ++mb) train_micro_batch(*m, seed_of(c, mb), kScale);
+          if (c + 1 < mine.first + mine.count) shares.end_share(0);
+        }
+        ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
+        shares.gather_and_combine(0, sync.group(), replica_shares);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  const auto combined = flat_gradients(*models[0]);
+  for (int r = 1; r < running; ++r) REQUIRE(same_bits(combined, flat_gradients(*models[static_cast<std::size_t>(r)])));
+  return combined;
+}
+
 }  // namespace
+
+TEST_CASE("2 replicas standing for 3 (shares 2 and 1), and 3 for 4, gather their shares and end with the configured group's average, bitwise") {
+  CHECK(same_bits(replicas_of_gathered_shares(3, 2), group_average(3)));
+  CHECK(same_bits(replicas_of_gathered_shares(4, 3), group_average(4)));
+  CHECK(same_bits(replicas_of_gathered_shares(4, 2), group_average(4)));
+}
 
 TEST_CASE("one model accumulating 2 shares ends with the gradients 2 replicas average through Gloo, bitwise") {
   const auto averaged = group_average(2);
@@ -134,5 +175,5 @@ TEST_CASE("a share ends with the model's gradients zeroed, and combining early o
   shares.end_share(0);
   shares.clear();  // an aborted step
   CHECK_THROWS_AS(shares.combine(0), std::logic_error);
-  CHECK_THROWS_AS(ShareGradients(1, {model.get()}), std::invalid_argument);
+  CHECK_THROWS_AS(ShareGradients(0, {model.get()}), std::invalid_argument);
 }

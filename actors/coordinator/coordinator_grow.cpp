@@ -28,7 +28,6 @@
 #include <utility>
 
 #include "actors/coordinator/coordinator_flow.hpp"
-#include "actors/job/replica_groups.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/messages/recovery_messages.hpp"

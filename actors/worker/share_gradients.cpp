@@ -30,7 +30,7 @@ std::vector<std::span<float>> host_gradients(StageModel& model) {
 }  // namespace
 
 ShareGradients::ShareGradients(int shares, std::vector<StageModel*> chunks)
-    : shares_(shares), chunks_(std::move(chunks)), kept_(chunks_.size()) {
+    : shares_(shares), chunks_(std::move(chunks)), kept_(chunks_.size()), gathered_(chunks_.size()) {
   if (shares_ < 1) throw std::invalid_argument("gradient shares: fewer than 1 share");
   for (StageModel* m : chunks_) host_gradients(*m);  // refuses a GPU model up front
 }
@@ -75,7 +75,9 @@ double ShareGradients::gather_and_combine(std::size_t chunk, GradientAllReduce& 
   const std::size_t elements = flat_size(chunk);
   const int configured = std::accumulate(replica_shares.begin(), replica_shares.end(), 0);
   const int first = std::accumulate(replica_shares.begin(), replica_shares.begin() + rank, 0);
-  std::vector<float> all(static_cast<std::size_t>(configured) * elements);
+  // Kept from step to step: its pages are not faulted in again every step.
+  auto& all = gathered_.at(chunk);
+  all.resize(static_cast<std::size_t>(configured) * elements);
   float* mine = all.data() + static_cast<std::size_t>(first) * elements;
   for (const auto& k : kept) mine = std::copy(k.begin(), k.end(), mine);
   for (auto span : host_gradients(*chunks_[chunk])) mine = std::copy(span.begin(), span.end(), mine);

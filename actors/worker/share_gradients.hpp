@@ -68,6 +68,8 @@ class ShareGradients {
   std::vector<StageModel*> chunks_;
   // By chunk, by ended share: its gradients flattened in parameter order.
   std::vector<std::vector<std::vector<float>>> kept_;
+  // By chunk, gathered: every configured replica's share, in configured order.
+  std::vector<std::vector<float>> gathered_;
 };
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -46,6 +47,27 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 constexpr float kScale = 1.0f / 3.0f;  // a replica's 3 micro-batches: not a power of two
 std::uint32_t seed_of(int replica, int micro_batch) { return static_cast<std::uint32_t>(11 + 10 * replica + micro_batch); }
 
+// `rank(r, model r)` on a thread per rank (the ranks of one group join at once); then the
+// gradients every model ends with, the same bits on each (checked).
+std::vector<float> on_ranks(const std::vector<std::unique_ptr<StageModel>>& models,
+                            const std::function<void(int, StageModel*)>& rank) {
+  std::vector<std::string> errors(models.size());
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < models.size(); ++r)
+    threads.emplace_back([&, r] {
+      try {
+        rank(static_cast<int>(r), models[r].get());
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  const auto out = flat_gradients(*models[0]);
+  for (std::size_t r = 1; r < models.size(); ++r) REQUIRE(same_bits(out, flat_gradients(*models[r])));
+  return out;
+}
+
 // `replicas` configured replicas, three micro-batches each, averaged by a real Gloo group:
 // the gradients every replica ends with (the same bits on each, checked).
 std::vector<float> group_average(int replicas) {
@@ -55,25 +77,12 @@ std::vector<float> group_average(int replicas) {
     models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
     for (int mb = 0; mb < 3; ++mb) train_micro_batch(*models.back(), seed_of(r, mb), kScale);
   }
-  std::vector<std::string> errors(static_cast<std::size_t>(replicas));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < replicas; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        StageModel* m = models[static_cast<std::size_t>(r)].get();
-        ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
-        sync.arm(0);
-        sync.after_last_backward(0);
-        sync.finish();
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) REQUIRE(e.empty());
-  const auto averaged = flat_gradients(*models[0]);
-  for (int r = 1; r < replicas; ++r) REQUIRE(same_bits(averaged, flat_gradients(*models[static_cast<std::size_t>(r)])));
-  return averaged;
+  return on_ranks(models, [&](int r, StageModel* m) {
+    ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
+    sync.arm(0);
+    sync.after_last_backward(0);
+    sync.finish();
+  });
 }
 
 // One model running the `replicas` replicas' micro-batches as as many shares.
@@ -96,30 +105,17 @@ std::vector<float> replicas_of_gathered_shares(int configured, int running) {
   std::vector<int> replica_shares;
   for (int r = 0; r < running; ++r) replica_shares.push_back(configured_shares(configured, running, r).count);
   std::vector<std::unique_ptr<StageModel>> models;
-  std::vector<std::string> errors(static_cast<std::size_t>(running));
   for (int r = 0; r < running; ++r) models.push_back(make_cpu_stage_model(kModel, kWhole, 7));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < running; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        StageModel* m = models[static_cast<std::size_t>(r)].get();
-        const ConfiguredShares mine = configured_shares(configured, running, r);
-        ShareGradients shares(mine.count, {m});
-        for (int c = mine.first; c < mine.first + mine.count; ++c) {
-          for (int mb = 0; mb < 3; ++mb) train_micro_batch(*m, seed_of(c, mb), kScale);
-          if (c + 1 < mine.first + mine.count) shares.end_share(0);
-        }
-        ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
-        shares.gather_and_combine(0, sync.group(), replica_shares);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) REQUIRE(e.empty());
-  const auto combined = flat_gradients(*models[0]);
-  for (int r = 1; r < running; ++r) REQUIRE(same_bits(combined, flat_gradients(*models[static_cast<std::size_t>(r)])));
-  return combined;
+  return on_ranks(models, [&](int r, StageModel* m) {
+    const ConfiguredShares mine = configured_shares(configured, running, r);
+    ShareGradients shares(mine.count, {m});
+    for (int c = mine.first; c < mine.first + mine.count; ++c) {
+      for (int mb = 0; mb < 3; ++mb) train_micro_batch(*m, seed_of(c, mb), kScale);
+      if (c + 1 < mine.first + mine.count) shares.end_share(0);
+    }
+    ReplicaGradients sync(groups.join(0, r, ReplicaGradients::layout_of({m}), Device::cpu()), {m});
+    shares.gather_and_combine(0, sync.group(), replica_shares);
+  });
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ std::vector<std::shared_ptr<const std::vector<sched::Action>>> train_plans_of(co
   const auto layout = plan.replica_layout();
   for (int r = 0; r < plan.stage_actors(); ++r) {
     const auto s = static_cast<std::size_t>(layout.stage_of(r));
-    plans.push_back(std::make_shared<const std::vector<sched::Action>>(plan.schedule.ranks.at(s)));
+    plans.push_back(std::make_shared<const std::vector<sched::Action>>(
+        plan.schedule_of(layout.replica_of(r)).ranks.at(s)));
   }
   return plans;
 }

@@ -28,7 +28,6 @@
 #include <utility>
 
 #include "actors/coordinator/coordinator_flow.hpp"
-#include "actors/job/replica_groups.hpp"
 #include "actors/messages/error_text.hpp"
 #include "actors/fault/reshard_snapshots.hpp"
 #include "actors/messages/recovery_messages.hpp"
@@ -170,21 +169,9 @@ void grow_at_boundary(Self* self, std::int64_t steps_done, int polls) {
     return;
   }
   const JobPlan& to = *grow->choice.plan;
-  // A shrink leaves one replica (coordinator_shrink.cpp). Growing back to the configured
-  // replicas: the new actors join the next generation of their stage groups once restored
-  // (coordinator_relayout.cpp), groups of the configured size (ReplicaGroups); any other
-  // count of several would need groups of another size: not yet.
-  const auto* groups = st.job->services.replica_groups.get();
-  if (to.replicas > 1 && to.replicas != st.job->plan.replicas && (!groups || to.replicas != groups->replicas())) {
-    refuse_joined(self, fmt::format("the joined node(s) are not taken in: growing back to {} replicas is not "
-                                    "supported yet (their stage groups would have to be rebuilt); the job "
-                                    "goes on as {}",
-                                    to.replicas,
-                                    describe_shape(st.job->plan.replicas,
-                                                   static_cast<int>(st.job->plan.placement.ranks.size()))));
-    resume_at_boundary(self, steps_done);
-    return;
-  }
+  // Replicas: the new actors join the next generation of their stage groups once restored
+  // (coordinator_relayout.cpp), groups of the grown layout's size (ReplicaGroups::join); a
+  // count below the configured one computes the configured replicas' shares as a shrink's.
   if (to.stage_actors() <= st.job->plan.stage_actors()) {
     refuse_joined(self, fmt::format("the joined node(s) are not taken in: the nodes present hold {} already "
                                     "(the configured layout, or the largest the devices allow)",

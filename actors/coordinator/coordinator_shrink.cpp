@@ -24,11 +24,14 @@
 // weights of the run without the fault. Nothing is changed before every check passed: a
 // shrink that cannot be done (no checkpoint yet, without buddy copies) leaves the failure
 // as it was, with the reason added.
-// Replicas (parallel.data R > 1): the layout chosen must hold one replica, which computes
-// the R replicas' shares of every step and combines them as their group did
-// (JobPlan::configured_replicas, actors/worker/gradient_shares.hpp), so the weights stay
-// the R-replica run's bit for bit (in Gloo's ring order: gloo_ring_order.hpp); it needs no
-// stage group, so none is rebuilt. Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
+// Replicas (parallel.data R > 1): the R' < R replicas of the layout chosen compute the R
+// configured replicas' shares of every step (JobPlan::configured_replicas, some taking one
+// more: configured_shares) and combine them as the R-replica group did
+// (actors/worker/gradient_shares.hpp; in Gloo's ring order: gloo_ring_order.hpp): one
+// replica alone, several after gathering every share over their stage group, rebuilt with
+// R' ranks at the generation the new actors join once restored (ReplicaGroups::join's
+// size, coordinator_relayout.cpp), so the weights stay the R-replica run's bit for bit.
+// Periodic checkpoints (checkpoint.every) go on in the layout that runs: node 0
 // writes them from its store as before, their manifest saying the shrunk stages and
 // partition (CheckpointHook::on_relayout, at the move), and --resume reshards them onto
 // whatever layout it starts (actors/checkpoint/reshard.hpp). One that was being written
@@ -51,8 +54,8 @@
 // every_node requires one folder every node sees.
 // Tied embeddings (model.tie_embeddings): the new layout's two holders join a group of their
 // own after the restore (coordinator_relayout.cpp); not with replicas yet.
-// Supported for now: CPU stages, onto one replica, no tied embeddings with replicas, no
-// sharded optimizer state; else the reason says which.
+// Supported for now: CPU stages, no tied embeddings with replicas, no sharded optimizer
+// state; else the reason says which.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -185,12 +188,6 @@ std::string shrink_onto_present_nodes(Self* self, int lost_node) {
   shrink->nodes = present_nodes(st);
   shrink->choice = choose_layout(st.started->plan, st.started_nodes, shrink->nodes);
   if (!shrink->choice.plan) return shrink->choice.replan.reason;
-  // Replicas: the layout keeps one, which needs no stage group (its gradient shares stand
-  // for the dropped replicas, gradient_shares.hpp). Groups rebuilt for fewer ranks: not yet.
-  if (shrink->choice.plan->replicas > 1)
-    return fmt::format("shrinking onto {} replicas is not supported yet (their stage groups would have "
-                       "to be rebuilt for the new layout): only onto one",
-                       shrink->choice.plan->replicas);
   ShrinkStart start;
   const auto why = st.restarts.remote_markers ? from_checkpoint(st, start)
                                               : from_buddy_copies(st, *shrink->choice.plan, start);

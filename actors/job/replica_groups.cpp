@@ -48,9 +48,12 @@ ReplicaGroups::~ReplicaGroups() = default;
 std::unique_ptr<GradientAllReduce> ReplicaGroups::join(int stage, int replica,
                                                        const BucketLayout& layout,
                                                        Device device,
-                                                       std::uint32_t generation) {
+                                                       std::uint32_t generation, int size) {
+  const int ranks = size > 0 ? size : replicas_;
+  if (replica < 0 || replica >= ranks)
+    throw std::invalid_argument(fmt::format("stage {}'s group: replica {} of {}", stage, replica, ranks));
   return make_group(StageGroup{.name = fmt::format("stage {}", stage), .rank = replica,
-                               .size = replicas_, .generation = generation},
+                               .size = ranks, .generation = generation},
                     layout, device, Reduction::average);
 }
 

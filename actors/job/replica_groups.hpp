@@ -50,11 +50,14 @@ class ReplicaGroups {
   ReplicaGroups& operator=(const ReplicaGroups&) = delete;
 
   /// Rank `replica` of pipeline stage `stage`'s group of `generation`, averaging buckets of
-  /// `layout` in the memory of `device` (host: Gloo; a GPU: NCCL). Throws CollectiveTimeout naming the
-  /// replicas that did not join, CollectiveError when they declared different layouts,
-  /// std::invalid_argument for a GPU in a build without CUDA.
+  /// `layout` in the memory of `device` (host: Gloo; a GPU: NCCL). `size`: the group's ranks,
+  /// the replicas of the layout that generation runs (a job shrunk or grown onto another
+  /// count, issue 44; its key prefix names the generation, so groups of two sizes never
+  /// meet); 0: replicas(). Throws CollectiveTimeout naming the replicas that did not join,
+  /// CollectiveError when they declared different layouts, std::invalid_argument for a GPU
+  /// in a build without CUDA or a replica outside the group.
   std::unique_ptr<GradientAllReduce> join(int stage, int replica, const BucketLayout& layout,
-                                          Device device, std::uint32_t generation = 0);
+                                          Device device, std::uint32_t generation = 0, int size = 0);
 
   /// model.tie_embeddings: rank `rank` (0: the holder of the embedding's copy, 1: the
   /// head's) of replica `replica`'s group of two that sums the tied tensor's gradient,
@@ -64,6 +67,7 @@ class ReplicaGroups {
                                                Device device, Device peer,
                                                std::uint32_t generation = 0);
 
+  /// The replicas the job started with (its groups' size unless join() names another).
   int replicas() const { return replicas_; }
 
   /// A recovery began: every group of a generation below `generation` (the one the groups

@@ -64,13 +64,13 @@ JobPlan plan_for_layout(const JobPlan& started, const ElasticLayout& layout) {
   JobPlan plan = started;
   plan.schedule = layout.pipeline.schedule;
   plan.placement = layout.pipeline.placement;
+  plan.replica_schedules = layout.replica_schedules;
   plan.replicas = layout.replicas;
   // Fewer replicas than started: each running replica computes the shares of the ones it
   // stands for (StageData::gradient_shares), so a step's gradient is the started
-  // replicas' average, bit for bit from R replicas to 1 (actors/worker/gradient_shares.hpp).
-  // Back on the started count (a grow), or a count that does not divide it: none.
-  plan.configured_replicas =
-      layout.replicas < started.replicas && started.replicas % layout.replicas == 0 ? started.replicas : 0;
+  // replicas' average, bit for bit from R replicas to any R' (actors/worker/gradient_shares.hpp,
+  // share_gradients.hpp). Back on the started count (a grow): none.
+  plan.configured_replicas = layout.replicas < started.replicas ? started.replicas : 0;
   plan.actor_devices.clear();
   if (layout.replicas > 1)
     for (const auto& seat : layout.seats) plan.actor_devices.push_back(seat.device);
@@ -99,8 +99,11 @@ ElasticChoice choose_layout(const JobPlan& started, const std::vector<int>& star
 LayoutSummary summarize(const JobPlan& plan, const std::vector<int>& node_of_rank) {
   std::set<int> nodes(node_of_rank.begin(), node_of_rank.end());
   if (nodes.empty()) nodes.insert(0);  // one process: every actor on node 0
-  return LayoutSummary{plan.replicas, static_cast<int>(plan.placement.ranks.size()), {nodes.begin(), nodes.end()},
-                       halves_per_model_stage(plan.placement)};
+  LayoutSummary out{plan.replicas, static_cast<int>(plan.placement.ranks.size()), {nodes.begin(), nodes.end()},
+                    halves_per_model_stage(plan.placement), {}};
+  if (plan.stands_for_configured())
+    for (int r = 0; r < plan.replicas; ++r) out.gradient_shares.push_back(plan.gradient_shares(r));
+  return out;
 }
 
 }  // namespace conveyor

@@ -33,10 +33,15 @@ struct JobPlan {
   int replicas = 1;
   // The replicas whose gradient average the run reproduces (issue 44): a job shrunk to
   // fewer replicas keeps the configured parallel.data here, and each running replica
-  // computes configured_replicas / replicas configured replicas' shares
-  // (StageData::gradient_shares), so the steps' weights stay those of the configured
-  // layout. 0: the same as `replicas` (every run that did not shrink replicas).
+  // computes the shares of the configured replicas it stands for (configured_shares:
+  // contiguous, the first R mod R' taking one more; StageData::gradient_shares), so the
+  // steps' weights stay those of the configured layout. 0: the same as `replicas` (every
+  // run that did not shrink replicas).
   int configured_replicas = 0;
+  // By replica, where the replicas' micro-batch counts differ (R' running replicas not
+  // dividing the R configured): each one's schedule over its own micro-batches. Empty:
+  // every replica runs `schedule`.
+  std::vector<sched::Schedule> replica_schedules;
   // The device of every stage actor (replica-major) when replicas > 1; empty: each actor
   // computes on its pipeline rank's device (placement).
   std::vector<Device> actor_devices;
@@ -79,9 +84,7 @@ struct JobPlan {
   int stage_actors() const { return replica_layout().actors(); }
   /// Train micro-batches of one replica per step (every replica takes the same number:
   /// the config requires parallel.data to divide pipeline.micro_batches).
-  int replica_micro_batches() const {
-    return micro_batch_share(data.micro_batches, replicas, 0).count;
-  }
+  int replica_micro_batches() const { return replica_share(0).count; }
   /// Micro-batches per wave of an evaluation (actors/plan/eval_plan.hpp).
   int eval_wave() const {
     return eval_wave_size(replica_micro_batches(), placement.model_stages(), eval_batches);
@@ -99,18 +102,36 @@ struct JobPlan {
     const auto layout = replica_layout();
     return layout.actor(layout.replica_of(actor), placement.chunk_of(model_stage).rank);
   }
-  /// Configured replicas' shares each running replica computes (StageData::gradient_shares).
-  int gradient_shares() const {
-    return configured_replicas > replicas ? configured_replicas / replicas : 1;
+  /// Whether the running replicas stand for more configured ones (a shrunk job).
+  bool stands_for_configured() const { return configured_replicas > replicas; }
+  /// The configured replicas whose shares replica `replica` computes (one: its own).
+  ConfiguredShares replica_shares(int replica) const {
+    return stands_for_configured() ? configured_shares(configured_replicas, replicas, replica)
+                                   : ConfiguredShares{replica, 1};
+  }
+  /// Configured replicas' shares replica `replica` computes (StageData::gradient_shares).
+  int gradient_shares(int replica) const { return replica_shares(replica).count; }
+  /// The step's global micro-batches replica `replica` computes.
+  MicroBatchShare replica_share(int replica) const {
+    return stands_for_configured()
+               ? shares_micro_batches(data.micro_batches, configured_replicas, replicas, replica)
+               : micro_batch_share(data.micro_batches, replicas, replica);
+  }
+  /// The compute actions of replica `replica`'s pipeline (replica_schedules).
+  const sched::Schedule& schedule_of(int replica) const {
+    return replica_schedules.empty() ? schedule : replica_schedules.at(static_cast<std::size_t>(replica));
   }
   StageData actor_data(int actor) const {
-    if (replicas == 1 && gradient_shares() == 1) return data;
-    const auto share =
-        micro_batch_share(data.micro_batches, replicas, replica_layout().replica_of(actor));
+    if (replicas == 1 && !stands_for_configured()) return data;
+    const int replica = replica_layout().replica_of(actor);
+    const auto share = replica_share(replica);
     StageData d = data;
     d.micro_batches = share.count;
     d.first_micro_batch = share.first;
-    d.gradient_shares = gradient_shares();
+    d.gradient_shares = gradient_shares(replica);
+    // Several running replicas of a shrunk job gather their shares (share_gradients.hpp).
+    if (replicas > 1 && stands_for_configured())
+      for (int r = 0; r < replicas; ++r) d.replica_shares.push_back(gradient_shares(r));
     return d;
   }
   /// Whether every stage keeps in-memory snapshots (actors/fault/snapshot_store.hpp):

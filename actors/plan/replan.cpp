@@ -65,7 +65,12 @@ std::optional<ElasticLayout> try_layout(const ConfiguredLayout& c, const std::ve
                                         int replicas, int stages, std::vector<std::string>& warnings,
                                         std::string& why_not) {
   try {
-    const sched::ScheduleSpec spec{c.schedule, stages, c.micro_batches / replicas, c.virtual_stages};
+    // Each replica computes whole configured replicas' shares (configured_shares): the
+    // first ones may take one more, so replica 0 has the most micro-batches.
+    std::vector<MicroBatchShare> shares;
+    for (int r = 0; r < replicas; ++r)
+      shares.push_back(shares_micro_batches(c.micro_batches, c.replicas, replicas, r));
+    const sched::ScheduleSpec spec{c.schedule, stages, shares.front().count, c.virtual_stages};
     sched::validate_spec(spec);
     const int model_stages = static_cast<int>(stages * sched::spec_chunks(spec));
     std::vector<std::string> cut_warnings;
@@ -78,7 +83,14 @@ std::optional<ElasticLayout> try_layout(const ConfiguredLayout& c, const std::ve
     for (int s = 0; s < stages; ++s)
       layout.pipeline.placement.ranks.at(static_cast<std::size_t>(s)).device =
           layout.seats.at(static_cast<std::size_t>(s)).device;
-    for (int r = 0; r < replicas; ++r) layout.shares.push_back(micro_batch_share(c.micro_batches, replicas, r));
+    layout.shares = shares;
+    if (shares.back().count != shares.front().count)
+      for (const auto& share : shares) {
+        sched::ScheduleSpec own = spec;
+        own.micro_batches = share.count;
+        sched::validate_spec(own);
+        layout.replica_schedules.push_back(sched::make_schedule(own));
+      }
     warnings.insert(warnings.end(), cut_warnings.begin(), cut_warnings.end());
     return layout;
   } catch (const InputError& e) {
@@ -96,14 +108,21 @@ std::optional<ElasticLayout> most_stages(const ConfiguredLayout& c, const std::v
   return std::nullopt;
 }
 
-// The first layout that fits, trying each replica count from `most` down to 1 that
-// divides the step's micro-batches, with the configured stages.
+// The first layout that fits, trying each replica count from `most` down to 1, with the
+// configured stages (every count holds whole configured replicas' shares).
 std::optional<ElasticLayout> most_replicas(const ConfiguredLayout& c, const std::vector<LiveNode>& sorted,
                                            int most, std::vector<std::string>& warnings, std::string& why_not) {
   for (int r = most; r >= 1; --r)
-    if (c.micro_batches % r == 0)
-      if (auto l = try_layout(c, sorted, r, c.stages, warnings, why_not)) return l;
+    if (auto l = try_layout(c, sorted, r, c.stages, warnings, why_not)) return l;
   return std::nullopt;
+}
+
+// "3 each", or "4, 2" where the replicas' counts differ.
+std::string share_counts(const ElasticLayout& l) {
+  if (l.shares.front().count == l.shares.back().count) return fmt::format("{} each", l.shares.front().count);
+  std::string out;
+  for (const auto& s : l.shares) out += (out.empty() ? "" : ", ") + std::to_string(s.count);
+  return out;
 }
 
 std::string chosen_reason(const ConfiguredLayout& c, const ElasticLayout& l, int devices,
@@ -113,10 +132,9 @@ std::string chosen_reason(const ConfiguredLayout& c, const ElasticLayout& l, int
   if (l.replicas == c.replicas && l.stages == c.stages) return where + ": the configured layout";
   std::string why;
   if (l.replicas < c.replicas)
-    why = fmt::format("{} of {} replica(s) dropped, each of the {} left taking {} of the step's {} "
+    why = fmt::format("{} of {} replica(s) dropped, the {} left taking {} of the step's {} "
                       "micro-batches",
-                      c.replicas - l.replicas, c.replicas, l.replicas, c.micro_batches / l.replicas,
-                      c.micro_batches);
+                      c.replicas - l.replicas, c.replicas, l.replicas, share_counts(l), c.micro_batches);
   if (l.stages < c.stages)
     why += fmt::format("{}the pipeline cut into {} stages instead of {} ({} blocks per model stage)",
                        why.empty() ? "" : "; ", l.stages, c.stages,

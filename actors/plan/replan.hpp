@@ -10,9 +10,10 @@
 // What must hold:
 // - never more than configured: replicas <= parallel.data, stages <= pipeline.stages;
 // - the global batch stays: the step's micro-batches M are shared by the R' replicas left,
-//   replica r taking global micro-batches r·M/R' … (r+1)·M/R'−1 (micro_batch_share), so R'
-//   divides M, each global index is computed once, and since the sampler is a pure
-//   function of (seed, step, global micro-batch) no sample is skipped or seen twice;
+//   each taking whole configured replicas' shares of M/R (configured_shares: contiguous,
+//   the first R mod R' replicas one more, so their counts may differ and each then runs
+//   a schedule of its own), each global index is computed once, and since the sampler is
+//   a pure function of (seed, step, global micro-batch) no sample is skipped or seen twice;
 // - the model is cut by pipeline.partition: uniform (sched::uniform_partition), auto
 //   (sched::auto_partition over the costs the job started with) or, for an explicit list
 //   written for another stage count, the uniform split with a warning; the schedule and the
@@ -75,6 +76,9 @@ struct ElasticLayout {
   PipelineLayout pipeline;  // one replica's schedule and placement (rank devices: replica 0's)
   std::vector<ActorSeat> seats;          // per stage actor, replica-major (ReplicaLayout)
   std::vector<MicroBatchShare> shares;   // per replica: its global micro-batches of a step
+  // Per replica where their micro-batch counts differ: its own schedule (pipeline's is
+  // replica 0's, the largest); empty: every replica runs pipeline.schedule.
+  std::vector<sched::Schedule> replica_schedules;
 
   ReplicaLayout replica_layout() const { return ReplicaLayout{replicas, stages}; }
   /// The nodes that run a stage actor, ascending.
@@ -95,8 +99,7 @@ struct Replan {
 };
 
 /// The largest layout within `configured` that `nodes` can hold, as `policy` says:
-///   replicas   keep P stages, drop whole replicas: the most R' <= R with R'·P devices
-///              and R' dividing M;
+///   replicas   keep P stages, drop whole replicas: the most R' <= R with R'·P devices;
 ///   stages     keep R replicas, shrink the pipeline: the most P' <= P with R·P' devices
 ///              and a valid schedule of P' stages over M/R micro-batches and the layers;
 ///   automatic  replicas when R > 1 and one replica still fits, else one replica (or R

@@ -14,14 +14,18 @@ nlohmann::json blocks(int halves) {
 nlohmann::json layout_json(const LayoutSummary& l) {
   nlohmann::json partition = nlohmann::json::array();
   for (int h : l.halves_per_model_stage) partition.push_back(blocks(h));
-  return {{"replicas", l.replicas}, {"stages", l.stages}, {"nodes", l.nodes}, {"partition", partition}};
+  nlohmann::json out = {{"replicas", l.replicas}, {"stages", l.stages}, {"nodes", l.nodes}, {"partition", partition}};
+  if (!l.gradient_shares.empty()) out["gradient_shares"] = l.gradient_shares;
+  return out;
 }
 
 std::string layout_text(const LayoutSummary& l) {
   std::string nodes;
   for (int n : l.nodes) nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
-  return fmt::format("{} on node{} {}", describe_shape(l.replicas, l.stages), l.nodes.size() == 1 ? "" : "s",
-                     nodes);
+  std::string shares;
+  for (int n : l.gradient_shares) shares += (shares.empty() ? "" : ", ") + std::to_string(n);
+  return fmt::format("{} on node{} {}{}", describe_shape(l.replicas, l.stages), l.nodes.size() == 1 ? "" : "s",
+                     nodes, shares.empty() ? "" : " (gradient shares " + shares + ")");
 }
 
 }  // namespace

@@ -49,6 +49,9 @@ struct LayoutSummary {
   int stages = 1;
   std::vector<int> nodes;                   // ascending
   std::vector<int> halves_per_model_stage;  // written as blocks
+  // A job shrunk to fewer replicas: by replica, the configured replicas' gradient shares
+  // it computes ("gradient_shares": [2, 1]); empty otherwise (not written).
+  std::vector<int> gradient_shares;
 };
 
 LayoutSummary summarize(const ElasticLayout& layout);

@@ -33,6 +33,28 @@ struct MicroBatchShare {
 /// Throws std::invalid_argument unless 1 <= R, M % R == 0 and 0 <= replica < R.
 MicroBatchShare micro_batch_share(int micro_batches, int replicas, int replica);
 
+/// The configured replicas a running replica stands for (issue 44, a job shrunk from R
+/// configured replicas to R' running ones): configured replicas first … first+count−1.
+/// They are contiguous and in replica order, so the running replicas' shares, rank after
+/// rank, are the configured replicas' in order (what the shares' all-gather relies on,
+/// actors/worker/share_gradients.hpp); the first R mod R' running replicas take one more.
+struct ConfiguredShares {
+  int first = 0;
+  int count = 1;
+  bool operator==(const ConfiguredShares&) const = default;
+};
+
+/// Running replica r of R' standing for R configured replicas (see above). R' == R: each
+/// its own; R' == 1: all of them. Throws std::invalid_argument unless 1 <= R' <= R and
+/// 0 <= replica < R'.
+ConfiguredShares configured_shares(int configured, int running, int replica);
+
+/// The global micro-batches of those shares: configured replica c's are c·(M/R) …
+/// (c+1)·(M/R)−1 (micro_batch_share), so replica r of R' computes first·(M/R) …
+/// (first+count)·(M/R)−1. The same as micro_batch_share(M, R', r) where R' divides R.
+/// Throws std::invalid_argument as both functions.
+MicroBatchShare shares_micro_batches(int micro_batches, int configured, int running, int replica);
+
 /// What actor `actor` runs: its pipeline stage's chunks and device, numbered as the actor
 /// (rank = actor) and marked with its replica.
 /// REQUIRES: 0 <= actor < layout.actors(); pipeline holds layout.stages ranks.

@@ -2,6 +2,7 @@
 // The data a stage draws its micro-batches from, as the plan hands it to every stage.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/data/micro_batch_sampler.hpp"
 #include "kernels/data/token_corpus.hpp"
@@ -25,6 +26,12 @@ struct StageData {
   // (1 / (micro_batches / gradient_shares)), then averages them as their group did
   // (actors/worker/gradient_shares.hpp). 1: the replica's own micro-batches, as always.
   int gradient_shares = 1;
+  // Several running replicas of a shrunk job (R' > 1 standing for R configured): by
+  // replica (= rank in the stage group), the configured replicas' shares it computes,
+  // contiguous in configured order. Each replica gathers every share over the group and
+  // adds the R of them as the configured group did (actors/worker/share_gradients.hpp).
+  // Empty: one replica, or replicas not shrunk (their group averages as always).
+  std::vector<int> replica_shares;
   DType activation_dtype = DType::f32;  // of activations and gradients between stages
 };
 

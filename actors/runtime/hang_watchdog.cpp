@@ -21,7 +21,8 @@ trace::WaitForContext wait_for_context(const Job& job) {
   const auto layout = job.plan.replica_layout();
   for (int a = 0; a < layout.actors(); ++a) {
     const auto& rank = job.plan.placement.ranks.at(static_cast<std::size_t>(layout.stage_of(a)));
-    c.train_plans.push_back(job.plan.schedule.ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
+    c.train_plans.push_back(
+        job.plan.schedule_of(layout.replica_of(a)).ranks.at(static_cast<std::size_t>(layout.stage_of(a))));
     c.eval_plans.push_back(layout.replica_of(a) == 0 ? eval_actions(rank, 0, job.plan.eval_batches)
                                                      : std::vector<sched::Action>{});
   }

@@ -75,7 +75,7 @@ void join_groups(StageSelf* self, std::uint32_t generation) {
   if (job.plan.replicas > 1)
     st.worker->set_replica_group(job.services.replica_groups->join(
         layout.stage_of(rank), layout.replica_of(rank), st.worker->replica_bucket_layout(),
-        job.plan.actor_placement(rank).device, generation),
+        job.plan.actor_placement(rank).device, generation, job.plan.replicas),
         job.plan.shards_optimizer_state());
   if (!job.plan.model.tie_embeddings || !st.worker->holds_tied_copy()) return;
   std::unique_ptr<GradientAllReduce> group;

@@ -65,6 +65,9 @@ class ReplicaGradients {
   ReductionTiming finish();
 
   bool shards_optimizer_state() const { return shard_optimizer_state_; }
+  /// The group itself, for a collective other than the step's average (the gathered
+  /// gradient shares of a shrunk job: share_gradients.hpp). REQUIRES: no bucket in flight.
+  GradientAllReduce& group() { return *group_; }
   /// ZeRO-1: after every chunk's optimizer step, each replica's updated part of the
   /// chunk's parameters is copied to the others (GradientAllReduce::all_gather), chunk by
   /// chunk; returns the milliseconds it took. Throws as all_gather does.

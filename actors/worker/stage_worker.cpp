@@ -35,7 +35,7 @@ StageWorker::StageWorker(const GptConfig& model, const RankPlacement& placement,
   for (const auto& c : placement.chunks)
     chunks_.push_back(Chunk{c.model_stage,
                             make_model(model, c.slice, data_.seed, placement.device, loss_scale())});
-  if (data_.gradient_shares > 1) {
+  if (data_.gradient_shares > 1 || gathers_shares()) {
     share_of(0, data_.micro_batches, data_.gradient_shares);  // the shares divide the step
     shares_ = std::make_unique<ShareGradients>(data_.gradient_shares, models());
   }
@@ -218,12 +218,14 @@ void StageWorker::run_ready(const Outbox& outbox) {
       // Data parallelism: the chunk's buckets start as its last backward makes them final.
       const bool last_weight = a.chunk >= 0 && a.chunk < static_cast<int>(chunks_.size()) &&
                                last_weight_action_[static_cast<std::size_t>(a.chunk)] == next_;
-      // Gradient shares: the buckets are final only once the shares are combined.
+      // Gradient shares: the buckets are final only once the shares are combined; shares
+      // gathered over the group (several replicas of a shrunk job) replace its average.
       const bool sharing = !share_ends_.empty();
-      if (last_weight && !sharing) replicas_->arm(static_cast<std::size_t>(a.chunk));
+      const bool averaging = last_weight && !gathers_shares();
+      if (averaging && !sharing) replicas_->arm(static_cast<std::size_t>(a.chunk));
       run(a, outbox);
       if (sharing) after_weight_action(a);
-      if (last_weight) {
+      if (averaging) {
         if (sharing) replicas_->arm(static_cast<std::size_t>(a.chunk));
         replicas_->after_last_backward(static_cast<std::size_t>(a.chunk));
       }
@@ -242,9 +244,9 @@ void StageWorker::after_weight_action(const sched::Action& a) {
     if (ends[s] != next_) continue;
     if (s + 1 < ends.size()) {
       shares_->end_share(chunk);
-    } else {
+    } else if (!gathers_shares()) {
       shares_->combine(chunk);
-    }
+    }  // else gathered with the other replicas' by take_report
   }
 }
 
@@ -345,7 +347,15 @@ StageReport StageWorker::take_report() {
         "{}: plan finished with {} stashed activations and {} unconsumed messages", where(),
         stash_.size(), activations_.size() + gradients_.size()));
   if (plan_->phase == Phase::train) {
-    if (replicas_) {
+    if (gathers_shares()) {
+      if (!replicas_)
+        throw ProtocolError(where() + ": its gradient shares are to be gathered, but it is in no stage group");
+      double ms = 0.0;  // blocking, after the compute: all of it exposed
+      for (std::size_t c = 0; c < chunks_.size(); ++c)
+        ms += shares_->gather_and_combine(c, replicas_->group(), data_.replica_shares);
+      report_.allreduce_busy_ms = ms;
+      report_.allreduce_exposed_ms = ms;
+    } else if (replicas_) {
       const ReductionTiming timing = replicas_->finish();
       report_.allreduce_busy_ms = timing.busy_ms;
       report_.allreduce_exposed_ms = timing.exposed_ms;

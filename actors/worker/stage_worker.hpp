@@ -15,6 +15,9 @@
 //   micro-batches are n configured replicas' shares: each share accumulates from zero
 //   and the shares are averaged after the last (share_gradients.hpp), before the
 //   replicas' own averaging, so the weights are the configured replicas' bit for bit.
+//   Several replicas of a shrunk job (StageData::replica_shares) do not average: each
+//   gathers every replica's shares over the group after the step's compute and adds all
+//   of them (ShareGradients::gather_and_combine), so every replica holds the same bits.
 // Thread-safety: none; one actor owns a worker.
 #include <chrono>
 #include <cstdint>
@@ -175,6 +178,8 @@ class StageWorker {
   float loss_scale() const {
     return 1.0f / static_cast<float>(data_.micro_batches / data_.gradient_shares);
   }
+  /// Whether the shares are gathered over the stage group (StageData::replica_shares).
+  bool gathers_shares() const { return data_.replica_shares.size() > 1; }
   /// After the action at slot next_ ran: ends a gradient share there, or combines them.
   void after_weight_action(const sched::Action& a);
 

@@ -40,7 +40,7 @@ nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_ac
     json actors = json::array();
     for (int s = 0; s < layout.stages; ++s) {
       const RankPlacement rank = plan.actor_placement(layout.actor(r, s));
-      const auto share = micro_batch_share(plan.data.micro_batches, layout.replicas, r);
+      const auto share = plan.replica_share(r);
       json actor = {{"stage", rank.rank},
                     {"pipeline_stage", s},
                     {"device", rank.device.str()},
@@ -49,7 +49,9 @@ nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_ac
       if (!node_of_actor.empty()) actor["node"] = node_of_actor.at(static_cast<std::size_t>(rank.rank));
       actors.push_back(std::move(actor));
     }
-    replicas.push_back({{"replica", r}, {"stages", actors}});
+    json replica = {{"replica", r}, {"stages", actors}};
+    if (plan.stands_for_configured()) replica["gradient_shares"] = plan.gradient_shares(r);
+    replicas.push_back(std::move(replica));
   }
   std::vector<int> halves_per_stage;
   for (int s = 0; s < plan.placement.model_stages(); ++s)
@@ -64,8 +66,16 @@ nlohmann::json plan_json(const JobPlan& plan, const std::vector<int>& node_of_ac
           {"placement", stages},
           {"data_parallel", plan.replicas},
           {"replicas", replicas}};
-  // A job shrunk to fewer replicas: each computes this many configured replicas' shares.
-  if (plan.gradient_shares() > 1) out["gradient_shares"] = plan.gradient_shares();
+  // A job shrunk to fewer replicas: each computes this many configured replicas' shares
+  // (one number when every replica computes as many, else one per replica), standing for
+  // the configured replicas.
+  if (plan.stands_for_configured()) {
+    std::vector<int> shares;
+    for (int r = 0; r < plan.replicas; ++r) shares.push_back(plan.gradient_shares(r));
+    if (shares.front() == shares.back()) out["gradient_shares"] = shares.front();
+    else out["gradient_shares"] = shares;
+    out["configured_replicas"] = plan.configured_replicas;
+  }
   return out;
 }
 

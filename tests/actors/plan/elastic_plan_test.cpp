@@ -92,14 +92,14 @@ TEST_CASE("2 replicas × 2 stages, one node lost: one replica of 2 stages takes 
 
 TEST_CASE("the replica left after a shrink from 2 computes both replicas' gradient shares, and a grow back to 2 none") {
   const auto plan = started({6, 6}, 2, 4);
-  CHECK(plan.gradient_shares() == 1);
+  CHECK(plan.gradient_shares(1) == 1);
   CHECK(plan.actor_data(2).gradient_shares == 1);
   const std::vector<int> started_nodes{0, 1, 2, 3};
   const ElasticChoice shrunk = choose_layout(plan, started_nodes, {0, 1, 2});
   REQUIRE(shrunk.plan);
   CHECK(shrunk.plan->replicas == 1);
   CHECK(shrunk.plan->configured_replicas == 2);
-  CHECK(shrunk.plan->gradient_shares() == 2);
+  CHECK(shrunk.plan->gradient_shares(0) == 2);
   for (int actor = 0; actor < 2; ++actor) {
     const StageData d = shrunk.plan->actor_data(actor);
     CHECK(d.gradient_shares == 2);
@@ -109,7 +109,7 @@ TEST_CASE("the replica left after a shrink from 2 computes both replicas' gradie
   const ElasticChoice grown = choose_layout(plan, started_nodes, {0, 1, 2, 3});
   REQUIRE(grown.plan);
   CHECK(grown.plan->replicas == 2);
-  CHECK(grown.plan->gradient_shares() == 1);
+  CHECK(grown.plan->gradient_shares(1) == 1);
   CHECK(grown.plan->actor_data(3).gradient_shares == 1);
 }
 
@@ -130,4 +130,35 @@ TEST_CASE("after a shrink, node 2 joining again gives every node the started lay
   CHECK(grown.plan->schedule.ranks == plan.schedule.ranks);
   CHECK(grown.plan->data.micro_batches == plan.data.micro_batches);
   CHECK(grown.plan->data.seed == plan.data.seed);
+}
+
+TEST_CASE("2 replicas left of 3 compute 2 and 1 configured replicas' shares, each on a schedule of its own micro-batches") {
+  const auto plan = started({6, 6}, 3, 6);
+  const std::vector<int> started_nodes{0, 1, 2, 3, 4, 5};
+  const ElasticChoice shrunk = choose_layout(plan, started_nodes, {0, 1, 2, 3});
+  REQUIRE(shrunk.plan);
+  const JobPlan& p = *shrunk.plan;
+  CHECK(p.replicas == 2);
+  CHECK(p.configured_replicas == 3);
+  CHECK(p.gradient_shares(0) == 2);
+  CHECK(p.gradient_shares(1) == 1);
+  CHECK(p.replica_share(0) == MicroBatchShare{0, 4});
+  CHECK(p.replica_share(1) == MicroBatchShare{4, 2});
+  REQUIRE(p.replica_schedules.size() == 2);
+  CHECK(p.schedule_of(0).spec.micro_batches == 4);
+  CHECK(p.schedule_of(1).spec.micro_batches == 2);
+  const StageData d = p.actor_data(3);  // replica 1, stage 1
+  CHECK(d.micro_batches == 2);
+  CHECK(d.first_micro_batch == 4);
+  CHECK(d.gradient_shares == 1);
+  CHECK(d.replica_shares == std::vector<int>{2, 1});
+  const LayoutSummary to = summarize(p, shrunk.node_of_rank);
+  CHECK(to.gradient_shares == std::vector<int>{2, 1});
+  // Back on all the nodes: the configured layout, no shares.
+  const ElasticChoice grown = choose_layout(plan, started_nodes, started_nodes);
+  REQUIRE(grown.plan);
+  CHECK(grown.plan->replicas == 3);
+  CHECK_FALSE(grown.plan->stands_for_configured());
+  CHECK(grown.plan->replica_schedules.empty());
+  CHECK(grown.plan->actor_data(5).replica_shares.empty());
 }

@@ -104,6 +104,19 @@ TEST_CASE("a replan's log line says which node, both layouts, where the state ca
         "nodes 0, 1, restored from buddy copies, 1 step redone, 412.5 ms");
 }
 
+TEST_CASE("a shrink onto fewer replicas says each replica's gradient shares in the row and the line") {
+  ReplanEvent e = shrink_event();
+  e.node = 1;
+  e.from = {3, 1, {0, 1, 2}, {2}, {}};
+  e.to = {2, 1, {0, 2}, {2}, {2, 1}};
+  const auto row = replan_row(e);
+  CHECK(row["to"]["gradient_shares"] == nlohmann::json::array({2, 1}));
+  CHECK_FALSE(row["from"].contains("gradient_shares"));
+  CHECK(replan_log_line(e) ==
+        "replan: node 1 lost for good: 3 replicas × 1 stage on nodes 0, 1, 2 -> 2 replicas × 1 stage on "
+        "nodes 0, 2 (gradient shares 2, 1), restored from buddy copies, 1 step redone, 412.5 ms");
+}
+
 TEST_CASE("summarize gives a layout's shape, its nodes and its partition") {
   ConfiguredLayout c;
   c.stages = 2;

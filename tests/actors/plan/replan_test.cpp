@@ -145,13 +145,19 @@ TEST_CASE("pipeline.partition auto re-runs the partitioner with the start's cost
   CHECK(has(u.warnings[0], "pipeline.partition auto"));
 }
 
-TEST_CASE("dropping replicas keeps only counts that divide the step's micro-batches") {
-  // 4 replicas of one stage, M = 4, one node lost: 3 replicas would take 4/3 each.
+TEST_CASE("dropping replicas keeps every count, each replica left taking whole configured replicas' micro-batches") {
+  // 4 replicas of one stage, M = 4, one node lost: 3 replicas, the first standing for
+  // configured replicas 0 and 1 (2 micro-batches), the others for one each, each on a
+  // schedule of its own count.
   const Replan r = replan(configured(1, 4, 4), cpu_nodes(4, {1}), ShrinkPolicy::replicas);
   REQUIRE(r.ok());
-  CHECK(r.layout->replicas == 2);
-  CHECK(r.layout->shares == std::vector<MicroBatchShare>{{0, 2}, {2, 2}});
-  CHECK(r.layout->nodes() == std::vector<int>{0, 2});
+  CHECK(r.layout->replicas == 3);
+  CHECK(r.layout->shares == std::vector<MicroBatchShare>{{0, 2}, {2, 1}, {3, 1}});
+  CHECK(r.layout->nodes() == std::vector<int>{0, 2, 3});
+  REQUIRE(r.layout->replica_schedules.size() == 3);
+  CHECK(r.layout->replica_schedules[0].spec.micro_batches == 2);
+  CHECK(r.layout->replica_schedules[2].spec.micro_batches == 1);
+  CHECK(has(r.reason, "taking 2, 1, 1 of the step's 4 micro-batches"));
 }
 
 TEST_CASE("stage actors fill the nodes present in rank order, on their devices") {

@@ -71,3 +71,17 @@ TEST_CASE("every replica's actor holds its pipeline stage's chunks, numbered as 
   CHECK_THROWS_AS(replica_rank_placement(pipeline, layout, 4), std::out_of_range);
   CHECK_THROWS_AS(replica_rank_placement(pipeline, ReplicaLayout{2, 3}, 0), std::out_of_range);
 }
+
+TEST_CASE("running replicas stand for contiguous configured replicas, the first ones taking one more") {
+  CHECK(configured_shares(3, 3, 2) == ConfiguredShares{2, 1});
+  CHECK(configured_shares(3, 1, 0) == ConfiguredShares{0, 3});
+  CHECK(configured_shares(3, 2, 0) == ConfiguredShares{0, 2});
+  CHECK(configured_shares(3, 2, 1) == ConfiguredShares{2, 1});
+  CHECK(configured_shares(5, 3, 2) == ConfiguredShares{4, 1});
+  CHECK(shares_micro_batches(6, 3, 2, 0) == MicroBatchShare{0, 4});
+  CHECK(shares_micro_batches(6, 3, 2, 1) == MicroBatchShare{4, 2});
+  // Where R' divides R it is micro_batch_share's split.
+  for (int r = 0; r < 2; ++r) CHECK(shares_micro_batches(8, 4, 2, r) == micro_batch_share(8, 2, r));
+  CHECK_THROWS_AS(configured_shares(2, 3, 0), std::invalid_argument);
+  CHECK_THROWS_AS(configured_shares(3, 2, 2), std::invalid_argument);
+}

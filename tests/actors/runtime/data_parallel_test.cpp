@@ -129,3 +129,48 @@ TEST_CASE("one replica computing 2 configured replicas' shares ends with the 2-r
     }
   }
 }
+
+// Issue 44, shrinking onto several replicas: 2 replicas standing for 3 (configured
+// replicas 0 and 1 on the first, 2 on the second: 4 and 2 of the 6 micro-batches, each on
+// a schedule of its own count) gather their shares over their group and end with the
+// 3-replica weights bit for bit.
+namespace {
+
+Job six_micro_batch_job(int replicas, int configured, const std::string& schedule) {
+  constexpr int kSix = 6;
+  TinyJobOptions o;
+  o.stages = kStages;
+  o.micro_batches = kSix;
+  o.steps = 6;
+  o.schedule = schedule;
+  Job job = tiny_job(o);
+  job.plan.replicas = replicas;
+  job.plan.configured_replicas = configured;
+  const auto schedule_of = [&](int count) {
+    return make_pipeline_layout(sched::ScheduleSpec{schedule, kStages, count, 1}, o.layers).schedule;
+  };
+  job.plan.schedule = schedule_of(job.plan.replica_share(0).count);
+  if (job.plan.replica_share(0).count != job.plan.replica_share(replicas - 1).count)
+    for (int r = 0; r < replicas; ++r) job.plan.replica_schedules.push_back(schedule_of(job.plan.replica_share(r).count));
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("2 replicas computing 3 configured replicas' shares (2 and 1) end with the 3-replica weights bitwise, on 1F1B and ZB-H1") {
+  for (const std::string schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    RecordingObserver three_obs, shrunk_obs;
+    const TrainResult three = run_training(six_micro_batch_job(3, 0, schedule), three_obs);
+    const TrainResult shrunk = run_training(six_micro_batch_job(2, 3, schedule), shrunk_obs);
+    CHECK(same_bits(shrunk.weights, three.weights));
+    REQUIRE(shrunk.replica_weights.size() == 2);
+    CHECK(same_bits(shrunk.replica_weights[0], shrunk.replica_weights[1]));
+    REQUIRE(shrunk_obs.steps.size() == three_obs.steps.size());
+    for (std::size_t s = 0; s < three_obs.steps.size(); ++s) {
+      CAPTURE(s);
+      CHECK(shrunk_obs.steps[s].grad_norm == three_obs.steps[s].grad_norm);
+      CHECK(shrunk_obs.steps[s].loss == three_obs.steps[s].loss);
+    }
+  }
+}

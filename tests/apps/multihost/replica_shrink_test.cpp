@@ -166,8 +166,8 @@ TEST_CASE("2 replicas of one stage over 2 nodes, node 1 killed and started again
   CHECK(results[1].killed_exit_code == 128 + SIGKILL);
   REQUIRE(results[0].exit_code == 0);
   REQUIRE(results[1].exit_code == 0);
-  CHECK(results[0].err.find("joined: node 1 taken in: 1 replica × 1 stage on node 0 -> 2 replicas × 1 stage "
-                            "on nodes 0, 1") != std::string::npos);
+  CHECK(results[0].err.find("joined: node 1 taken in: 1 replica × 1 stage on node 0 (gradient shares 2) -> 2 "
+                            "replicas × 1 stage on nodes 0, 1,") != std::string::npos);
   CHECK(event_rows(dir.path() / "run", "replan").size() == 1);
   CHECK(event_rows(dir.path() / "run", "joined").size() == 1);
   const auto plan = nlohmann::json::parse(read_text(dir.path() / "run" / "plan.json"));

@@ -361,15 +361,25 @@ struct GlooGradientAllReduce::Impl {
       }
     } gathered_guard{*this};
     SigpipeBlock no_sigpipe;
-    std::vector<float> flat(n), gathered(n);
-    pack_bucket(all, flat);
+    // One buffer is gathered in place: Gloo's allgatherv without an input takes this
+    // rank's part as already in the output, so the (large: a shrunk job's gradient
+    // shares, share_gradients.hpp) buffer is neither staged nor copied back.
+    const bool in_place = buffers.size() == 1;
+    std::vector<float> flat, gathered;
+    float* out = static_cast<float*>(buffers[0].data);
+    if (!in_place) {
+      flat.resize(n);
+      gathered.resize(n);
+      pack_bucket(all, flat);
+      out = gathered.data();
+    }
     const std::size_t mine =
         std::accumulate(counts.begin(), counts.begin() + group.rank, std::size_t{0});
     std::exception_ptr error;
     try {
       gloo::AllgathervOptions gather(context);
-      gather.setInput(flat.data() + mine, counts[static_cast<std::size_t>(group.rank)]);
-      auto output = context->createUnboundBuffer(gathered.data(), n * sizeof(float));
+      if (!in_place) gather.setInput(flat.data() + mine, counts[static_cast<std::size_t>(group.rank)]);
+      auto output = context->createUnboundBuffer(out, n * sizeof(float));
       InGloo published(*this, output.get());  // declared after `gather`: destroyed first
       gather.setOutput<float>(std::move(output), counts);
       gather.setTag(static_cast<std::uint32_t>(options.layout.size()));
@@ -380,7 +390,7 @@ struct GlooGradientAllReduce::Impl {
     }
     if (was_cancelled()) error = cancelled_error(what);
     if (error) std::rethrow_exception(error);
-    unpack_bucket(gathered, all, 1.0f);
+    if (!in_place) unpack_bucket(gathered, all, 1.0f);
   }
 
   void reduce(const GradientBucket& bucket) {

@@ -41,7 +41,7 @@ std::string restore_origin_name(RestoreOrigin origin) {
 }
 
 LayoutSummary summarize(const ElasticLayout& layout) {
-  return LayoutSummary{layout.replicas, layout.stages, layout.nodes(), layout.halves_per_model_stage};
+  return LayoutSummary{layout.replicas, layout.stages, layout.nodes(), layout.halves_per_model_stage, {}};
 }
 
 static std::vector<int> joined_nodes(const ReplanEvent& e) {

@@ -10,7 +10,8 @@ namespace conveyor {
 StandbyRole::StandbyRole(int node, int leader, SpawnKeeper spawn)
     : node_(node), leader_(leader), spawn_(std::move(spawn)) {}
 
-KeeperActor StandbyRole::on_layout(const std::vector<int>& nodes, const std::vector<int>& node_of_rank) {
+KeeperActor StandbyRole::on_layout(const std::vector<int>& nodes,
+                                   const std::vector<int>& node_of_rank) {
   std::lock_guard lock(mutex_);
   stands_by_ = standby_of(nodes, leader_) == node_;
   leader_ranks_.clear();
@@ -38,7 +39,8 @@ std::string StandbyRole::summary(const SnapshotStore& store, std::chrono::millis
   for (int r : ranks)
     if (const auto copy = store.get(r, *step)) bytes += copy->bytes();
   return fmt::format("{}: copies of {} up to step {} ({:.2f} MB a snapshot){}", head, stages, *step,
-                     static_cast<double>(bytes) / 1e6, arrived ? "" : "; some copies still arriving");
+                     static_cast<double>(bytes) / 1e6,
+                     arrived ? "" : "; some copies still arriving");
 }
 
 }  // namespace conveyor

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace conveyor {
 
 int successor(const std::vector<int>& kept, int lost_leader) {
@@ -17,11 +16,15 @@ int standby_of(const std::vector<int>& nodes, int leader) { return successor(nod
 Election elect(const std::vector<int>& kept, int lost_leader, const std::set<int>& also_lost) {
   const int next = successor(kept, lost_leader);
   if (next < 0)
-    return {-1, fmt::format("node {} led the job alone: no other node is left to take it over", lost_leader)};
+    return {-1, fmt::format("node {} led the job alone: no other node is left to take it over",
+                            lost_leader)};
   if (also_lost.count(next))
-    return {-1, fmt::format("node {}, which stood by for node {} with the copies of its stages' snapshots, is lost "
-                            "too: no other node holds them",
-                            next, lost_leader)};
+    return {
+        -1,
+        fmt::format(
+            "node {}, which stood by for node {} with the copies of its stages' snapshots, is lost "
+            "too: no other node holds them",
+            next, lost_leader)};
   return {next, {}};
 }
 

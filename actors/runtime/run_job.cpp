@@ -471,10 +471,11 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
         .receive([](bool) {}, [](caf::error&) {});
   }
   // Node 0's last snapshot's copies are sent as the run ends: a short wait lets them come.
-  if (standby_)
-    if (const auto line = standby_->summary(*job_->services.snapshots, std::min(setup_.transport_timeout, milliseconds(2000)));
-        !line.empty())
+  if (standby_) {
+    const auto wait = std::min(setup_.transport_timeout, milliseconds(2000));
+    if (const auto line = standby_->summary(*job_->services.snapshots, wait); !line.empty())
       fmt::print(stderr, "conveyor train: {}\n", line);
+  }
   watch_->stop();
   hub_->drain_sends(setup_.transport_timeout);
   return std::nullopt;

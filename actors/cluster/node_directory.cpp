@@ -26,6 +26,10 @@ namespace {
 
 using Self = caf::stateful_actor<NodeDirectoryState>;
 
+LayoutActors layout_actors(const NodeDirectoryState& st) {
+  return LayoutActors{st.by_rank, st.standby.keeper, st.standby.keeper ? st.standby.node : -1};
+}
+
 // One answer after several replies: the first failure answers at once (later replies are
 // ignored), the last of `left` successes lets the caller finish and answer true.
 struct Countdown {
@@ -58,8 +62,9 @@ caf::error add(Self* self, const NodeStages& stages) {
   }
   st.ranks_of_node[stages.node] = stages.ranks;
   if (stages.directory) st.directories[stages.node] = stages.directory;
+  if (stages.keeper) st.standby = {stages.node, stages.keeper};
   if (st.known == st.ranks) {
-    for (auto& p : st.waiting) p.deliver(st.by_rank);
+    for (auto& p : st.waiting) p.deliver(layout_actors(st));
     st.waiting.clear();
   }
   return caf::none;
@@ -126,6 +131,7 @@ caf::result<bool> rejoin(Self* self, NodeStages stages) {
     }
     for (std::size_t i = 0; i < stages.ranks.size(); ++i)
       self->state.by_rank[stages.ranks[i]] = stages.actors[i];
+    if (stages.keeper) self->state.standby = {stages.node, stages.keeper};
     if (self->state.coordinator) self->send(self->state.coordinator, stages);
     p->promise.deliver(true);
   };
@@ -275,16 +281,18 @@ caf::response_promise relayout(Self* self, const Relayout& r) {
     st.ranks = static_cast<int>(all.size());
     st.known = st.ranks;
     st.ranks_of_node.clear();
+    st.standby = {};  // the new layout's standby, if one answered with its keeper
     std::map<int, caf::actor> directories;
     for (const auto& [node, stages] : g->by_node) {
       st.ranks_of_node[node] = stages.ranks;
       if (st.directories.count(node)) directories[node] = st.directories[node];
+      if (stages.keeper) st.standby = {node, stages.keeper};
     }
     st.directories = std::move(directories);
     st.relaid = true;
     g->over = true;
     if (st.moving == g) st.moving.reset();
-    g->promise.deliver(all);
+    g->promise.deliver(layout_actors(st));
   };
   for (int node : r.nodes) {
     if (node == st.node) continue;
@@ -396,9 +404,9 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         if (auto err = add(self, stages)) return err;
         return true;
       },
-      [=](stages_atom) -> caf::result<std::vector<StageActor>> {
+      [=](stages_atom) -> caf::result<LayoutActors> {
         auto& st = self->state;
-        if (st.known == st.ranks) return st.by_rank;
+        if (st.known == st.ranks) return layout_actors(st);
         st.waiting.push_back(self->make_response_promise());
         return st.waiting.back();
       },

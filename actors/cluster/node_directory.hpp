@@ -5,7 +5,9 @@
 // process resolve to a direct route when the coordinator's PeerTable reaches them.
 // Node 0's directory also gathers the stage actors of every node (NodeStages) and hands
 // them, ordered by rank, to the coordinator's builder (stages_atom), so remote stage
-// actors reach the coordinator as ordinary StageActor handles.
+// actors reach the coordinator as ordinary StageActor handles; with them the standby's
+// snapshot keeper, named by the one node that stands by for node 0 (LayoutActors; issue 44
+// item 7), at start, after every Relayout and when the standby's replacement rejoins.
 //
 // A lost process's replacement (same node rank, fault.rejoin_timeout_s) announces its
 // stages again, once every rank is known: node 0's directory then connects this
@@ -83,6 +85,10 @@ struct NodeDirectoryState {
   std::vector<caf::response_promise> waiting;  // stages_atom requests before all known
   std::map<int, std::vector<int>> ranks_of_node;  // as first announced
   std::map<int, caf::actor> directories;          // every node's, by node
+  struct Standby {
+    int node = -1;
+    KeeperActor keeper;
+  } standby;                          // node 0: the layout's standby, from its NodeStages
   Reconnect reconnect;               // null: replacements are refused
   RespawnLocal respawn;              // null: this node's stages are not respawned
   RebuildEdges rebuild;              // null: this node has no NCCL edges

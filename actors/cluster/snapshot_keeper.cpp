@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <stdexcept>
 
 #include "actors/checkpoint/filesystem.hpp"
 #include "actors/checkpoint/layout.hpp"
@@ -31,18 +32,24 @@ void keep(Self* self, SnapshotCopy copy) {
     return;
   }
   const int node = links->node_of_rank[copy.rank];
+  if (st.in_flight) st.in_flight->begin();
   receive_payloads(
       links->channel_to(node), std::move(copy.tensors), links->timeout,
-      [store = st.store, rank = copy.rank, steps = copy.steps_done,
+      [store = st.store, in_flight = st.in_flight, here = links->node, rank = copy.rank, steps = copy.steps_done,
        optimizer_steps = copy.optimizer_steps](std::vector<NamedTensor> tensors, std::exception_ptr e) {
-        if (e) {
-          log_transfer_error(fmt::format("node 0's copy of stage {}'s snapshot after step {} is lost: {}", rank,
-                          steps, exception_text(e)));
-          return;
+        if (!e) {
+          try {  // a re-plan may have reset the store for fewer ranks meanwhile
+            store->put(rank, StageStateSnapshot{
+                                 steps, {std::make_shared<TensorStateSnapshot>(std::move(tensors),
+                                                                               optimizer_steps)}});
+          } catch (const std::out_of_range&) {
+            e = std::current_exception();
+          }
         }
-        store->put(rank, StageStateSnapshot{
-                             steps, {std::make_shared<TensorStateSnapshot>(std::move(tensors),
-                                                                           optimizer_steps)}});
+        if (e)
+          log_transfer_error(fmt::format("node {}'s copy of stage {}'s snapshot after step {} is lost: {}", here,
+                                         rank, steps, exception_text(e)));
+        if (in_flight) in_flight->end();
       });
 }
 
@@ -132,10 +139,12 @@ bool note_shard(Self* self, ShardWritten& w) {
 
 KeeperActor::behavior_type snapshot_keeper(Self* self, std::shared_ptr<SnapshotStore> store,
                                            std::shared_ptr<const CurrentLinks> links,
-                                           std::shared_ptr<checkpoint::RemoteShards> shards) {
+                                           std::shared_ptr<checkpoint::RemoteShards> shards,
+                                           std::shared_ptr<CopiesInFlight> in_flight) {
   self->state.store = std::move(store);
   self->state.links = std::move(links);
   self->state.shards = std::move(shards);
+  self->state.in_flight = std::move(in_flight);
   return {
       [=](SnapshotCopy& copy) { keep(self, std::move(copy)); },
       [=](ShardWritten& w) { return note_shard(self, w); },

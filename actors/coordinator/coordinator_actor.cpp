@@ -546,9 +546,10 @@ CoordinatorActor::behavior_type coordinator_actor(Self* self, std::shared_ptr<co
     st.budget.emplace(job->plan.recovery.max_restarts, job->plan.recovery.window_s);
   st.probe = trace::CoordinatorProbe(job->services.trace ? &job->services.trace->coordinator() : nullptr);
   st.train_plans = train_plans_of(job->plan);
+  const PeerTable table = coordinator_flow::peer_table(st);
   for (auto& s : stages) {
     self->monitor(s);
-    self->send(s, PeerTable{stages, st.restarts.keeper});
+    self->send(s, table);
   }
   self->set_down_handler([=](caf::down_msg& down) { on_stage_down(self, down); });
   // An exception out of a handler (the observer's metrics file on a full disk, a failed

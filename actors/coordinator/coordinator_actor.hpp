@@ -63,6 +63,13 @@ struct StageRestarts {
   /// Node 0's snapshot keeper: takes the other nodes' snapshot copies and restores the
   /// ranks of a rejoined node. Null in one process.
   KeeperActor keeper;
+  /// The standby's snapshot keeper, on `standby_node` (the lowest node of the layout other
+  /// than 0; actors/plan/leader_election.hpp): node 0's stages send it copies of their
+  /// snapshots (PeerTable). Null and -1: none (one node, or no buddy copies). Node 0's
+  /// directory names it with the layout's actors; a re-plan, or the standby's
+  /// replacement, names it again.
+  KeeperActor standby_keeper;
+  int standby_node = -1;
   /// How long to wait for a lost node's replacement (fault.rejoin_timeout_s); 0 (no
   /// buddy copies to restore it from, or the key's 0): lost nodes end the run.
   std::chrono::milliseconds rejoin_timeout{0};

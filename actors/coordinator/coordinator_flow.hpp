@@ -104,6 +104,9 @@ void join_next_group_generation(Self* self, std::function<void()> joined,
 
 /// Whether `rank` runs in another process than the coordinator.
 bool is_remote(const CoordinatorState& st, int rank);
+/// What every stage of the layout is told (PeerTable): the stages by rank and where
+/// their snapshot copies go (node 0's keeper, the standby's for node 0's stages).
+PeerTable peer_table(const CoordinatorState& st);
 /// Whether a lost node's stages are waited for (its replacement restores node 0's copies
 /// or the newest checkpoint): a keeper and a fault.rejoin_timeout_s. Without it a lost
 /// node ends the job, whether the loss comes first or during another recovery.

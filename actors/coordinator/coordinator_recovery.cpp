@@ -65,6 +65,10 @@ bool is_remote(const CoordinatorState& st, int rank) {
   return !nodes.empty() && nodes.at(static_cast<std::size_t>(rank)) != 0;
 }
 
+PeerTable peer_table(const CoordinatorState& st) {
+  return PeerTable{st.stages, st.restarts.keeper, 0, st.restarts.standby_keeper, st.restarts.standby_node};
+}
+
 bool waits_for_replacements(const CoordinatorState& st) {
   return st.restarts.keeper && st.restarts.rejoin_timeout.count() > 0;
 }
@@ -319,7 +323,7 @@ void restore_snapshots(Self* self) {
 
 void send_restores(Self* self) {
   auto& st = self->state;
-  const PeerTable table{st.stages, st.restarts.keeper};
+  const PeerTable table = peer_table(st);
   for (auto& s : st.stages) self->send(s, table);
   auto& pending = *st.recovery;
   if (st.job->plan.replicas > 1) {

@@ -128,6 +128,12 @@ void on_node_rejoined(Self* self, NodeStages& stages) {
     self->monitor(stages.actors[i]);
     st.rejoined.insert(r);
   }
+  // The standby's replacement stands by again: node 0's stages send their copies to its
+  // keeper from the restore on (send_restores tells them).
+  if (stages.keeper) {
+    st.restarts.standby_keeper = stages.keeper;
+    st.restarts.standby_node = stages.node;
+  }
   st.awaiting.erase(stages.node);
   restore_when_replaced(self);
 }

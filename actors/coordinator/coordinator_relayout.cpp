@@ -48,7 +48,8 @@ bool unreachable(const caf::error& e) {
 
 // The new layout's actors are up (every node's, by rank): the old ones end, the
 // coordinator moves onto the new layout, node 0's store takes the cut states.
-void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>& fresh) {
+void move_onto(Self* self, std::shared_ptr<Relaying> r, LayoutActors& layout) {
+  auto& fresh = layout.stages;
   auto& st = self->state;
   r->spawned = std::chrono::steady_clock::now();
   const JobPlan& plan = *r->choice.plan;
@@ -67,6 +68,10 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   // The next checkpoint is this layout's shards: its manifest must say so.
   if (st.checkpoints) st.checkpoints->on_relayout(plan);
   st.stages = fresh;
+  // The standby of the new layout (issue 44 item 7): node 1's, or the next lowest node's
+  // once node 1 is gone; node 0's new stages send it their copies.
+  st.restarts.standby_keeper = layout.standby_keeper;
+  st.restarts.standby_node = layout.standby_node;
   st.train_plans = train_plans_of(plan);
   st.restarts.node_of_rank = r->choice.node_of_rank;
   st.idle_nodes = idle_nodes(r->nodes, r->choice.node_of_rank);  // the next re-plan seats them
@@ -78,7 +83,7 @@ void move_onto(Self* self, std::shared_ptr<Relaying> r, std::vector<StageActor>&
   store.reset(plan.stage_actors());
   for (int a = 0; a < plan.stage_actors(); ++a) store.put(a, r->cut.at(static_cast<std::size_t>(a)));
   r->cut.clear();
-  const PeerTable table{st.stages, st.restarts.keeper};
+  const PeerTable table = peer_table(st);
   for (auto& s : st.stages) {
     self->monitor(s);
     self->send(s, table);
@@ -154,10 +159,10 @@ void relayout_job(Self* self, std::shared_ptr<Relaying> r) {
   const auto generation = st.generation;
   self->request(st.restarts.directory, caf::infinite, relayout)
       .then(
-          [=](std::vector<StageActor>& fresh) {
+          [=](LayoutActors& fresh) {
             if (!is_current(self->state, generation)) {
               // A void move's actors, all spawned before it was abandoned: they never take over.
-              for (auto& a : fresh) self->send_exit(a, caf::exit_reason::user_shutdown);
+              for (auto& a : fresh.stages) self->send_exit(a, caf::exit_reason::user_shutdown);
               return;
             }
             move_onto(self, r, fresh);

@@ -44,12 +44,21 @@ void SnapshotStore::put(int rank, StageStateSnapshot snapshot) {
 }
 
 std::optional<std::int64_t> SnapshotStore::consistent_step() const {
+  std::vector<int> every(static_cast<std::size_t>(ranks()));
+  for (std::size_t r = 0; r < every.size(); ++r) every[r] = static_cast<int>(r);
+  return consistent_step(every);
+}
+
+std::optional<std::int64_t> SnapshotStore::consistent_step(const std::vector<int>& ranks) const {
   std::lock_guard lock(mutex_);
-  // Candidates: rank 0's steps, newest first; the first that every rank holds.
-  const auto& first = by_rank_.front();
+  if (ranks.empty() || std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r < 0 || r >= ranks_; }))
+    return std::nullopt;
+  // Candidates: the first rank's steps, newest first; the first that every rank holds.
+  const auto& first = by_rank_[static_cast<std::size_t>(ranks.front())];
   for (auto it = first.rbegin(); it != first.rend(); ++it) {
-    const bool everywhere = std::all_of(by_rank_.begin(), by_rank_.end(),
-                                        [&](const PerRank& r) { return r.count(it->first) > 0; });
+    const bool everywhere = std::all_of(ranks.begin(), ranks.end(), [&](int r) {
+      return by_rank_[static_cast<std::size_t>(r)].count(it->first) > 0;
+    });
     if (everywhere) return it->first;
   }
   return std::nullopt;

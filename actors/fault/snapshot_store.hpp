@@ -53,6 +53,10 @@ class SnapshotStore {
   void put_marker(int rank, std::int64_t steps_done);
   /// The newest steps_done that every stage holds; nullopt when some stage has none.
   std::optional<std::int64_t> consistent_step() const;
+  /// The newest steps_done that every rank of `ranks` holds (the standby's copies of the
+  /// leader's stages, issue 44); nullopt when one holds none, or `ranks` is empty or names
+  /// a rank this store does not have.
+  std::optional<std::int64_t> consistent_step(const std::vector<int>& ranks) const;
   /// `rank`'s snapshot of `steps_done`; null when it has none.
   std::shared_ptr<const StageStateSnapshot> get(int rank, std::int64_t steps_done) const;
   /// Every stage's snapshot of `steps_done` as checkpoint shards (rank order), with the

@@ -1,8 +1,9 @@
 #pragma once
-// The interface of node 0's snapshot keeper (actors/cluster/snapshot_keeper.hpp) as a CAF
-// typed actor: the copies and shard reports the other nodes' stages send it, and the
-// restores of a lost node's ranks the coordinator asks of it (answered by the stage it
-// hands the copy to, with the same reply a stage's own restore gives).
+// The interface of a snapshot keeper (actors/cluster/snapshot_keeper.hpp: node 0's, and the
+// standby's, which keeps node 0's stages' copies) as a CAF typed actor: the copies and
+// shard reports the other nodes' stages send it, and the restores of a lost node's ranks
+// the coordinator asks of it (answered by the stage it hands the copy to, with the same
+// reply a stage's own restore gives).
 #include <caf/all.hpp>
 #include <string>
 
@@ -33,7 +34,7 @@ struct RestoreFromCheckpoint {
 };
 
 using KeeperActor = caf::typed_actor<
-    caf::reacts_to<SnapshotCopy>,                  // a stage of node k > 0, after a snapshot
+    caf::reacts_to<SnapshotCopy>,                  // a stage of another node, after a snapshot
     caf::replies_to<ShardWritten>::with<bool>,     // node k's write queue; false: not expected
     caf::replies_to<RestoreRejoined>::with<StageRestored>,
     caf::replies_to<RestoreFromCheckpoint>::with<StageRestored>>;

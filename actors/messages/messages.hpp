@@ -29,17 +29,29 @@ wire::both_t<Inspector, T, RemoteStageProgress> inspect(Inspector& f, T& x) {
 namespace conveyor {
 
 /// Handles of every stage actor by rank; sent before the first plan and after every
-/// recovery that replaced one.
+/// recovery that replaced one. It also routes the buddy copies of snapshots (a message
+/// re-targets the stages it reaches, where their links are fixed at spawn): a stage of a
+/// node other than `keeper_node` sends its copies to `keeper`; a stage of `keeper_node`
+/// (the leader) sends its own to `standby_keeper`, so that the leader's stages outlive
+/// the leader (issue 44 item 7; actors/plan/leader_election.hpp).
 struct PeerTable {
   std::vector<StageActor> ranks;
-  /// Node 0's snapshot keeper (actors/cluster/snapshot_keeper.hpp) when the stages of
+  /// The leader's snapshot keeper (actors/cluster/snapshot_keeper.hpp) when the stages of
   /// other nodes send it copies of their snapshots; null otherwise.
   KeeperActor keeper;
+  /// The node that runs `keeper` (and the coordinator): it takes the other nodes' copies,
+  /// final weights and shard reports.
+  int keeper_node = 0;
+  /// The standby's keeper (the lowest other node of the layout), which keeps copies of
+  /// `keeper_node`'s stages' snapshots; null: none (one node, or no buddy copies).
+  KeeperActor standby_keeper;
+  int standby_node = -1;
 };
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, PeerTable> inspect(Inspector& f, T& x) {
-  return f(caf::meta::type_name("PeerTable"), x.ranks, x.keeper);
+  return f(caf::meta::type_name("PeerTable"), x.ranks, x.keeper, x.keeper_node, x.standby_keeper,
+           x.standby_node);
 }
 
 /// A node's stage actors, announced to node 0 before the coordinator starts.
@@ -49,13 +61,23 @@ struct NodeStages {
   std::vector<StageActor> actors;  // actors[i] runs rank ranks[i]
   caf::actor directory;            // the node's own directory (node_directory.hpp)
   std::vector<std::uint8_t> ucx_address;  // its UCX worker's, for peers that reconnect
+  KeeperActor keeper;  // the node's snapshot keeper when it stands by for node 0; null otherwise
 };
 
 template <class Inspector, class T>
 wire::both_t<Inspector, T, NodeStages> inspect(Inspector& f, T& x) {
   return f(caf::meta::type_name("NodeStages"), x.node, x.ranks, x.actors, x.directory,
-           x.ucx_address);
+           x.ucx_address, x.keeper);
 }
+
+/// Node 0's directory's answer to the stages of a layout (at start, and after a Relayout):
+/// every stage actor by rank, and the standby's keeper, from the node whose NodeStages
+/// named one (null keeper and node -1: no node stands by). Inside node 0 only.
+struct LayoutActors {
+  std::vector<StageActor> stages;
+  KeeperActor standby_keeper;
+  int standby_node = -1;
+};
 
 /// From node 0's directory to the other nodes' when a lost node's replacement joined:
 /// connect this process's channels to its new UCX worker (node_directory.hpp).
@@ -135,3 +157,4 @@ inline void add_wire_types(caf::actor_system_config& cfg) {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::PipeMessage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::ChannelFailure)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::LayoutActors)

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 #include "actors/cluster/progress_reporter.hpp"
 #include "actors/cluster/remote_weights.hpp"
 #include "actors/cluster/snapshot_keeper.hpp"
+#include "actors/cluster/standby_role.hpp"
 #include "actors/coordinator/coordinator_actor.hpp"
 #include "actors/coordinator/replica_weights.hpp"
 #include "actors/fault/fault_spec.hpp"
@@ -164,11 +166,13 @@ class NodeRun {
   void connect_peers();
   void spawn_stages();
   void publish_directory();
+  void stand_by();
   std::optional<TrainResult> serve_node_k();
-  std::vector<StageActor> gather_stages();
+  LayoutActors gather_stages();
+  KeeperActor spawn_keeper(std::shared_ptr<CopiesInFlight> in_flight);
   StageRestarts stage_restarts();
   NodeStages relayout(const Relayout& r);
-  TrainResult coordinate(const std::vector<StageActor>& stages);
+  TrainResult coordinate(const LayoutActors& layout);
   TrainResult with_remote_weights(TrainResult result);
 
   const NodeSetup setup_;
@@ -214,6 +218,9 @@ class NodeRun {
   RebuildEdges rebuild_;
   caf::actor directory_;
   std::vector<caf::actor> directories_;
+  // Node k > 0 with buddy copies: whether it stands by for node 0 in the layout it runs
+  // now, with the keeper of node 0's copies (standby_role.hpp); null elsewhere.
+  std::unique_ptr<StandbyRole> standby_;
 };
 
 void NodeRun::check_rejoin() const {
@@ -363,6 +370,18 @@ void NodeRun::spawn_stages() {
     };
 }
 
+// Issue 44 item 7: with buddy copies, node 0's stages send copies of their snapshots to
+// the standby (the lowest other node of the layout), whose keeper this node names in its
+// NodeStages when it is that node (at start here, after a re-plan in relayout()).
+void NodeRun::stand_by() {
+  if (!across() || !shape_.copies || node0()) return;
+  standby_ = std::make_unique<StandbyRole>(setup_.node, 0, [this](std::shared_ptr<CopiesInFlight> in_flight) {
+    return spawn_keeper(std::move(in_flight));
+  });
+  const std::set<int> nodes(setup_.node_of_rank.begin(), setup_.node_of_rank.end());
+  mine_.keeper = standby_->on_layout({nodes.begin(), nodes.end()}, setup_.node_of_rank);
+}
+
 // This node's directory, published through the middleman, and a direct CAF connection
 // per pair of nodes: node k dials nodes 0 .. k-1 (a replacement dials every other node:
 // their connections to it died with its forerunner).
@@ -451,24 +470,40 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
     self->request(shard_reports_, caf::infinite, flush_shard_reports_atom::value)
         .receive([](bool) {}, [](caf::error&) {});
   }
+  // Node 0's last snapshot's copies are sent as the run ends: a short wait lets them come.
+  if (standby_) {
+    const auto wait = std::min(setup_.transport_timeout, milliseconds(2000));
+    if (const auto line = standby_->summary(*job_->services.snapshots, wait); !line.empty())
+      fmt::print(stderr, "conveyor train: {}\n", line);
+  }
   watch_->stop();
   hub_->drain_sends(setup_.transport_timeout);
   return std::nullopt;
 }
 
 // Every stage actor of the job, by rank: this process's own, or across processes those
-// node 0's directory gathered once every node announced its stages.
-std::vector<StageActor> NodeRun::gather_stages() {
-  if (!across()) return mine_.actors;
+// node 0's directory gathered once every node announced its stages (and the standby's
+// keeper, when a node stands by).
+LayoutActors NodeRun::gather_stages() {
+  if (!across()) return LayoutActors{mine_.actors, {}, -1};
   store_->barrier("stages", setup_.rendezvous_timeout);  // names the nodes that never announced
   store_->set(kJobRunningKey, "1");  // a node that joins from now on is a replacement
-  std::vector<StageActor> stages;
+  LayoutActors layout;
   std::string failed;
   (*self_)->request(directory_, setup_.rendezvous_timeout, stages_atom::value)
-      .receive([&](std::vector<StageActor>& all) { stages = std::move(all); },
+      .receive([&](LayoutActors& all) { layout = std::move(all); },
                [&](caf::error& e) { failed = error_text(*system_, e); });
   if (!failed.empty()) throw std::runtime_error("gathering the stage actors: " + failed);
-  return stages;
+  return layout;
+}
+
+// A snapshot keeper over this node's store: node 0's, or the standby's.
+KeeperActor NodeRun::spawn_keeper(std::shared_ptr<CopiesInFlight> in_flight) {
+  auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots,
+                               std::shared_ptr<const CurrentLinks>(current_links_), shard_book_.book,
+                               std::move(in_flight));
+  end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));
+  return keeper;
 }
 
 StageRestarts NodeRun::stage_restarts() {
@@ -482,10 +517,7 @@ StageRestarts NodeRun::stage_restarts() {
   restarts.remote_markers = !shape_.copies;
   // Node 0's keeper takes the other nodes' copies: every snapshot's with buddy copies,
   // else those a checkpoint or a grow asks for (CopySnapshot).
-  auto keeper = system_->spawn(snapshot_keeper, job_->services.snapshots,
-                               std::shared_ptr<const CurrentLinks>(current_links_), shard_book_.book);
-  end_.actors.push_back(caf::actor_cast<caf::actor>(keeper));
-  restarts.keeper = keeper;
+  restarts.keeper = spawn_keeper(nullptr);
   restarts.remote_shards = shard_book_.book;
   // A copy's tensors may each take up to transport.timeout_s.
   restarts.copy_wait = std::max<milliseconds>(restarts.copy_wait, 2 * setup_.transport_timeout);
@@ -537,6 +569,8 @@ NodeStages NodeRun::relayout(const Relayout& r) {
   }
   if (mine.ranks.empty() && !node0())
     if (auto w = watcher_.lock()) caf::anon_send(caf::actor_cast<caf::actor>(w), stage_idle_atom::value);
+  // The standby of the new layout names its keeper (node 1's lost: the next lowest node).
+  if (standby_) mine.keeper = standby_->on_layout(r.nodes, choice.node_of_rank);
   fmt::print(stderr, "conveyor train: node {} moves onto {} (layout generation {}): stage(s) [{}] here\n",
              setup_.node, describe_shape(job->plan.replicas, static_cast<int>(job->plan.placement.ranks.size())),
              r.generation, fmt::join(mine.ranks, ", "));
@@ -544,8 +578,11 @@ NodeStages NodeRun::relayout(const Relayout& r) {
 }
 
 // Node 0: the coordinator drives every stage to the end of the run.
-TrainResult NodeRun::coordinate(const std::vector<StageActor>& stages) {
+TrainResult NodeRun::coordinate(const LayoutActors& layout) {
   StageRestarts restarts = stage_restarts();
+  restarts.standby_keeper = layout.standby_keeper;
+  restarts.standby_node = layout.standby_node;
+  const auto& stages = layout.stages;
   RunWatchdog watchdog;
   watchdog.wire(restarts);
   auto coordinator = system_->spawn(coordinator_actor, job_, stages, observer_, restarts);
@@ -615,6 +652,7 @@ std::optional<TrainResult> NodeRun::run() {
     epoch_ = StageWorker::Clock::now();
   }
   spawn_stages();
+  stand_by();
   if (across()) {
     publish_directory();
     if (!node0()) return serve_node_k();

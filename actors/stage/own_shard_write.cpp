@@ -36,10 +36,10 @@ void write_own_shard(StageSelf* self, const WriteShard& ask) {
   auto& st = self->state;
   const int rank = st.worker->rank();
   const auto writes = st.job->services.shard_writes;
-  if (!st.links || st.links->node == 0 || !st.peers.keeper || !writes)
-    throw std::logic_error(fmt::format("stage {}: asked to write its own shard, but it runs on node 0, "
-                                       "knows no keeper or has no write queue",
-                                       rank));
+  if (!st.links || st.links->node == st.peers.keeper_node || !st.peers.keeper || !writes)
+    throw std::logic_error(fmt::format("stage {}: asked to write its own shard, but it runs on the keeper's "
+                                       "node {}, knows no keeper or has no write queue",
+                                       rank, st.peers.keeper_node));
   auto snap = st.job->services.snapshots ? st.job->services.snapshots->get(rank, ask.steps_done) : nullptr;
   if (snap && snap->marker) snap = nullptr;
   const bool accepted = writes->queue().submit([writes, keeper = st.peers.keeper, snap, rank, ask,

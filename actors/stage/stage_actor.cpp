@@ -128,35 +128,36 @@ void drive(StageSelf* self) {
   }
 }
 
-// The stage's state after `steps_done` steps into the process's snapshot store, and on
-// a node other than 0 (when `copy`, with buddy copies) a copy to node 0's keeper
-// (snapshot_keeper.hpp).
+// The stage's state after `steps_done` steps into the process's snapshot store, and (when
+// `copy`, with buddy copies) a copy to the keeper its peers route it to: the leader's from
+// another node, the standby's from the leader's (stage_remote.hpp's copy_route).
 void put_snapshot(StageSelf* self, std::int64_t steps_done, bool copy = true) {
   auto& st = self->state;
   StageStateSnapshot snapshot{steps_done, st.worker->snapshot()};
-  const bool copied = copy && st.job->plan.recovery.buddy_copies == BuddyCopies::on && st.links &&
-                      st.links->node != 0 && st.peers.keeper;
+  const auto route = st.links ? copy_route(st.peers, st.links->node) : CopyRoute{};
+  const bool copied = copy && st.job->plan.recovery.buddy_copies == BuddyCopies::on && route.keeper;
   auto tensors = copied ? snapshot.tensors() : std::vector<NamedTensor>{};
   const auto optimizer_steps = snapshot.optimizer_steps();
   st.job->services.snapshots->put(st.worker->rank(), std::move(snapshot));
-  if (copied) send_snapshot_copy(self, steps_done, tensors, optimizer_steps);
+  if (copied) send_snapshot_copy(self, route, steps_done, tensors, optimizer_steps);
 }
 
 // Without buddy copies: the copy of its snapshot after `steps_done` steps that a
-// checkpoint of node 0, or a grow at that boundary, asks for (CopySnapshot).
-void copy_snapshot_to_node0(StageSelf* self, std::int64_t steps_done) {
+// checkpoint of the leader, or a grow at that boundary, asks for (CopySnapshot).
+void copy_snapshot_to_keeper(StageSelf* self, std::int64_t steps_done) {
   auto& st = self->state;
   const int rank = st.worker->rank();
-  if (!st.links || st.links->node == 0 || !st.peers.keeper)
+  if (!st.links || st.links->node == st.peers.keeper_node || !st.peers.keeper)
     throw std::logic_error(fmt::format("stage {}: asked for a copy of its snapshot, but it runs "
-                                       "on node 0 or knows no keeper",
-                                       rank));
+                                       "on the keeper's node {} or knows no keeper",
+                                       rank, st.peers.keeper_node));
   const auto snap = st.job->services.snapshots ? st.job->services.snapshots->get(rank, steps_done) : nullptr;
   if (!snap || snap->marker)
     throw std::runtime_error(fmt::format("stage {} holds no snapshot after step {} to copy to "
-                                         "node 0",
-                                         rank, steps_done));
-  send_snapshot_copy(self, steps_done, snap->tensors(), snap->optimizer_steps());
+                                         "node {}",
+                                         rank, steps_done, st.peers.keeper_node));
+  send_snapshot_copy(self, CopyRoute{st.peers.keeper, st.peers.keeper_node}, steps_done, snap->tensors(),
+                     snap->optimizer_steps());
 }
 
 bool snapshot_due(const Job& job, std::int64_t steps_done) {
@@ -277,7 +278,7 @@ StageActor::behavior_type stage_behavior(StageSelf* self, std::shared_ptr<const 
       },
       [=](const CopySnapshot& ask) {
         return replying<SnapshotTaken>(self, [&] {
-          copy_snapshot_to_node0(self, ask.steps_done);
+          copy_snapshot_to_keeper(self, ask.steps_done);
           return SnapshotTaken{self->state.worker->rank(), ask.steps_done};
         });
       },

@@ -98,43 +98,50 @@ void receive_over_channel(StageSelf* self, const PipeHeader& h) {
 
 void send_weights_payload(StageSelf* self, const WeightsReply& weights) {
   auto& st = self->state;
-  if (!st.links || st.links->node == 0) return;
+  const int leader = st.peers.keeper_node;
+  if (!st.links || st.links->node == leader) return;
   int first = 0;  // tags count the reply's tensors across its model stages
   for (const auto& m : weights.model_stages) {
     send_payloads(
-        st.links->channel_to(0), m.tensors,
+        st.links->channel_to(leader), m.tensors,
         [rank = weights.rank, first](int i) { return weight_tag(rank, first + i); },
         st.links->timeout,
-        fmt::format("stage {}: the final weights of model stage {} to node 0", weights.rank,
-                    m.model_stage));
+        fmt::format("stage {}: the final weights of model stage {} to node {}", weights.rank,
+                    m.model_stage, leader));
     first += static_cast<int>(m.tensors.size());
   }
 }
 
-void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
+CopyRoute copy_route(const PeerTable& peers, int node) {
+  if (node != peers.keeper_node) return {peers.keeper, peers.keeper_node};
+  if (peers.standby_node < 0 || peers.standby_node == node) return {};
+  return {peers.standby_keeper, peers.standby_node};
+}
+
+void send_snapshot_copy(StageSelf* self, const CopyRoute& to, std::int64_t steps_done,
                         const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps) {
   auto& st = self->state;
-  if (!st.links || st.links->node == 0 || !st.peers.keeper) return;
   const int rank = st.worker->rank();
   SnapshotCopy copy{rank, steps_done, optimizer_steps, tensors, 0, st.round};
-  // A copy that fails to arrive is not the stage's failure: node 0 keeps the older ones.
+  // A copy that fails to arrive is not the stage's failure: the keeper keeps the older ones.
   send_payloads(
-      st.links->channel_to(0), copy.tensors,
+      st.links->channel_to(to.node), copy.tensors,
       [rank, round = st.round, steps_done](int i) { return snapshot_tag(rank, round, steps_done, i); },
       st.links->timeout,
-      fmt::format("stage {}: the copy of its snapshot after step {}", rank, steps_done));
-  self->send(st.peers.keeper, std::move(copy));
+      fmt::format("stage {}: the copy of its snapshot after step {} to node {}", rank, steps_done, to.node));
+  self->send(to.keeper, std::move(copy));
 }
 
 void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy) {
   auto& st = self->state;
   if (!st.links) throw std::logic_error("a snapshot copy to restore, but this stage has no channels");
-  if (st.links->node == 0) {  // from node 0's keeper, in this process: the tensors came along
+  const int keeper_node = st.peers.keeper_node;
+  if (st.links->node == keeper_node) {  // from its own node's keeper: the tensors came along
     self->send(self, CopyArrived{std::move(copy), std::string()});
     return;
   }
   auto header = SnapshotCopy{copy.rank, copy.steps_done, copy.optimizer_steps, {}};
-  receive_payloads(st.links->channel_to(0), std::move(copy.tensors), st.links->timeout,
+  receive_payloads(st.links->channel_to(keeper_node), std::move(copy.tensors), st.links->timeout,
                    [me = weak(self), header](std::vector<NamedTensor> tensors, std::exception_ptr e) {
                      CopyArrived arrived{header, e ? exception_text(e) : std::string()};
                      arrived.copy.tensors = std::move(tensors);

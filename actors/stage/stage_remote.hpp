@@ -19,18 +19,28 @@ void send_over_channel(StageSelf* self, int dest, PipeMessage message);
 /// unknown sender).
 void receive_over_channel(StageSelf* self, const PipeHeader& header);
 
-/// On a node other than 0: sends the bytes of every tensor of `weights` to node 0 (whose
-/// copy of the reply holds PendingPayload placeholders). Elsewhere: nothing.
+/// On a node other than the keeper's (PeerTable::keeper_node, which runs the coordinator):
+/// sends the bytes of every tensor of `weights` there (whose copy of the reply holds
+/// PendingPayload placeholders). Elsewhere: nothing.
 void send_weights_payload(StageSelf* self, const WeightsReply& weights);
 
-/// On a node other than 0 whose peers name node 0's snapshot keeper: a copy of the
-/// stage's snapshot after `steps_done` steps goes there (snapshot_keeper.hpp); the send
-/// runs in the background. Elsewhere: nothing.
-void send_snapshot_copy(StageSelf* self, std::int64_t steps_done,
+/// Where a stage of `node` sends copies of its snapshots: the leader's keeper from any
+/// other node, the standby's from the leader's own node (issue 44 item 7). A null keeper:
+/// nowhere (one process, no keeper known yet, or the leader with no standby).
+struct CopyRoute {
+  KeeperActor keeper;
+  int node = -1;
+};
+CopyRoute copy_route(const PeerTable& peers, int node);
+
+/// A copy of the stage's snapshot after `steps_done` steps to `to` (snapshot_keeper.hpp):
+/// the names over CAF, the bytes over the channel to `to.node`, in the background.
+/// REQUIRES: to.keeper, and a channel to to.node.
+void send_snapshot_copy(StageSelf* self, const CopyRoute& to, std::int64_t steps_done,
                         const std::vector<NamedTensor>& tensors, std::int64_t optimizer_steps);
 
-/// Posts the receives of `copy`'s bytes from node 0; CopyArrived comes back to the stage
-/// (at once on node 0, where the keeper's copy holds the tensors themselves).
+/// Posts the receives of `copy`'s bytes from the keeper's node; CopyArrived comes back to
+/// the stage (at once on the keeper's node, where the keeper's copy holds the tensors).
 void receive_snapshot_copy(StageSelf* self, SnapshotCopy copy);
 
 }  // namespace conveyor

@@ -97,7 +97,7 @@ TEST_CASE("two nodes that join a shrunk job before either is taken in are connec
              caf::actor_cast<CoordinatorActor>(system.spawn(coordinator, record)));
   bool moved = false;
   self->request(directory, caf::infinite, Relayout{1, {0}, 0, true})
-      .receive([&](const std::vector<StageActor>& all) { moved = all.size() == 1; },
+      .receive([&](const LayoutActors& all) { moved = all.stages.size() == 1; },
                [&](caf::error& e) { FAIL(system.render(e)); });
   REQUIRE(moved);
 
@@ -140,7 +140,7 @@ TEST_CASE("a node that joins after an earlier joiner was taken in is not told of
   const auto move = [&](Relayout r) {
     bool ok = false;
     self->request(directory, caf::infinite, r)
-        .receive([&](const std::vector<StageActor>&) { ok = true; }, [&](caf::error& e) { FAIL(system.render(e)); });
+        .receive([&](const LayoutActors&) { ok = true; }, [&](caf::error& e) { FAIL(system.render(e)); });
     REQUIRE(ok);
   };
   move(Relayout{1, {0}, 0, true});
@@ -195,7 +195,7 @@ TEST_CASE("a node kept in the layout without a stage and lost is forgotten: the 
   const auto move = [&](Relayout r) {
     bool ok = false;
     self->request(directory, caf::infinite, r)
-        .receive([&](const std::vector<StageActor>&) { ok = true; }, [&](caf::error& e) { FAIL(system.render(e)); });
+        .receive([&](const LayoutActors&) { ok = true; }, [&](caf::error& e) { FAIL(system.render(e)); });
     REQUIRE(ok);
   };
   move(Relayout{1, {0}, 0, true});

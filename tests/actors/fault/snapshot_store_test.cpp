@@ -87,3 +87,18 @@ TEST_CASE("a reset for another layout forgets every snapshot and takes the new s
   CHECK(store.consistent_step() == 5);
   CHECK_THROWS_AS(store.reset(0), std::invalid_argument);
 }
+
+TEST_CASE("the consistent step of some ranks looks only at theirs: the standby's copies of the leader's stages") {
+  // Ranks 0 and 1 run on the leader; rank 2 is the standby's own, a step ahead.
+  SnapshotStore store(3, 4);
+  CHECK_FALSE(store.consistent_step({0, 1}));
+  store.put(2, snap(3, 1.0f));
+  for (int r : {0, 1}) store.put(r, snap(2, 1.0f));
+  store.put(0, snap(3, 1.0f));  // rank 1's copy of step 3 still on its way
+  CHECK(store.consistent_step({0, 1}) == 2);
+  CHECK(store.consistent_step({0}) == 3);
+  CHECK(store.consistent_step({2}) == 3);
+  CHECK_FALSE(store.consistent_step());  // no step that all three hold
+  CHECK_FALSE(store.consistent_step(std::vector<int>{}));
+  CHECK_FALSE(store.consistent_step({0, 3}));  // no rank 3 here
+}

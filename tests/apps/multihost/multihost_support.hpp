@@ -254,6 +254,18 @@ inline void require_all_ok(const std::vector<NodeResult>& results) {
   }
 }
 
+/// Requires node `killed` to have been SIGKILLed and every other node to have exited 0 in
+/// time; prints each survivor's stderr otherwise.
+inline void require_survivors_ok(const std::vector<NodeResult>& results, std::size_t killed) {
+  CHECK(results.at(killed).exit_code == 128 + SIGKILL);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i == killed) continue;
+    INFO("node " << i << " stderr:\n" << results[i].err);
+    REQUIRE_MESSAGE(!results[i].timed_out, "node " << i << " was killed at the deadline");
+    REQUIRE(results[i].exit_code == 0);
+  }
+}
+
 /// Runs `nodes` with node 1 under --supervise, whose process an `exit:node=1:…` fault
 /// kills once: requires that its second attempt rejoined the running job and that every
 /// node ended well (their stderr printed otherwise).

@@ -80,7 +80,7 @@ std::optional<std::pair<std::vector<checkpoint::StageShard>, std::int64_t>> Snap
   for (int r = 0; r < ranks; ++r) {
     auto s = get(r, steps_done);
     if (!s || s->marker) return std::nullopt;
-    out.push_back({r, {}, [s] { return s->tensors(); }});
+    out.push_back({r, {}, [s] { return s->tensors(); }, {}});
     optimizer_steps = s->optimizer_steps();
   }
   return std::make_pair(std::move(out), optimizer_steps);

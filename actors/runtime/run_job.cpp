@@ -260,7 +260,7 @@ void NodeRun::start_system() {
   await_actors_.emplace(detached_, system_);
   close_shard_writes_.writes = job_->services.shard_writes.get();
   if (shape_.nodes_write_shards && node0()) shard_book_.book = std::make_shared<checkpoint::RemoteShards>();
-  mine_ = NodeStages{setup_.node, local_ranks_, {}, {}, {}};
+  mine_ = NodeStages{setup_.node, local_ranks_, {}, {}, {}, {}};
   release_relay_.emplace(ReleaseRelay{relay_});
 }
 
@@ -557,7 +557,7 @@ NodeStages NodeRun::relayout(const Relayout& r) {
   current_links_->set(links);
   // Before any node is told the layout is running: a process that joins from now on dials these.
   if (node0() && store_) publish_layout_nodes(*store_, r.nodes);
-  NodeStages mine{setup_.node, {}, {}, {}, {}};
+  NodeStages mine{setup_.node, {}, {}, {}, {}, {}};
   for (int rank = 0; rank < job->plan.stage_actors(); ++rank) {
     if (choice.node_of_rank[static_cast<std::size_t>(rank)] != setup_.node) continue;
     auto fresh = spawn_fenced_(job, rank, links, r.round_fence);

@@ -25,12 +25,13 @@ std::string not_implemented() {
 
 LeaderFailover::LeaderFailover(LeaderFailoverOptions options, RendezvousClient& primary)
     : options_(std::move(options)), primary_(primary) {
-  if (!options_.store.route) throw std::logic_error("LeaderFailover: the store clients share no route");
+  if (!options_.store.route)
+    throw std::logic_error("LeaderFailover: the store clients share no route");
 }
 
 LeaderFailover::~LeaderFailover() {
   std::lock_guard lock(mu_);
-  stop_standing_by();
+  stop_standing_by(/*say=*/false);  // the run ends: nothing to tell
 }
 
 void LeaderFailover::log(std::string_view line) const {
@@ -49,7 +50,7 @@ void LeaderFailover::on_layout(const std::vector<int>& nodes, std::int64_t gener
   if (standby == options_.node)
     stand_by(generation);
   else
-    stop_standing_by();
+    stop_standing_by(/*say=*/true);
 }
 
 void LeaderFailover::stand_by(std::int64_t generation) {
@@ -69,26 +70,30 @@ void LeaderFailover::stand_by(std::int64_t generation) {
     mirror.primary.port = primary.port;
     mirror.log = options_.log;
     mirror_ = std::make_unique<StoreMirror>(*copy_, mirror);
-    log(fmt::format("node {} keeps a copy of node {}'s store, at {}", options_.node, options_.leader,
-                    copy_->address()));
+    log(fmt::format("node {} keeps a copy of node {}'s store, at {}", options_.node,
+                    options_.leader, copy_->address()));
   }
   standby_ = StandbyAddress{generation, options_.node, {options_.advertise_host, copy_->port()}};
   primary_.set(kStandbyKey, standby_text(*standby_));
 }
 
-void LeaderFailover::stop_standing_by() {
+void LeaderFailover::stop_standing_by(bool say) {
   if (!copy_) return;
   if (mirror_) mirror_->stop();
   mirror_.reset();
   copy_.reset();
-  log(fmt::format("node {} stopped its copy of node {}'s store: another node keeps it in this layout",
-                  options_.node, options_.leader));
+  if (say)
+    log(fmt::format(
+        "node {} stopped its copy of node {}'s store: another node keeps it in this layout",
+        options_.node, options_.leader));
 }
 
 void LeaderFailover::refresh() {
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
-  if (standby_node_ < 0 || standby_node_ == options_.node || now - last_read_ < options_.refresh_every) return;
+  if (standby_node_ < 0 || standby_node_ == options_.node ||
+      now - last_read_ < options_.refresh_every)
+    return;
   last_read_ = now;
   try {
     const auto text = primary_.get(kStandbyKey);
@@ -111,7 +116,8 @@ std::string LeaderFailover::fail_over(const std::string& why, const std::string&
   const Election election = this->election();
   std::string outcome;
   if (!election.refused.empty())
-    outcome = fmt::format("{}; no node can be elected to lead: {}; the job ends", lost, election.refused);
+    outcome =
+        fmt::format("{}; no node can be elected to lead: {}; the job ends", lost, election.refused);
   else if (election.successor == options_.node)
     outcome = lead(lost, holdings);
   else
@@ -123,7 +129,8 @@ std::string LeaderFailover::fail_over(const std::string& why, const std::string&
 // the other survivors to reach it.
 std::string LeaderFailover::lead(const std::string& lost, const std::string& holdings) {
   std::lock_guard lock(mu_);
-  const auto elected = fmt::format("{}; node {} was elected to lead (term {})", lost, options_.node, kTerm);
+  const auto elected =
+      fmt::format("{}; node {} was elected to lead (term {})", lost, options_.node, kTerm);
   if (!copy_) return fmt::format("{}, but it runs no copy of the store: the job ends", elected);
   mirror_->stop();  // no late change after the promotion
   const auto seq = mirror_->seq();
@@ -140,7 +147,8 @@ std::string LeaderFailover::lead(const std::string& lost, const std::string& hol
     const auto deadline = std::chrono::steady_clock::now() + options_.reach_timeout;
     for (int n : nodes_) {
       if (n == options_.leader || n == options_.node) continue;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       try {
         store.wait(follows_key(n), std::max(left, std::chrono::milliseconds(1)));
         followed.push_back(n);
@@ -151,12 +159,14 @@ std::string LeaderFailover::lead(const std::string& lost, const std::string& hol
   } catch (const RendezvousError& e) {
     return fmt::format("{}, but its promoted store failed ({}): the job ends", elected, e.what());
   }
-  std::string others = followed.empty() ? "" : fmt::format(", node(s) [{}] follow it", fmt::join(followed, ", "));
+  std::string others =
+      followed.empty() ? "" : fmt::format(", node(s) [{}] follow it", fmt::join(followed, ", "));
   if (!missing.empty())
     others += fmt::format(", node(s) [{}] did not reach it within {}", fmt::join(missing, ", "),
                           rendezvous::describe_duration(options_.reach_timeout));
   return fmt::format("{}: it promoted its copy of the store (seq {}) at {}{}{}, {}", elected, seq,
-                     copy_->address(), others, holdings.empty() ? "" : fmt::format(", and it holds {}", holdings),
+                     copy_->address(), others,
+                     holdings.empty() ? "" : fmt::format(", and it holds {}", holdings),
                      not_implemented());
 }
 
@@ -168,10 +178,12 @@ std::string LeaderFailover::follow(const std::string& lost, int successor) {
     std::lock_guard lock(mu_);
     standby = standby_;
   }
-  const auto elected = fmt::format("{}; node {} was elected to lead (term {})", lost, successor, kTerm);
+  const auto elected =
+      fmt::format("{}; node {} was elected to lead (term {})", lost, successor, kTerm);
   if (!standby || standby->node != successor)
-    return fmt::format("{}, but this node never learnt where its copy of the store listens: the job ends",
-                       elected);
+    return fmt::format(
+        "{}, but this node never learnt where its copy of the store listens: the job ends",
+        elected);
   const auto at = rendezvous::host_port(standby->store.host, standby->store.port);
   options_.store.route->move_to(standby->store.host, standby->store.port);
   try {
@@ -181,11 +193,14 @@ std::string LeaderFailover::follow(const std::string& lost, int successor) {
     RendezvousClient store(check);
     const auto leader = rendezvous::to_text(store.wait(kLeaderKey, options_.reach_timeout));
     store.set(follows_key(options_.node), "1");
-    return fmt::format("{}: this node follows node {} and reached its promoted store at {} (leader: {}), {}",
-                       elected, successor, at, leader, not_implemented());
+    return fmt::format(
+        "{}: this node follows node {} and reached its promoted store at {} (leader: {}), {}",
+        elected, successor, at, leader, not_implemented());
   } catch (const RendezvousError& e) {
-    return fmt::format("{}: this node follows node {} but could not reach its promoted store at {} ({}): the job ends",
-                       elected, successor, at, e.what());
+    return fmt::format(
+        "{}: this node follows node {} but could not reach its promoted store at {} ({}): the job "
+        "ends",
+        elected, successor, at, e.what());
   }
 }
 

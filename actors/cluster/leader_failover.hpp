@@ -71,13 +71,13 @@ class LeaderFailover {
   /// The election once the leader is lost, on this node's record of the layout.
   Election election();
   /// The leader was lost (`why`: how this node saw it): the election and this node's part
-  /// in it. Returns the line the node ends with, `why` last in parentheses. `holdings`: what this node holds of the leader's stages
-  /// (standby_role.hpp), empty when it keeps no copies.
+  /// in it. Returns the line the node ends with, `why` last in parentheses. `holdings`: what this
+  /// node holds of the leader's stages (standby_role.hpp), empty when it keeps no copies.
   std::string fail_over(const std::string& why, const std::string& holdings);
 
  private:
   void stand_by(std::int64_t generation);  // REQUIRES: mu_ held
-  void stop_standing_by();                  // REQUIRES: mu_ held
+  void stop_standing_by(bool say);         // REQUIRES: mu_ held; `say`: log it
   std::string lead(const std::string& lost, const std::string& holdings);
   std::string follow(const std::string& lost, int successor);
   void log(std::string_view line) const;
@@ -85,9 +85,9 @@ class LeaderFailover {
   const LeaderFailoverOptions options_;
   RendezvousClient& primary_;
   std::mutex mu_;
-  std::vector<int> nodes_;                  // the layout's, as this node knows it
-  int standby_node_ = -1;                   // the layout's standby
-  std::optional<StandbyAddress> standby_;   // its address, once read (or this node's own)
+  std::vector<int> nodes_;                 // the layout's, as this node knows it
+  int standby_node_ = -1;                  // the layout's standby
+  std::optional<StandbyAddress> standby_;  // its address, once read (or this node's own)
   std::chrono::steady_clock::time_point last_read_{};
   std::unique_ptr<RendezvousServer> copy_;  // this node's copy of the store, while it stands by
   std::unique_ptr<StoreMirror> mirror_;     // declared after copy_: stopped before it goes

@@ -18,19 +18,24 @@ namespace {
 
 constexpr int kSteps = 24;
 
-std::vector<NodeRun> node0_dies(const TempDir& dir, const std::string& failover, const std::string& token) {
+std::vector<NodeRun> node0_dies(const TempDir& dir, const std::string& failover,
+                                const std::string& token) {
   const auto kill = random_kill_step(3, kSteps - 6);
   MESSAGE("node 0 exits at step " << kill.step);
-  return job_on_nodes(3,
-                      three_stage_job(kSteps, {"--set", "fault.inject=[exit:node=0:step=" + std::to_string(kill.step) + "]",
-                                               "--set", "rendezvous.peer_silence_s=2", "--set",
-                                               "fault.leader_failover=" + failover}),
-                      dir / "run", token);
+  return job_on_nodes(
+      3,
+      three_stage_job(
+          kSteps,
+          {"--set", "fault.inject=[exit:node=0:step=" + std::to_string(kill.step) + "]", "--set",
+           "rendezvous.peer_silence_s=2", "--set", "fault.leader_failover=" + failover}),
+      dir / "run", token);
 }
 
 }  // namespace
 
-TEST_CASE("node 0 killed: node 1 is elected and promotes its copy of the store, node 2 follows it, and both end saying so") {
+TEST_CASE(
+    "node 0 killed: node 1 is elected and promotes its copy of the store, node 2 follows it, and "
+    "both end saying so") {
   TempDir dir;
   const auto started = std::chrono::steady_clock::now();
   const auto results = run_nodes(dir, node0_dies(dir, "auto", "election-test"), 120);
@@ -43,15 +48,19 @@ TEST_CASE("node 0 killed: node 1 is elected and promotes its copy of the store, 
   CHECK(results[1].exit_code == 1);
   CHECK(results[2].exit_code == 1);
   CHECK(results[1].err.find("node 1 keeps a copy of node 0's store, at") != std::string::npos);
-  CHECK(results[1].err.find("node 0 was lost; node 1 was elected to lead (term 1): it promoted its copy of the "
-                            "store (seq ") != std::string::npos);
+  CHECK(results[1].err.find(
+            "node 0 was lost; node 1 was elected to lead (term 1): it promoted its copy of the "
+            "store (seq ") != std::string::npos);
   CHECK(results[1].err.find("node(s) [2] follow it") != std::string::npos);
-  CHECK(results[1].err.find("and it holds copies of stage(s) [0] up to step ") != std::string::npos);
-  CHECK(results[2].err.find("node 0 was lost; node 1 was elected to lead (term 1): this node follows node 1 and "
-                            "reached its promoted store at ") != std::string::npos);
+  CHECK(results[1].err.find("and it holds copies of stage(s) [0] up to step ") !=
+        std::string::npos);
+  CHECK(results[2].err.find(
+            "node 0 was lost; node 1 was elected to lead (term 1): this node follows node 1 and "
+            "reached its promoted store at ") != std::string::npos);
   // The CAF connection node 2 dialed to node 1 at start outlives node 0: a new leader on
   // node 1 could be reached without dialing.
-  CHECK(results[2].err.find("node 1's directory, over the connection node 2 dialed at start, answered (node 1)") !=
+  CHECK(results[2].err.find(
+            "node 1's directory, over the connection node 2 dialed at start, answered (node 1)") !=
         std::string::npos);
   for (int n : {1, 2})
     CHECK(results[n].err.find("taking over the coordinator is not implemented yet: the job ends") !=
@@ -61,7 +70,8 @@ TEST_CASE("node 0 killed: node 1 is elected and promotes its copy of the store, 
   CHECK(took < std::chrono::seconds(60));
 }
 
-TEST_CASE("node 0 killed with fault.leader_failover off: the survivors end as before, with no election") {
+TEST_CASE(
+    "node 0 killed with fault.leader_failover off: the survivors end as before, with no election") {
   TempDir dir;
   const auto results = run_nodes(dir, node0_dies(dir, "off", "no-election-test"), 120);
   INFO("node 1:\n" << results[1].err);

@@ -411,6 +411,7 @@ caf::behavior node_directory(Self* self, int ranks, NodeStages local, Reconnect 
         return st.waiting.back();
       },
       [=](coordinator_atom, CoordinatorActor coordinator) { self->state.coordinator = std::move(coordinator); },
+      [=](reach_atom) { return self->state.node; },
       // From a peer: a node of this job that announced its stages, else it is ignored.
       [=](stop_request_atom, int node, int signal) {
         auto& st = self->state;

@@ -68,6 +68,9 @@ using RespawnLocal = std::function<StageActor(int rank, std::int64_t round_fence
 using RelayoutLocal = std::function<NodeStages(const Relayout& r)>;
 /// Rebuilds this node's NCCL edges with communicators of `generation`; blocks until done.
 using RebuildEdges = std::function<void(std::uint32_t generation)>;
+/// From a survivor of node 0's loss (leader_failover.hpp): whether this directory still
+/// answers over the CAF connection the survivor dialed at start; the reply is its node.
+using reach_atom = caf::atom_constant<caf::atom("reach")>;
 /// To node 0's directory, from node k: a stop signal node k caught (SIGTERM, SIGINT).
 using stop_request_atom = caf::atom_constant<caf::atom("stopreq")>;
 /// Node 0: takes a stop that node `node` forwarded (node_directory checks the node).

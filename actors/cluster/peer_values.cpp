@@ -8,6 +8,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "transport/rendezvous/error.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -35,10 +37,12 @@ std::int64_t parse_peer_epoch(const std::string& text) {
   return ns;
 }
 
-PeerEndpoint parse_peer_endpoint(const std::string& text, int node) {
+namespace {
+
+// HOST:PORT as parse_peer_endpoint reads it; `what` names the key and what it holds.
+PeerEndpoint parse_endpoint(const std::string& text, const std::string& what) {
   const auto bad = [&](const char* why) {
-    return std::runtime_error(fmt::format("rendezvous key 'caf/{}' (node {}'s actors) holds '{}': {}", node,
-                                          node, shown(text), why));
+    return std::runtime_error(fmt::format("rendezvous key {} holds '{}': {}", what, shown(text), why));
   };
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) throw bad("not HOST:PORT");
@@ -50,6 +54,31 @@ PeerEndpoint parse_peer_endpoint(const std::string& text, int node) {
     host = host.substr(1, host.size() - 2);
   }
   return {host, static_cast<std::uint16_t>(port)};
+}
+
+}  // namespace
+
+PeerEndpoint parse_peer_endpoint(const std::string& text, int node) {
+  return parse_endpoint(text, fmt::format("'caf/{}' (node {}'s actors)", node, node));
+}
+
+std::string standby_text(const StandbyAddress& standby) {
+  return fmt::format("{} {} {}", standby.generation, standby.node,
+                     rendezvous::host_port(standby.store.host, standby.store.port));
+}
+
+StandbyAddress parse_standby(const std::string& text) {
+  const auto what = fmt::format("'{}' (the standby's copy of the store)", kStandbyKey);
+  const auto first = text.find(' ');
+  const auto second = first == std::string::npos ? first : text.find(' ', first + 1);
+  std::int64_t generation = 0, node = 0;
+  if (second == std::string::npos || !parse_integer(text.substr(0, first), 0, INT64_MAX, generation) ||
+      !parse_integer(text.substr(first + 1, second - first - 1), 1, 1 << 20, node))
+    throw std::runtime_error(fmt::format(
+        "rendezvous key {} holds '{}', not 'GENERATION NODE HOST:PORT' (another program or version on "
+        "this rendezvous?)",
+        what, shown(text)));
+  return {generation, static_cast<int>(node), parse_endpoint(text.substr(second + 1), what)};
 }
 
 std::string layout_nodes_text(const std::vector<int>& nodes) { return fmt::format("{}", fmt::join(nodes, ",")); }

@@ -23,6 +23,19 @@ struct PeerEndpoint {
 /// or not ("::1:4000", "[::1]:4000"). THROWS std::runtime_error naming the key.
 PeerEndpoint parse_peer_endpoint(const std::string& text, int node);
 
+/// "standby": where the standby of the layout (actors/plan/leader_election.hpp) serves its
+/// copy of the store (actors/cluster/leader_failover.hpp), as it writes it when it starts
+/// standing by: "GENERATION NODE HOST:PORT", GENERATION the layout's (0 the started one).
+inline constexpr const char* kStandbyKey = "standby";
+struct StandbyAddress {
+  std::int64_t generation = 0;
+  int node = -1;
+  PeerEndpoint store;
+};
+std::string standby_text(const StandbyAddress& standby);
+/// THROWS std::runtime_error naming the key.
+StandbyAddress parse_standby(const std::string& text);
+
 /// "layout/nodes": the nodes that run a stage actor in the layout the job runs now, as
 /// node 0 writes it at every re-layout (issue 44's shrink and grow): "0,1" ascending. A
 /// process joining a running job dials only these (and node 0): a node lost for good

@@ -22,7 +22,7 @@ KeeperActor StandbyRole::on_layout(const std::vector<int>& nodes,
   return keeper_;
 }
 
-std::string StandbyRole::summary(const SnapshotStore& store, std::chrono::milliseconds wait) {
+std::string StandbyRole::holdings(const SnapshotStore& store, std::chrono::milliseconds wait) {
   std::vector<int> ranks;
   {
     std::lock_guard lock(mutex_);
@@ -30,17 +30,21 @@ std::string StandbyRole::summary(const SnapshotStore& store, std::chrono::millis
     ranks = leader_ranks_;
   }
   const bool arrived = in_flight_->wait_idle(wait);
-  const auto head = fmt::format("node {} stands by for node {}", node_, leader_);
-  if (ranks.empty()) return fmt::format("{}: node {} runs no stage", head, leader_);
+  if (ranks.empty()) return fmt::format("node {} runs no stage", leader_);
   const auto stages = fmt::format("stage(s) [{}]", fmt::join(ranks, ", "));
   const auto step = store.consistent_step(ranks);
-  if (!step) return fmt::format("{}: no copy of {} yet", head, stages);
+  if (!step) return fmt::format("no copy of {} yet", stages);
   std::size_t bytes = 0;  // what node 0 sends this node after each snapshot
   for (int r : ranks)
     if (const auto copy = store.get(r, *step)) bytes += copy->bytes();
-  return fmt::format("{}: copies of {} up to step {} ({:.2f} MB a snapshot){}", head, stages, *step,
-                     static_cast<double>(bytes) / 1e6,
-                     arrived ? "" : "; some copies still arriving");
+  return fmt::format("copies of {} up to step {} ({:.2f} MB a snapshot){}", stages, *step,
+                     static_cast<double>(bytes) / 1e6, arrived ? "" : "; some copies still arriving");
+}
+
+std::string StandbyRole::summary(const SnapshotStore& store, std::chrono::milliseconds wait) {
+  const auto held = holdings(store, wait);
+  if (held.empty()) return {};
+  return fmt::format("node {} stands by for node {}: {}", node_, leader_, held);
 }
 
 }  // namespace conveyor

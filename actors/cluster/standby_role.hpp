@@ -43,6 +43,9 @@ class StandbyRole {
   /// the leader's stages it holds copies of, up to which step, once the copies still
   /// arriving came (waiting at most `wait`), and their bytes a snapshot.
   std::string summary(const SnapshotStore& store, std::chrono::milliseconds wait);
+  /// What the summary says this node holds ("copies of stage(s) [0] up to step 24 (1.45 MB
+  /// a snapshot)"), waiting as it does; empty when it does not stand by.
+  std::string holdings(const SnapshotStore& store, std::chrono::milliseconds wait);
 
  private:
   const int node_;

@@ -31,6 +31,14 @@ enum class ShrinkPolicy { automatic, replicas, stages, never };
 /// node that joins is refused; actors/coordinator/coordinator_grow.cpp).
 enum class GrowPolicy { at_step, at_checkpoint, never };
 
+/// fault.leader_failover (issue 44 item 7), for a job over several processes with buddy
+/// copies (the standby's): once node 0
+/// (the leader: the coordinator and the store) is lost, the survivors elect its standby
+/// and move their store clients to its promoted store (automatic), or the job ends at
+/// once as it always did (off). Taking over the coordinator is not implemented yet: with
+/// automatic the job still ends, saying whom it elected.
+enum class LeaderFailoverPolicy { automatic, off };
+
 struct RecoverySettings {
   FaultPolicy policy = FaultPolicy::abort;
   BuddyCopies buddy_copies = BuddyCopies::automatic;  // the composition root resolves automatic (actors/runtime/job_setup.cpp)
@@ -39,6 +47,7 @@ struct RecoverySettings {
   double window_s = 600.0;   // ... beyond which the run checkpoints and stops
   ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink (coordinator_shrink.cpp)
   GrowPolicy grow = GrowPolicy::at_step;          // fault.grow (coordinator_grow.cpp)
+  LeaderFailoverPolicy leader_failover = LeaderFailoverPolicy::automatic;  // fault.leader_failover (leader_failover.hpp)
 };
 
 }  // namespace conveyor

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -25,7 +26,7 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
                   const caf::actor& node0,
                   const LossRelay& relay, milliseconds grace, bool respawns,
                   const std::function<bool()>& forward_stop, milliseconds poll,
-                  milliseconds peer_silence) {
+                  milliseconds peer_silence, bool leader_failover) {
   std::map<caf::actor_addr, int> rank_of;  // every stage actor of this node, replacements too
   for (std::size_t i = 0; i < mine.actors.size(); ++i) {
     self->monitor(mine.actors[i]);
@@ -103,6 +104,14 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
       self->receive(on_down, on_replaced, on_relaid, on_idle, on_lost,
                     caf::after(grace) >> [&] { waited_out = true; });
   }
+  // Node 0 lost while stages ran: its end, not theirs, is what happened (a stage fails
+  // as its peers on node 0 vanish). A job node 0 failed on purpose says so below.
+  const auto node0_left = [&] {
+    return fmt::format("node 0 ended or became unreachable while {} stage(s) of this node were still running", alive);
+  };
+  const bool stage_failed = std::ranges::any_of(unresolved, [](const auto& u) { return u.second > 0; });
+  if (leader_failover && node0_gone && (waited_out || stage_failed) && job_failure.empty())
+    throw LeaderLost(!lost.empty() && relay.node0_lost() ? lost : node0_left());
   for (const auto& [rank, n] : unresolved)
     if (n > 0) throw std::runtime_error(failed.at(rank));
   // Ended in order, but because the job failed: this node fails too, with node 0's reason.
@@ -113,10 +122,7 @@ void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::ve
   // Node 0 leaving right after ending the stages is the normal end; another node lost
   // is a failed job even when node 0 then ended the stages in order.
   if (!lost.empty() && (waited_out || !relay.node0_lost())) throw std::runtime_error(lost);
-  if (waited_out)
-    throw std::runtime_error(fmt::format(
-        "node 0 ended or became unreachable while {} stage(s) of this node were still running",
-        alive));
+  if (waited_out) throw std::runtime_error(node0_left());
 }
 
 }  // namespace conveyor

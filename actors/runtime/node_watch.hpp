@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "actors/cluster/loss_relay.hpp"
@@ -22,14 +23,24 @@ using stage_relaid_atom = caf::atom_constant<caf::atom("relaid")>;
 /// that a process joining later can still reach it (and a grow could seat it again).
 using stage_idle_atom = caf::atom_constant<caf::atom("idle")>;
 
+/// Thrown by watch_stages, with fault.leader_failover, when node 0 (the leader) was lost
+/// while the job ran: what() says how it was seen. The caller runs the election
+/// (actors/cluster/leader_failover.hpp).
+struct LeaderLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Waits until the stages `mine` are down (the coordinator ends them). Throws naming a
 /// local stage that failed (and was not replaced), or a node that was lost (`relay`: the
 /// liveness watch). `respawns`: a failed stage may come back (node 0 has this node
 /// respawn it). A stop this node caught is forwarded once to node 0 (`forward_stop`,
-/// polled every `poll`); once node 0 is gone, `grace` bounds the wait.
+/// polled every `poll`); once node 0 is gone, `grace` bounds the wait. `leader_failover`:
+/// node 0 lost while the stages still ran (the grace waited out, or a local stage failed
+/// meanwhile) throws LeaderLost instead of naming the stages.
 void watch_stages(caf::scoped_actor& self, const NodeStages& mine, const std::vector<int>& node_of_rank,
                   const caf::actor& node0, const LossRelay& relay, std::chrono::milliseconds grace,
                   bool respawns, const std::function<bool()>& forward_stop,
-                  std::chrono::milliseconds poll, std::chrono::milliseconds peer_silence);
+                  std::chrono::milliseconds poll, std::chrono::milliseconds peer_silence,
+                  bool leader_failover = false);
 
 }  // namespace conveyor

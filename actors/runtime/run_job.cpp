@@ -17,6 +17,7 @@
 
 #include "actors/checkpoint/remote_shards.hpp"
 #include "actors/cluster/channel_setup.hpp"
+#include "actors/cluster/leader_failover.hpp"
 #include "actors/cluster/loss_relay.hpp"
 #include "actors/cluster/node_directory.hpp"
 #include "actors/cluster/peer_values.hpp"
@@ -158,6 +159,12 @@ class NodeRun {
  private:
   bool across() const { return store_ != nullptr; }
   bool node0() const { return setup_.node == 0; }
+  // Node k > 0 takes part in electing node 0's successor (fault.leader_failover): with
+  // buddy copies, whose standby the successor is (standby_role.hpp).
+  bool fails_over() const {
+    return across() && !node0() && shape_.copies && setup_.store.route &&
+           job_->plan.recovery.leader_failover == LeaderFailoverPolicy::automatic;
+  }
   // Stages on threads of their own: runtime.stage_threads detached, in one process only.
   bool detached_stages() const { return !across() && job_->plan.detached_stages; }
   void check_rejoin() const;
@@ -168,6 +175,7 @@ class NodeRun {
   void publish_directory();
   void stand_by();
   std::optional<TrainResult> serve_node_k();
+  void report_reach(int node);
   LayoutActors gather_stages();
   KeeperActor spawn_keeper(std::shared_ptr<CopiesInFlight> in_flight);
   StageRestarts stage_restarts();
@@ -221,6 +229,9 @@ class NodeRun {
   // Node k > 0 with buddy copies: whether it stands by for node 0 in the layout it runs
   // now, with the keeper of node 0's copies (standby_role.hpp); null elsewhere.
   std::unique_ptr<StandbyRole> standby_;
+  // Node k > 0 with fault.leader_failover: the standby's copy of the store, the route this
+  // process's store clients share, the election once node 0 is lost; null elsewhere.
+  std::unique_ptr<LeaderFailover> failover_;
 };
 
 void NodeRun::check_rejoin() const {
@@ -373,12 +384,23 @@ void NodeRun::spawn_stages() {
 // Issue 44 item 7: with buddy copies, node 0's stages send copies of their snapshots to
 // the standby (the lowest other node of the layout), whose keeper this node names in its
 // NodeStages when it is that node (at start here, after a re-plan in relayout()).
+// With fault.leader_failover every node k > 0 also knows where the standby keeps its copy
+// of the store (leader_failover.hpp).
 void NodeRun::stand_by() {
+  const std::set<int> nodes(setup_.node_of_rank.begin(), setup_.node_of_rank.end());
+  if (fails_over()) {
+    LeaderFailoverOptions failover;
+    failover.node = setup_.node;
+    failover.advertise_host = setup_.advertise_host;
+    failover.store = setup_.store;
+    failover.reach_timeout = setup_.peer_silence + milliseconds(3000);
+    failover_ = std::make_unique<LeaderFailover>(failover, *store_);
+    failover_->on_layout({nodes.begin(), nodes.end()}, 0);
+  }
   if (!across() || !shape_.copies || node0()) return;
   standby_ = std::make_unique<StandbyRole>(setup_.node, 0, [this](std::shared_ptr<CopiesInFlight> in_flight) {
     return spawn_keeper(std::move(in_flight));
   });
-  const std::set<int> nodes(setup_.node_of_rank.begin(), setup_.node_of_rank.end());
   mine_.keeper = standby_->on_layout({nodes.begin(), nodes.end()}, setup_.node_of_rank);
 }
 
@@ -440,12 +462,14 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
   if (!refused.empty())
     throw std::runtime_error(fmt::format("node 0 did not take this node's stages: {}", refused));
   if (!setup_.rejoining) store_->barrier("stages", setup_.rendezvous_timeout);
+  if (failover_) failover_->refresh();  // the standby published its address before the barrier
   relay_.deliver_to(caf::actor_cast<caf::actor>(self.ptr()));
   if (job_->services.progress)
     end_.actors.push_back(system_->spawn(
         progress_reporter, std::shared_ptr<const trace::ProgressBoard>(job_->services.progress),
         local_ranks_, setup_.node, directories_[0], progress_report_interval(job_->plan.watchdog_timeout_s)));
   const auto forward_stop = [&]() -> bool {
+    if (failover_) failover_->refresh();  // a re-plan may have moved the standby
     const int signal = setup_.local_stop ? setup_.local_stop() : 0;
     if (signal == 0) return false;
     self->send(directories_[0], stop_request_atom::value, setup_.node, signal);
@@ -458,11 +482,21 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
     // exits still in flight behind its last messages.
     watch_stages(self, mine_, setup_.node_of_rank, directories_[0], relay_,
                  std::min(setup_.transport_timeout, milliseconds(2000)),
-                 static_cast<bool>(respawn_local_), forward_stop, setup_.stop_poll, setup_.peer_silence);
+                 static_cast<bool>(respawn_local_), forward_stop, setup_.stop_poll, setup_.peer_silence,
+                 failover_ != nullptr);
+  } catch (const LeaderLost& lost) {
+    // Node 0's copies are all this node will get: what it holds now, without waiting.
+    const auto held = standby_ ? standby_->holdings(*job_->services.snapshots, milliseconds(0)) : std::string();
+    if (const int next = failover_->election().successor; next >= 0 && next != setup_.node)
+      report_reach(next);  // before the store's check, after which the successor ends
+    const auto outcome = failover_->fail_over(lost.what(), held);
+    await_actors_->limit_wait(kFailedJobGrace);
+    throw std::runtime_error(outcome);
   } catch (...) {
     await_actors_->limit_wait(kFailedJobGrace);
     throw;
   }
+  failover_.reset();  // the job ended in order: node 0 leaves now, its store with it
   if (job_->services.shard_writes) {
     // The last checkpoint's shards may still be on their way: node 0 waits for them
     // before it ends the job, so this node leaves only once they are written and noted.
@@ -479,6 +513,22 @@ std::optional<TrainResult> NodeRun::serve_node_k() {
   watch_->stop();
   hub_->drain_sends(setup_.transport_timeout);
   return std::nullopt;
+}
+
+// After node 0's loss: whether node `node`'s directory answers over the CAF connection
+// this node dialed at start (node k dials every lower node), which a new leader on
+// `node` would need; one line either way.
+void NodeRun::report_reach(int node) {
+  if (node >= static_cast<int>(directories_.size()) || !directories_[node]) {
+    fmt::print(stderr, "conveyor train: node {} holds no connection to node {}'s directory\n", setup_.node, node);
+    return;
+  }
+  std::string answer;
+  (*self_)->request(directories_[node], std::min(setup_.transport_timeout, milliseconds(2000)), reach_atom::value)
+      .receive([&](int n) { answer = fmt::format("answered (node {})", n); },
+               [&](caf::error& e) { answer = "did not answer: " + error_text(*system_, e); });
+  fmt::print(stderr, "conveyor train: node {}'s directory, over the connection node {} dialed at start, {}\n", node,
+             setup_.node, answer);
 }
 
 // Every stage actor of the job, by rank: this process's own, or across processes those
@@ -571,6 +621,13 @@ NodeStages NodeRun::relayout(const Relayout& r) {
     if (auto w = watcher_.lock()) caf::anon_send(caf::actor_cast<caf::actor>(w), stage_idle_atom::value);
   // The standby of the new layout names its keeper (node 1's lost: the next lowest node).
   if (standby_) mine.keeper = standby_->on_layout(r.nodes, choice.node_of_rank);
+  // ... and starts its copy of the store, which the node that stood by before stops.
+  if (failover_) try {
+      failover_->on_layout(r.nodes, r.generation);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "conveyor train: node {} cannot stand by for node 0 in layout generation {}: {}\n",
+                 setup_.node, r.generation, e.what());
+    }
   fmt::print(stderr, "conveyor train: node {} moves onto {} (layout generation {}): stage(s) [{}] here\n",
              setup_.node, describe_shape(job->plan.replicas, static_cast<int>(job->plan.placement.ranks.size())),
              r.generation, fmt::join(mine.ranks, ", "));

@@ -146,6 +146,12 @@ struct EnumNames<BuddyCopies> {
 };
 
 template <>
+struct EnumNames<LeaderFailoverPolicy> {
+  static constexpr NamedValue<LeaderFailoverPolicy> entries[] = {{LeaderFailoverPolicy::automatic, "auto"},
+                                                           {LeaderFailoverPolicy::off, "off"}};
+};
+
+template <>
 struct EnumNames<ShrinkPolicy> {
   static constexpr NamedValue<ShrinkPolicy> entries[] = {{ShrinkPolicy::automatic, "auto"},
                                                          {ShrinkPolicy::replicas, "replicas"},

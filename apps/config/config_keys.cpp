@@ -318,6 +318,14 @@ std::vector<ConfigKey> build_keys() {
           "checkpoint with CPU stages and checkpoint.every > 0, else it ends the run, or "
           "under --supervise the job resumes from its newest checkpoint) or auto (on when "
           "every stage runs on the CPU, else off)"),
+      KEY(fault.leader_failover,
+          "a run over several processes with buddy copies (fault.buddy_copies), once node 0 "
+          "(the coordinator and the rendezvous store) is lost: auto (the survivors elect node "
+          "0's standby, the lowest other node of the layout, which keeps copies of node 0's "
+          "snapshots and of its store; it promotes its copy of the store and the others move "
+          "to it; taking over the coordinator is not implemented yet, so the job then ends, "
+          "naming the node elected) or off (the job ends at once, as before; so it does "
+          "without buddy copies) (actors/cluster/leader_failover.hpp)"),
       KEY(fault.straggler_factor,
           "a stage whose busy time over the median of the other stages' rises above this "
           "many times what it was in the first 3 steps is slow; slow for "

@@ -115,6 +115,7 @@ struct FaultSection {
   ShrinkPolicy shrink = ShrinkPolicy::automatic;  // fault.shrink: auto | replicas | stages (issue 44's re-plan)
   GrowPolicy grow = GrowPolicy::at_step;     // fault.grow: at_step | at_checkpoint | never (issue 44's re-plan)
   BuddyCopies buddy_copies = BuddyCopies::automatic;  // fault.buddy_copies: auto | on | off (node 0's copies of other nodes' snapshots)
+  LeaderFailoverPolicy leader_failover = LeaderFailoverPolicy::automatic;  // fault.leader_failover: auto | off (electing node 0's standby)
   double straggler_factor = 2.0;             // fault.straggler_factor: busy time over the median stage's that is slow
   std::int64_t straggler_steps = 3;          // fault.straggler_steps: consecutive slow steps before a report
 };

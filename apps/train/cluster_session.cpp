@@ -77,6 +77,10 @@ ClusterSession::ClusterSession(const LaunchSpec& spec, const std::string& token,
   c.host = spec.rdzv_host;
   c.port = server_ ? server_->port() : static_cast<std::uint16_t>(spec.rdzv_port);
   c.token = token;
+  // Every store client of this process (this one, the liveness watch's, the groups') shares
+  // one route: once node 0 is lost they move together to the standby's copy of the store
+  // (actors/cluster/leader_failover.hpp).
+  c.route = std::make_shared<rendezvous::StoreRoute>(c.host, c.port);
   c.connect_timeout = rdzv_timeout;
   // A reply's own travel time counts on top of each wait: never more than the wait itself,
   // so that a frozen server fails a short rendezvous.timeout_s in about twice that.

@@ -65,6 +65,7 @@ JobPlan build_job_plan(const RunConfig& config, int processes) {
   plan.recovery.policy = config.fault.policy;
   plan.recovery.snapshot_every = static_cast<int>(config.fault.snapshot_every);
   plan.recovery.buddy_copies = config.fault.buddy_copies;
+  plan.recovery.leader_failover = config.fault.leader_failover;
   plan.nodes_write_shards = config.checkpoint.writers == CheckpointWriters::every_node;
   plan.checkpoint_every = config.checkpoint.every;
   plan.remote_shard_timeout = std::chrono::milliseconds(

@@ -74,3 +74,18 @@ TEST_CASE("a process joining a shrunk job dials node 0 and the layout's nodes, n
   CHECK(joiner_dials(std::vector<int>{1}, 0));  // node 0 hosts the store and the coordinator
   for (int node : {0, 1, 2}) CHECK(joiner_dials(std::nullopt, node));  // the layout the job started with
 }
+
+TEST_CASE("the standby's address prints as GENERATION NODE HOST:PORT and parses back, and anything else is an error naming the key") {
+  const StandbyAddress at{3, 1, {"10.0.0.2", 4321}};
+  CHECK(standby_text(at) == "3 1 10.0.0.2:4321");
+  const auto back = parse_standby(standby_text(at));
+  CHECK(back.generation == 3);
+  CHECK(back.node == 1);
+  CHECK(back.store.host == "10.0.0.2");
+  CHECK(back.store.port == 4321);
+  CHECK(parse_standby(standby_text({0, 2, {"::1", 80}})).store.host == "::1");
+  for (const std::string bad : {"", "1", "1 2", "x 1 h:1", "1 0 h:1", "1 1 h", "1 1 h:0", "-1 1 h:1", "1 1 [::1:5"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_standby(bad), doctest::Contains("rendezvous key 'standby'"), std::runtime_error);
+  }
+}

@@ -61,6 +61,7 @@ TEST_CASE("the enum keys take their names and write them back, auto is spelled a
   check_key<NanPolicy>("fault.on_nan");
   check_key<FaultPolicy>("fault.policy");
   check_key<BuddyCopies>("fault.buddy_copies");
+  check_key<LeaderFailoverPolicy>("fault.leader_failover");
   check_key<GrowPolicy>("fault.grow");
   check_key<CheckpointWriters>("checkpoint.writers");
   check_key<TransportKind>("transport.kind");

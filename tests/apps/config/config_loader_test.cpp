@@ -64,7 +64,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
         "trace.enabled", "trace.steps", "watchdog.timeout_s", "devices.per_node",
         "rendezvous.timeout_s", "rendezvous.peer_silence_s", "transport.kind", "transport.timeout_s", "fault.inject",
         "fault.policy", "fault.on_nan", "fault.snapshot_every", "fault.max_restarts",
-        "fault.window_s", "fault.rejoin_timeout_s", "fault.shrink", "fault.grow", "fault.buddy_copies", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
+        "fault.window_s", "fault.rejoin_timeout_s", "fault.shrink", "fault.grow", "fault.buddy_copies", "fault.leader_failover", "fault.straggler_factor", "fault.straggler_steps", "checkpoint.dir",
         "checkpoint.every", "checkpoint.keep", "checkpoint.writers", "checkpoint.remote_timeout_s", "optim.grad_dtype", "optim.shard_state", "model.tie_embeddings", "model.recompute",
         "runtime.attention", "model.arch", "model.kv_heads", "model.ffn_dim", "model.rope_theta",
         "model.rope_scaling", "model.rope_scaling_factor", "model.rope_low_freq_factor",
@@ -76,7 +76,7 @@ TEST_CASE("every key of run_config.hpp exists under its dotted name") {
     CHECK(has(config_reference(), name));
     CHECK(has(config_reference(true), name));
   }
-  CHECK(config_keys().size() == 84);
+  CHECK(config_keys().size() == 85);
 }
 
 TEST_CASE("serve.token is read from a config and --set, and never written to a resolved config") {
@@ -333,6 +333,13 @@ TEST_CASE("fault.buddy_copies is auto by default, takes on and off, and refuses 
                 {"fault.buddy_copies", "'on' on devices.kind cuda", "fault.buddy_copies: auto or off"});
   check_message(set_error({"fault.buddy_copies=yes"}),
                 {"fault.buddy_copies", "'yes' is not one of auto, on, off"});
+}
+
+TEST_CASE("fault.leader_failover is auto by default, takes off, and refuses another name naming the key") {
+  CHECK(RunConfig{}.fault.leader_failover == LeaderFailoverPolicy::automatic);
+  CHECK(load_run_config("", {"fault.leader_failover=off"}).fault.leader_failover == LeaderFailoverPolicy::off);
+  check_message(set_error({"fault.leader_failover=on"}),
+                {"fault.leader_failover", "'on' is not one of auto, off"});
 }
 
 TEST_CASE("fault.shrink and fault.grow parse their names, and a bad value is refused naming the key") {

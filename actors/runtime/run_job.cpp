@@ -160,9 +160,12 @@ class NodeRun {
   bool across() const { return store_ != nullptr; }
   bool node0() const { return setup_.node == 0; }
   // Node k > 0 takes part in electing node 0's successor (fault.leader_failover): with
-  // buddy copies, whose standby the successor is (standby_role.hpp).
+  // buddy copies, whose standby the successor is (standby_role.hpp). Not a process that
+  // joins a running job (a replacement, or a node growing a shrunk one): it knows only the
+  // started layout until node 0 takes it in, and one that node 0 refuses sees node 0 go as
+  // a leader's loss (it would elect where it should end with the refusal).
   bool fails_over() const {
-    return across() && !node0() && shape_.copies && setup_.store.route &&
+    return across() && !node0() && !setup_.rejoining && shape_.copies && setup_.store.route &&
            job_->plan.recovery.leader_failover == LeaderFailoverPolicy::automatic;
   }
   // Stages on threads of their own: runtime.stage_threads detached, in one process only.

@@ -25,22 +25,11 @@
 #include "tests/actors/fault/small_gpt.hpp"
 
 using namespace conveyor;
-using conveyor::fault_test::small_model;
+using conveyor::fault_test::plan_of;
 
 namespace {
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
-
-JobPlan plan_of(const std::vector<int>& halves) {
-  JobPlan plan;
-  plan.model = small_model();
-  plan.data.micro_batches = 4;
-  const sched::ScheduleSpec spec{"1f1b", static_cast<int>(halves.size()), 4, 1};
-  auto layout = make_pipeline_layout(spec, 3, halves);
-  plan.schedule = layout.schedule;
-  plan.placement = layout.placement;
-  return plan;
-}
 
 // A checkpoint of `stages` CPU stages of plan `three` after 8 steps (7 AdamW steps), of
 // which the first `shards` are written.

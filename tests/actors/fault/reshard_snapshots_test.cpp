@@ -14,28 +14,10 @@
 #include "tests/actors/fault/small_gpt.hpp"
 
 using namespace conveyor;
-using conveyor::fault_test::small_model;
+using conveyor::fault_test::models_of;
+using conveyor::fault_test::plan_of;
 
 namespace {
-
-JobPlan plan_of(const std::vector<int>& halves, int replicas = 1) {
-  JobPlan plan;
-  plan.model = small_model();
-  plan.data.micro_batches = 4;
-  plan.replicas = replicas;
-  const sched::ScheduleSpec spec{"1f1b", static_cast<int>(halves.size()), 4 / replicas, 1};
-  auto layout = make_pipeline_layout(spec, 3, halves);
-  plan.schedule = layout.schedule;
-  plan.placement = layout.placement;
-  return plan;
-}
-
-// Each rank's CPU model of `plan` (one chunk per rank here), seeded with `seed`.
-std::vector<std::unique_ptr<StageModel>> models_of(const JobPlan& plan, std::uint64_t seed) {
-  std::vector<std::unique_ptr<StageModel>> out;
-  for (const auto& rank : plan.placement.ranks) out.push_back(make_cpu_stage_model(plan.model, rank.chunks.at(0).slice, seed));
-  return out;
-}
 
 std::map<std::string, std::vector<float>> by_name(const std::vector<std::unique_ptr<StageModel>>& models) {
   std::map<std::string, std::vector<float>> out;

@@ -17,6 +17,12 @@ constexpr int kTerm = 1;
 
 std::string follows_key(int node) { return fmt::format("follows/{}", node); }
 
+// "node 0 was lost; node N was elected to lead (term 1)": how both the successor's and a
+// follower's line begin.
+std::string elected_line(const std::string& lost, int successor) {
+  return fmt::format("{}; node {} was elected to lead (term {})", lost, successor, kTerm);
+}
+
 std::string not_implemented() {
   return "but taking over the coordinator is not implemented yet: the job ends";
 }
@@ -129,8 +135,7 @@ std::string LeaderFailover::fail_over(const std::string& why, const std::string&
 // the other survivors to reach it.
 std::string LeaderFailover::lead(const std::string& lost, const std::string& holdings) {
   std::lock_guard lock(mu_);
-  const auto elected =
-      fmt::format("{}; node {} was elected to lead (term {})", lost, options_.node, kTerm);
+  const auto elected = elected_line(lost, options_.node);
   if (!copy_) return fmt::format("{}, but it runs no copy of the store: the job ends", elected);
   mirror_->stop();  // no late change after the promotion
   const auto seq = mirror_->seq();
@@ -178,8 +183,7 @@ std::string LeaderFailover::follow(const std::string& lost, int successor) {
     std::lock_guard lock(mu_);
     standby = standby_;
   }
-  const auto elected =
-      fmt::format("{}; node {} was elected to lead (term {})", lost, successor, kTerm);
+  const auto elected = elected_line(lost, successor);
   if (!standby || standby->node != successor)
     return fmt::format(
         "{}, but this node never learnt where its copy of the store listens: the job ends",
